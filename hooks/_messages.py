@@ -12,7 +12,7 @@ tokens; costs are US dollars.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
 from attrs import field, frozen
@@ -54,8 +54,8 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _extra() -> Mapping[str, JSONValue]:
-    return field(factory=dict, repr=False)  # type: ignore[no-any-return]
+def _extra() -> Any:
+    return field(factory=dict, repr=False)
 
 
 # --- content blocks -------------------------------------------------------------------------
@@ -115,6 +115,14 @@ class UnknownContent:
 UserContent: TypeAlias = TextContent | ImageContent | UnknownContent
 AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall | UnknownContent
 ContentBlock: TypeAlias = TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent
+
+
+def _assistant_blocks(value: Iterable[AssistantContent]) -> tuple[AssistantContent, ...]:
+    return tuple(value)
+
+
+def _user_blocks(value: Iterable[UserContent]) -> tuple[UserContent, ...]:
+    return tuple(value)
 
 
 # --- usage ----------------------------------------------------------------------------------
@@ -181,12 +189,12 @@ class UserMessage:
 class AssistantMessage:
     """A model reply, as streamed and then persisted.
 
-    ``api``/``provider``/``model`` name where it came from (pi's fields, e.g. ``anthropic-messages``,
-    ``anthropic``, ``claude-sonnet-4-5``); ``error_message`` is set when ``stop_reason`` is
-    ``error`` or ``aborted``.
+    ``api``/``provider``/``model`` name where it came from (pi's fields, e.g.
+    ``anthropic-messages``, ``anthropic``, ``claude-sonnet-4-5``); ``error_message`` is set when
+    ``stop_reason`` is ``error`` or ``aborted``.
     """
 
-    content: tuple[AssistantContent, ...] = field(default=(), converter=tuple)
+    content: tuple[AssistantContent, ...] = field(default=(), converter=_assistant_blocks)
     api: str = ""
     provider: str = ""
     model: str = ""
@@ -218,7 +226,7 @@ class ToolResultMessage:
 
     tool_call_id: str
     tool_name: str
-    content: tuple[UserContent, ...] = field(default=(), converter=tuple)
+    content: tuple[UserContent, ...] = field(default=(), converter=_user_blocks)
     details: JSONValue = None
     is_error: bool = False
     timestamp: int = field(factory=now_ms)

@@ -1,1 +1,92 @@
-"""Placeholder: filled in as the package grows."""
+"""Session storage: entries, the session tree, and repositories (JSONL files, memory).
+
+May import ``hooks``; never ``harness``. Everything public is also re-exported from ``harness``.
+"""
+
+from ._codec import decode_entry, decode_message, encode_entry, encode_message
+from ._context import NO_RESULT_TEXT, ModelRef, SessionContext, build_context, normalize_messages
+from ._entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    Entry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    UnknownEntry,
+)
+from ._errors import (
+    CorruptSessionError,
+    EntryNotFoundError,
+    InvalidForkTargetError,
+    InvalidSessionIdError,
+    SessionClosedError,
+    SessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from ._jsonl.paths import encode_cwd, validate_session_id
+from ._jsonl.repo import JsonlSessionRepo
+from ._jsonl.storage import open_session
+from ._memory import MemorySessionRepo
+from ._repo import ForkPosition, ForkScope, SessionInfo, SessionRepo
+from ._session import Diagnostic, FsyncPolicy, Session, TreeNode
+
+__all__ = [
+    "NO_RESULT_TEXT",
+    "ActiveToolsChangeEntry",
+    "BranchSummaryEntry",
+    "CompactionEntry",
+    "CorruptSessionError",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "Diagnostic",
+    "Entry",
+    "EntryNotFoundError",
+    "ForkPosition",
+    "ForkScope",
+    "FsyncPolicy",
+    "InvalidForkTargetError",
+    "InvalidSessionIdError",
+    "JsonlSessionRepo",
+    "LabelEntry",
+    "LeafEntry",
+    "MemorySessionRepo",
+    "MessageEntry",
+    "ModelChangeEntry",
+    "ModelRef",
+    "Session",
+    "SessionClosedError",
+    "SessionContext",
+    "SessionError",
+    "SessionExistsError",
+    "SessionHeader",
+    "SessionInfo",
+    "SessionInfoEntry",
+    "SessionNotFoundError",
+    "SessionRepo",
+    "ThinkingLevelChangeEntry",
+    "TreeNode",
+    "UnknownEntry",
+    "build_context",
+    "decode_entry",
+    "decode_message",
+    "encode_cwd",
+    "encode_entry",
+    "encode_message",
+    "normalize_messages",
+    "open_session",
+    "validate_session_id",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,0 +1,720 @@
+"""orjson <-> entries and messages. The only place that knows the on-disk (camelCase) keys.
+
+Rules (DESIGN §2):
+- every known field maps to an attribute; every other key goes to ``extra`` and is written back;
+- an optional field absent from the line stays absent when written; one present as ``null`` is
+  kept in ``extra`` so it is written back as ``null``;
+- v1 lines have no ``id``/``parentId``: :func:`v1_entry_id` derives ids from the line number and
+  bytes, so two opens of one file agree; ``firstKeptEntryIndex`` (0-based line index, header = 0)
+  becomes ``firstKeptEntryId``; role ``hookMessage`` (v2) reads as ``custom``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import orjson
+
+from hooks import (
+    AssistantContent,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    Cost,
+    CustomMessage,
+    ImageContent,
+    JSONValue,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownContent,
+    UnknownMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
+
+from ._entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    Entry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    UnknownEntry,
+)
+
+__all__ = [
+    "decode_entry",
+    "decode_header",
+    "decode_message",
+    "dumps_line",
+    "encode_entry",
+    "encode_header",
+    "encode_message",
+    "v1_entry_id",
+]
+
+Obj = dict[str, Any]
+
+
+class CodecError(ValueError):
+    """A line is JSON but not a valid entry; the caller adds file and line number."""
+
+
+def _extra(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    # Known keys holding null stay in extra so they round-trip as null.
+    return {k: v for k, v in obj.items() if k not in known or v is None}
+
+
+def _put_extra(out: Obj, extra: Mapping[str, Any]) -> Obj:
+    for k, v in extra.items():
+        if k not in out:
+            out[k] = v
+    return out
+
+
+def _str(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise CodecError(f"field {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise CodecError(f"field {key!r} must be a string or absent")
+    return value
+
+
+def _int(obj: Mapping[str, Any], key: str, default: int = 0) -> int:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CodecError(f"field {key!r} must be a number")
+    return int(value)
+
+
+# --- content blocks -------------------------------------------------------------------------
+
+_TEXT_KEYS = frozenset({"type", "text"})
+_IMAGE_KEYS = frozenset({"type", "data", "mimeType"})
+_THINKING_KEYS = frozenset({"type", "thinking", "thinkingSignature", "redacted"})
+_TOOLCALL_KEYS = frozenset({"type", "id", "name", "arguments"})
+
+
+def _decode_block(
+    obj: Any,
+) -> TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent:
+    if not isinstance(obj, dict):
+        raise CodecError("content block must be an object")
+    kind = obj.get("type")
+    if kind == "text" and isinstance(obj.get("text"), str):
+        return TextContent(text=obj["text"], extra=_extra(obj, _TEXT_KEYS))
+    if (
+        kind == "image"
+        and isinstance(obj.get("data"), str)
+        and isinstance(obj.get("mimeType"), str)
+    ):
+        return ImageContent(
+            data=obj["data"], mime_type=obj["mimeType"], extra=_extra(obj, _IMAGE_KEYS)
+        )
+    if kind == "thinking" and isinstance(obj.get("thinking"), str):
+        return ThinkingContent(
+            thinking=obj["thinking"],
+            thinking_signature=_opt_str(obj, "thinkingSignature"),
+            redacted=bool(obj.get("redacted", False)),
+            extra=_extra(obj, _THINKING_KEYS),
+        )
+    if (
+        kind == "toolCall"
+        and isinstance(obj.get("id"), str)
+        and isinstance(obj.get("name"), str)
+        and isinstance(obj.get("arguments", {}), dict)
+    ):
+        return ToolCall(
+            id=obj["id"],
+            name=obj["name"],
+            arguments=obj.get("arguments", {}),
+            extra=_extra(obj, _TOOLCALL_KEYS),
+        )
+    return UnknownContent(raw=obj)
+
+
+def _encode_block(
+    block: TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent,
+) -> Obj:
+    if isinstance(block, TextContent):
+        return _put_extra({"type": "text", "text": block.text}, block.extra)
+    if isinstance(block, ImageContent):
+        return _put_extra(
+            {"type": "image", "data": block.data, "mimeType": block.mime_type}, block.extra
+        )
+    if isinstance(block, ThinkingContent):
+        out: Obj = {"type": "thinking", "thinking": block.thinking}
+        if block.thinking_signature is not None:
+            out["thinkingSignature"] = block.thinking_signature
+        if block.redacted:
+            out["redacted"] = True
+        return _put_extra(out, block.extra)
+    if isinstance(block, ToolCall):
+        return _put_extra(
+            {
+                "type": "toolCall",
+                "id": block.id,
+                "name": block.name,
+                "arguments": dict(block.arguments),
+            },
+            block.extra,
+        )
+    return dict(block.raw)
+
+
+def _decode_user_content(value: Any) -> str | tuple[UserContent, ...]:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise CodecError("content must be a string or a list of blocks")
+    blocks = tuple(_decode_block(b) for b in value)
+    return tuple(
+        b
+        if isinstance(b, TextContent | ImageContent | UnknownContent)
+        else UnknownContent(raw=_encode_block(b))
+        for b in blocks
+    )
+
+
+def _encode_content(value: str | tuple[Any, ...]) -> str | list[Obj]:
+    if isinstance(value, str):
+        return value
+    return [_encode_block(b) for b in value]
+
+
+def _decode_assistant_content(value: Any) -> tuple[AssistantContent, ...]:
+    if not isinstance(value, list):
+        raise CodecError("assistant content must be a list of blocks")
+    out: list[AssistantContent] = []
+    for raw in value:
+        block = _decode_block(raw)
+        out.append(UnknownContent(raw=raw) if isinstance(block, ImageContent) else block)
+    return tuple(out)
+
+
+# --- usage ----------------------------------------------------------------------------------
+
+_COST_KEYS = frozenset({"input", "output", "cacheRead", "cacheWrite", "total"})
+_USAGE_KEYS = frozenset({"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"})
+
+
+def _decode_usage(obj: Any) -> Usage:
+    if not isinstance(obj, dict):
+        return Usage(extra={"usage": obj}) if obj is not None else Usage()
+    cost_raw = obj.get("cost")
+    cost = Cost()
+    if isinstance(cost_raw, dict):
+        cost = Cost(
+            input=float(cost_raw.get("input") or 0),
+            output=float(cost_raw.get("output") or 0),
+            cache_read=float(cost_raw.get("cacheRead") or 0),
+            cache_write=float(cost_raw.get("cacheWrite") or 0),
+            total=float(cost_raw.get("total") or 0),
+            extra=_extra(cost_raw, _COST_KEYS),
+        )
+    total = obj.get("totalTokens")
+    return Usage(
+        input=_int(obj, "input"),
+        output=_int(obj, "output"),
+        cache_read=_int(obj, "cacheRead"),
+        cache_write=_int(obj, "cacheWrite"),
+        total_tokens=int(total) if isinstance(total, int | float) else None,
+        cost=cost,
+        extra=_extra(obj, _USAGE_KEYS if isinstance(cost_raw, dict) else _USAGE_KEYS - {"cost"}),
+    )
+
+
+def _num(value: float) -> float | int:
+    # Keep integral costs as ints (0, not 0.0) so pi-written zeros stay byte-identical.
+    return int(value) if value == int(value) else value
+
+
+def _encode_usage(usage: Usage) -> Obj:
+    out: Obj = {
+        "input": usage.input,
+        "output": usage.output,
+        "cacheRead": usage.cache_read,
+        "cacheWrite": usage.cache_write,
+    }
+    if usage.total_tokens is not None:
+        out["totalTokens"] = usage.total_tokens
+    c = usage.cost
+    out["cost"] = _put_extra(
+        {
+            "input": _num(c.input),
+            "output": _num(c.output),
+            "cacheRead": _num(c.cache_read),
+            "cacheWrite": _num(c.cache_write),
+            "total": _num(c.total),
+        },
+        c.extra,
+    )
+    return _put_extra(out, usage.extra)
+
+
+# --- messages -------------------------------------------------------------------------------
+
+_USER_KEYS = frozenset({"role", "content", "timestamp"})
+_ASSISTANT_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "api",
+        "provider",
+        "model",
+        "usage",
+        "stopReason",
+        "errorMessage",
+        "timestamp",
+    }
+)
+_TOOLRESULT_KEYS = frozenset(
+    {"role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"}
+)
+_BASH_KEYS = frozenset(
+    {
+        "role",
+        "command",
+        "output",
+        "exitCode",
+        "cancelled",
+        "truncated",
+        "fullOutputPath",
+        "excludeFromContext",
+        "timestamp",
+    }
+)
+_CUSTOM_KEYS = frozenset({"role", "customType", "content", "display", "details", "timestamp"})
+
+
+def decode_message(obj: Any) -> Message:
+    """Build a message value from its JSON object.
+
+    Raises:
+        CodecError: a known role with fields of the wrong shape.
+    """
+    if not isinstance(obj, dict):
+        raise CodecError("message must be an object")
+    role = obj.get("role")
+    ts = _int(obj, "timestamp")
+    if role == "user":
+        return UserMessage(
+            content=_decode_user_content(obj.get("content", "")),
+            timestamp=ts,
+            extra=_extra(obj, _USER_KEYS),
+        )
+    if role == "assistant":
+        return AssistantMessage(
+            content=_decode_assistant_content(obj.get("content", [])),
+            api=str(obj.get("api", "")),
+            provider=str(obj.get("provider", "")),
+            model=str(obj.get("model", "")),
+            usage=_decode_usage(obj.get("usage")),
+            stop_reason=cast(Any, str(obj.get("stopReason", "stop"))),
+            error_message=_opt_str(obj, "errorMessage"),
+            timestamp=ts,
+            extra=_extra(obj, _ASSISTANT_KEYS),
+        )
+    if role == "toolResult":
+        content = _decode_user_content(obj.get("content", []))
+        return ToolResultMessage(
+            tool_call_id=_str(obj, "toolCallId"),
+            tool_name=str(obj.get("toolName", "")),
+            content=(TextContent(text=content),) if isinstance(content, str) else content,
+            details=obj.get("details"),
+            is_error=bool(obj.get("isError", False)),
+            timestamp=ts,
+            extra=_extra(obj, _TOOLRESULT_KEYS)
+            | ({"content": obj["content"]} if isinstance(obj.get("content"), str) else {}),
+        )
+    if role == "bashExecution":
+        exit_code = obj.get("exitCode")
+        return BashExecutionMessage(
+            command=str(obj.get("command", "")),
+            output=str(obj.get("output", "")),
+            exit_code=int(exit_code) if isinstance(exit_code, int) else None,
+            cancelled=bool(obj.get("cancelled", False)),
+            truncated=bool(obj.get("truncated", False)),
+            full_output_path=_opt_str(obj, "fullOutputPath"),
+            exclude_from_context=bool(obj.get("excludeFromContext", False)),
+            timestamp=ts,
+            extra=_extra(obj, _BASH_KEYS),
+        )
+    if role in ("custom", "hookMessage"):
+        return CustomMessage(
+            custom_type=str(obj.get("customType", "")),
+            content=_decode_user_content(obj.get("content", "")),
+            display=bool(obj.get("display", True)),
+            details=obj.get("details"),
+            timestamp=ts,
+            extra=_extra(obj, _CUSTOM_KEYS),
+        )
+    return UnknownMessage(raw=obj)
+
+
+def encode_message(msg: Message) -> Obj:
+    """The JSON object of a message, camelCase keys, unknown fields written back."""
+    if isinstance(msg, UserMessage):
+        return _put_extra(
+            {"role": "user", "content": _encode_content(msg.content), "timestamp": msg.timestamp},
+            msg.extra,
+        )
+    if isinstance(msg, AssistantMessage):
+        out: Obj = {
+            "role": "assistant",
+            "content": [_encode_block(b) for b in msg.content],
+            "api": msg.api,
+            "provider": msg.provider,
+            "model": msg.model,
+            "usage": _encode_usage(msg.usage),
+            "stopReason": msg.stop_reason,
+        }
+        if msg.error_message is not None:
+            out["errorMessage"] = msg.error_message
+        out["timestamp"] = msg.timestamp
+        return _put_extra(out, msg.extra)
+    if isinstance(msg, ToolResultMessage):
+        out = {
+            "role": "toolResult",
+            "toolCallId": msg.tool_call_id,
+            "toolName": msg.tool_name,
+            "content": [_encode_block(b) for b in msg.content],
+        }
+        if msg.details is not None:
+            out["details"] = msg.details
+        out["isError"] = msg.is_error
+        out["timestamp"] = msg.timestamp
+        return _put_extra(out, msg.extra) if "content" not in msg.extra else {**out, **msg.extra}
+    if isinstance(msg, BashExecutionMessage):
+        out = {
+            "role": "bashExecution",
+            "command": msg.command,
+            "output": msg.output,
+            "exitCode": msg.exit_code,
+            "cancelled": msg.cancelled,
+            "truncated": msg.truncated,
+        }
+        if msg.full_output_path is not None:
+            out["fullOutputPath"] = msg.full_output_path
+        if msg.exclude_from_context:
+            out["excludeFromContext"] = True
+        out["timestamp"] = msg.timestamp
+        return _put_extra(out, msg.extra)
+    if isinstance(msg, CustomMessage):
+        out = {
+            "role": "custom",
+            "customType": msg.custom_type,
+            "content": _encode_content(msg.content),
+            "display": msg.display,
+        }
+        if msg.details is not None:
+            out["details"] = msg.details
+        out["timestamp"] = msg.timestamp
+        return _put_extra(out, msg.extra)
+    if isinstance(msg, BranchSummaryMessage):
+        return {
+            "role": "branchSummary",
+            "summary": msg.summary,
+            "fromId": msg.from_id,
+            "timestamp": msg.timestamp,
+        }
+    if isinstance(msg, CompactionSummaryMessage):
+        return {
+            "role": "compactionSummary",
+            "summary": msg.summary,
+            "tokensBefore": msg.tokens_before,
+            "timestamp": msg.timestamp,
+        }
+    return dict(msg.raw)
+
+
+# --- header ---------------------------------------------------------------------------------
+
+_HEADER_KEYS = frozenset({"type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"})
+
+
+def decode_header(obj: Any) -> SessionHeader:
+    """Build the header from line 1.
+
+    Raises:
+        CodecError: not an object with ``type: "session"`` and a string ``id``.
+    """
+    if (
+        not isinstance(obj, dict)
+        or obj.get("type") != "session"
+        or not isinstance(obj.get("id"), str)
+    ):
+        raise CodecError('the first line is not a session header ({"type":"session","id":...})')
+    version = obj.get("version", 1)
+    metadata = obj.get("metadata")
+    return SessionHeader(
+        id=obj["id"],
+        timestamp=str(obj.get("timestamp", "")),
+        cwd=str(obj.get("cwd", "")),
+        version=version if isinstance(version, int) else 1,
+        parent_session=_opt_str(obj, "parentSession"),
+        metadata=metadata if isinstance(metadata, dict) else None,
+        extra=_extra(obj, _HEADER_KEYS)
+        | ({} if isinstance(metadata, dict) or metadata is None else {"metadata": metadata}),
+    )
+
+
+def encode_header(header: SessionHeader) -> Obj:
+    """The header line's object; always written as the current version by writers."""
+    out: Obj = {
+        "type": "session",
+        "version": header.version,
+        "id": header.id,
+        "timestamp": header.timestamp,
+        "cwd": header.cwd,
+    }
+    if header.parent_session is not None:
+        out["parentSession"] = header.parent_session
+    if header.metadata is not None:
+        out["metadata"] = dict(header.metadata)
+    return _put_extra(out, header.extra)
+
+
+# --- entries --------------------------------------------------------------------------------
+
+_BASE_KEYS = frozenset({"type", "id", "parentId", "timestamp"})
+
+
+def _keys(*names: str) -> frozenset[str]:
+    return _BASE_KEYS | frozenset(names)
+
+
+_K_MESSAGE = _keys("message")
+_K_MODEL = _keys("provider", "modelId")
+_K_THINKING = _keys("thinkingLevel")
+_K_TOOLS = _keys("activeToolNames")
+_K_COMPACTION = _keys("summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook")
+_K_BRANCH = _keys("fromId", "summary", "details", "fromHook")
+_K_CUSTOM = _keys("customType", "data")
+_K_CUSTOM_MSG = _keys("customType", "content", "display", "details")
+_K_LABEL = _keys("targetId", "label")
+_K_INFO = _keys("name")
+_K_LEAF = _keys("targetId")
+
+
+def decode_entry(
+    obj: Any,
+    *,
+    entry_id: str | None = None,
+    parent_id: str | None = None,
+    line_id: Callable[[int], str | None] | None = None,
+) -> Entry:
+    """Build an entry from a line's object.
+
+    Args:
+        obj: the parsed line.
+        entry_id, parent_id: ids to use instead of the line's own (v1 files, re-attached
+            orphans); None keeps the line's.
+        line_id: for v1 files, maps a 0-based file line index to the id given to that line, to
+            turn ``firstKeptEntryIndex`` into ``firstKeptEntryId``.
+
+    Raises:
+        CodecError: the line is not an object, lacks an id, or a known type has bad fields.
+    """
+    if not isinstance(obj, dict):
+        raise CodecError(f"entry must be a JSON object, got {type(obj).__name__}")
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise CodecError("entry has no string 'type'")
+    eid = entry_id if entry_id is not None else obj.get("id")
+    if not isinstance(eid, str):
+        raise CodecError("entry has no string 'id'")
+    pid = parent_id if entry_id is not None or parent_id is not None else obj.get("parentId")
+    if pid is not None and not isinstance(pid, str):
+        raise CodecError("'parentId' must be a string or null")
+    ts = str(obj.get("timestamp", ""))
+    base: dict[str, Any] = {"id": eid, "parent_id": pid, "timestamp": ts}
+    if kind == "message":
+        return MessageEntry(
+            **base, message=decode_message(obj.get("message")), extra=_extra(obj, _K_MESSAGE)
+        )
+    if kind == "model_change":
+        return ModelChangeEntry(
+            **base,
+            provider=_str(obj, "provider"),
+            model_id=_str(obj, "modelId"),
+            extra=_extra(obj, _K_MODEL),
+        )
+    if kind == "thinking_level_change":
+        return ThinkingLevelChangeEntry(
+            **base, thinking_level=_str(obj, "thinkingLevel"), extra=_extra(obj, _K_THINKING)
+        )
+    if kind == "active_tools_change":
+        names = obj.get("activeToolNames")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise CodecError("'activeToolNames' must be a list of strings")
+        return ActiveToolsChangeEntry(
+            **base, active_tool_names=tuple(names), extra=_extra(obj, _K_TOOLS)
+        )
+    if kind == "compaction":
+        extra = _extra(obj, _K_COMPACTION)
+        first_kept = obj.get("firstKeptEntryId")
+        if (
+            first_kept is None
+            and isinstance(obj.get("firstKeptEntryIndex"), int)
+            and line_id is not None
+        ):
+            first_kept = line_id(obj["firstKeptEntryIndex"]) or ""
+            extra.pop("firstKeptEntryIndex", None)
+        if not isinstance(first_kept, str):
+            raise CodecError("compaction has no 'firstKeptEntryId'")
+        from_hook = obj.get("fromHook")
+        return CompactionEntry(
+            **base,
+            summary=_str(obj, "summary"),
+            first_kept_entry_id=first_kept,
+            tokens_before=_int(obj, "tokensBefore"),
+            details=obj.get("details"),
+            from_hook=bool(from_hook) if from_hook is not None else None,
+            extra=extra,
+        )
+    if kind == "branch_summary":
+        from_hook = obj.get("fromHook")
+        return BranchSummaryEntry(
+            **base,
+            from_id=_str(obj, "fromId"),
+            summary=_str(obj, "summary"),
+            details=obj.get("details"),
+            from_hook=bool(from_hook) if from_hook is not None else None,
+            extra=_extra(obj, _K_BRANCH),
+        )
+    if kind == "custom":
+        return CustomEntry(
+            **base,
+            custom_type=_str(obj, "customType"),
+            data=obj.get("data"),
+            extra=_extra(obj, _K_CUSTOM),
+        )
+    if kind == "custom_message":
+        return CustomMessageEntry(
+            **base,
+            custom_type=_str(obj, "customType"),
+            content=_decode_user_content(obj.get("content", "")),
+            display=bool(obj.get("display", True)),
+            details=obj.get("details"),
+            extra=_extra(obj, _K_CUSTOM_MSG),
+        )
+    if kind == "label":
+        return LabelEntry(
+            **base,
+            target_id=_str(obj, "targetId"),
+            label=_opt_str(obj, "label"),
+            extra=_extra(obj, _K_LABEL),
+        )
+    if kind == "session_info":
+        return SessionInfoEntry(**base, name=_opt_str(obj, "name"), extra=_extra(obj, _K_INFO))
+    if kind == "leaf":
+        # targetId null is meaningful ("before the first entry"), so it is not an extra.
+        leaf_extra = {k: v for k, v in obj.items() if k not in _K_LEAF}
+        return LeafEntry(**base, target_id=_opt_str(obj, "targetId"), extra=leaf_extra)
+    return UnknownEntry(**base, entry_type=kind, raw=obj)
+
+
+def encode_entry(entry: Entry) -> Obj:
+    """The line object of an entry (camelCase, unknown fields written back)."""
+    if isinstance(entry, UnknownEntry):
+        out = dict(entry.raw)
+        out["id"], out["parentId"] = entry.id, entry.parent_id
+        return out
+    out = {
+        "type": entry.type,
+        "id": entry.id,
+        "parentId": entry.parent_id,
+        "timestamp": entry.timestamp,
+    }
+    if isinstance(entry, MessageEntry):
+        out["message"] = encode_message(entry.message)
+    elif isinstance(entry, ModelChangeEntry):
+        out["provider"], out["modelId"] = entry.provider, entry.model_id
+    elif isinstance(entry, ThinkingLevelChangeEntry):
+        out["thinkingLevel"] = entry.thinking_level
+    elif isinstance(entry, ActiveToolsChangeEntry):
+        out["activeToolNames"] = list(entry.active_tool_names)
+    elif isinstance(entry, CompactionEntry):
+        out["summary"], out["firstKeptEntryId"], out["tokensBefore"] = (
+            entry.summary,
+            entry.first_kept_entry_id,
+            entry.tokens_before,
+        )
+        if entry.details is not None:
+            out["details"] = entry.details
+        if entry.from_hook is not None:
+            out["fromHook"] = entry.from_hook
+    elif isinstance(entry, BranchSummaryEntry):
+        out["fromId"], out["summary"] = entry.from_id, entry.summary
+        if entry.details is not None:
+            out["details"] = entry.details
+        if entry.from_hook is not None:
+            out["fromHook"] = entry.from_hook
+    elif isinstance(entry, CustomEntry):
+        out["customType"] = entry.custom_type
+        if entry.data is not None:
+            out["data"] = entry.data
+    elif isinstance(entry, CustomMessageEntry):
+        out["customType"], out["content"], out["display"] = (
+            entry.custom_type,
+            _encode_content(entry.content),
+            entry.display,
+        )
+        if entry.details is not None:
+            out["details"] = entry.details
+    elif isinstance(entry, LabelEntry):
+        out["targetId"] = entry.target_id
+        if entry.label is not None:
+            out["label"] = entry.label
+    elif isinstance(entry, SessionInfoEntry):
+        if entry.name is not None:
+            out["name"] = entry.name
+    elif isinstance(entry, LeafEntry):
+        out["targetId"] = entry.target_id
+    return _put_extra(out, entry.extra)
+
+
+def dumps_line(obj: Mapping[str, JSONValue]) -> bytes:
+    """One JSONL line (orjson, newline-terminated)."""
+    return orjson.dumps(obj) + b"\n"
+
+
+def v1_entry_id(line_index: int, line: bytes, taken: set[str]) -> str:
+    """Deterministic 8-hex id for a v1 line: same file, same ids, in any process.
+
+    Derived from the line's 0-based index and bytes; a collision (vanishingly rare) is resolved
+    by re-hashing with a counter, which is still deterministic because lines are visited in order.
+    """
+    counter = 0
+    while True:
+        digest = hashlib.blake2b(
+            line, digest_size=8, person=f"{line_index}:{counter}".encode()[:16]
+        )
+        candidate = digest.hexdigest()[:8]
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+        counter += 1

@@ -1,0 +1,192 @@
+"""What the model sees: messages built from the active path, plus derived state. Pure.
+
+Follows pi's ``buildSessionContext`` (reference §3.4) with the tool-pair normalisation of
+DESIGN §5, which pi gets wrong in #4570 and #6832.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from attrs import evolve, field, frozen
+
+from hooks import (
+    AssistantMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+
+from ._entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomMessageEntry,
+    Entry,
+    MessageEntry,
+    ModelChangeEntry,
+    ThinkingLevelChangeEntry,
+)
+
+__all__ = ["NO_RESULT_TEXT", "ModelRef", "SessionContext", "build_context", "normalize_messages"]
+
+NO_RESULT_TEXT = "No result was recorded for this tool call (the turn was interrupted)."
+
+
+@frozen(kw_only=True)
+class ModelRef:
+    """Which model a session was last using: provider name and model id."""
+
+    provider: str
+    model_id: str
+
+
+def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+@frozen(kw_only=True)
+class SessionContext:
+    """The model's view of a session at its leaf.
+
+    ``messages`` are normalised (see :func:`normalize_messages`); ``thinking_level`` defaults to
+    ``"off"``; ``active_tool_names`` is None when the branch never set it.
+    """
+
+    messages: tuple[Message, ...] = field(converter=_messages)
+    model: ModelRef | None = None
+    thinking_level: str = "off"
+    active_tool_names: tuple[str, ...] | None = None
+
+
+def build_context(path: Sequence[Entry]) -> SessionContext:
+    """Build the context from the root-to-leaf ``path``.
+
+    The last compaction on the path contributes its summary first, then the path entries from its
+    ``first_kept_entry_id`` up to it (none if that id is not on the path), then everything after
+    it. Branch summaries and custom messages become context messages; other non-message entries
+    only change derived state.
+    """
+    model: ModelRef | None = None
+    thinking = "off"
+    tools: tuple[str, ...] | None = None
+    last_compaction = -1
+    compaction: CompactionEntry | None = None
+    for i, entry in enumerate(path):
+        if isinstance(entry, ModelChangeEntry):
+            model = ModelRef(provider=entry.provider, model_id=entry.model_id)
+        elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+            if entry.message.provider and entry.message.model:
+                model = ModelRef(provider=entry.message.provider, model_id=entry.message.model)
+        elif isinstance(entry, ThinkingLevelChangeEntry):
+            thinking = entry.thinking_level
+        elif isinstance(entry, ActiveToolsChangeEntry):
+            tools = entry.active_tool_names
+        elif isinstance(entry, CompactionEntry):
+            last_compaction, compaction = i, entry
+
+    messages: list[Message] = []
+    if compaction is not None:
+        messages.append(
+            CompactionSummaryMessage(
+                summary=compaction.summary,
+                tokens_before=compaction.tokens_before,
+                timestamp=_iso_ms(compaction.timestamp),
+            )
+        )
+        kept_from = next(
+            (i for i in range(last_compaction) if path[i].id == compaction.first_kept_entry_id),
+            last_compaction,
+        )
+        selected = [*path[kept_from:last_compaction], *path[last_compaction + 1 :]]
+    else:
+        selected = list(path)
+    for entry in selected:
+        message = _entry_message(entry)
+        if message is not None:
+            messages.append(message)
+    return SessionContext(
+        messages=normalize_messages(messages),
+        model=model,
+        thinking_level=thinking,
+        active_tool_names=tools,
+    )
+
+
+def _entry_message(entry: Entry) -> Message | None:
+    if isinstance(entry, MessageEntry):
+        return entry.message
+    if isinstance(entry, CustomMessageEntry):
+        return CustomMessage(
+            custom_type=entry.custom_type,
+            content=entry.content,
+            display=entry.display,
+            details=entry.details,
+            timestamp=_iso_ms(entry.timestamp),
+        )
+    if isinstance(entry, BranchSummaryEntry) and entry.summary:
+        return BranchSummaryMessage(
+            summary=entry.summary, from_id=entry.from_id, timestamp=_iso_ms(entry.timestamp)
+        )
+    return None
+
+
+def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """Make a message list valid to send (DESIGN §5, step 4).
+
+    - every tool result is moved directly after the assistant message that called it, in call
+      order; a result whose call is not in the list, or a second result for one call, is dropped;
+    - a call with no result gets a synthetic ``is_error`` result (:data:`NO_RESULT_TEXT`), except
+      in a reply stopped at ``length``, where an unanswered call may be cut off: it is dropped;
+    - empty text blocks, unsigned empty thinking blocks and then empty assistant messages are
+      dropped (the Anthropic API rejects empty text blocks).
+    """
+    results: dict[str, ToolResultMessage] = {}
+    for m in messages:
+        if isinstance(m, ToolResultMessage) and m.tool_call_id not in results:
+            results[m.tool_call_id] = m
+
+    out: list[Message] = []
+    for m in messages:
+        if isinstance(m, ToolResultMessage):
+            continue  # placed after their call below
+        if not isinstance(m, AssistantMessage):
+            out.append(m)
+            continue
+        content = [
+            b
+            for b in m.content
+            if not (isinstance(b, TextContent) and not b.text.strip())
+            and not (isinstance(b, ThinkingContent) and not b.thinking and not b.thinking_signature)
+            and not (isinstance(b, ToolCall) and m.stop_reason == "length" and b.id not in results)
+        ]
+        if not content:
+            continue
+        out.append(m if len(content) == len(m.content) else evolve(m, content=tuple(content)))
+        for call in (b for b in content if isinstance(b, ToolCall)):
+            result = results.pop(call.id, None)
+            out.append(
+                result
+                if result is not None
+                else ToolResultMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=(TextContent(text=NO_RESULT_TEXT),),
+                    is_error=True,
+                    timestamp=m.timestamp,
+                )
+            )
+    return tuple(out)
+
+
+def _iso_ms(timestamp: str) -> int:
+    try:
+        return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0

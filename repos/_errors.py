@@ -1,0 +1,113 @@
+"""Errors raised by session storage.
+
+Tree::
+
+    HarnessError (hooks)
+    └── SessionError                       base of everything below ("session_error")
+        ├── SessionNotFoundError           no such session id or file ("session_not_found")
+        ├── SessionExistsError             create with an id already used ("session_exists")
+        ├── InvalidSessionIdError          id or path fails validation ("invalid_session_id")
+        ├── CorruptSessionError            a line cannot be read; names file, line, byte offset
+        │                                  ("corrupt_session")
+        ├── EntryNotFoundError             no entry with that id in the session ("entry_not_found")
+        ├── InvalidForkTargetError         fork target missing or unusable ("invalid_fork_target")
+        └── SessionClosedError             the session was closed ("session_closed")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hooks import HarnessError
+
+__all__ = [
+    "CorruptSessionError",
+    "EntryNotFoundError",
+    "InvalidForkTargetError",
+    "InvalidSessionIdError",
+    "SessionClosedError",
+    "SessionError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+]
+
+
+class SessionError(HarnessError):
+    """Base of the storage errors."""
+
+    code = "session_error"
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    """No session with this id (or no file at this path)."""
+
+    code = "session_not_found"
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"no session {ref!r}")
+        self.ref = ref
+
+
+class SessionExistsError(SessionError, FileExistsError):
+    """A session with this id already exists."""
+
+    code = "session_exists"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"a session with id {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class InvalidSessionIdError(SessionError, ValueError):
+    """An id or path is not allowed: ids match ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`` and
+    resolved paths stay under the sessions root."""
+
+    code = "invalid_session_id"
+
+    def __init__(self, value: str, reason: str) -> None:
+        super().__init__(f"invalid session id or path {value!r}: {reason}")
+        self.value, self.reason = value, reason
+
+
+class CorruptSessionError(SessionError, ValueError):
+    """A line of a session file cannot be read.
+
+    Attributes:
+        path: the file; line: 1-based line number; offset: byte offset of the line's start;
+        reason: what is wrong with it.
+    """
+
+    code = "corrupt_session"
+
+    def __init__(self, path: Path | str, line: int, offset: int, reason: str) -> None:
+        super().__init__(f"{path}:{line} (byte {offset}): {reason}")
+        self.path, self.line, self.offset, self.reason = Path(path), line, offset, reason
+
+
+class EntryNotFoundError(SessionError, LookupError):
+    """No entry with this id in the session."""
+
+    code = "entry_not_found"
+
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"no entry {entry_id!r} in this session")
+        self.entry_id = entry_id
+
+
+class InvalidForkTargetError(SessionError, ValueError):
+    """The fork target does not exist or cannot be forked at."""
+
+    code = "invalid_fork_target"
+
+    def __init__(self, entry_id: str | None, reason: str) -> None:
+        super().__init__(f"cannot fork at {entry_id!r}: {reason}")
+        self.entry_id, self.reason = entry_id, reason
+
+
+class SessionClosedError(SessionError, RuntimeError):
+    """The session was closed; reopen it from its repo."""
+
+    code = "session_closed"
+
+    def __init__(self) -> None:
+        super().__init__("this session is closed")

@@ -1,0 +1,103 @@
+"""Which lines a fork copies (DESIGN §4). Shared by every repository; no I/O of its own."""
+
+from __future__ import annotations
+
+import secrets
+
+from ._codec import dumps_line, encode_entry, encode_header
+from ._entries import LabelEntry, LeafEntry, SessionHeader, SessionInfoEntry
+from ._errors import InvalidForkTargetError
+from ._repo import ForkPosition, ForkScope
+from ._session import Session, iso_now
+
+__all__ = ["fork_lines"]
+
+
+def fork_lines(
+    source: Session,
+    header: SessionHeader,
+    *,
+    entry_id: str | None,
+    position: ForkPosition | None,
+    scope: ForkScope,
+) -> list[bytes]:
+    """The lines of a new session file forked from ``source``, header first.
+
+    Branch scope copies the root-to-target path unchanged (label entries on it included, so every
+    ``parentId`` resolves). Labels of copied entries set elsewhere, and the session name, are
+    re-created after the path, followed by a ``leaf`` entry back to the cut point, so the fork
+    reopens on exactly the copied branch. Tree scope copies every line.
+
+    Args:
+        entry_id: the target; None means the source's leaf.
+        position: "before" stops at the target's parent, "at" includes it. None means "at" for
+            the leaf and "before" for a given entry (pi's defaults).
+
+    Raises:
+        InvalidForkTargetError: ``entry_id`` is not in the source, or tree scope was given an
+            entry.
+    """
+    out = [dumps_line(encode_header(header))]
+    if scope == "tree":
+        if entry_id is not None:
+            raise InvalidForkTargetError(entry_id, "a tree fork copies everything; give no entry")
+        out.extend(source.raw_line(i) for i in source.entry_ids())
+        return out
+
+    target = entry_id if entry_id is not None else source.leaf_id
+    if entry_id is not None and entry_id not in source:
+        raise InvalidForkTargetError(entry_id, "no such entry in the source session")
+    effective = position or ("at" if entry_id is None else "before")
+    if target is not None and effective == "before":
+        target = source.get_entry(target).parent_id
+    ids = source.path_ids(target)
+    out.extend(source.raw_line(i) for i in ids)
+
+    copied = set(ids)
+    labels_on_path: dict[str, str] = {}
+    name_on_path: str | None = None
+    for i in ids:
+        if source.entry_type(i) not in ("label", "session_info"):
+            continue
+        entry = source.get_entry(i)
+        if isinstance(entry, LabelEntry):
+            if entry.label:
+                labels_on_path[entry.target_id] = entry.label
+            else:
+                labels_on_path.pop(entry.target_id, None)
+        elif isinstance(entry, SessionInfoEntry) and entry.name:
+            name_on_path = entry.name
+    parent = target
+    extra_lines = []
+    for target_id, label in source.labels.items():
+        if target_id in copied and labels_on_path.get(target_id) != label:
+            new = LabelEntry(
+                id=_new_id(copied),
+                parent_id=parent,
+                timestamp=iso_now(),
+                target_id=target_id,
+                label=label,
+            )
+            extra_lines.append(dumps_line(encode_entry(new)))
+            parent = new.id
+    if source.name and source.name != name_on_path:
+        info = SessionInfoEntry(
+            id=_new_id(copied), parent_id=parent, timestamp=iso_now(), name=source.name
+        )
+        extra_lines.append(dumps_line(encode_entry(info)))
+        parent = info.id
+    if extra_lines:
+        leaf = LeafEntry(
+            id=_new_id(copied), parent_id=parent, timestamp=iso_now(), target_id=target
+        )
+        extra_lines.append(dumps_line(encode_entry(leaf)))
+    out.extend(extra_lines)
+    return out
+
+
+def _new_id(taken: set[str]) -> str:
+    while True:
+        candidate = secrets.token_hex(4)
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate

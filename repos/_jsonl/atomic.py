@@ -1,0 +1,58 @@
+"""Publishing whole files atomically.
+
+Guarantee: after :func:`publish_atomically` returns, ``destination`` holds exactly ``lines`` and
+survives a power loss (file and folder fsynced); if it raises, ``destination`` is untouched and no
+temporary file is left. Callers must not publish to one destination from two threads at once.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["fsync_dir", "publish_atomically"]
+
+
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder so a rename or create inside it is durable (no-op where unsupported)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def publish_atomically(destination: Path, lines: Iterable[bytes], *, exclusive: bool) -> None:
+    """Write ``lines`` to a temp file beside ``destination``, fsync, rename, fsync the folder.
+
+    Args:
+        exclusive: refuse to replace an existing file (``FileExistsError``); used by create and
+            fork, whose file names must be new.
+    """
+    folder = destination.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for line in lines:
+                out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+        if exclusive:
+            # link() fails if the name exists, unlike rename(), so two creators cannot both win.
+            os.link(tmp, destination)
+            tmp.unlink()
+        else:
+            os.replace(tmp, destination)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(folder)

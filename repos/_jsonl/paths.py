@@ -1,0 +1,71 @@
+"""Where session files live, pi-compatible: ``<root>/--<encoded cwd>--/<timestamp>_<id>.jsonl``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import platformdirs
+
+from .._errors import InvalidSessionIdError
+
+__all__ = [
+    "ENV_VAR",
+    "check_under_root",
+    "default_root",
+    "encode_cwd",
+    "file_name",
+    "validate_session_id",
+]
+
+ENV_VAR = "HARNESS_SESSIONS_DIR"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def default_root() -> Path:
+    """``$HARNESS_SESSIONS_DIR`` if set, else ``<user data dir>/harness/sessions``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return platformdirs.user_data_path("harness") / "sessions"
+
+
+def validate_session_id(session_id: str) -> str:
+    """Return ``session_id`` if it is safe as part of a file name.
+
+    Raises:
+        InvalidSessionIdError: it does not match ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$``
+            (so ``../x``, ``a/b`` and empty ids are refused before any file is touched).
+    """
+    if not _ID.match(session_id) or ".." in session_id:
+        raise InvalidSessionIdError(
+            session_id, "ids are 1-128 of [A-Za-z0-9._-], start alphanumeric, no '..'"
+        )
+    return session_id
+
+
+def encode_cwd(cwd: str) -> str:
+    """pi's folder name for a cwd: one leading separator dropped, ``/ \\ :`` become ``-``.
+
+    Lossy (``/a/b-c`` and ``/a-b/c`` collide, pi #4877), so listing filters on the header's cwd.
+    """
+    trimmed = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    return "--" + re.sub(r"[/\\:]", "-", trimmed) + "--"
+
+
+def file_name(timestamp_iso: str, session_id: str) -> str:
+    """``2025-12-09T00-52-54-397Z_<id>.jsonl``: pi's name (``:`` and ``.`` become ``-``)."""
+    return re.sub(r"[:.]", "-", timestamp_iso) + f"_{session_id}.jsonl"
+
+
+def check_under_root(root: Path, path: Path) -> Path:
+    """Resolve ``path`` and make sure it stays under ``root``.
+
+    Raises:
+        InvalidSessionIdError: the resolved path escapes the root (symlinks included).
+    """
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise InvalidSessionIdError(str(path), f"resolves outside the sessions root {root}")
+    return resolved

@@ -1,0 +1,362 @@
+"""``JsonlSessionRepo``: the session lifecycle over one folder of JSONL files."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from attrs import define
+
+from .._codec import CodecError, decode_header, dumps_line, encode_header
+from .._entries import SessionHeader
+from .._errors import SessionError, SessionExistsError, SessionNotFoundError
+from .._fork import fork_lines
+from .._repo import ForkPosition, ForkScope, SessionInfo
+from .._session import FsyncPolicy, Session, iso_now
+from .._tree import Tree
+from .atomic import publish_atomically
+from .paths import (
+    check_under_root,
+    default_root,
+    encode_cwd,
+    file_name,
+    validate_session_id,
+)
+from .storage import JsonlStore, open_session
+
+__all__ = ["JsonlSessionRepo"]
+
+log = logging.getLogger("repos")
+
+
+@define
+class _ListState:
+    """What ``list`` knows of one file, so a later call reads only what was appended."""
+
+    size: int
+    mtime_ns: int
+    offset: int
+    header: SessionHeader
+    name: str | None = None
+    message_count: int = 0
+    last_activity_ms: int | None = None
+    first_message: str = ""
+
+
+class JsonlSessionRepo:
+    """Sessions as pi-compatible JSONL files under ``root``.
+
+    Layout: ``<root>/--<encoded cwd>--/<timestamp>_<id>.jsonl`` (pi's). ``root`` defaults to
+    ``$HARNESS_SESSIONS_DIR``, else ``platformdirs.user_data_path("harness") / "sessions"``.
+
+    A *ref* is a session id (validated, looked up under the root) or the path of a ``.jsonl``
+    file (an explicit choice of the caller; it may lie outside the root for ``open`` and as a
+    fork source, but ``delete`` only touches files under the root).
+
+    Args:
+        root: the sessions folder.
+        fsync: durability policy of opened sessions: ``never``, ``turn`` (default: at each save
+            point) or ``always`` (every append).
+        strict: raise ``CorruptSessionError`` on any malformed line instead of skipping it.
+    """
+
+    def __init__(
+        self, root: str | Path | None = None, *, fsync: FsyncPolicy = "turn", strict: bool = False
+    ) -> None:
+        self._root = Path(root).expanduser() if root is not None else default_root()
+        self._fsync: FsyncPolicy = fsync
+        self._strict = strict
+        self._list_cache: dict[Path, _ListState] = {}
+        self.list_problems: tuple[tuple[Path, str], ...] = ()
+        """Files the last ``list`` call skipped, with the reason (also logged)."""
+
+    @classmethod
+    def pi(cls) -> JsonlSessionRepo:
+        """The pi coding agent's own sessions folder, ``~/.pi/agent/sessions``."""
+        return cls(Path.home() / ".pi" / "agent" / "sessions")
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionRepo({str(self._root)!r})"
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def create(
+        self,
+        cwd: str | None = None,
+        *,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> Session:
+        """Create a session file holding only its header, atomically.
+
+        Args:
+            cwd: the working directory it belongs to (default: the process's).
+            session_id: default a new UUID4.
+
+        Raises:
+            InvalidSessionIdError: a bad id.
+            SessionExistsError: the id is taken.
+        """
+        sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
+        header = SessionHeader(
+            id=sid,
+            timestamp=iso_now(),
+            cwd=cwd if cwd is not None else os.getcwd(),
+            parent_session=parent_session,
+            metadata=metadata,
+        )
+        return await asyncio.to_thread(self._publish, header, [dumps_line(encode_header(header))])
+
+    async def open(self, ref: str | Path) -> Session:
+        """Open a session by id or path. Reading never writes.
+
+        Raises:
+            InvalidSessionIdError: a bad id.
+            SessionNotFoundError: no such session.
+            CorruptSessionError: no valid header; in strict mode, any malformed line.
+        """
+        path = self.resolve(ref)
+        return await asyncio.to_thread(open_session, path, strict=self._strict, fsync=self._fsync)
+
+    async def list(self, cwd: str | None = None) -> builtins.list[SessionInfo]:
+        """Every session under the root (only those whose header has exactly ``cwd``, if
+        given), newest activity first. Files are read once and then only what was appended
+        since; files without a valid header are skipped, logged and kept in ``list_problems``.
+        """
+        return await asyncio.to_thread(self._list, cwd)
+
+    async def delete(self, ref: str | Path) -> None:
+        """Delete a session file under the root; deleting a missing session does nothing.
+
+        Raises:
+            InvalidSessionIdError: a bad id, or a path outside the root.
+        """
+        path = self._resolve_for_delete(ref)
+        if path is not None:
+            await asyncio.to_thread(path.unlink, missing_ok=True)
+            self._list_cache.pop(path, None)
+
+    async def fork(
+        self,
+        source: str | Path,
+        *,
+        entry_id: str | None = None,
+        position: ForkPosition | None = None,
+        scope: ForkScope = "branch",
+        cwd: str | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Copy a session's branch (or whole tree) into a new file under the root.
+
+        Follows pi's fork (reference §2.3): the new header's ``parentSession`` is the source's
+        path, its id equals the id in its file name, and the source is never modified.
+
+        Args:
+            source: id or path of the session to fork.
+            entry_id: the entry to cut at; None means the source's current leaf.
+            position: ``before`` stops at the entry's parent, ``at`` includes it (default: ``at``
+                for the leaf, ``before`` for a given entry).
+            scope: ``branch`` copies the root-to-target path; ``tree`` copies every entry.
+            cwd: the fork's working directory (default: the source's).
+
+        Returns:
+            The new session, open.
+
+        Raises:
+            SessionNotFoundError, InvalidSessionIdError: bad source.
+            InvalidForkTargetError: ``entry_id`` is not in the source.
+        """
+        path = self.resolve(source)
+        sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
+
+        def work() -> Session:
+            with open_session(path, strict=self._strict, fsync=self._fsync) as src:
+                header = SessionHeader(
+                    id=sid,
+                    timestamp=iso_now(),
+                    cwd=cwd if cwd is not None else src.cwd,
+                    parent_session=str(path.resolve()),
+                    metadata=src.header.metadata,
+                )
+                lines = fork_lines(src, header, entry_id=entry_id, position=position, scope=scope)
+            return self._publish(header, lines)
+
+        return await asyncio.to_thread(work)
+
+    # --- resolution --------------------------------------------------------------------------
+
+    def resolve(self, ref: str | Path) -> Path:
+        """The file of a session id or path.
+
+        Raises:
+            InvalidSessionIdError: a bad id.
+            SessionNotFoundError: no such session.
+        """
+        if isinstance(ref, Path) or ref.endswith(".jsonl"):
+            path = Path(ref).expanduser()
+            if not path.is_file():
+                raise SessionNotFoundError(str(ref))
+            return path
+        matches = self._find(validate_session_id(ref))
+        if not matches:
+            raise SessionNotFoundError(ref)
+        if len(matches) > 1:
+            raise SessionError(f"session id {ref!r} matches several files: {matches}")
+        return matches[0]
+
+    def _find(self, session_id: str) -> builtins.list[Path]:
+        if not self._root.is_dir():
+            return []
+        return [
+            check_under_root(self._root, p)
+            for p in sorted(self._root.glob(f"*/*_{session_id}.jsonl"))
+        ]
+
+    def _resolve_for_delete(self, ref: str | Path) -> Path | None:
+        if isinstance(ref, Path) or ref.endswith(".jsonl"):
+            return check_under_root(self._root, Path(ref).expanduser())
+        matches = self._find(validate_session_id(ref))
+        return matches[0] if matches else None
+
+    # --- file work (runs in a thread) ---------------------------------------------------------
+
+    def _publish(self, header: SessionHeader, lines: builtins.list[bytes]) -> Session:
+        if self._find(header.id):
+            raise SessionExistsError(header.id)
+        folder = self._root / encode_cwd(header.cwd)
+        path = folder / file_name(header.timestamp, header.id)
+        folder.mkdir(parents=True, exist_ok=True)
+        check_under_root(self._root, folder)
+        try:
+            publish_atomically(path, lines, exclusive=True)
+        except FileExistsError:
+            raise SessionExistsError(header.id) from None
+        if len(lines) == 1:
+            store = JsonlStore(path)
+            return Session(
+                header=header, tree=Tree(load=store.read), store=store, fsync=self._fsync
+            )
+        return open_session(path, strict=self._strict, fsync=self._fsync)
+
+    def _list(self, cwd: str | None) -> builtins.list[SessionInfo]:
+        problems: list[tuple[Path, str]] = []
+        infos: list[SessionInfo] = []
+        files = sorted(self._root.glob("*/*.jsonl")) if self._root.is_dir() else []
+        for path in files:
+            try:
+                state = self._scan(path)
+            except (OSError, SessionError) as exc:
+                problems.append((path, str(exc)))
+                log.warning("skipping %s: %s", path, exc)
+                continue
+            if cwd is not None and state.header.cwd != cwd:
+                continue
+            infos.append(_info(path, state))
+        self._list_cache = {p: s for p, s in self._list_cache.items() if p.exists()}
+        self.list_problems = tuple(problems)
+        infos.sort(key=lambda i: i.modified, reverse=True)
+        return infos
+
+    def _scan(self, path: Path) -> _ListState:
+        stat = path.stat()
+        state = self._list_cache.get(path)
+        if state is not None and stat.st_size == state.size and stat.st_mtime_ns == state.mtime_ns:
+            return state
+        if state is None or stat.st_size < state.offset:
+            state = None
+        with open(path, "rb") as f:
+            if state is None:
+                first = f.readline()
+                if not first.endswith(b"\n"):
+                    raise SessionError("no complete header line")
+                try:
+                    header = decode_header(orjson.loads(first))
+                except (orjson.JSONDecodeError, CodecError) as exc:
+                    raise SessionError(f"bad header: {exc}") from exc
+                state = _ListState(size=0, mtime_ns=0, offset=len(first), header=header)
+            f.seek(state.offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        for raw in data[:end].splitlines():
+            _accumulate(state, raw)
+        state.offset += end
+        state.size, state.mtime_ns = stat.st_size, stat.st_mtime_ns
+        self._list_cache[path] = state
+        return state
+
+
+def _accumulate(state: _ListState, raw: bytes) -> None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return
+    if not isinstance(obj, dict):
+        return
+    kind = obj.get("type")
+    if kind == "session_info" and isinstance(obj.get("name"), str) and obj["name"].strip():
+        state.name = obj["name"].strip()
+    if kind != "message" or not isinstance(obj.get("message"), dict):
+        return
+    message = obj["message"]
+    state.message_count += 1
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        return
+    ts = message.get("timestamp")
+    if isinstance(ts, int | float) and (
+        state.last_activity_ms is None or ts > state.last_activity_ms
+    ):
+        state.last_activity_ms = int(ts)
+    if role == "user" and not state.first_message:
+        state.first_message = _text_of(message.get("content"))
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def _info(path: Path, state: _ListState) -> SessionInfo:
+    created = _parse_iso(state.header.timestamp) or datetime.fromtimestamp(
+        path.stat().st_mtime, UTC
+    )
+    modified = (
+        datetime.fromtimestamp(state.last_activity_ms / 1000, UTC)
+        if state.last_activity_ms is not None
+        else created
+    )
+    return SessionInfo(
+        id=state.header.id,
+        path=path,
+        cwd=state.header.cwd,
+        name=state.name,
+        parent_session=state.header.parent_session,
+        created=created,
+        modified=modified,
+        message_count=state.message_count,
+        first_message=state.first_message,
+    )
+
+
+def _parse_iso(value: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

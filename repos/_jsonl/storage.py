@@ -1,0 +1,323 @@
+"""One session file: reading it into an index, and appending to it.
+
+Reading never writes (DESIGN §3). The index keeps, per entry, its id, parent, type and byte span;
+bodies are decoded when first asked for. The id/parent/type of a line written by pi or by us is
+read from the line's first bytes without parsing the body; any other line is parsed whole.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+from attrs import frozen
+
+from .._codec import CodecError, decode_entry, decode_header, v1_entry_id
+from .._entries import Entry, SessionHeader
+from .._errors import CorruptSessionError, SessionClosedError, SessionNotFoundError
+from .._session import Diagnostic, FsyncPolicy, Session
+from .._tree import EAGER_TYPES, Row, Tree
+from .atomic import fsync_dir, publish_atomically
+
+__all__ = ["JsonlStore", "open_session"]
+
+# pi and we write `{"type":…,"id":…,"parentId":…` first; ids never hold quotes or backslashes.
+_HEAD = re.compile(
+    rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\]{1,128})",'
+    rb'"parentId":(?:null|"([^"\\]{1,128})")'
+)
+_V1_HEAD = re.compile(rb'\{"type":"([A-Za-z0-9_]+)"')
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # A large parse creates millions of objects; the cyclic GC would double the time (bench/).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class JsonlStore:
+    """Appends whole lines to one file and reads indexed lines back.
+
+    The write descriptor is opened ``O_APPEND`` on the first append; each line is one ``write``.
+    """
+
+    def __init__(self, path: Path, *, v1_line_ids: dict[int, str] | None = None) -> None:
+        self._path = path
+        self._read_fd: int | None = None
+        self._write_fd: int | None = None
+        self._v1_line_ids = v1_line_ids
+        self._closed = False
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def read(self, row: Row) -> Entry:
+        if self._closed:
+            raise SessionClosedError()
+        if row.span is None:
+            raise CorruptSessionError(self._path, row.line, 0, "entry has no stored line")
+        if self._read_fd is None:
+            self._read_fd = os.open(self._path, os.O_RDONLY)
+        offset, length = row.span
+        raw = os.pread(self._read_fd, length, offset)
+        try:
+            obj = orjson.loads(raw)
+            line_ids = self._v1_line_ids
+            return decode_entry(
+                obj,
+                entry_id=row.id if row.derived_ids else None,
+                parent_id=row.parent_id if row.derived_ids else None,
+                line_id=line_ids.get if line_ids is not None else None,
+            )
+        except (orjson.JSONDecodeError, CodecError) as exc:
+            raise CorruptSessionError(self._path, row.line, offset, str(exc)) from exc
+
+    def raw(self, row: Row) -> bytes | None:
+        if row.span is None or row.derived_ids:
+            return None
+        if self._read_fd is None:
+            self._read_fd = os.open(self._path, os.O_RDONLY)
+        offset, length = row.span
+        return os.pread(self._read_fd, length, offset) + b"\n"
+
+    def append(self, line: bytes) -> None:
+        if self._closed:
+            raise SessionClosedError()
+        if self._write_fd is None:
+            if not self._path.exists():
+                raise SessionNotFoundError(str(self._path))
+            self._write_fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
+        written = os.write(self._write_fd, line)
+        if written != len(line):
+            raise OSError(f"short write to {self._path}: {written} of {len(line)} bytes")
+
+    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
+        backup = self._path.with_name(self._path.name + backup_suffix)
+        if not backup.exists():
+            os.link(self._path, backup)
+        publish_atomically(self._path, lines, exclusive=False)
+        self._drop_fds()
+        self._v1_line_ids = None
+
+    def set_aside_torn_tail(self, offset: int) -> None:
+        with open(self._path, "r+b") as f:
+            f.seek(offset)
+            fragment = f.read()
+            with open(self._path.with_name(self._path.name + ".torn"), "ab") as torn:
+                torn.write(fragment)
+                torn.flush()
+                os.fsync(torn.fileno())
+            f.truncate(offset)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def sync(self) -> None:
+        if self._write_fd is not None:
+            os.fsync(self._write_fd)
+
+    def close(self) -> None:
+        self._closed = True
+        self._drop_fds()
+
+    def _drop_fds(self) -> None:
+        for fd in (self._read_fd, self._write_fd):
+            if fd is not None:
+                os.close(fd)
+        self._read_fd = self._write_fd = None
+
+
+@frozen
+class _Line:
+    number: int  # 1-based
+    offset: int
+    raw: bytes
+
+
+def _lines(data: bytes, end: int) -> Iterator[_Line]:
+    pos, number = 0, 1
+    while pos < end:
+        nl = data.index(b"\n", pos)
+        yield _Line(number, pos, data[pos:nl])
+        pos, number = nl + 1, number + 1
+
+
+def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn") -> Session:
+    """Read a session file into a :class:`Session` without writing to it.
+
+    Args:
+        strict: raise on the first malformed line instead of skipping it.
+
+    Raises:
+        SessionNotFoundError: no such file.
+        CorruptSessionError: no valid header on line 1; in strict mode, any malformed line, a
+            duplicate id or a missing parent.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionNotFoundError(str(path)) from None
+    except IsADirectoryError:
+        raise SessionNotFoundError(str(path)) from None
+    diagnostics: list[Diagnostic] = []
+    end = data.rfind(b"\n") + 1
+    torn_offset: int | None = None
+    if end < len(data):
+        torn_offset = end
+        diagnostics.append(
+            Diagnostic(
+                code="torn_tail",
+                message=f"unterminated last line ({len(data) - end} bytes) ignored",
+                line=data.count(b"\n", 0, end) + 1,
+                offset=end,
+            )
+        )
+    lines = _lines(data, end)
+    first = next(lines, None)
+    if first is None:
+        raise CorruptSessionError(path, 1, 0, "no session header (empty file or torn first line)")
+    try:
+        header = decode_header(orjson.loads(first.raw))
+    except (orjson.JSONDecodeError, CodecError) as exc:
+        raise CorruptSessionError(path, 1, 0, f"bad header: {exc}") from exc
+
+    v1_ids: dict[int, str] | None = {} if header.version < 2 else None
+    store = JsonlStore(path, v1_line_ids=v1_ids)
+    tree = Tree(load=store.read)
+    with _gc_paused():
+        _index(path, header, lines, tree, v1_ids, strict, diagnostics)
+    return Session(
+        header=header,
+        tree=tree,
+        store=store,
+        diagnostics=diagnostics,
+        torn_offset=torn_offset,
+        fsync=fsync,
+    )
+
+
+def _index(
+    path: Path,
+    header: SessionHeader,
+    lines: Iterator[_Line],
+    tree: Tree,
+    v1_ids: dict[int, str] | None,
+    strict: bool,
+    diagnostics: list[Diagnostic],
+) -> None:
+    taken: set[str] = set()
+    previous: str | None = None
+
+    def bad(line: _Line, code: str, reason: str) -> None:
+        if strict:
+            raise CorruptSessionError(path, line.number, line.offset, reason)
+        diagnostics.append(
+            Diagnostic(code=code, message=reason, line=line.number, offset=line.offset)
+        )
+
+    for line in lines:
+        if not line.raw.strip():
+            diagnostics.append(
+                Diagnostic(
+                    code="blank_line",
+                    message="blank line skipped",
+                    line=line.number,
+                    offset=line.offset,
+                )
+            )
+            continue
+        span = (line.offset, len(line.raw))
+        derived = False
+        if v1_ids is not None:
+            m1 = _V1_HEAD.match(line.raw)
+            kind = m1.group(1).decode() if m1 else _parsed_type(line.raw)
+            if kind is None:
+                bad(line, "corrupt_line", "not a JSON object with a string 'type'")
+                continue
+            entry_id = v1_entry_id(line.number - 1, line.raw, taken)
+            parent_id, derived = previous, True
+            v1_ids[line.number - 1] = entry_id
+        else:
+            m = _HEAD.match(line.raw)
+            if m is not None:
+                kind, entry_id = m.group(1).decode(), m.group(2).decode()
+                parent_id = m.group(3).decode() if m.group(3) is not None else None
+            else:
+                head = _parsed_head(line.raw)
+                if head is None:
+                    bad(line, "corrupt_line", "not a JSON object with string 'type' and 'id'")
+                    continue
+                kind, entry_id, parent_id = head
+            if entry_id in tree:
+                bad(line, "duplicate_id", f"id {entry_id!r} already used by an earlier line")
+                continue
+            if parent_id is not None and parent_id not in tree:
+                bad(
+                    line,
+                    "orphan_reattached",
+                    f"parent {parent_id!r} not found; attached to the previous entry {previous!r}",
+                )
+                parent_id, derived = previous, True
+        row = Row(
+            id=entry_id,
+            parent_id=parent_id,
+            type=kind,
+            line=line.number,
+            span=span,
+            derived_ids=derived,
+        )
+        if kind in EAGER_TYPES:
+            try:
+                entry = tree.load(row)
+            except CorruptSessionError as exc:
+                bad(line, "corrupt_line", exc.reason)
+                continue
+            tree.add(row, entry)
+        else:
+            tree.add(row)
+        previous = entry_id
+
+
+def _parsed_type(raw: bytes) -> str | None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _parsed_head(raw: bytes) -> tuple[str, str, str | None] | None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    kind, entry_id, parent_id = obj.get("type"), obj.get("id"), obj.get("parentId")
+    if not isinstance(kind, str) or not isinstance(entry_id, str):
+        return None
+    if parent_id is not None and not isinstance(parent_id, str):
+        return None
+    return kind, entry_id, parent_id
+
+
+def create_file(path: Path, header_line: bytes) -> None:
+    """Atomically create a new session file holding only its header line.
+
+    Raises:
+        FileExistsError: a file already has this name.
+    """
+    publish_atomically(path, [header_line], exclusive=True)
+    fsync_dir(path.parent)
