@@ -7,7 +7,7 @@ report :class:`~harness.ProviderError` only.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from attrs import field, frozen
@@ -45,6 +45,14 @@ class ToolSpec:
     parameters: Mapping[str, JSONValue]
 
 
+def _llm_messages(value: Iterable[LlmMessage]) -> tuple[LlmMessage, ...]:
+    return tuple(value)
+
+
+def _tool_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    return tuple(value)
+
+
 @frozen(kw_only=True)
 class ModelRequest:
     """One request to a model.
@@ -55,8 +63,8 @@ class ModelRequest:
     """
 
     system_prompt: str
-    messages: tuple[LlmMessage, ...] = field(converter=tuple)
-    tools: tuple[ToolSpec, ...] = field(default=(), converter=tuple)
+    messages: tuple[LlmMessage, ...] = field(converter=_llm_messages)
+    tools: tuple[ToolSpec, ...] = field(default=(), converter=_tool_specs)
     thinking_level: ThinkingLevel = "off"
     max_tokens: int | None = None
     session_id: str | None = None

@@ -1,0 +1,135 @@
+"""What a tool is, what it returns, and what it is given when it runs."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import jsonschema
+from attrs import field, frozen
+
+from hooks import JSONValue, TextContent, UserContent
+
+from .._errors import ToolError
+
+__all__ = [
+    "Tool",
+    "ToolExecute",
+    "ToolResult",
+    "ToolRun",
+    "resolve_in_cwd",
+    "tool",
+    "validate_input",
+]
+
+
+def _blocks(value: Sequence[UserContent] | str) -> tuple[UserContent, ...]:
+    if isinstance(value, str):
+        return (TextContent(text=value),)
+    return tuple(value)
+
+
+@frozen(kw_only=True)
+class ToolResult:
+    """What a tool returns: ``content`` for the model (text or text/image blocks), ``details``
+    for applications (persisted, never sent to the model), and whether it failed."""
+
+    content: tuple[UserContent, ...] = field(converter=_blocks)
+    details: JSONValue = None
+    is_error: bool = False
+
+
+@frozen(kw_only=True)
+class ToolRun:
+    """What a running tool is given besides its input.
+
+    Attributes:
+        tool_call_id: the model's id for this call.
+        cwd: the working directory; built-in tools refuse paths outside it.
+        context: the harness's ``tool_context`` for this turn (application state), or None.
+    """
+
+    tool_call_id: str
+    cwd: Path
+    context: Any = None
+    _on_update: Callable[[JSONValue], Awaitable[None]] = field(alias="on_update")
+
+    async def update(self, partial: JSONValue) -> None:
+        """Report progress; observers see it as a ``tool_execution_update`` event."""
+        await self._on_update(partial)
+
+
+ToolExecute: TypeAlias = Callable[[Mapping[str, JSONValue], ToolRun], Awaitable[ToolResult | str]]
+"""``async def execute(input, run) -> ToolResult | str``; a plain string is a text result.
+Raising makes an ``is_error`` result from the exception's message."""
+
+
+@frozen(kw_only=True)
+class Tool:
+    """A tool the model can call.
+
+    Attributes:
+        name: unique among the harness's tools; what the model calls.
+        description: what the model is told the tool does.
+        parameters: JSON Schema of the input object; input is validated against it before
+            ``tool_call`` hooks run, and a mismatch becomes an error result the model can fix.
+        execute: the implementation (see :data:`ToolExecute`).
+        sequential: run this tool alone, never alongside other calls of the same turn.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, JSONValue] = field(factory=lambda: {"type": "object"})
+    execute: ToolExecute
+    sequential: bool = False
+
+
+def tool(
+    name: str,
+    description: str,
+    parameters: Mapping[str, JSONValue] | None = None,
+    *,
+    sequential: bool = False,
+) -> Callable[[ToolExecute], Tool]:
+    """Decorator sugar: turn ``async def f(input, run)`` into a :class:`Tool`."""
+
+    def wrap(fn: ToolExecute) -> Tool:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"tool {name!r}: execute must be an async function")
+        return Tool(
+            name=name,
+            description=description,
+            parameters=parameters if parameters is not None else {"type": "object"},
+            execute=fn,
+            sequential=sequential,
+        )
+
+    return wrap
+
+
+def validate_input(t: Tool, value: Mapping[str, JSONValue]) -> str | None:
+    """None if ``value`` matches the tool's schema, else a short message for the model."""
+    validator_cls = jsonschema.validators.validator_for(t.parameters)
+    error = jsonschema.exceptions.best_match(validator_cls(t.parameters).iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "input"
+    return f"invalid arguments for {t.name}: {where}: {error.message}"
+
+
+def resolve_in_cwd(cwd: Path, path: str) -> Path:
+    """Resolve ``path`` (relative to ``cwd`` or absolute) and refuse anything outside ``cwd``.
+
+    Symlinks are resolved first, so a link pointing outside is refused too.
+
+    Raises:
+        ToolError: the path leaves the working directory.
+    """
+    root = cwd.resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root):
+        raise ToolError(f"{path!r} is outside the working directory {root}")
+    return target
+
