@@ -117,3 +117,9 @@ __all__ = [
     "on",
     "signal_for",
 ]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) and _obj.__module__.startswith("hooks."):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,0 +1,740 @@
+"""AnthropicModel driven through the real ``anthropic`` SDK against the local replay server.
+
+Every stream here is a recorded fixture from ``../shared/fixtures/anthropic/`` (or one cut from
+it by hand, where no recording exists: the mid-stream ``overloaded_error``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import Any
+
+import anthropic
+import pytest
+from replay_server import (
+    JsonReply,
+    ReplayServer,
+    SseReply,
+    cut_after_event,
+    fixture_bytes,
+    sse_event,
+)
+
+from harness._errors import ProviderError
+from harness._providers.anthropic import THINKING_BUDGETS, AnthropicModel
+from harness._providers.base import (
+    Model,
+    ModelRequest,
+    StreamDelta,
+    StreamDone,
+    StreamError,
+    StreamEvent,
+    StreamResponse,
+    StreamStart,
+    ToolSpec,
+)
+from hooks import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownContent,
+    UserMessage,
+)
+
+MODEL_ID = "claude-test-model"
+
+
+def _request(*messages: Any, **kwargs: Any) -> ModelRequest:
+    if not messages:
+        messages = (UserMessage(content="Say just hello"),)
+    kwargs.setdefault("system_prompt", "You are terse.")
+    return ModelRequest(messages=messages, **kwargs)
+
+
+def _model(client: anthropic.AsyncAnthropic, **kwargs: Any) -> AnthropicModel:
+    kwargs.setdefault("prompt_caching", False)
+    return AnthropicModel(MODEL_ID, client=client, **kwargs)
+
+
+async def _collect(model: AnthropicModel, request: ModelRequest) -> list[StreamEvent]:
+    events = [event async for event in model.stream(request)]
+    # The Model protocol: Response?, Start, Delta*, then exactly one Done or Error, last.
+    terminal = [e for e in events if isinstance(e, StreamDone | StreamError)]
+    assert len(terminal) == 1
+    assert events[-1] is terminal[0]
+    starts = [i for i, e in enumerate(events) if isinstance(e, StreamStart)]
+    assert len(starts) == 1
+    assert all(isinstance(e, StreamDelta) for e in events[starts[0] + 1 : -1])
+    return events
+
+
+def _done(events: list[StreamEvent]) -> AssistantMessage:
+    last = events[-1]
+    assert isinstance(last, StreamDone), last
+    return last.message
+
+
+def _error(events: list[StreamEvent]) -> StreamError:
+    last = events[-1]
+    assert isinstance(last, StreamError), last
+    return last
+
+
+def _sse_payloads(body: bytes) -> list[dict[str, Any]]:
+    """The parsed ``data:`` payloads of an SSE body, in order."""
+    return [
+        json.loads(line[len(b"data:") :]) for line in body.splitlines() if line.startswith(b"data:")
+    ]
+
+
+def _hand_stream(
+    block: dict[str, Any], deltas: list[dict[str, Any]], stop_reason: str, output_tokens: int
+) -> bytes:
+    """A complete one-block SSE stream shaped like the API's, for cases with no recording."""
+    message: dict[str, Any] = {
+        "id": "msg_hand",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "m",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "output_tokens": 1},
+    }
+    events = [
+        sse_event("message_start", {"type": "message_start", "message": message}),
+        sse_event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
+        *(
+            sse_event(
+                "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}
+            )
+            for d in deltas
+        ),
+        sse_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        sse_event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+        ),
+        sse_event("message_stop", {"type": "message_stop"}),
+    ]
+    return b"".join(events)
+
+
+# --- fixture streams --------------------------------------------------------------------------
+
+
+async def test_stream_text(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    events = await _collect(_model(anthropic_client), _request())
+
+    first = events[0]
+    assert isinstance(first, StreamResponse)
+    assert first.status == 200
+    assert first.headers["content-type"].startswith("text/event-stream")
+    assert isinstance(events[1], StreamStart)
+    assert events[1].partial.content == ()
+    deltas = [e for e in events if isinstance(e, StreamDelta)]
+    assert [(d.kind, d.content_index, d.delta) for d in deltas] == [("text", 0, "Hello")]
+    assert deltas[0].partial.content == (TextContent(text="Hello"),)
+
+    message = _done(events)
+    assert message.content == (TextContent(text="Hello"),)
+    assert message.stop_reason == "stop"
+    assert (message.api, message.provider, message.model) == (
+        "anthropic-messages",
+        "anthropic",
+        MODEL_ID,
+    )
+    assert message.error_message is None
+    # message_start said output 2; message_delta's cumulative 4 replaces it.
+    usage = message.usage
+    assert (usage.input, usage.output, usage.cache_read, usage.cache_write) == (10, 4, 0, 0)
+    assert usage.total_tokens == 14
+    assert usage.cost.total == 0.0
+    assert message.extra == {}
+
+    (sent,) = replay_server.requests
+    assert sent.path == "/v1/messages"
+    assert sent.body == {
+        "model": MODEL_ID,
+        "max_tokens": 8192,
+        "stream": True,
+        "system": [{"type": "text", "text": "You are terse."}],
+        "messages": [{"role": "user", "content": "Say just hello"}],
+    }
+
+
+async def test_stream_tool_use_with_empty_input(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-tool-use.sse"))
+    events = await _collect(_model(anthropic_client), _request())
+
+    message = _done(events)
+    assert message.stop_reason == "toolUse"
+    assert message.content == (
+        ToolCall(id="toolu_01CzN6riCPqw4pVSuTd9Dwn7", name="pelican_name_generator", arguments={}),
+    )
+    assert message.usage.input == 543
+    assert message.usage.output == 40
+    # The only input_json_delta is "": no toolcall delta is reported for it.
+    assert not [e for e in events if isinstance(e, StreamDelta)]
+
+
+async def test_stream_thinking_tool_use_round_trips_signature(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    body = fixture_bytes("stream-thinking-tool-use.sse")
+    signature = next(
+        p["delta"]["signature"]
+        for p in _sse_payloads(body)
+        if p.get("delta", {}).get("type") == "signature_delta"
+    )
+    replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
+    model = _model(anthropic_client)
+    prompt = UserMessage(content="Use fixed_version, then joke about it")
+    tool = ToolSpec(
+        name="fixed_version", description="Return the version.", parameters={"properties": {}}
+    )
+
+    events = await _collect(model, _request(prompt, tools=[tool], thinking_level="low"))
+    message = _done(events)
+    thinking_text = (
+        "The user wants me to:\n1. Use the fixed_version tool\n2. Tell them the version\n"
+        "3. Make a short joke about it\n\nLet me first call the fixed_version tool to see what "
+        "version it returns."
+    )
+    assert message.stop_reason == "toolUse"
+    assert message.content == (
+        ThinkingContent(thinking=thinking_text, thinking_signature=signature),
+        ToolCall(id="toolu_01825dXWLSoJwCst1qTsiWdb", name="fixed_version", arguments={}),
+    )
+    assert message.usage.output == 92
+    thinking_deltas = [e for e in events if isinstance(e, StreamDelta) and e.kind == "thinking"]
+    assert "".join(d.delta for d in thinking_deltas) == thinking_text
+    assert {d.content_index for d in thinking_deltas} == {0}
+
+    first = replay_server.requests[0].body
+    assert first["thinking"] == {"type": "enabled", "budget_tokens": THINKING_BUDGETS["low"]}
+    assert first["max_tokens"] == 8192  # already above the 4096 budget
+    assert first["tools"] == [
+        {
+            "name": "fixed_version",
+            "description": "Return the version.",
+            "input_schema": {"type": "object", "properties": {}},
+        }
+    ]
+
+    result = ToolResultMessage(
+        tool_call_id="toolu_01825dXWLSoJwCst1qTsiWdb",
+        tool_name="fixed_version",
+        content=(TextContent(text="1.2.3"),),
+    )
+    follow_up = _request(prompt, message, result, tools=[tool], thinking_level="low")
+    _done(await _collect(model, follow_up))
+
+    sent = replay_server.requests[1].body
+    assert sent["messages"] == [
+        {"role": "user", "content": "Use fixed_version, then joke about it"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": thinking_text, "signature": signature},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_01825dXWLSoJwCst1qTsiWdb",
+                    "name": "fixed_version",
+                    "input": {},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_01825dXWLSoJwCst1qTsiWdb",
+                    "is_error": False,
+                    "content": [{"type": "text", "text": "1.2.3"}],
+                }
+            ],
+        },
+    ]
+
+
+async def test_stream_max_tokens_drops_truncated_tool_call(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-max-tokens-truncated-tool-json.sse"))
+    events = await _collect(_model(anthropic_client), _request())
+
+    message = _done(events)
+    assert message.stop_reason == "length"
+    assert message.content == (
+        TextContent(
+            text="I'll create a comprehensive tax guide for someone with multiple W2s and save "
+            "it in a file called taxes.txt. Let me do that for you now."
+        ),
+    )
+    assert message.tool_calls == ()
+    assert message.usage.input == 450  # from message_start; message_delta has no input count
+    assert message.usage.output == 124
+    # While streaming, the half call was visible, with its raw JSON in the deltas.
+    tool_deltas = [e for e in events if isinstance(e, StreamDelta) and e.kind == "toolcall"]
+    assert {d.content_index for d in tool_deltas} == {1}
+    assert "".join(d.delta for d in tool_deltas).startswith('{"filename": "taxes.txt"')
+    assert isinstance(tool_deltas[-1].partial.content[1], ToolCall)
+
+
+async def test_stream_refusal(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-refusal.sse"))
+    message = _done(await _collect(_model(anthropic_client), _request()))
+
+    assert message.stop_reason == "refusal"
+    assert message.content == ()  # the empty text block is not kept
+    assert message.extra["stopDetails"] == {
+        "type": "refusal",
+        "category": "cyber",
+        "explanation": "This request was refused due to policy.",
+    }
+    assert (message.usage.input, message.usage.output) == (20, 0)
+
+
+async def test_stream_pause_turn_keeps_server_tool_blocks(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    body = fixture_bytes("stream-pause-turn-web-search.sse")
+    started = [
+        p["content_block"] for p in _sse_payloads(body) if p["type"] == "content_block_start"
+    ]
+    replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
+    model = _model(anthropic_client)
+    prompt = UserMessage(content="Run the 15 searches")
+
+    message = _done(await _collect(model, _request(prompt)))
+    assert message.stop_reason == "stop"
+    assert message.extra["pauseTurn"] is True
+    unknown = [b for b in message.content if isinstance(b, UnknownContent)]
+    assert [b.type for b in unknown].count("server_tool_use") == 11
+    assert [b.type for b in unknown].count("web_search_tool_result") == 10
+    # Every block of the stream is kept, in order (none is empty or half).
+    assert len(message.content) == len(started)
+    # server_tool_use gets its streamed input; result blocks are the API's dicts, unchanged.
+    first_use = unknown[0].raw
+    assert first_use["id"] == "srvtoolu_01FGPZ2P6yPXWdiD1Cxjpix3"
+    assert first_use["input"] == {"query": "San Francisco weather today"}
+    first_result = next(b.raw for b in unknown if b.type == "web_search_tool_result")
+    assert first_result == next(b for b in started if b["type"] == "web_search_tool_result")
+    thinking = message.content[0]
+    assert isinstance(thinking, ThinkingContent)
+    assert thinking.thinking_signature and thinking.thinking_signature.startswith("EuwJCm4I")
+    assert message.usage.input == 404500
+
+    # Continuing the paused turn sends every block back unchanged.
+    follow_up = _request(prompt, message)
+    _done(await _collect(model, follow_up))
+    sent_blocks = replay_server.requests[1].body["messages"][1]["content"]
+    assert sent_blocks[0]["type"] == "thinking"
+    assert sent_blocks[2] == first_use
+    assert first_result in sent_blocks
+    assert len(sent_blocks) == len(message.content)
+
+
+# --- hand-cut streams and HTTP errors ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error_type", "retryable"),
+    [("overloaded_error", True), ("api_error", True), ("invalid_request_error", False)],
+)
+async def test_sse_error_event_mid_stream(
+    replay_server: ReplayServer,
+    anthropic_client: anthropic.AsyncAnthropic,
+    error_type: str,
+    retryable: bool,
+) -> None:
+    head = cut_after_event(fixture_bytes("stream-text.sse"), "content_block_delta")
+    payload = {"type": "error", "error": {"type": error_type, "message": "scripted"}}
+    replay_server.enqueue(SseReply(body=head, append=sse_event("error", payload)))
+    events = await _collect(_model(anthropic_client), _request())
+
+    assert isinstance(events[0], StreamResponse) and events[0].status == 200
+    failed = _error(events)
+    assert isinstance(failed.error, ProviderError)
+    assert failed.error.code == "provider_error"
+    assert failed.error.retryable is retryable
+    assert failed.error.error_type == error_type
+    assert failed.error.status is None  # mid-stream: the HTTP status was 200
+    # What arrived is kept, marked as an error.
+    assert failed.message.content == (TextContent(text="Hello"),)
+    assert failed.message.stop_reason == "error"
+    assert failed.message.error_message == failed.error.message
+    assert failed.message.usage.input == 10
+
+
+async def test_stream_without_message_stop(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    body = fixture_bytes("stream-text.sse")
+    replay_server.enqueue(SseReply(body=cut_after_event(body, "message_delta")))
+    failed = _error(await _collect(_model(anthropic_client), _request()))
+
+    assert failed.error.error_type == "incomplete_stream"
+    assert failed.error.retryable is True
+    assert failed.message.stop_reason == "error"
+    assert failed.message.content == (TextContent(text="Hello"),)
+
+
+async def test_unterminated_last_event_is_not_a_message_stop(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    # The file's bytes as stored end "data: {...message_stop...}" with no blank line; an SSE
+    # client drops that event, so the stream has no message_stop and must not count as done.
+    replay_server.enqueue(SseReply.fixture("stream-refusal.sse", terminate_last_event=False))
+    failed = _error(await _collect(_model(anthropic_client), _request()))
+
+    assert failed.error.error_type == "incomplete_stream"
+    assert failed.message.stop_reason == "error"
+
+
+async def test_connection_dropped_mid_stream(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    body = fixture_bytes("stream-max-tokens-truncated-tool-json.sse")
+    # Cut inside the tool call: the half call must not survive into the error message either.
+    head = cut_after_event(body, "content_block_delta", occurrence=7)
+    replay_server.enqueue(SseReply(body=head, ending="abrupt"))
+    failed = _error(await _collect(_model(anthropic_client), _request()))
+
+    assert failed.error.error_type == "connection_error"
+    assert failed.error.retryable is True
+    assert failed.message.stop_reason == "error"
+    assert failed.message.tool_calls == ()
+    assert failed.message.text.startswith("I'll create a comprehensive tax guide")
+
+
+async def test_invalid_tool_json_outside_max_tokens_is_an_error(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "rm", "input": {}}
+    broken = {"type": "input_json_delta", "partial_json": '{"path": "/'}
+    body = _hand_stream(tool, [broken], "tool_use", output_tokens=9)
+    replay_server.enqueue(SseReply(body=body))
+    failed = _error(await _collect(_model(anthropic_client), _request()))
+
+    assert failed.error.error_type == "invalid_tool_input"
+    assert failed.message.tool_calls == ()
+    assert failed.message.usage.output == 9
+
+
+async def test_http_400_is_not_retryable(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(JsonReply.fixture("error-400-invalid-request.json", 400))
+    events = await _collect(_model(anthropic_client), _request())
+
+    assert isinstance(events[0], StreamResponse)
+    assert events[0].status == 400
+    failed = _error(events)
+    assert failed.error.retryable is False
+    assert failed.error.status == 400
+    assert failed.error.error_type == "invalid_request_error"
+    assert failed.message.stop_reason == "error"
+    assert failed.message.content == ()
+    assert isinstance(failed.error.__cause__, anthropic.BadRequestError)  # as `raise ... from`
+    assert len(replay_server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "retryable"),
+    [
+        (529, "overloaded_error", True),
+        (500, "api_error", True),
+        (429, "rate_limit_error", True),
+        (401, "authentication_error", False),
+        (403, "permission_error", False),
+        (404, "not_found_error", False),
+    ],
+)
+async def test_http_errors(
+    replay_server: ReplayServer,
+    anthropic_client: anthropic.AsyncAnthropic,
+    status: int,
+    error_type: str,
+    retryable: bool,
+) -> None:
+    replay_server.enqueue(JsonReply.error(status, error_type, headers={"retry-after": "7"}))
+    events = await _collect(_model(anthropic_client), _request())
+
+    assert isinstance(events[0], StreamResponse)
+    assert events[0].status == status
+    assert events[0].headers["retry-after"] == "7"  # for the caller's retry policy
+    failed = _error(events)
+    assert failed.error.retryable is retryable
+    assert failed.error.status == status
+    assert failed.error.error_type == error_type
+
+
+async def test_x_should_retry_header_overrides_status(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(
+        JsonReply.error(500, "api_error", headers={"x-should-retry": "false"}),
+    )
+    failed = _error(await _collect(_model(anthropic_client), _request()))
+    assert failed.error.retryable is False
+
+
+async def test_connection_refused_is_retryable() -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = anthropic.AsyncAnthropic(
+        api_key="test", base_url=f"http://127.0.0.1:{port}", max_retries=0
+    )
+    try:
+        events = await _collect(_model(client), _request())
+    finally:
+        await client.close()
+    assert not any(isinstance(e, StreamResponse) for e in events)
+    failed = _error(events)
+    assert failed.error.error_type == "connection_error"
+    assert failed.error.retryable is True
+    assert failed.error.status is None
+
+
+async def test_missing_api_key_is_reported_not_raised(
+    replay_server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    model = AnthropicModel(MODEL_ID, base_url=replay_server.url, max_retries=0)
+    try:
+        failed = _error(await _collect(model, _request()))
+    finally:
+        await model.aclose()
+    assert failed.error.retryable is False
+    assert failed.error.error_type == "client_error"
+    assert replay_server.requests == []
+
+
+async def test_cancellation_propagates(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    body = fixture_bytes("stream-text.sse")
+    replay_server.enqueue(
+        SseReply(body=body, hold_after=len(cut_after_event(body, "content_block_delta")))
+    )
+    seen: list[StreamEvent] = []
+    got_delta = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in _model(anthropic_client).stream(_request()):
+            seen.append(event)
+            if isinstance(event, StreamDelta):
+                got_delta.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(got_delta.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert not any(isinstance(e, StreamDone | StreamError) for e in seen)
+
+
+# --- request conversion -----------------------------------------------------------------------
+
+
+async def test_request_conversion(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    assistant = AssistantMessage(
+        api="anthropic-messages",
+        content=(
+            TextContent(text=""),
+            TextContent(text="Reading both."),
+            TextContent(text="  \n"),
+            ToolCall(id="toolu_a", name="read", arguments={"path": "a.txt"}),
+            ToolCall(id="call_b|fc_1", name="read", arguments={"path": "b.txt"}),
+        ),
+        stop_reason="toolUse",
+    )
+    messages = (
+        UserMessage(content="   "),  # whitespace only: not sent at all
+        UserMessage(
+            content=(
+                TextContent(text=""),
+                TextContent(text="Read a and b"),
+                ImageContent(data="aGk=", mime_type="image/png"),
+            )
+        ),
+        AssistantMessage(api="anthropic-messages", content=(TextContent(text=""),)),
+        assistant,
+        ToolResultMessage(
+            tool_call_id="toolu_a", tool_name="read", content=(TextContent(text="A"),)
+        ),
+        ToolResultMessage(
+            tool_call_id="call_b|fc_1",
+            tool_name="read",
+            content=(TextContent(text=""),),
+            is_error=True,
+        ),
+        UserMessage(content="thanks"),
+        AssistantMessage(
+            api="openai-responses",
+            content=(
+                ThinkingContent(thinking="foreign reasoning", thinking_signature="not-ours"),
+                UnknownContent(raw={"type": "reasoning", "id": "rs_1"}),
+                TextContent(text="Done."),
+            ),
+        ),
+        UserMessage(content="bye"),
+    )
+    request = _request(*messages, max_tokens=1000, thinking_level="medium")
+    _done(await _collect(_model(anthropic_client), request))
+
+    body = replay_server.requests[0].body
+    assert body["system"] == [{"type": "text", "text": "You are terse."}]
+    # budget_tokens must stay below max_tokens, so max_tokens grows by the budget.
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 10240}
+    assert body["max_tokens"] == 11240
+    assert "tools" not in body
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Read a and b"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "aGk="},
+                },
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading both."},
+                {"type": "tool_use", "id": "toolu_a", "name": "read", "input": {"path": "a.txt"}},
+                {
+                    "type": "tool_use",
+                    "id": "call_b_fc_1",
+                    "name": "read",
+                    "input": {"path": "b.txt"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_a",
+                    "is_error": False,
+                    "content": [{"type": "text", "text": "A"}],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_b_fc_1",
+                    "is_error": True,
+                    "content": [{"type": "text", "text": "(no error message)"}],
+                },
+            ],
+        },
+        {"role": "user", "content": "thanks"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "foreign reasoning"},
+                {"type": "text", "text": "Done."},
+            ],
+        },
+        {"role": "user", "content": "bye"},
+    ]
+
+
+async def test_redacted_thinking_round_trip(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}
+    body = _hand_stream(redacted, [], "end_turn", output_tokens=2)
+    replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
+    model = _model(anthropic_client)
+    message = _done(await _collect(model, _request()))
+    (block,) = message.content
+    assert isinstance(block, ThinkingContent)
+    assert block.redacted is True
+    assert block.thinking_signature == "EmwKAhgBEgy3va3pzix"
+
+    _done(await _collect(model, _request(UserMessage(content="hi"), message)))
+    assert replay_server.requests[1].body["messages"][1]["content"] == [redacted]
+
+
+async def test_prompt_caching_marks_system_and_last_user_block(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    model = AnthropicModel(MODEL_ID, client=anthropic_client)  # prompt_caching defaults on
+    _done(await _collect(model, _request(UserMessage(content="first"))))
+
+    body = replay_server.requests[0].body
+    ephemeral = {"type": "ephemeral"}
+    assert body["system"] == [
+        {"type": "text", "text": "You are terse.", "cache_control": ephemeral}
+    ]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "first", "cache_control": ephemeral}]}
+    ]
+
+
+async def test_empty_system_prompt_is_not_sent(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    _done(await _collect(_model(anthropic_client), _request(system_prompt="")))
+    assert "system" not in replay_server.requests[0].body
+
+
+async def test_model_protocol(anthropic_client: anthropic.AsyncAnthropic) -> None:
+    model = AnthropicModel("claude-sonnet-4-5", client=anthropic_client)
+    as_protocol: Model = model  # mypy checks the structure; isinstance only the names
+    assert isinstance(as_protocol, Model)
+    assert (model.provider, model.api, model.id) == (
+        "anthropic",
+        "anthropic-messages",
+        "claude-sonnet-4-5",
+    )
+
+
+async def test_abandoned_stream_closes_cleanly(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply.fixture("stream-pause-turn-web-search.sse"))
+    stream = _model(anthropic_client).stream(_request())
+    kinds: list[type[StreamEvent]] = []
+    async for event in stream:
+        kinds.append(type(event))
+        if isinstance(event, StreamDelta):
+            break
+    await stream.aclose()
+    assert kinds == [StreamResponse, StreamStart, StreamDelta]
+    # The client is still usable: the abandoned response released its connection.
+    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    assert _done(await _collect(_model(anthropic_client), _request())).text == "Hello"
