@@ -74,9 +74,16 @@ class CodecError(ValueError):
     """A line is JSON but not a valid entry; the caller adds file and line number."""
 
 
+# Always written by the encoder (null for a root), so a null here is no "null vs absent" case:
+# keeping it in ``extra`` would make a root entry read back unequal to the one appended.
+_ALWAYS_WRITTEN = frozenset({"parentId"})
+
+
 def _extra(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     # Known keys holding null stay in extra so they round-trip as null.
-    return {k: v for k, v in obj.items() if k not in known or v is None}
+    return {
+        k: v for k, v in obj.items() if k not in known or (v is None and k not in _ALWAYS_WRITTEN)
+    }
 
 
 def _put_extra(out: Obj, extra: Mapping[str, Any]) -> Obj:

@@ -24,9 +24,9 @@ def fork_lines(
     """The lines of a new session file forked from ``source``, header first.
 
     Branch scope copies the root-to-target path unchanged (label entries on it included, so every
-    ``parentId`` resolves). Labels of copied entries set elsewhere, and the session name, are
-    re-created after the path, followed by a ``leaf`` entry back to the cut point, so the fork
-    reopens on exactly the copied branch. Tree scope copies every line.
+    ``parentId`` resolves). Labels of copied entries set (or cleared) elsewhere, and the session
+    name, are re-created after the path, followed by a ``leaf`` entry back to the cut point, so
+    the fork reopens on exactly the copied branch. Tree scope copies every line.
 
     Args:
         entry_id: the target; None means the source's leaf.
@@ -69,8 +69,12 @@ def fork_lines(
             name_on_path = entry.name
     parent = target
     extra_lines = []
-    for target_id, label in source.labels.items():
-        if target_id in copied and labels_on_path.get(target_id) != label:
+    # The fork's labels are the source's, on the copied entries: set from other branches, or
+    # cleared there after the path set them.
+    wanted = {t: label for t, label in source.labels.items() if t in copied}
+    cleared = [t for t in labels_on_path if t in copied and t not in wanted]
+    for target_id, label in [*wanted.items(), *((t, None) for t in cleared)]:
+        if labels_on_path.get(target_id) != label:
             new = LabelEntry(
                 id=_new_id(copied),
                 parent_id=parent,

@@ -58,14 +58,15 @@ class SessionRepo(Protocol):
 
     async def list(self, cwd: str | None = None) -> list[SessionInfo]: ...
 
-    async def delete(self, ref: str) -> None: ...
+    async def delete(self, ref: str | Path) -> None: ...
 
     async def fork(
         self,
         source: str | Path,
         *,
         entry_id: str | None = None,
-        position: ForkPosition = "before",
+        position: ForkPosition | None = None,
         scope: ForkScope = "branch",
         cwd: str | None = None,
+        session_id: str | None = None,
     ) -> Session: ...

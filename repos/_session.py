@@ -62,6 +62,7 @@ class Diagnostic:
     ``code``: ``torn_tail`` (an unterminated last line, ignored), ``corrupt_line`` (skipped),
     ``orphan_reattached`` (parent missing; attached to the previous valid entry),
     ``duplicate_id`` (a later line reusing an id, skipped), ``blank_line``,
+    ``leaf_target_missing`` (a ``leaf`` entry whose target is not in the file; move ignored),
     ``torn_tail_set_aside`` (moved to ``<file>.torn`` before an append), ``migrated`` (a v1/v2
     file rewritten as v3 before an append, original kept as ``<file>.v<N>.bak``).
     ``line`` is 1-based; ``offset`` is the byte offset of that line.

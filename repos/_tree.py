@@ -59,7 +59,9 @@ class Tree:
         elif row.type in EAGER_TYPES:
             entry = self.get(row.id)
         if isinstance(entry, LabelEntry):
-            if entry.label:
+            if entry.target_id not in self.rows:
+                pass  # a label copied by a fork whose target stayed behind, or on a skipped line
+            elif entry.label:
                 self.labels[entry.target_id] = entry.label
             else:
                 self.labels.pop(entry.target_id, None)

@@ -39,8 +39,7 @@ log = logging.getLogger("repos")
 class _ListState:
     """What ``list`` knows of one file, so a later call reads only what was appended."""
 
-    size: int
-    mtime_ns: int
+    identity: tuple[int, int, int]  # inode, size, mtime (ns) when last read
     offset: int
     header: SessionHeader
     name: str | None = None
@@ -218,9 +217,12 @@ class JsonlSessionRepo:
     def _find(self, session_id: str) -> builtins.list[Path]:
         if not self._root.is_dir():
             return []
+        # Ids may hold "_", so the glob also matches "<stamp>_a_<id>.jsonl": keep exact ids.
+        name = f"{session_id}.jsonl"
         return [
             check_under_root(self._root, p)
-            for p in sorted(self._root.glob(f"*/*_{session_id}.jsonl"))
+            for p in sorted(self._root.glob(f"*/*_{name}"))
+            if p.name.partition("_")[2] == name
         ]
 
     def _resolve_for_delete(self, ref: str | Path) -> Path | None:
@@ -255,6 +257,7 @@ class JsonlSessionRepo:
         files = sorted(self._root.glob("*/*.jsonl")) if self._root.is_dir() else []
         for path in files:
             try:
+                check_under_root(self._root, path)
                 state = self._scan(path)
             except (OSError, SessionError) as exc:
                 problems.append((path, str(exc)))
@@ -269,14 +272,14 @@ class JsonlSessionRepo:
         return infos
 
     def _scan(self, path: Path) -> _ListState:
-        stat = path.stat()
-        state = self._list_cache.get(path)
-        if state is not None and stat.st_size == state.size and stat.st_mtime_ns == state.mtime_ns:
-            return state
-        if state is None or stat.st_size < state.offset:
-            state = None
+        cached = self._list_cache.get(path)
+        if cached is not None and _identity(path.stat()) == cached.identity:
+            return cached
         with open(path, "rb") as f:
-            if state is None:
+            stat = os.fstat(f.fileno())  # of the file actually read, even if renamed over since
+            state = cached
+            # A replaced file (migrated, repaired: a new inode) or a shorter one is read afresh.
+            if state is None or stat.st_ino != state.identity[0] or stat.st_size < state.offset:
                 first = f.readline()
                 if not first.endswith(b"\n"):
                     raise SessionError("no complete header line")
@@ -284,16 +287,20 @@ class JsonlSessionRepo:
                     header = decode_header(orjson.loads(first))
                 except (orjson.JSONDecodeError, CodecError) as exc:
                     raise SessionError(f"bad header: {exc}") from exc
-                state = _ListState(size=0, mtime_ns=0, offset=len(first), header=header)
+                state = _ListState(identity=(0, 0, 0), offset=len(first), header=header)
             f.seek(state.offset)
             data = f.read()
         end = data.rfind(b"\n") + 1
         for raw in data[:end].splitlines():
             _accumulate(state, raw)
         state.offset += end
-        state.size, state.mtime_ns = stat.st_size, stat.st_mtime_ns
+        state.identity = _identity(stat)
         self._list_cache[path] = state
         return state
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int]:
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _accumulate(state: _ListState, raw: bytes) -> None:

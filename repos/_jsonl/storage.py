@@ -52,9 +52,15 @@ class JsonlStore:
     The write descriptor is opened ``O_APPEND`` on the first append; each line is one ``write``.
     """
 
-    def __init__(self, path: Path, *, v1_line_ids: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        v1_line_ids: dict[int, str] | None = None,
+        read_fd: int | None = None,
+    ) -> None:
         self._path = path
-        self._read_fd: int | None = None
+        self._read_fd = read_fd
         self._write_fd: int | None = None
         self._v1_line_ids = v1_line_ids
         self._closed = False
@@ -96,14 +102,14 @@ class JsonlStore:
         if self._closed:
             raise SessionClosedError()
         if self._write_fd is None:
-            if not self._path.exists():
-                raise SessionNotFoundError(str(self._path))
+            self._require_file()
             self._write_fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
         written = os.write(self._write_fd, line)
         if written != len(line):
             raise OSError(f"short write to {self._path}: {written} of {len(line)} bytes")
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
+        self._require_file()
         backup = self._path.with_name(self._path.name + backup_suffix)
         if not backup.exists():
             os.link(self._path, backup)
@@ -112,6 +118,7 @@ class JsonlStore:
         self._v1_line_ids = None
 
     def set_aside_torn_tail(self, offset: int) -> None:
+        self._require_file()
         with open(self._path, "r+b") as f:
             f.seek(offset)
             fragment = f.read()
@@ -130,6 +137,12 @@ class JsonlStore:
     def close(self) -> None:
         self._closed = True
         self._drop_fds()
+
+    def _require_file(self) -> None:
+        # Never recreate a session file deleted under us (pi #8939). Deletion or replacement
+        # after the write descriptor is open needs the inode check (not done yet).
+        if not self._path.exists():
+            raise SessionNotFoundError(str(self._path))
 
     def _drop_fds(self) -> None:
         for fd in (self._read_fd, self._write_fd):
@@ -162,14 +175,24 @@ def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn
     Raises:
         SessionNotFoundError: no such file.
         CorruptSessionError: no valid header on line 1; in strict mode, any malformed line, a
-            duplicate id or a missing parent.
+            duplicate id, a missing parent or a leaf move to a missing entry.
     """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        with open(path, "rb") as f:
+            data = f.read()
+            # Bodies are read later by byte span: keep reading the file that was indexed, even
+            # if that name is deleted or replaced meanwhile.
+            read_fd = os.dup(f.fileno())
+    except (FileNotFoundError, IsADirectoryError):
         raise SessionNotFoundError(str(path)) from None
-    except IsADirectoryError:
-        raise SessionNotFoundError(str(path)) from None
+    try:
+        return _load(path, data, read_fd, strict=strict, fsync=fsync)
+    except BaseException:
+        os.close(read_fd)
+        raise
+
+
+def _load(path: Path, data: bytes, read_fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     diagnostics: list[Diagnostic] = []
     end = data.rfind(b"\n") + 1
     torn_offset: int | None = None
@@ -193,7 +216,7 @@ def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn
         raise CorruptSessionError(path, 1, 0, f"bad header: {exc}") from exc
 
     v1_ids: dict[int, str] | None = {} if header.version < 2 else None
-    store = JsonlStore(path, v1_line_ids=v1_ids)
+    store = JsonlStore(path, v1_line_ids=v1_ids, read_fd=read_fd)
     tree = Tree(load=store.read)
     with _gc_paused():
         _index(path, header, lines, tree, v1_ids, strict, diagnostics)
@@ -287,6 +310,11 @@ def _index(
         else:
             tree.add(row)
         previous = entry_id
+        if kind == "leaf" and tree.leaf_id is not None and tree.leaf_id not in tree:
+            # Its target was on a skipped line: keep the leaf where it was before the move, so
+            # no append is parented on an id the file does not hold.
+            missing, tree.leaf_id = tree.leaf_id, parent_id
+            bad(line, "leaf_target_missing", f"leaf target {missing!r} not found; move ignored")
 
 
 def _parsed_type(raw: bytes) -> str | None:
