@@ -8,6 +8,7 @@ temporary file is left. Callers must not publish to one destination from two thr
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,13 +35,17 @@ def publish_atomically(destination: Path, lines: Iterable[bytes], *, exclusive: 
 
     Args:
         exclusive: refuse to replace an existing file (``FileExistsError``); used by create and
-            fork, whose file names must be new.
+            fork, whose file names must be new. New files are private (0600); a replaced file
+            keeps its permissions.
     """
     folder = destination.parent
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
     tmp = Path(tmp_name)
     try:
+        if not exclusive and destination.exists():
+            # A rewrite keeps the file's permissions (mkstemp makes 0600 files).
+            os.chmod(fd, stat.S_IMODE(destination.stat().st_mode))
         with os.fdopen(fd, "wb") as out:
             for line in lines:
                 out.write(line)

@@ -825,3 +825,17 @@ async def test_append_after_a_deletion_raises(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(SessionNotFoundError):
         s.append_message(user("after delete"))
+
+
+async def test_migration_keeps_the_file_permissions(pi_copy) -> None:  # type: ignore[no-untyped-def]
+    import stat
+
+    from hooks import UserMessage
+    from repos import open_session
+
+    path = pi_copy("large-session.jsonl")
+    path.chmod(0o640)
+    with open_session(path) as session:
+        session.append_message(UserMessage(content="after migration"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert path.with_name(path.name + ".v1.bak").exists()
