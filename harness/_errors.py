@@ -6,7 +6,7 @@ Tree::
     ├── BusyError            another operation is running on this harness ("busy")
     ├── ProviderError        a model request failed ("provider_error"); ``retryable`` says whether
     │                        trying again may help; ``status`` is the HTTP status if there was one
-    ├── ToolError            a tool could not run (bad arguments, path outside the cwd): "tool_error"
+    ├── ToolError            a tool could not run (bad input, path outside the cwd): "tool_error"
     └── SyncInLoopError      a ``*_sync`` method was called inside a running event loop
 """
 

@@ -229,6 +229,8 @@ class JsonlSessionRepo:
         if isinstance(ref, Path) or ref.endswith(".jsonl"):
             return check_under_root(self._root, Path(ref).expanduser())
         matches = self._find(validate_session_id(ref))
+        if len(matches) > 1:
+            raise SessionError(f"session id {ref!r} matches several files: {matches}")
         return matches[0] if matches else None
 
     # --- file work (runs in a thread) ---------------------------------------------------------

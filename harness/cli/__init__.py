@@ -1,0 +1,63 @@
+"""The ``harness`` command line. It parses and prints; all work goes through the public API.
+
+Adding a command: define it in its own module (e.g. ``_demo.py``), decorate it with
+:func:`root_option` if it uses sessions, and register it below with ``main.add_command``. Every
+command registered on :data:`main` reports a ``HarnessError`` as ``error[<code>]: <message>`` on
+stderr with exit code 1 (usage errors exit 2, click's default); see ``_common.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from ._common import (
+    HarnessCliError,
+    HarnessGroup,
+    handle_errors,
+    make_streams_safe,
+    open_repo,
+    root_option,
+    run_async,
+)
+from ._demo import demo
+from ._sessions import sessions
+
+__all__ = [
+    "HarnessCliError",
+    "HarnessGroup",
+    "handle_errors",
+    "main",
+    "open_repo",
+    "root_option",
+    "run_async",
+]
+
+
+def _version() -> str:
+    try:
+        return version("jsonl-harness")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+@click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", prog_name="harness")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also print the library's log messages (INFO and up)."
+)
+def main(verbose: bool) -> None:
+    """An agent harness whose sessions are pi-compatible JSONL trees."""
+    make_streams_safe()
+    # The commands report problems themselves (skipped files, diagnostics); the library's own
+    # warnings would repeat them, so they show only with --verbose.
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+main.add_command(sessions)
+main.add_command(demo)

@@ -1,0 +1,40 @@
+"""``harness demo``: run the offline demo and show what it wrote."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from .._demo import run_demo
+from ._common import run_async
+from ._render import tree_view
+
+__all__ = ["demo"]
+
+
+@click.command()
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for the demo's sessions and workspace (default: a new temporary folder).",
+)
+def demo(root: Path | None) -> None:
+    """Run an offline demo: a blocked tool call, a redacted tool result, a fork.
+
+    Uses the scripted faux model, so it needs no network and no API key. Prints every event as it
+    fires, then the session tree, the fork's tree and the files written.
+    """
+    folder = root if root is not None else Path(tempfile.mkdtemp(prefix="harness-demo-"))
+    result = run_async(run_demo(folder, click.echo))
+    with result.session as session, result.fork as fork:
+        for title, s in (("Session", session), ("Fork (cut before the second prompt)", fork)):
+            click.echo(f"\n{title} {s.id}")
+            for line in tree_view(s).lines:
+                click.echo(f"  {line}")
+        click.echo(f"\nSession file: {session.path}")
+        click.echo(f"Fork file:    {fork.path}  (parentSession -> {fork.header.parent_session})")
+        click.echo(f"Workspace:    {result.workspace}")
+        click.echo(f"\nTry: harness sessions tree --root {folder / 'sessions'} {session.id}")

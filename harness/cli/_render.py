@@ -1,0 +1,390 @@
+"""Plain-text and JSON renderings of sessions, contexts and trees. No I/O: every function returns
+strings or JSON-ready values, and the commands print them.
+
+Decorations are ASCII only (``...``, ``|-``, ``->``), so the output survives any pipe; session
+text itself is printed as stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+
+import attrs
+import orjson
+
+from hooks import (
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageContent,
+    JSONValue,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownMessage,
+    UserContent,
+    UserMessage,
+)
+from repos import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    Entry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    Session,
+    SessionContext,
+    SessionInfo,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    TreeNode,
+    UnknownEntry,
+)
+
+from ._common import one_line
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "TreeView",
+    "context_lines",
+    "entry_kind",
+    "entry_text",
+    "info_json",
+    "session_table",
+    "short",
+    "tree_view",
+]
+
+DEFAULT_MAX_CHARS = 2000
+"""Default cap on a tool result in ``show`` (0 disables it); tool-call arguments are cut at the
+smaller of this and 500 characters."""
+
+_THINKING_CHARS = 200
+_ARGS_CHARS = 500  # tool-call arguments share a line with the call, so they get a smaller cap
+_SHORT_CHARS = 60
+_INDENT = "    "
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def short(text: str, width: int = _SHORT_CHARS) -> str:
+    """``text`` on one line, cut to ``width`` characters with ``...`` when longer."""
+    flat = one_line(text)
+    return flat if len(flat) <= width else flat[: max(width - 3, 0)] + "..."
+
+
+def _capped(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` (0: no cap) with a note saying how much was left out."""
+    if max_chars <= 0 or len(text) <= max_chars:
+        return text
+    left = len(text) - max_chars
+    return f"{text[:max_chars]}\n... [truncated: {left} more characters; --max-chars 0 shows all]"
+
+
+def _capped_inline(text: str, max_chars: int) -> str:
+    """Like :func:`_capped`, but the note stays on the same line (for tool-call arguments)."""
+    limit = min(max_chars, _ARGS_CHARS) if max_chars > 0 else 0
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [truncated: {len(text) - limit} more characters]"
+
+
+def _json(value: JSONValue) -> str:
+    # Arguments are JSON read from a file; anything orjson cannot encode (a Mapping that is not a
+    # dict) is converted rather than crashing the display.
+    return orjson.dumps(value, default=_jsonable).decode()
+
+
+def _jsonable(value: object) -> JSONValue:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _indented(text: str) -> list[str]:
+    return [_INDENT + line if line else "" for line in text.splitlines()] or [_INDENT + "(empty)"]
+
+
+def _user_content_text(content: str | Iterable[UserContent]) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent):
+            parts.append(f"[image {block.mime_type}, {len(block.data)} base64 chars]")
+        else:
+            parts.append(f"[{block.type or 'unknown'} block]")
+    return "\n".join(parts)
+
+
+# --- show: the model context ------------------------------------------------------------------
+
+
+def context_lines(
+    session: Session, context: SessionContext, *, max_chars: int = DEFAULT_MAX_CHARS
+) -> list[str]:
+    """The human form of ``show``: derived state, then one block per context message."""
+    model = context.model
+    tools = context.active_tool_names
+    lines = [
+        f"session: {session.id}",
+        f"file: {session.path}" if session.path is not None else "file: (in memory)",
+        f"model: {model.provider}/{model.model_id}" if model is not None else "model: (none)",
+        f"thinking level: {context.thinking_level}",
+        "active tools: " + ("(not set)" if tools is None else ", ".join(tools) or "(none)"),
+        f"leaf: {session.leaf_id or '(before the first entry)'}",
+        f"messages: {len(context.messages)}",
+    ]
+    for index, message in enumerate(context.messages, start=1):
+        lines.append("")
+        lines.extend(_message_lines(index, message, max_chars))
+    return lines
+
+
+def _message_lines(index: int, message: Message, max_chars: int) -> list[str]:
+    head = f"[{index}] {message.role}"
+    if isinstance(message, CompactionSummaryMessage):
+        return [
+            f"{head} [compaction summary] tokensBefore={message.tokens_before}",
+            *_indented(message.summary),
+        ]
+    if isinstance(message, BranchSummaryMessage):
+        return [f"{head} [branch summary] from {message.from_id}", *_indented(message.summary)]
+    if isinstance(message, UserMessage):
+        return [head, *_indented(_user_content_text(message.content))]
+    if isinstance(message, CustomMessage):
+        return [
+            f"{head} ({message.custom_type})",
+            *_indented(_user_content_text(message.content)),
+        ]
+    if isinstance(message, AssistantMessage):
+        return _assistant_lines(head, message, max_chars)
+    if isinstance(message, ToolResultMessage):
+        flags = " [error]" if message.is_error else ""
+        body = _capped(_user_content_text(message.content), max_chars)
+        return [f"{head} {message.tool_name} ({message.tool_call_id}){flags}", *_indented(body)]
+    if isinstance(message, BashExecutionMessage):
+        status = "cancelled" if message.cancelled else f"exit {message.exit_code}"
+        body = _capped(message.output, max_chars)
+        return [f"{head} ({status})", *_indented(f"$ {message.command}\n{body}")]
+    return [head, *_indented(_capped(_json(dict(message.raw)), max_chars))]
+
+
+def _assistant_lines(head: str, message: AssistantMessage, max_chars: int) -> list[str]:
+    source = "/".join(p for p in (message.provider, message.model) if p)
+    details = [source] if source else []
+    details.append(f"stop={message.stop_reason}")
+    if message.error_message:
+        details.append(f"error={short(message.error_message)}")
+    lines = [f"{head} ({', '.join(details)})"]
+    for block in message.content:
+        if isinstance(block, TextContent):
+            lines.extend(_indented(block.text))
+        elif isinstance(block, ThinkingContent):
+            text = "redacted" if block.redacted else short(block.thinking, _THINKING_CHARS)
+            lines.append(f"{_INDENT}[thinking] {text}")
+        elif isinstance(block, ToolCall):
+            args = _capped_inline(_json(dict(block.arguments)), max_chars)
+            lines.append(f"{_INDENT}-> {block.name}({args})  [{block.id}]")
+        else:
+            lines.append(f"{_INDENT}[{block.type or 'unknown'} block]")
+    return lines
+
+
+# --- tree ---------------------------------------------------------------------------------------
+
+
+def entry_kind(entry: Entry) -> str:
+    """The type column of ``tree``: the message role for messages, else the entry type."""
+    if isinstance(entry, MessageEntry):
+        return entry.message.role
+    return entry.type
+
+
+def entry_text(entry: Entry) -> str:
+    """A short one-line description of an entry, markers for compactions and summaries
+    included."""
+    if isinstance(entry, MessageEntry):
+        return _message_text(entry.message)
+    if isinstance(entry, CompactionEntry):
+        return (
+            f"[compaction] tokensBefore={entry.tokens_before} "
+            f"firstKept={entry.first_kept_entry_id} {short(entry.summary, 40)}"
+        )
+    if isinstance(entry, BranchSummaryEntry):
+        return f"[branch summary] from={entry.from_id} {short(entry.summary, 40)}"
+    if isinstance(entry, ModelChangeEntry):
+        return f"{entry.provider}/{entry.model_id}"
+    if isinstance(entry, ThinkingLevelChangeEntry):
+        return entry.thinking_level
+    if isinstance(entry, ActiveToolsChangeEntry):
+        return short(", ".join(entry.active_tool_names) or "(no tools)")
+    if isinstance(entry, CustomMessageEntry):
+        return f"{entry.custom_type}: {short(_user_content_text(entry.content))}"
+    if isinstance(entry, CustomEntry):
+        return entry.custom_type
+    if isinstance(entry, LabelEntry):
+        return (
+            f"{entry.target_id} = {entry.label!r}" if entry.label else f"{entry.target_id} cleared"
+        )
+    if isinstance(entry, SessionInfoEntry):
+        return f"name={entry.name!r}" if entry.name else ""
+    if isinstance(entry, LeafEntry):
+        return f"-> {entry.target_id or '(before the first entry)'}"
+    if isinstance(entry, UnknownEntry):
+        return "(unknown entry type)"
+    return ""
+
+
+def _message_text(message: Message) -> str:
+    if isinstance(message, UserMessage | CustomMessage):
+        return short(_user_content_text(message.content))
+    if isinstance(message, AssistantMessage):
+        parts: list[str] = []
+        if message.text.strip():
+            parts.append(message.text)
+        if not parts and any(isinstance(b, ThinkingContent) for b in message.content):
+            parts.append("[thinking]")
+        calls = message.tool_calls
+        if calls:
+            parts.append("-> " + ", ".join(c.name for c in calls))
+        text = short(" ".join(parts)) if parts else "(empty)"
+        return (
+            text
+            if message.stop_reason in ("stop", "toolUse")
+            else f"{text} ({message.stop_reason})"
+        )
+    if isinstance(message, ToolResultMessage):
+        flag = " [error]" if message.is_error else ""
+        return f"{message.tool_name}{flag}: {short(message.text, 40)}"
+    if isinstance(message, BashExecutionMessage):
+        return short(f"$ {message.command}")
+    if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
+        return short(message.summary)
+    if isinstance(message, UnknownMessage):
+        return "(unknown message role)"
+    return ""
+
+
+@attrs.frozen(kw_only=True)
+class TreeView:
+    """The lines of ``tree`` and what they left out."""
+
+    lines: tuple[str, ...]
+    shown: int
+    hidden_leaf_entries: int
+
+
+def tree_view(session: Session, *, show_leaf_entries: bool = False) -> TreeView:
+    """Every entry of ``session`` as one line, in depth-first file order.
+
+    Indentation grows only at branch points (a node with several children), so a linear path of
+    any length stays flat; branches are drawn with ``|-``/``` `- ``` connectors. The active leaf's
+    line starts with ``* `` (every other line with two spaces). ``leaf`` entries without children
+    are hidden unless ``show_leaf_entries``, and counted.
+    """
+    leaf_id = session.leaf_id
+    hidden = 0
+
+    def visible(children: Iterable[TreeNode]) -> list[TreeNode]:
+        nonlocal hidden
+        out: list[TreeNode] = []
+        for child in children:
+            if not show_leaf_entries and isinstance(child.entry, LeafEntry) and not child.children:
+                hidden += 1
+            else:
+                out.append(child)
+        return out
+
+    lines: list[str] = []
+    # Explicit stack instead of recursion: a linear session is thousands of levels deep.
+    # Each item: node, the prefix of its own line, the prefix its descendants continue with.
+    stack: list[tuple[TreeNode, str, str]] = []
+
+    def push_children(children: list[TreeNode], prefix: str) -> None:
+        if len(children) == 1:
+            stack.append((children[0], prefix, prefix))
+            return
+        for i in reversed(range(len(children))):
+            last = i == len(children) - 1
+            stack.append(
+                (
+                    children[i],
+                    prefix + ("`- " if last else "|- "),
+                    prefix + ("   " if last else "|  "),
+                )
+            )
+
+    push_children(visible(session.get_tree()), "")
+    while stack:
+        node, own, rest = stack.pop()
+        entry = node.entry
+        marker = "* " if entry.id == leaf_id else "  "
+        text = entry_text(entry)
+        parts = [f"{marker}{own}{entry.id} {entry_kind(entry)}"]
+        if text:
+            parts.append(text)
+        if node.label:
+            parts.append(f"[label: {node.label}]")
+        if entry.id == leaf_id:
+            parts.append("(leaf)")
+        lines.append(" ".join(parts))
+        push_children(visible(node.children), rest)
+    return TreeView(lines=tuple(lines), shown=len(lines), hidden_leaf_entries=hidden)
+
+
+# --- list -----------------------------------------------------------------------------------
+
+
+def _when(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def session_table(infos: Iterable[SessionInfo]) -> list[str]:
+    """The human form of ``list``: id, modified (UTC), messages, name or first message, cwd."""
+    rows = [
+        (
+            info.id,
+            _when(info.modified),
+            str(info.message_count),
+            short(info.name or info.first_message or "(no messages)", 50),
+            info.cwd,
+        )
+        for info in infos
+    ]
+    heads = ("ID", "MODIFIED (UTC)", "MSGS", "NAME / FIRST MESSAGE", "CWD")
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return [fmt(heads), *(fmt(r) for r in rows)]
+
+
+def info_json(info: SessionInfo) -> dict[str, JSONValue]:
+    """Every field of a ``SessionInfo`` (attribute names as keys), datetimes as ISO-8601 and
+    paths as strings."""
+    out: dict[str, JSONValue] = {}
+    for field in attrs.fields(SessionInfo):
+        value = getattr(info, field.name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, Path):
+            value = str(value)
+        out[field.name] = value
+    return out

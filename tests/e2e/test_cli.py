@@ -1,0 +1,352 @@
+"""The ``harness`` command line, run for real in a subprocess (``python -m harness.cli``).
+
+Real pi sessions are read in place from ``../shared/fixtures/pi``; everything written goes under
+``tmp_path`` (``--root`` and ``HARNESS_SESSIONS_DIR`` both point there). Assertions are on exit
+codes, error codes, parsed JSON, ids and file bytes, never on wording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hooks import AssistantMessage, TextContent, UserMessage
+from repos import JsonlSessionRepo, open_session
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The sessions root given to every command with ``--root``."""
+    return tmp_path / "sessions"
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    """Run ``harness ARGS...`` and return the finished process (stdout/stderr as text)."""
+    env = {
+        **os.environ,
+        # Anything that ignored --root would land here, never in the user's real folder.
+        "HARNESS_SESSIONS_DIR": str(tmp_path / "default-root"),
+        "PYTHONIOENCODING": "utf-8",
+    }
+
+    def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "harness.cli", *map(str, args)],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=REPO_ROOT,
+            timeout=120,
+            check=False,
+        )
+
+    return run
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fixture_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def tree_entries(stdout: str) -> list[tuple[bool, str, str, str]]:
+    """Parse ``tree`` output into (is_active_leaf, id, type, whole line) per entry line."""
+    out = []
+    for line in stdout.splitlines():
+        if not line.startswith(("* ", "  ")):
+            continue  # the closing summary line
+        tokens = line[2:].lstrip(" |`-").split()
+        out.append((line.startswith("* "), tokens[0], tokens[1], line))
+    return out
+
+
+# --- tree ---------------------------------------------------------------------------------------
+
+
+def test_tree_marks_both_compactions_and_one_active_leaf(cli: Cli, fixtures_dir: Path) -> None:
+    source = fixtures_dir / "pi" / "before-compaction.jsonl"
+    proc = ok(cli("sessions", "tree", source))
+    entries = tree_entries(proc.stdout)
+
+    with open_session(source) as session:
+        ids = session.entry_ids()
+        compaction_ids = [i for i in ids if session.entry_type(i) == "compaction"]
+        leaf_id = session.leaf_id
+    assert [e[1] for e in entries] == ids  # every entry once, in order (the file is linear)
+
+    compactions = [e for e in entries if e[2] == "compaction"]
+    assert [e[1] for e in compactions] == compaction_ids
+    assert len(compactions) == 2
+    assert all("[compaction]" in e[3] for e in compactions)
+    assert sum("[compaction]" in e[3] for e in entries) == 2
+    assert "tokensBefore=175004" in compactions[0][3]
+    assert "tokensBefore=185014" in compactions[1][3]
+
+    active = [e for e in entries if e[0]]
+    assert [e[1] for e in active] == [leaf_id]
+    assert "(leaf)" in active[0][3]
+    assert sum("(leaf)" in e[3] for e in entries) == 1
+    # A linear file is drawn flat: no branch connectors, no indentation.
+    assert all(e[3][2:].startswith(e[1]) for e in entries)
+
+
+def test_tree_indents_only_at_branch_points(cli: Cli, root: Path) -> None:
+    async def build() -> tuple[str, dict[str, str]]:
+        repo = JsonlSessionRepo(root)
+        with await repo.create("/work/demo") as s:
+            u1 = s.append_message(UserMessage(content="first question"))
+            a1 = s.append_message(AssistantMessage(content=[TextContent(text="first answer")]))
+            u2 = s.append_message(UserMessage(content="abandoned follow-up"))
+            s.move_to(a1.id)
+            u3 = s.append_message(UserMessage(content="second follow-up"))
+            s.set_label(u1.id, "start")
+            return s.id, {"u1": u1.id, "a1": a1.id, "u2": u2.id, "u3": u3.id}
+
+    session_id, ids = asyncio.run(build())
+    proc = ok(cli("sessions", "tree", "--root", root, session_id))
+    lines = {e[1]: e[3] for e in tree_entries(proc.stdout)}
+
+    # The linear start stays flat; the two children of a1 are drawn as branches.
+    assert lines[ids["u1"]].startswith(f"  {ids['u1']} user")
+    assert lines[ids["a1"]].startswith(f"  {ids['a1']} assistant")
+    assert lines[ids["u2"]].startswith(f"  |- {ids['u2']} user")
+    assert lines[ids["u3"]].startswith("  `- ")
+    assert "[label: start]" in lines[ids["u1"]]
+    # The label entry hangs under u3 (the leaf then), so u3 is not the active leaf any more.
+    active = [e for e in tree_entries(proc.stdout) if e[0]]
+    assert len(active) == 1 and active[0][2] == "label"
+    assert "leaf" not in {e[2] for e in tree_entries(proc.stdout)}  # hidden by default
+
+    shown_all = ok(cli("sessions", "tree", "--root", root, session_id, "--all"))
+    kinds = [e[2] for e in tree_entries(shown_all.stdout)]
+    assert kinds.count("leaf") == 1
+    assert len(kinds) == len(lines) + 1
+
+
+# --- show ---------------------------------------------------------------------------------------
+
+
+def test_show_json_is_the_context_after_the_second_compaction(cli: Cli, fixtures_dir: Path) -> None:
+    source = fixtures_dir / "pi" / "before-compaction.jsonl"
+    lines = fixture_lines(source)
+    compactions = [line for line in lines if line["type"] == "compaction"]
+    assert len(compactions) == 2
+    second = compactions[1]
+
+    messages = json.loads(ok(cli("sessions", "show", source, "--json")).stdout)
+
+    assert messages[0]["role"] == "compactionSummary"
+    assert messages[0]["summary"] == second["summary"]
+    assert messages[0]["tokensBefore"] == second["tokensBefore"]
+    assert sum(m["role"] == "compactionSummary" for m in messages) == 1
+    # The kept window starts at the line the v1 compaction points to.
+    assert messages[1] == lines[second["firstKeptEntryIndex"]]["message"]
+
+    pending: list[str] = []  # tool calls of the last assistant message still owed a result
+    for m in messages:
+        if m["role"] == "toolResult":
+            assert pending, f"tool result {m['toolCallId']} without a call just before it"
+            assert m["toolCallId"] == pending.pop(0)
+            continue
+        assert not pending, f"calls {pending} not answered right after their message"
+        if m["role"] == "assistant":
+            blocks = m["content"]
+            assert blocks, "empty assistant message sent"
+            assert not any(b["type"] == "text" and not b["text"].strip() for b in blocks)
+            pending = [b["id"] for b in blocks if b["type"] == "toolCall"]
+    assert not pending
+
+
+def test_show_prints_derived_state_then_the_summary_first(cli: Cli, fixtures_dir: Path) -> None:
+    source = fixtures_dir / "pi" / "before-compaction.jsonl"
+    summary = [line for line in fixture_lines(source) if line["type"] == "compaction"][1]["summary"]
+    out = ok(cli("sessions", "show", source)).stdout.splitlines()
+
+    assert "model: anthropic/claude-opus-4-5" in out
+    assert "thinking level: off" in out
+    blocks = [i for i, line in enumerate(out) if line.startswith("[")]
+    assert out[blocks[0]].startswith("[1] compactionSummary [compaction summary]")
+    assert out[blocks[0] + 1].strip() == summary.splitlines()[0]
+    assert out[blocks[1]].startswith("[2] user")
+
+
+# --- fork, list, delete ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def forked(cli: Cli, root: Path, fixtures_dir: Path) -> dict[str, Any]:
+    """large-session.jsonl forked --at its 400th entry into ``root``."""
+    source = fixtures_dir / "pi" / "large-session.jsonl"
+    before = sha256(source)
+    with open_session(source) as session:
+        entry_id = session.entry_ids()[399]
+    proc = ok(cli("sessions", "fork", "--root", root, source, "--at", entry_id, "--json"))
+    return {
+        **json.loads(proc.stdout),
+        "entry_id": entry_id,
+        "source": source,
+        "source_hash": before,
+    }
+
+
+def test_fork_writes_a_linked_v3_file_and_leaves_the_source_alone(
+    forked: dict[str, Any], root: Path
+) -> None:
+    source: Path = forked["source"]
+    path = Path(forked["path"])
+    assert path.resolve().is_relative_to(root.resolve())
+    assert path.name.endswith(f"_{forked['id']}.jsonl")
+
+    header, *entries = fixture_lines(path)
+    assert header["type"] == "session"
+    assert header["version"] == 3
+    assert header["id"] == forked["id"]
+    assert header["parentSession"] == str(source.resolve())
+    seen: set[str] = set()
+    for entry in entries:
+        assert entry["id"] not in seen
+        assert entry["parentId"] is None or entry["parentId"] in seen
+        seen.add(entry["id"])
+
+    with open_session(source) as src, open_session(path) as copy:
+        assert copy.leaf_id == forked["entry_id"]
+        branch = src.path_ids(forked["entry_id"])
+        assert copy.path_ids(copy.leaf_id) == branch
+        assert [copy.get_entry(i) for i in branch] == [src.get_entry(i) for i in branch]
+    assert sha256(source) == forked["source_hash"]
+
+
+def test_fork_human_output_names_id_and_path(cli: Cli, root: Path, fixtures_dir: Path) -> None:
+    source = fixtures_dir / "pi" / "large-session.jsonl"
+    out = ok(cli("sessions", "fork", "--root", root, source)).stdout.splitlines()
+    fields = dict(line.split(": ", 1) for line in out)
+    assert Path(fields["path"]).is_file()
+    assert Path(fields["path"]).name.endswith(f"_{fields['id']}.jsonl")
+
+
+def test_list_then_delete(cli: Cli, root: Path, forked: dict[str, Any]) -> None:
+    listed = json.loads(ok(cli("sessions", "list", "--root", root, "--json")).stdout)
+    assert [s["id"] for s in listed] == [forked["id"]]
+    info = listed[0]
+    assert info["path"] == forked["path"]
+    assert info["parent_session"] == str(forked["source"].resolve())
+    assert info["message_count"] > 0
+    assert info["first_message"] == "/mode"
+    for key in ("created", "modified"):
+        assert info[key].endswith("+00:00")  # ISO-8601, timezone-aware
+
+    table = ok(cli("sessions", "list", "--root", root)).stdout
+    assert forked["id"] in table
+
+    ok(cli("sessions", "delete", "--root", root, forked["id"]))
+    assert not Path(forked["path"]).exists()
+    assert json.loads(ok(cli("sessions", "list", "--root", root, "--json")).stdout) == []
+    ok(cli("sessions", "delete", "--root", root, forked["id"]))  # idempotent
+
+
+def test_list_filters_on_exact_cwd_and_reports_unreadable_files(
+    cli: Cli, root: Path, fixtures_dir: Path
+) -> None:
+    source = fixtures_dir / "pi" / "large-session.jsonl"
+    mine = json.loads(
+        ok(cli("sessions", "fork", "--root", root, source, "--cwd", "/tmp/a-b", "--json")).stdout
+    )
+    # Same folder name as /tmp/a-b under pi's lossy encoding; only the header cwd tells them apart.
+    ok(cli("sessions", "fork", "--root", root, source, "--cwd", "/tmp/a/b"))
+    broken = root / "--tmp-x--" / "broken.jsonl"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not json\n")
+
+    proc = ok(cli("sessions", "list", "--root", root, "--cwd", "/tmp/a-b", "--json"))
+    assert [s["id"] for s in json.loads(proc.stdout)] == [mine["id"]]
+    assert str(broken) in proc.stderr
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+COMMANDS_ON_A_SESSION = [["show"], ["tree"], ["fork"]]
+
+
+@pytest.mark.parametrize("command", [*COMMANDS_ON_A_SESSION, ["delete"]])
+def test_bad_id_is_refused(cli: Cli, root: Path, command: list[str]) -> None:
+    proc = cli("sessions", *command, "--root", root, "../x")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error[invalid_session_id]")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", COMMANDS_ON_A_SESSION)
+@pytest.mark.parametrize("ref", ["no-such-session", "missing.jsonl"])
+def test_missing_session(
+    cli: Cli, root: Path, tmp_path: Path, command: list[str], ref: str
+) -> None:
+    target = str(tmp_path / ref) if ref.endswith(".jsonl") else ref
+    proc = cli("sessions", *command, "--root", root, target)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error[session_not_found]")
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("command", COMMANDS_ON_A_SESSION)
+def test_corrupt_file_names_file_and_line(
+    cli: Cli, root: Path, tmp_path: Path, command: list[str]
+) -> None:
+    bad = tmp_path / "corrupt.jsonl"
+    bad.write_bytes(b"}} this is not a header\n" + b'{"type":"message"}\n')
+    proc = cli("sessions", *command, "--root", root, bad)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error[corrupt_session]")
+    assert f"{bad}:1 " in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_fork_at_unknown_entry(cli: Cli, root: Path, fixtures_dir: Path) -> None:
+    proc = cli(
+        "sessions",
+        "fork",
+        "--root",
+        root,
+        fixtures_dir / "pi" / "large-session.jsonl",
+        "--at",
+        "zz",
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error[invalid_fork_target]")
+
+
+def test_usage_errors_keep_exit_code_2(cli: Cli, root: Path, fixtures_dir: Path) -> None:
+    source = fixtures_dir / "pi" / "large-session.jsonl"
+    assert (
+        cli("sessions", "fork", "--root", root, source, "--at", "a", "--before", "b").returncode
+        == 2
+    )
+    assert cli("sessions", "fork", "--root", root, source, "--tree", "--at", "a").returncode == 2
+    assert cli("sessions", "show").returncode == 2
+    assert not root.exists()  # nothing was written
+
+
+def test_version(cli: Cli) -> None:
+    proc = ok(cli("--version"))
+    assert proc.stdout.startswith("harness, version ")
