@@ -19,7 +19,8 @@ async def main() -> None:
     await harness.prompt("How many people live there?")
 
     second = [
-        e for e in session.entries()
+        e
+        for e in session.entries()
         if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
     ][1]
     fork = await repo.fork(session.id, entry_id=second.id, position="before")

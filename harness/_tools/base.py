@@ -132,4 +132,3 @@ def resolve_in_cwd(cwd: Path, path: str) -> Path:
     if not target.is_relative_to(root):
         raise ToolError(f"{path!r} is outside the working directory {root}")
     return target
-

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import harness
 import hooks
 import repos
-
-import harness
 
 
 def test_harness_reexports_everything_public_from_hooks_and_repos() -> None:
