@@ -49,6 +49,7 @@ from ._messages import (
     UserMessage,
     now_ms,
 )
+from ._options import CacheRetention, StreamOptions, StreamOptionsPatch
 from ._results import (
     UNSET,
     Block,
@@ -71,6 +72,7 @@ __all__ = [
     "BashExecutionMessage",
     "Block",
     "BranchSummaryMessage",
+    "CacheRetention",
     "CompactionSummaryMessage",
     "ContentBlock",
     "Cost",
@@ -89,6 +91,8 @@ __all__ = [
     "PatchResult",
     "Receiver",
     "StopReason",
+    "StreamOptions",
+    "StreamOptionsPatch",
     "TextContent",
     "ThinkingContent",
     "ToolCall",

@@ -12,7 +12,7 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from attrs import field, frozen
 
-from hooks import AssistantMessage, JSONValue, ToolResultMessage, UserMessage
+from hooks import AssistantMessage, JSONValue, StreamOptions, ToolResultMessage, UserMessage
 
 from .._errors import ProviderError
 
@@ -60,6 +60,8 @@ class ModelRequest:
     ``messages`` is already normalised (tool results follow their calls, no empty blocks) and holds
     only user, assistant and tool-result messages. ``max_tokens`` None lets the model choose its
     default. ``session_id`` is passed along for providers that use it (caching, metadata).
+    ``options`` are the request's stream options (timeout, headers, metadata, caching) after
+    ``before_provider_request`` hooks; retries are the harness's, not the provider's.
     """
 
     system_prompt: str
@@ -68,6 +70,7 @@ class ModelRequest:
     thinking_level: ThinkingLevel = "off"
     max_tokens: int | None = None
     session_id: str | None = None
+    options: StreamOptions = field(factory=StreamOptions)
 
 
 @frozen(kw_only=True)
