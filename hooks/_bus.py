@@ -4,6 +4,9 @@ The bus never calls blinker's ``send()``: blinker leaves receiver order undefine
 first receiver that raises, and cannot mix sync and async receivers. It uses blinker's registry
 (``receivers_for``, ``has_receivers_for``, ``is_muted``) and does the calling itself.
 
+Every signal is walked by one :class:`_Chain`; each ``emit_*`` function only says what the results
+of its hook mean (combination rules: DESIGN §6, ``docs/events.md``).
+
 Receiver convention (blinker's): ``receiver(sender, event=event)``, so write
 ``def r(sender, event): ...`` or ``async def r(sender, *, event): ...``. Order: higher ``priority``
 first, then the order in which receivers were first connected to the signal, whether through
@@ -16,8 +19,8 @@ import inspect
 import itertools
 import logging
 import weakref
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Final, TypeAlias, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Final, Generic, TypeAlias, TypeVar, get_args
 
 from attrs import evolve
 from blinker import ANY, NamedSignal, Signal
@@ -25,13 +28,54 @@ from blinker import ANY, NamedSignal, Signal
 # make_id is the key blinker files receivers under; ordering by the same key keeps us in step.
 from blinker._utilities import make_id, make_ref
 
-from ._events import Event, HandlerErrorEvent, ObserverEvent, ToolCallEvent, ToolResultEvent
-from ._results import UNSET, Block, PatchInput, PatchResult, ToolCallOutcome, ToolResultOutcome
+from ._events import (
+    BeforeAgentStartEvent,
+    BeforeProviderPayloadEvent,
+    BeforeProviderRequestEvent,
+    ContextEvent,
+    Event,
+    HandlerErrorEvent,
+    HookEvent,
+    ObserverEvent,
+    SessionBeforeCompactEvent,
+    SessionBeforeForkEvent,
+    SessionBeforeTreeEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from ._messages import JSONValue, Message
+from ._options import StreamOptions, StreamOptionsPatch
+from ._results import (
+    UNSET,
+    AgentStartOutcome,
+    AgentStartPatch,
+    BeforeCompactOutcome,
+    BeforeForkOutcome,
+    BeforeTreeOutcome,
+    Block,
+    Cancel,
+    PatchInput,
+    PatchResult,
+    ReplaceMessages,
+    ReplacePayload,
+    SupplyCompaction,
+    SupplySummary,
+    ToolCallOutcome,
+    ToolResultOutcome,
+    TreeOptions,
+)
 from ._signals import EVENT_CLASSES, signal_for
 
 __all__ = [
     "Receiver",
     "connect",
+    "emit_before_agent_start",
+    "emit_before_provider_payload",
+    "emit_before_provider_request",
+    "emit_context",
+    "emit_session_before_compact",
+    "emit_session_before_fork",
+    "emit_session_before_tree",
     "emit_tool_call",
     "emit_tool_result",
     "has_receivers",
@@ -44,6 +88,8 @@ Receiver: TypeAlias = Callable[..., object]
 (observers' returns are ignored)."""
 
 F = TypeVar("F", bound=Receiver)
+E = TypeVar("E", bound=Event)
+R = TypeVar("R")
 
 _log = logging.getLogger(__name__)
 _sequence = itertools.count()
@@ -91,12 +137,10 @@ class _Ledger:
 
 
 _LEDGERS: Final[Mapping[str, _Ledger]] = {name: _Ledger(signal_for(name)) for name in EVENT_CLASSES}
-_HOOK_EVENTS: Final = (ToolCallEvent, ToolResultEvent)
+_HOOK_EVENTS: Final[frozenset[type[Event]]] = frozenset(get_args(HookEvent))
 _OBSERVERS: Final[Mapping[type[Event], NamedSignal]] = {
     cls: signal_for(cls) for cls in EVENT_CLASSES.values() if cls not in _HOOK_EVENTS
 }
-_TOOL_CALL: Final = signal_for(ToolCallEvent)
-_TOOL_RESULT: Final = signal_for(ToolResultEvent)
 _HANDLER_ERROR: Final = signal_for(HandlerErrorEvent)
 
 
@@ -174,6 +218,60 @@ def has_receivers(event: str | type[Event], sender: object) -> bool:
 # --- dispatch -------------------------------------------------------------------------------
 
 
+class _Chain(Generic[E, R]):
+    """One walk through a signal's receivers, in order; the only loop that calls receivers.
+
+    Iterating yields each receiver's result that is not None. The combiner iterating decides
+    what a result means: it may replace :attr:`event` (the receivers after see the new one) or
+    stop iterating (they do not run). A receiver that raises, or returns something that is not
+    None nor an instance of ``expected``, is reported as ``handler_error`` and skipped; with
+    ``fail_closed`` the walk ends there instead and :attr:`failure` says why.
+    ``asyncio.CancelledError`` and other non-``Exception`` errors propagate.
+    """
+
+    def __init__(
+        self,
+        sender: object,
+        event: E,
+        receivers: Iterable[Receiver],
+        expected: tuple[type[R], ...],
+        *,
+        fail_closed: bool = False,
+    ) -> None:
+        self.sender = sender
+        self.event = event
+        self.failure: str | None = None
+        self._receivers = iter(receivers)
+        self._expected = expected
+        self._fail_closed = fail_closed
+
+    def __aiter__(self) -> _Chain[E, R]:
+        return self
+
+    async def __anext__(self) -> R:
+        for receiver in self._receivers:
+            try:
+                result = await _call(receiver, self.sender, self.event, self._expected)
+            except Exception as error:
+                await _report(self.sender, self.event.name, receiver, error)
+                if self._fail_closed:
+                    self.failure = f"{self.event.name} receiver {_name(receiver)} failed: {error!r}"
+                    self._receivers = iter(())
+                    break
+                continue
+            if result is not None:
+                return result
+        raise StopAsyncIteration
+
+
+def _hook(
+    sender: object, event: E, expected: tuple[type[R], ...], *, fail_closed: bool = False
+) -> _Chain[E, R]:
+    """The chain of a hook event's receivers for ``sender`` (empty when muted or unheard)."""
+    receivers = _receivers(signal_for(event.name), sender)
+    return _Chain(sender, event, receivers, expected, fail_closed=fail_closed)
+
+
 async def notify(sender: object, event: ObserverEvent) -> None:
     """Send an observer event to its receivers, in order, each isolated from the others.
 
@@ -183,17 +281,92 @@ async def notify(sender: object, event: ObserverEvent) -> None:
     are ignored. ``asyncio.CancelledError`` and other non-``Exception`` errors propagate.
 
     Raises:
-        TypeError: ``event`` is a hook event; use :func:`emit_tool_call` / :func:`emit_tool_result`.
+        TypeError: ``event`` is a hook event (send it with its ``emit_*`` function) or not an
+            event of this bus.
     """
     signal = _OBSERVERS.get(type(event))
     if signal is None:
         raise TypeError(
             f"notify() sends observer events; {type(event).__name__} is a hook event or not an "
-            "event of this bus (use emit_tool_call / emit_tool_result for hooks)"
+            "event of this bus (send hook events with their emit_* function, e.g. emit_tool_call)"
         )
-    if signal.is_muted or not signal.has_receivers_for(sender):
-        return
-    await _observe(sender, event, _ordered(signal, sender))
+    await _observe(sender, event, _receivers(signal, sender))
+
+
+async def emit_before_agent_start(
+    sender: object, event: BeforeAgentStartEvent
+) -> AgentStartOutcome:
+    """Ask the ``before_agent_start`` receivers for messages to add and the system prompt.
+
+    Receivers run in order. The ``messages`` of every ``AgentStartPatch`` are collected, in
+    receiver order; a set ``system_prompt`` replaces the prompt for the rest of the chain (each
+    receiver sees ``event.system_prompt`` as patched so far). A receiver that raises, or returns
+    anything but ``AgentStartPatch`` or None, is reported as ``handler_error``; the chain goes on.
+
+    Returns:
+        ``AgentStartOutcome``: no messages and the event's system prompt when nobody listens.
+    """
+    messages: list[Message] = []
+    chain = _hook(sender, event, (AgentStartPatch,))
+    async for patch in chain:
+        messages.extend(patch.messages)
+        if patch.system_prompt is not UNSET:
+            chain.event = evolve(chain.event, system_prompt=patch.system_prompt)
+    return AgentStartOutcome(messages=messages, system_prompt=chain.event.system_prompt)
+
+
+async def emit_context(sender: object, event: ContextEvent) -> tuple[Message, ...]:
+    """Let the ``context`` receivers replace the messages of one model request.
+
+    Receivers run in order; each sees ``event.messages`` as replaced by the ones before it, and
+    a ``ReplaceMessages`` replaces them for the rest of the chain. A receiver that raises, or
+    returns anything but ``ReplaceMessages`` or None, is reported as ``handler_error`` and the
+    chain goes on.
+
+    Returns:
+        The messages to send: the event's own when nobody replaces them.
+    """
+    chain = _hook(sender, event, (ReplaceMessages,))
+    async for result in chain:
+        chain.event = evolve(chain.event, messages=result.messages)
+    return chain.event.messages
+
+
+async def emit_before_provider_request(
+    sender: object, event: BeforeProviderRequestEvent
+) -> StreamOptions:
+    """Let the ``before_provider_request`` receivers patch the options of one model request.
+
+    Receivers run in order; each sees ``event.options`` as patched by the ones before it
+    (:meth:`StreamOptions.patched`: scalars replaced, ``headers``/``metadata`` merged per key). A
+    receiver that raises, or returns anything but ``StreamOptionsPatch`` or None, is reported as
+    ``handler_error`` and the chain goes on.
+
+    Returns:
+        The final options: the event's own when nobody patches them.
+    """
+    chain = _hook(sender, event, (StreamOptionsPatch,))
+    async for patch in chain:
+        chain.event = evolve(chain.event, options=chain.event.options.patched(patch))
+    return chain.event.options
+
+
+async def emit_before_provider_payload(
+    sender: object, event: BeforeProviderPayloadEvent
+) -> Mapping[str, JSONValue]:
+    """Let the ``before_provider_payload`` receivers replace the request body.
+
+    Receivers run in order; each sees ``event.payload`` as replaced by the ones before it. A
+    receiver that raises, or returns anything but ``ReplacePayload`` or None, is reported as
+    ``handler_error`` and the chain goes on.
+
+    Returns:
+        The body to send: the event's own when nobody replaces it.
+    """
+    chain = _hook(sender, event, (ReplacePayload,))
+    async for result in chain:
+        chain.event = evolve(chain.event, payload=result.payload)
+    return chain.event.payload
 
 
 async def emit_tool_call(sender: object, event: ToolCallEvent) -> ToolCallOutcome:
@@ -208,19 +381,14 @@ async def emit_tool_call(sender: object, event: ToolCallEvent) -> ToolCallOutcom
     Returns:
         ``ToolCallOutcome``: not blocked with the original input when nobody listens.
     """
-    if not _TOOL_CALL.is_muted and _TOOL_CALL.has_receivers_for(sender):
-        for receiver in _ordered(_TOOL_CALL, sender):
-            try:
-                result = await _call(receiver, sender, event, (Block, PatchInput))
-            except Exception as error:
-                await _report(sender, event.name, receiver, error)
-                reason = f"tool_call receiver {_name(receiver)} failed: {error!r}"
-                return ToolCallOutcome(blocked=True, reason=reason, input=event.input)
-            if isinstance(result, Block):
-                return ToolCallOutcome(blocked=True, reason=result.reason, input=event.input)
-            if isinstance(result, PatchInput):
-                event = evolve(event, input=result.input)
-    return ToolCallOutcome(blocked=False, reason=None, input=event.input)
+    chain = _hook(sender, event, (Block, PatchInput), fail_closed=True)
+    async for result in chain:
+        if isinstance(result, Block):
+            return ToolCallOutcome(blocked=True, reason=result.reason, input=chain.event.input)
+        if isinstance(result, PatchInput):
+            chain.event = evolve(chain.event, input=result.input)
+    blocked = chain.failure is not None
+    return ToolCallOutcome(blocked=blocked, reason=chain.failure, input=chain.event.input)
 
 
 async def emit_tool_result(sender: object, event: ToolResultEvent) -> ToolResultOutcome:
@@ -235,23 +403,90 @@ async def emit_tool_result(sender: object, event: ToolResultEvent) -> ToolResult
         ``ToolResultOutcome``: the event's own values when nobody listens.
     """
     terminate = False
-    if not _TOOL_RESULT.is_muted and _TOOL_RESULT.has_receivers_for(sender):
-        for receiver in _ordered(_TOOL_RESULT, sender):
-            try:
-                result = await _call(receiver, sender, event, (PatchResult,))
-            except Exception as error:
-                await _report(sender, event.name, receiver, error)
-                continue
-            if isinstance(result, PatchResult):
-                event = _patched(event, result)
-                if result.terminate is not UNSET:
-                    terminate = result.terminate
+    chain = _hook(sender, event, (PatchResult,))
+    async for patch in chain:
+        chain.event = _patched(chain.event, patch)
+        if patch.terminate is not UNSET:
+            terminate = patch.terminate
+    event = chain.event
     return ToolResultOutcome(
         content=event.content, details=event.details, is_error=event.is_error, terminate=terminate
     )
 
 
-def _ordered(signal: NamedSignal, sender: object) -> list[Receiver]:
+async def emit_session_before_compact(
+    sender: object, event: SessionBeforeCompactEvent
+) -> BeforeCompactOutcome:
+    """Ask the ``session_before_compact`` receivers whether and how to compact.
+
+    Receivers run in order. The first ``Cancel`` wins and no later receiver runs. The first
+    ``SupplyCompaction`` wins, but the chain goes on: a later receiver can still cancel, and a
+    later ``SupplyCompaction`` is ignored. A receiver that raises, or returns anything but
+    ``Cancel``, ``SupplyCompaction`` or None, is reported as ``handler_error`` and the chain goes
+    on (only ``tool_call`` fails closed).
+
+    Returns:
+        ``BeforeCompactOutcome``: not cancelled and nothing supplied when nobody listens.
+    """
+    supplied: SupplyCompaction | None = None
+    chain = _hook(sender, event, (Cancel, SupplyCompaction))
+    async for result in chain:
+        if isinstance(result, Cancel):
+            return BeforeCompactOutcome(cancelled=True, reason=result.reason, supplied=None)
+        if isinstance(result, SupplyCompaction) and supplied is None:
+            supplied = result
+    return BeforeCompactOutcome(cancelled=False, reason=None, supplied=supplied)
+
+
+async def emit_session_before_tree(
+    sender: object, event: SessionBeforeTreeEvent
+) -> BeforeTreeOutcome:
+    """Ask the ``session_before_tree`` receivers whether and how to move the leaf.
+
+    Receivers run in order. The first ``Cancel`` wins and no later receiver runs. The first
+    ``SupplySummary`` wins, but the chain goes on (a later one is ignored). Each set field of a
+    ``TreeOptions`` replaces ``custom_instructions`` or ``label`` for the rest of the chain, so
+    each receiver sees them as changed so far. A receiver that raises, or returns anything else
+    but None, is reported as ``handler_error`` and the chain goes on.
+
+    Returns:
+        ``BeforeTreeOutcome``: the event's own instructions and label, not cancelled and no
+        summary, when nobody listens.
+    """
+    summary: SupplySummary | None = None
+    chain = _hook(sender, event, (Cancel, SupplySummary, TreeOptions))
+    async for result in chain:
+        if isinstance(result, Cancel):
+            return _tree_outcome(chain.event, result, None)
+        if isinstance(result, SupplySummary):
+            if summary is None:
+                summary = result
+        elif isinstance(result, TreeOptions):
+            chain.event = _tree_patched(chain.event, result)
+    return _tree_outcome(chain.event, None, summary)
+
+
+async def emit_session_before_fork(
+    sender: object, event: SessionBeforeForkEvent
+) -> BeforeForkOutcome:
+    """Ask the ``session_before_fork`` receivers whether to fork.
+
+    Receivers run in order; the first ``Cancel`` wins and no later receiver runs. A receiver
+    that raises, or returns anything but ``Cancel`` or None, is reported as ``handler_error`` and
+    the chain goes on.
+
+    Returns:
+        ``BeforeForkOutcome``: not cancelled when nobody listens.
+    """
+    async for cancel in _hook(sender, event, (Cancel,)):
+        return BeforeForkOutcome(cancelled=True, reason=cancel.reason)  # the first one wins
+    return BeforeForkOutcome(cancelled=False, reason=None)
+
+
+def _receivers(signal: NamedSignal, sender: object) -> list[Receiver]:
+    """The receivers ``sender``'s event reaches, in order; none when the signal is muted."""
+    if signal.is_muted or not signal.has_receivers_for(sender):
+        return []
     receivers = list(signal.receivers_for(sender))
     if len(receivers) > 1:
         receivers.sort(key=_LEDGERS[signal.name].sort_key)
@@ -259,16 +494,13 @@ def _ordered(signal: NamedSignal, sender: object) -> list[Receiver]:
 
 
 async def _call(
-    receiver: Receiver,
-    sender: object,
-    event: Event,
-    expected: tuple[type[object], ...] | None = None,
-) -> object:
-    """Call one receiver, awaiting its result if async; with ``expected``, check the result."""
+    receiver: Receiver, sender: object, event: Event, expected: tuple[type[R], ...]
+) -> R | None:
+    """Call one receiver, awaiting its result if async; a result must be None or ``expected``."""
     result = receiver(sender, event=event)
     if inspect.isawaitable(result):
         result = await result
-    if expected is None or result is None or isinstance(result, expected):
+    if result is None or isinstance(result, expected):
         return result
     allowed = ", ".join(t.__name__ for t in expected)
     raise TypeError(
@@ -277,22 +509,15 @@ async def _call(
 
 
 async def _observe(sender: object, event: ObserverEvent, receivers: list[Receiver]) -> None:
-    for receiver in receivers:
-        try:
-            await _call(receiver, sender, event)
-        except Exception as error:
-            await _report(sender, event.name, receiver, error)
+    async for _ in _Chain(sender, event, receivers, (object,)):
+        pass  # observers' returns are ignored
 
 
 async def _report(sender: object, event_name: str, receiver: Receiver, error: Exception) -> None:
     """Send ``handler_error`` for a failed receiver, or log it when that cannot or must not run."""
     name = _name(receiver)
     # A failing handler_error receiver is only logged: reporting it again could loop forever.
-    receivers = (
-        _ordered(_HANDLER_ERROR, sender)
-        if event_name != HandlerErrorEvent.name and not _HANDLER_ERROR.is_muted
-        else []
-    )
+    receivers = _receivers(_HANDLER_ERROR, sender) if event_name != HandlerErrorEvent.name else []
     if not receivers:
         _log.error("%s receiver %s raised", event_name, name, exc_info=error)
         return
@@ -316,3 +541,23 @@ def _patched(event: ToolResultEvent, patch: PatchResult) -> ToolResultEvent:
     if patch.is_error is not UNSET:
         event = evolve(event, is_error=patch.is_error)
     return event
+
+
+def _tree_patched(event: SessionBeforeTreeEvent, options: TreeOptions) -> SessionBeforeTreeEvent:
+    if options.custom_instructions is not UNSET:
+        event = evolve(event, custom_instructions=options.custom_instructions)
+    if options.label is not UNSET:
+        event = evolve(event, label=options.label)
+    return event
+
+
+def _tree_outcome(
+    event: SessionBeforeTreeEvent, cancel: Cancel | None, summary: SupplySummary | None
+) -> BeforeTreeOutcome:
+    return BeforeTreeOutcome(
+        cancelled=cancel is not None,
+        reason=None if cancel is None else cancel.reason,
+        summary=summary,
+        custom_instructions=event.custom_instructions,
+        label=event.label,
+    )

@@ -5,8 +5,8 @@ The emitting harness is the blinker *sender*, never a field, so a receiver scope
 the two. Sequences are tuples; only free-form JSON (tool input, ``details``) is a mapping, which
 receivers must treat as read-only (change it by returning a result, see ``_results``).
 
-Observers see what happened; hooks (:class:`ToolCallEvent`, :class:`ToolResultEvent`) may change
-what happens next by returning a result. ``docs/events.md`` gives the order in which they fire.
+Observers see what happened; hooks (the :data:`HookEvent` classes) may change what happens next by
+returning a result. ``docs/events.md`` gives the order in which they fire.
 """
 
 from __future__ import annotations
@@ -17,21 +17,45 @@ from typing import ClassVar, Literal, TypeAlias
 from attrs import field, frozen
 
 from ._messages import AssistantMessage, JSONValue, Message, ToolResultMessage, UserContent
+from ._options import StreamOptions
 
 __all__ = [
+    "AbortEvent",
+    "AfterProviderResponseEvent",
     "AgentEndEvent",
     "AgentStartEvent",
+    "BeforeAgentStartEvent",
+    "BeforeProviderPayloadEvent",
+    "BeforeProviderRequestEvent",
+    "ContextEvent",
     "Event",
     "HandlerErrorEvent",
+    "HookEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "ModelUpdateEvent",
     "ObserverEvent",
+    "QueueUpdateEvent",
+    "ResourcesUpdateEvent",
+    "RetryEvent",
+    "SavePointEvent",
+    "SessionBeforeCompactEvent",
+    "SessionBeforeForkEvent",
+    "SessionBeforeTreeEvent",
+    "SessionCompactEvent",
+    "SessionCreatedEvent",
+    "SessionDeletedEvent",
+    "SessionForkEvent",
+    "SessionTreeEvent",
+    "SettledEvent",
+    "ThinkingLevelUpdateEvent",
     "ToolCallEvent",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",
     "ToolResultEvent",
+    "ToolsUpdateEvent",
     "TurnEndEvent",
     "TurnStartEvent",
 ]
@@ -48,6 +72,29 @@ def _tool_results(value: Iterable[ToolResultMessage]) -> tuple[ToolResultMessage
 
 def _contents(value: Iterable[UserContent]) -> tuple[UserContent, ...]:
     return tuple(value)
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):  # a lone string would become a tuple of its characters
+        raise TypeError(f"expected a sequence of strings, got the string {value!r}")
+    return tuple(value)
+
+
+# --- one prompt: start, requests ------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class BeforeAgentStartEvent:
+    """Hook, sent before a run starts. Receivers may return ``AgentStartPatch``.
+
+    ``prompt`` is the run's prompt messages. ``system_prompt`` is the system prompt as patched by
+    the receivers before this one. Added messages are collected from every receiver.
+    """
+
+    name: ClassVar[str] = "before_agent_start"
+
+    prompt: tuple[Message, ...] = field(converter=_messages)
+    system_prompt: str
 
 
 @frozen(kw_only=True)
@@ -123,6 +170,61 @@ class MessageEndEvent:
 
 
 @frozen(kw_only=True)
+class ContextEvent:
+    """Hook, sent before each model request. Receivers may return ``ReplaceMessages``.
+
+    ``messages`` is the context to send, as replaced by the receivers before this one. A
+    replacement applies to this request only and is never persisted.
+    """
+
+    name: ClassVar[str] = "context"
+
+    messages: tuple[Message, ...] = field(converter=_messages)
+    turn_index: int
+
+
+@frozen(kw_only=True)
+class BeforeProviderRequestEvent:
+    """Hook, sent before each model request. Receivers may return ``StreamOptionsPatch``.
+
+    ``options`` are the request's options as patched by the receivers before this one (see
+    :meth:`StreamOptions.patched`). ``session_id`` is passed to the provider (None: no session).
+    """
+
+    name: ClassVar[str] = "before_provider_request"
+
+    provider: str
+    model_id: str
+    session_id: str | None
+    options: StreamOptions
+
+
+@frozen(kw_only=True)
+class BeforeProviderPayloadEvent:
+    """Hook, sent with the provider's request body. Receivers may return ``ReplacePayload``.
+
+    ``payload`` is the provider-specific body (for Anthropic, the Messages API JSON) as replaced
+    by the receivers before this one; treat it as read-only.
+    """
+
+    name: ClassVar[str] = "before_provider_payload"
+
+    provider: str
+    model_id: str
+    payload: Mapping[str, JSONValue]
+
+
+@frozen(kw_only=True)
+class AfterProviderResponseEvent:
+    """The provider answered a request: HTTP ``status`` and response ``headers``."""
+
+    name: ClassVar[str] = "after_provider_response"
+
+    status: int
+    headers: Mapping[str, str]
+
+
+@frozen(kw_only=True)
 class ToolExecutionStartEvent:
     """A tool call is about to be handled (before the ``tool_call`` hook); ``input`` as called."""
 
@@ -190,6 +292,234 @@ class ToolResultEvent:
     turn_index: int
 
 
+# --- end of a turn, queues, end of a run ----------------------------------------------------
+
+
+@frozen(kw_only=True)
+class SavePointEvent:
+    """Pending session writes were flushed after ``turn_end``; ``had_pending_writes`` says if
+    there were any."""
+
+    name: ClassVar[str] = "save_point"
+
+    had_pending_writes: bool
+
+
+@frozen(kw_only=True)
+class QueueUpdateEvent:
+    """A queue changed; each field is a snapshot of one queue's texts, in delivery order."""
+
+    name: ClassVar[str] = "queue_update"
+
+    steer: tuple[str, ...] = field(converter=_strings)
+    follow_up: tuple[str, ...] = field(converter=_strings)
+    next_turn: tuple[str, ...] = field(converter=_strings)
+
+
+@frozen(kw_only=True)
+class SettledEvent:
+    """The harness is idle after ``agent_end``; ``next_turn_count`` messages wait for the next
+    prompt."""
+
+    name: ClassVar[str] = "settled"
+
+    next_turn_count: int
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class SessionBeforeCompactEvent:
+    """Hook, sent before a compaction. Receivers may return ``Cancel`` or ``SupplyCompaction``.
+
+    ``leaf_id`` is the entry the compaction follows; ``first_kept_entry_id`` the first entry kept
+    verbatim (None: none kept); ``tokens_before`` the context size being compacted.
+    """
+
+    name: ClassVar[str] = "session_before_compact"
+
+    session_id: str
+    leaf_id: str | None
+    first_kept_entry_id: str | None
+    tokens_before: int
+    custom_instructions: str | None
+
+
+@frozen(kw_only=True)
+class SessionCompactEvent:
+    """A compaction entry ``entry_id`` was appended; ``from_hook`` when a receiver supplied it."""
+
+    name: ClassVar[str] = "session_compact"
+
+    session_id: str
+    entry_id: str
+    from_hook: bool
+
+
+@frozen(kw_only=True)
+class SessionBeforeTreeEvent:
+    """Hook, sent before moving the leaf to ``target_id`` (None: before the first entry).
+
+    Receivers may return ``Cancel``, ``SupplySummary`` or ``TreeOptions``. ``summarize`` says
+    whether the caller asked for a summary of the branch being left. ``custom_instructions`` and
+    ``label`` are as changed by the ``TreeOptions`` of the receivers before this one.
+    """
+
+    name: ClassVar[str] = "session_before_tree"
+
+    session_id: str
+    target_id: str | None
+    old_leaf_id: str | None
+    summarize: bool
+    custom_instructions: str | None
+    label: str | None
+
+
+@frozen(kw_only=True)
+class SessionTreeEvent:
+    """The leaf moved from ``old_leaf_id`` to ``new_leaf_id``.
+
+    ``summary_entry_id`` is the branch summary entry written (None: none); ``from_hook`` when a
+    receiver supplied that summary.
+    """
+
+    name: ClassVar[str] = "session_tree"
+
+    session_id: str
+    old_leaf_id: str | None
+    new_leaf_id: str | None
+    summary_entry_id: str | None
+    from_hook: bool
+
+
+@frozen(kw_only=True)
+class SessionBeforeForkEvent:
+    """Hook, sent before session ``source_id`` is forked. Receivers may return ``Cancel``.
+
+    ``entry_id`` and ``position`` say where the fork starts (None: the whole session); ``scope``
+    what it copies.
+    """
+
+    name: ClassVar[str] = "session_before_fork"
+
+    source_id: str
+    entry_id: str | None
+    position: str | None
+    scope: str
+
+
+@frozen(kw_only=True)
+class SessionForkEvent:
+    """Session ``source_id`` was forked into the new session ``session_id`` (stored at ``path``,
+    None in memory)."""
+
+    name: ClassVar[str] = "session_fork"
+
+    source_id: str
+    session_id: str
+    path: str | None
+
+
+@frozen(kw_only=True)
+class SessionCreatedEvent:
+    """A session was created (stored at ``path``; None in memory)."""
+
+    name: ClassVar[str] = "session_created"
+
+    session_id: str
+    path: str | None
+
+
+@frozen(kw_only=True)
+class SessionDeletedEvent:
+    """A session was deleted (it was stored at ``path``; None in memory)."""
+
+    name: ClassVar[str] = "session_deleted"
+
+    session_id: str
+    path: str | None
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class ModelUpdateEvent:
+    """The model changed: set by the application (``set``) or read back from a session
+    (``restore``). ``previous_*`` are None when there was none."""
+
+    name: ClassVar[str] = "model_update"
+
+    provider: str
+    model_id: str
+    previous_provider: str | None
+    previous_model_id: str | None
+    source: Literal["set", "restore"]
+
+
+@frozen(kw_only=True)
+class ThinkingLevelUpdateEvent:
+    """The thinking level changed (``off``, ``minimal``, ... ``max``); see :class:`ModelUpdateEvent`
+    for ``source``."""
+
+    name: ClassVar[str] = "thinking_level_update"
+
+    level: str
+    previous_level: str | None
+    source: Literal["set", "restore"]
+
+
+@frozen(kw_only=True)
+class ToolsUpdateEvent:
+    """The tools changed: every known tool and the active ones, now and before, by name."""
+
+    name: ClassVar[str] = "tools_update"
+
+    tool_names: tuple[str, ...] = field(converter=_strings)
+    previous_tool_names: tuple[str, ...] = field(converter=_strings)
+    active_tool_names: tuple[str, ...] = field(converter=_strings)
+    previous_active_tool_names: tuple[str, ...] = field(converter=_strings)
+    source: Literal["set", "restore"]
+
+
+@frozen(kw_only=True)
+class ResourcesUpdateEvent:
+    """The harness's resources (free-form JSON, never persisted) changed."""
+
+    name: ClassVar[str] = "resources_update"
+
+    resources: Mapping[str, JSONValue]
+    previous_resources: Mapping[str, JSONValue]
+
+
+# --- other ----------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class AbortEvent:
+    """A run was aborted and is idle; the steering and follow-up texts it dropped, in order."""
+
+    name: ClassVar[str] = "abort"
+
+    cleared_steer: tuple[str, ...] = field(converter=_strings)
+    cleared_follow_up: tuple[str, ...] = field(converter=_strings)
+
+
+@frozen(kw_only=True)
+class RetryEvent:
+    """A retryable failure; attempt ``attempt`` of ``max_attempts`` starts after ``delay_s``
+    seconds. ``error_type`` names the failure (an error ``code`` or class name)."""
+
+    name: ClassVar[str] = "retry"
+
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    error_message: str
+    error_type: str
+
+
 @frozen(kw_only=True)
 class HandlerErrorEvent:
     """A receiver of ``event_name`` raised ``error`` (or returned a result of the wrong type).
@@ -204,6 +534,19 @@ class HandlerErrorEvent:
     error: BaseException
 
 
+HookEvent: TypeAlias = (
+    BeforeAgentStartEvent
+    | ContextEvent
+    | BeforeProviderRequestEvent
+    | BeforeProviderPayloadEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | SessionBeforeCompactEvent
+    | SessionBeforeTreeEvent
+    | SessionBeforeForkEvent
+)
+"""Events whose receivers may return a result; each has its own ``emit_*`` function."""
+
 ObserverEvent: TypeAlias = (
     AgentStartEvent
     | AgentEndEvent
@@ -212,12 +555,27 @@ ObserverEvent: TypeAlias = (
     | MessageStartEvent
     | MessageUpdateEvent
     | MessageEndEvent
+    | AfterProviderResponseEvent
     | ToolExecutionStartEvent
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
+    | SavePointEvent
+    | QueueUpdateEvent
+    | SettledEvent
+    | SessionCompactEvent
+    | SessionTreeEvent
+    | SessionForkEvent
+    | SessionCreatedEvent
+    | SessionDeletedEvent
+    | ModelUpdateEvent
+    | ThinkingLevelUpdateEvent
+    | ToolsUpdateEvent
+    | ResourcesUpdateEvent
+    | AbortEvent
+    | RetryEvent
     | HandlerErrorEvent
 )
 """Events sent with :func:`hooks.notify`; receivers' return values are ignored."""
 
-Event: TypeAlias = ObserverEvent | ToolCallEvent | ToolResultEvent
+Event: TypeAlias = ObserverEvent | HookEvent
 """Every event class of the bus."""

@@ -117,12 +117,13 @@ AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall | Unknown
 ContentBlock: TypeAlias = TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent
 
 
-def _assistant_blocks(value: Iterable[AssistantContent]) -> tuple[AssistantContent, ...]:
-    return tuple(value)
+def _assistant_blocks(value: str | Iterable[AssistantContent]) -> tuple[AssistantContent, ...]:
+    # A plain string is one text block (tuple("ab") would split it into characters).
+    return (TextContent(text=value),) if isinstance(value, str) else tuple(value)
 
 
-def _user_blocks(value: Iterable[UserContent]) -> tuple[UserContent, ...]:
-    return tuple(value)
+def _user_blocks(value: str | Iterable[UserContent]) -> tuple[UserContent, ...]:
+    return (TextContent(text=value),) if isinstance(value, str) else tuple(value)
 
 
 # --- usage ----------------------------------------------------------------------------------

@@ -11,15 +11,26 @@ from typing import Final, Literal, TypeAlias
 
 from attrs import field, frozen
 
-from ._messages import JSONValue, UserContent
+from ._messages import JSONValue, Message, UserContent
 
 __all__ = [
     "UNSET",
+    "AgentStartOutcome",
+    "AgentStartPatch",
+    "BeforeCompactOutcome",
+    "BeforeForkOutcome",
+    "BeforeTreeOutcome",
     "Block",
+    "Cancel",
     "PatchInput",
     "PatchResult",
+    "ReplaceMessages",
+    "ReplacePayload",
+    "SupplyCompaction",
+    "SupplySummary",
     "ToolCallOutcome",
     "ToolResultOutcome",
+    "TreeOptions",
     "Unset",
 ]
 
@@ -32,7 +43,8 @@ class _Unset(enum.Enum):
 
 
 UNSET: Final = _Unset.UNSET
-"""Marks a :class:`PatchResult` field as not given; None stays a value you can set."""
+"""Marks a result field as not given (``PatchResult``, ``TreeOptions``, ...); None stays a value
+you can set."""
 
 Unset: TypeAlias = Literal[_Unset.UNSET]
 """The type of :data:`UNSET`."""
@@ -98,3 +110,135 @@ class ToolResultOutcome:
     details: JSONValue
     is_error: bool
     terminate: bool
+
+
+# --- before_agent_start ---------------------------------------------------------------------
+
+
+def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+@frozen(kw_only=True)
+class AgentStartPatch:
+    """Returned from ``before_agent_start``: add messages, replace the system prompt, or both.
+
+    ``messages`` are appended after the prompt; the messages of every receiver are kept, in
+    receiver order. ``system_prompt`` replaces the system prompt (later receivers see it).
+    """
+
+    messages: tuple[Message, ...] = field(default=(), converter=_messages)
+    system_prompt: str | Unset = UNSET
+
+
+@frozen(kw_only=True)
+class AgentStartOutcome:
+    """The combined answer of every ``before_agent_start`` receiver.
+
+    ``messages``: every receiver's added messages, in order (empty when none). ``system_prompt``:
+    the system prompt as patched by the last receiver that set it, else the event's own.
+    """
+
+    messages: tuple[Message, ...] = field(converter=_messages)
+    system_prompt: str
+
+
+# --- context, before_provider_payload --------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class ReplaceMessages:
+    """Returned from ``context``: send these messages for this request (not persisted)."""
+
+    messages: tuple[Message, ...] = field(converter=_messages)
+
+
+@frozen(kw_only=True)
+class ReplacePayload:
+    """Returned from ``before_provider_payload``: send this request body instead."""
+
+    payload: Mapping[str, JSONValue]
+
+
+# --- session_before_* -----------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class Cancel:
+    """Returned from a ``session_before_*`` hook: do not do it. The first ``Cancel`` wins."""
+
+    reason: str
+
+
+@frozen(kw_only=True)
+class SupplyCompaction:
+    """Returned from ``session_before_compact``: use this summary instead of asking the model.
+
+    Fields left :data:`UNSET` take the values the harness prepared (the event's
+    ``first_kept_entry_id`` and ``tokens_before``). ``details`` is free-form data stored with the
+    compaction entry. The first ``SupplyCompaction`` wins.
+    """
+
+    summary: str
+    first_kept_entry_id: str | Unset = UNSET
+    tokens_before: int | Unset = UNSET
+    details: JSONValue = None
+
+
+@frozen(kw_only=True)
+class BeforeCompactOutcome:
+    """The combined answer of every ``session_before_compact`` receiver.
+
+    When ``cancelled``, ``reason`` is the first ``Cancel``'s and ``supplied`` is None; otherwise
+    ``supplied`` is the first ``SupplyCompaction`` (None: summarize with the model).
+    """
+
+    cancelled: bool
+    reason: str | None
+    supplied: SupplyCompaction | None
+
+
+@frozen(kw_only=True)
+class SupplySummary:
+    """Returned from ``session_before_tree``: use this branch summary instead of asking the model.
+
+    The first ``SupplySummary`` wins.
+    """
+
+    summary: str
+    details: JSONValue = None
+
+
+@frozen(kw_only=True)
+class TreeOptions:
+    """Returned from ``session_before_tree``: change the summary instructions or the label.
+
+    Fields left :data:`UNSET` are kept; None clears one. Later receivers see the changed values.
+    """
+
+    custom_instructions: str | Unset | None = UNSET
+    label: str | Unset | None = UNSET
+
+
+@frozen(kw_only=True)
+class BeforeTreeOutcome:
+    """The combined answer of every ``session_before_tree`` receiver.
+
+    When ``cancelled``, ``reason`` is the first ``Cancel``'s and ``summary`` is None; otherwise
+    ``summary`` is the first ``SupplySummary`` (None: the harness summarizes if asked to).
+    ``custom_instructions`` and ``label`` are the event's, as changed by ``TreeOptions``.
+    """
+
+    cancelled: bool
+    reason: str | None
+    summary: SupplySummary | None
+    custom_instructions: str | None
+    label: str | None
+
+
+@frozen(kw_only=True)
+class BeforeForkOutcome:
+    """The combined answer of every ``session_before_fork`` receiver: the first ``Cancel``."""
+
+    cancelled: bool
+    reason: str | None

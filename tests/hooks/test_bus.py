@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,37 +29,10 @@ from hooks import (
     signal_for,
 )
 from hooks._bus import _LEDGERS
-from hooks._signals import NAMESPACE
 
 
 class Harness:
     """Stands in for the emitting AgentHarness: any object can be a sender."""
-
-
-@pytest.fixture(autouse=True)
-def no_receivers_left() -> Iterator[None]:
-    """Signals are global: every test must leave them as it found them (other test modules may
-    have left receivers tied to their own senders; only this test's additions count)."""
-    before = {name: set(signal.receivers) for name, signal in NAMESPACE.items()}
-    yield
-    leaked = [
-        name
-        for name, signal in NAMESPACE.items()
-        if set(signal.receivers) - before.get(name, set())
-    ]
-    assert not leaked, f"receivers left connected on {leaked}"
-
-
-@pytest.fixture
-def errors() -> Iterator[list[HandlerErrorEvent]]:
-    """The handler_error events sent during the test."""
-    seen: list[HandlerErrorEvent] = []
-
-    def record(sender: object, event: HandlerErrorEvent) -> None:
-        seen.append(event)
-
-    with signal_for("handler_error").connected_to(record):
-        yield seen
 
 
 def call_event(**input: Any) -> ToolCallEvent:

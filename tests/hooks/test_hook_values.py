@@ -8,12 +8,17 @@ import pytest
 from hooks import (
     EVENT_CLASSES,
     UNSET,
+    AbortEvent,
     AgentEndEvent,
     AssistantMessage,
+    BeforeAgentStartEvent,
+    ContextEvent,
     PatchResult,
+    QueueUpdateEvent,
     TextContent,
     ToolResultEvent,
     ToolResultMessage,
+    ToolsUpdateEvent,
     TurnEndEvent,
     UserMessage,
     signal_for,
@@ -48,6 +53,38 @@ def test_sequences_become_tuples() -> None:
     assert type(end.messages) is tuple
     assert type(turn.tool_results) is tuple
     assert type(result.content) is tuple
+
+
+def test_sequences_of_the_newer_events_become_tuples() -> None:
+    hi = UserMessage(content="hi")
+    queue = QueueUpdateEvent(steer=["a"], follow_up=iter(["b"]), next_turn=[])
+    tools = ToolsUpdateEvent(
+        tool_names=["bash"],
+        previous_tool_names=[],
+        active_tool_names=["bash"],
+        previous_active_tool_names=[],
+        source="set",
+    )
+    values = [
+        BeforeAgentStartEvent(prompt=[hi], system_prompt="").prompt,
+        ContextEvent(messages=[hi], turn_index=0).messages,
+        queue.steer,
+        queue.follow_up,
+        queue.next_turn,
+        tools.tool_names,
+        tools.previous_tool_names,
+        tools.active_tool_names,
+        tools.previous_active_tool_names,
+        AbortEvent(cleared_steer=["x"], cleared_follow_up=[]).cleared_steer,
+    ]
+
+    assert all(type(v) is tuple for v in values)
+    assert queue.follow_up == ("b",)
+
+
+def test_a_lone_string_is_not_taken_for_a_list_of_strings() -> None:
+    with pytest.raises(TypeError):
+        AbortEvent(cleared_steer="stop", cleared_follow_up=())
 
 
 def test_events_are_frozen_and_keyword_only() -> None:
