@@ -43,9 +43,9 @@ class SessionNotFoundError(SessionError, LookupError):
 
     code = "session_not_found"
 
-    def __init__(self, ref: str) -> None:
-        super().__init__(f"no session {ref!r}")
-        self.ref = ref
+    def __init__(self, ref: str, reason: str = "") -> None:
+        super().__init__(f"no session {ref!r}" + (f": {reason}" if reason else ""))
+        self.ref, self.reason = ref, reason
 
 
 class SessionExistsError(SessionError, FileExistsError):

@@ -7,7 +7,6 @@ refuse the same values and pass the same conformance cases.
 from __future__ import annotations
 
 import builtins
-import os
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -22,7 +21,7 @@ from ._codec import decode_entry, decode_header, dumps_line, encode_header
 from ._entries import Entry, MessageEntry, SessionHeader, SessionInfoEntry
 from ._errors import InvalidSessionIdError, SessionExistsError, SessionNotFoundError
 from ._fork import fork_lines
-from ._jsonl.paths import validate_session_id
+from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope, SessionInfo
 from ._session import Session, iso_now
 from ._tree import Row, Tree
@@ -88,7 +87,7 @@ class MemorySessionRepo:
         header = SessionHeader(
             id=sid,
             timestamp=iso_now(),
-            cwd=cwd if cwd is not None else os.getcwd(),
+            cwd=absolute_cwd(cwd),
             parent_session=parent_session,
             metadata=metadata,
         )
@@ -127,7 +126,7 @@ class MemorySessionRepo:
         header = SessionHeader(
             id=sid,
             timestamp=iso_now(),
-            cwd=cwd if cwd is not None else src.cwd,
+            cwd=absolute_cwd(cwd) if cwd is not None else src.cwd,
             parent_session=src.id,
             metadata=src.header.metadata,
         )

@@ -70,7 +70,8 @@ def list_command(root: Path | None, cwd: str | None, as_json: bool) -> None:
         for line in session_table(infos):
             click.echo(line)
     else:
-        click.echo(f"no sessions under {repo.root}", err=True)
+        where = f" with cwd {cwd!r}" if cwd is not None else ""
+        click.echo(f"no sessions{where} under {repo.root}", err=True)
 
 
 @sessions.command()

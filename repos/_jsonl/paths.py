@@ -12,6 +12,7 @@ from .._errors import InvalidSessionIdError
 
 __all__ = [
     "ENV_VAR",
+    "absolute_cwd",
     "check_under_root",
     "default_root",
     "encode_cwd",
@@ -43,6 +44,11 @@ def validate_session_id(session_id: str) -> str:
             session_id, "ids are 1-128 of [A-Za-z0-9._-], start alphanumeric, no '..'"
         )
     return session_id
+
+
+def absolute_cwd(cwd: str | None) -> str:
+    """The cwd a session records: ``cwd`` made absolute, or the process's working directory."""
+    return os.path.abspath(cwd) if cwd is not None else os.getcwd()
 
 
 def encode_cwd(cwd: str) -> str:

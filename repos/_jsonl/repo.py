@@ -15,13 +15,19 @@ from attrs import define
 
 from .._codec import CodecError, decode_header, dumps_line, encode_header
 from .._entries import SessionHeader
-from .._errors import SessionError, SessionExistsError, SessionNotFoundError
+from .._errors import (
+    InvalidSessionIdError,
+    SessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
 from .._fork import fork_lines
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, iso_now
 from .._tree import Tree
 from .atomic import publish_atomically
 from .paths import (
+    absolute_cwd,
     check_under_root,
     default_root,
     encode_cwd,
@@ -111,7 +117,7 @@ class JsonlSessionRepo:
         header = SessionHeader(
             id=sid,
             timestamp=iso_now(),
-            cwd=cwd if cwd is not None else os.getcwd(),
+            cwd=absolute_cwd(cwd),
             parent_session=parent_session,
             metadata=metadata,
         )
@@ -184,7 +190,7 @@ class JsonlSessionRepo:
                 header = SessionHeader(
                     id=sid,
                     timestamp=iso_now(),
-                    cwd=cwd if cwd is not None else src.cwd,
+                    cwd=absolute_cwd(cwd) if cwd is not None else src.cwd,
                     parent_session=str(path.resolve()),
                     metadata=src.header.metadata,
                 )
@@ -204,12 +210,17 @@ class JsonlSessionRepo:
         """
         if isinstance(ref, Path) or ref.endswith(".jsonl"):
             path = Path(ref).expanduser()
+            if path.is_dir():
+                raise SessionNotFoundError(str(ref), "it is a folder, not a session file")
             if not path.is_file():
-                raise SessionNotFoundError(str(ref))
+                raise SessionNotFoundError(str(ref), "no such file")
             return path
+        if "/" in ref or os.sep in ref:
+            hint = "a folder, not a session file" if Path(ref).is_dir() else "not a .jsonl file"
+            raise InvalidSessionIdError(ref, f"{hint}; give a session id or a .jsonl path")
         matches = self._find(validate_session_id(ref))
         if not matches:
-            raise SessionNotFoundError(ref)
+            raise SessionNotFoundError(ref, f"no file *_{ref}.jsonl under {self._root}")
         if len(matches) > 1:
             raise SessionError(f"session id {ref!r} matches several files: {matches}")
         return matches[0]
