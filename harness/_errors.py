@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hooks import HarnessError
 
-__all__ = ["BusyError", "ProviderError", "SyncInLoopError", "ToolError"]
+__all__ = ["BusyError", "HarnessStateError", "ProviderError", "SyncInLoopError", "ToolError"]
 
 
 class BusyError(HarnessError, RuntimeError):
@@ -34,15 +34,35 @@ class ProviderError(HarnessError):
     """A model request failed.
 
     Attributes:
-        retryable: True for overloaded, rate-limit, 5xx and connection errors.
+        retryable: whether sending the same request again may succeed: True for overloaded,
+            rate-limit, 5xx, timeout and connection errors and for a stream cut short; never for
+            ``context_overflow`` (the same request overflows again: compact first).
         status: HTTP status code, or None for errors without one (connection, mid-stream).
-        error_type: the provider's error type (e.g. Anthropic's ``overloaded_error``), or "".
+        error_type: what went wrong, "" if unknown. The Anthropic provider reports the API's own
+            error types (``overloaded_error``, ``rate_limit_error``, ``api_error``,
+            ``invalid_request_error``, ``authentication_error``, ``permission_error``,
+            ``not_found_error``, ``request_too_large``, ``billing_error``, ``timeout_error``, or
+            any new type the API sends) and its own: ``context_overflow`` (the prompt does not
+            fit the model's context window), ``connection_error`` (no connection, or it dropped
+            mid-stream), ``timeout`` (no response or no data within the request timeout),
+            ``incomplete_stream`` (the body ended without ``message_stop``),
+            ``invalid_tool_input`` (a tool call whose input JSON is unfinished or invalid),
+            ``invalid_response`` (a body that cannot be read) and ``client_error`` (the request
+            could not be sent, e.g. no API key). The faux provider uses ``faux_error``.
+        retry_after_s: how long the server asked to wait before retrying, in seconds (from
+            ``retry-after-ms``, or ``retry-after`` as seconds or an HTTP date), or None.
     """
 
     code = "provider_error"
 
     def __init__(
-        self, message: str, *, retryable: bool, status: int | None = None, error_type: str = ""
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        error_type: str = "",
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message, self.retryable, self.status, self.error_type = (
@@ -51,6 +71,7 @@ class ProviderError(HarnessError):
             status,
             error_type,
         )
+        self.retry_after_s = retry_after_s
 
 
 class ToolError(HarnessError):
@@ -68,3 +89,9 @@ class SyncInLoopError(HarnessError, RuntimeError):
         super().__init__(
             f"{name}_sync() cannot run inside a running event loop; use 'await {name}(...)'"
         )
+
+
+class HarnessStateError(HarnessError, RuntimeError):
+    """A call that needs another state, e.g. ``steer()`` with nothing running."""
+
+    code = "invalid_state"

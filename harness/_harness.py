@@ -4,31 +4,62 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from attrs import frozen
 
 from hooks import (
+    AbortEvent,
+    AgentEndEvent,
     AssistantMessage,
+    BeforeAgentStartEvent,
     Event,
+    JSONValue,
+    Message,
+    ModelUpdateEvent,
+    QueueUpdateEvent,
     Receiver,
+    ResourcesUpdateEvent,
+    SettledEvent,
+    StreamOptions,
+    ThinkingLevelUpdateEvent,
+    ToolsUpdateEvent,
     UserContent,
     UserMessage,
     connect,
+    emit_before_agent_start,
+    notify,
 )
-from repos import Session
+from repos import (
+    ActiveToolsChangeEntry,
+    ModelChangeEntry,
+    Session,
+    ThinkingLevelChangeEntry,
+)
 
-from ._errors import BusyError, SyncInLoopError
-from ._loop import Run, run_agent
+from ._errors import BusyError, HarnessStateError, SyncInLoopError
+from ._loop import Run, TurnSettings, run_agent
 from ._providers.base import Model, ThinkingLevel
 from ._providers.faux import FauxModel, FauxReply
 from ._tools.base import Tool
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "THINKING_LEVELS", "AbortResult", "AgentHarness", "QueueMode"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
 
+QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
 F = TypeVar("F", bound=Receiver)
+
+
+@frozen(kw_only=True)
+class AbortResult:
+    """What :meth:`AgentHarness.abort` cleared from the queues (texts, in order)."""
+
+    cleared_steer: tuple[str, ...]
+    cleared_follow_up: tuple[str, ...]
 
 
 def _echo(request: Any) -> FauxReply:
@@ -42,24 +73,42 @@ class AgentHarness:
 
     Each message is persisted to the session as it ends, so a crash loses at most the reply in
     flight. Events are sent with this harness as the blinker sender: subscribe with
-    :meth:`on`/:meth:`connect` (this harness only) or ``hooks.connect`` (any harness).
+    :meth:`on`/:meth:`connect` (this harness only) or ``hooks.connect`` (any harness); the order of
+    one prompt is in docs/events.md.
+
+    One operation at a time: a second :meth:`prompt` while one runs raises :class:`BusyError`.
+    While a run is going, :meth:`steer` and :meth:`follow_up` queue messages for it, and the
+    ``set_*`` methods take effect from the next request; their session entries are written at
+    the next turn boundary.
+
+    Settings persist: the model, thinking level and active tools are session entries, and a
+    harness opened on an existing session restores them from its branch (the model only if it is
+    ``model`` or one of ``models``). The matching ``*_update`` events, with ``source="restore"``,
+    fire when the first operation starts, so receivers connected after construction see them.
 
     Args:
-        session: where the conversation lives (from a ``SessionRepo``); new messages go under
-            its leaf.
+        session: where the conversation lives (from a ``SessionRepo``).
         model: what to stream from; default an offline :class:`FauxModel` that echoes the prompt.
+        models: other models the session may name (restored by provider and id).
         tools: tools the model may call; names must be unique.
-        system_prompt: sent with every request.
+        active_tools: names of the tools offered to the model (default: all).
+        system_prompt: sent with every request (``before_agent_start`` hooks may replace it for
+            one run).
         cwd: working directory for tools; default the session's cwd if it exists, else the
             process's.
-        thinking_level: reasoning effort asked of models that support it.
+        thinking_level: reasoning effort (``off``, ``minimal``, ``low``, ``medium``, ``high``,
+            ``xhigh``; mapped to Anthropic thinking budgets).
+        stream_options: options of every request (timeout, retries, headers, caching).
+        retry_base_delay_s: first retry delay in seconds; doubles at each attempt.
         tool_context: application state handed to every tool as ``run.context``: a value, or a
             zero-argument callable evaluated once per turn.
         tool_execution: ``parallel`` (default; a tool marked ``sequential`` still runs alone) or
             ``sequential``.
+        steering_mode, follow_up_mode: deliver queued messages ``one_at_a_time`` (default) or
+            ``all`` at each delivery point.
 
     Raises:
-        ValueError: two tools share a name.
+        ValueError: two tools share a name, an active tool is unknown, or a bad thinking level.
     """
 
     def __init__(
@@ -67,31 +116,50 @@ class AgentHarness:
         *,
         session: Session,
         model: Model | None = None,
+        models: Sequence[Model] = (),
         tools: Sequence[Tool] = (),
+        active_tools: Sequence[str] | None = None,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         cwd: str | Path | None = None,
         thinking_level: ThinkingLevel = "off",
+        stream_options: StreamOptions | None = None,
+        retry_base_delay_s: float = 1.0,
         tool_context: Any = None,
         tool_execution: Literal["parallel", "sequential"] = "parallel",
+        steering_mode: QueueMode = "one_at_a_time",
+        follow_up_mode: QueueMode = "one_at_a_time",
     ) -> None:
-        names = [t.name for t in tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
         self._session = session
         self._model: Model = model if model is not None else FauxModel(_echo)
-        self._tools = {t.name: t for t in tools}
+        self._models = [self._model, *models]
+        self._tools = _tool_map(tools)
+        self._active = self._checked_active(active_tools)
+        self._thinking: ThinkingLevel = _checked_level(thinking_level)
         self._system_prompt = system_prompt
         if cwd is not None:
             self._cwd = Path(cwd)
+        elif session.cwd and os.path.isdir(session.cwd):
+            self._cwd = Path(session.cwd)
         else:
-            self._cwd = (
-                Path(session.cwd) if session.cwd and os.path.isdir(session.cwd) else Path.cwd()
-            )
-        self._thinking_level: ThinkingLevel = thinking_level
+            self._cwd = Path.cwd()
+        self._options = stream_options if stream_options is not None else StreamOptions()
+        self._retry_base_delay_s = retry_base_delay_s
         self._tool_context = tool_context
         self._sequential = tool_execution == "sequential"
+        self._steering_mode: QueueMode = steering_mode
+        self._follow_up_mode: QueueMode = follow_up_mode
+        self._resources: Mapping[str, JSONValue] = {}
+        self._steer: list[UserMessage] = []
+        self._follow_up: list[UserMessage] = []
+        self._next_turn: list[UserMessage] = []
+        self._pending_writes: list[Callable[[], object]] = []
         self._operation: str | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._abort_requested = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._disconnects: list[Callable[[], None]] = []
+        self._restore_events: list[Event] = self._restore()
 
     # --- state -------------------------------------------------------------------------------
 
@@ -105,7 +173,17 @@ class AgentHarness:
 
     @property
     def tools(self) -> tuple[Tool, ...]:
+        """Every tool the harness has (active or not)."""
         return tuple(self._tools.values())
+
+    @property
+    def active_tools(self) -> tuple[str, ...]:
+        """Names of the tools offered to the model."""
+        return self._active
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._thinking
 
     @property
     def system_prompt(self) -> str:
@@ -116,9 +194,26 @@ class AgentHarness:
         return self._cwd
 
     @property
+    def stream_options(self) -> StreamOptions:
+        return self._options
+
+    @stream_options.setter
+    def stream_options(self, options: StreamOptions) -> None:
+        self._options = options
+
+    @property
+    def resources(self) -> Mapping[str, JSONValue]:
+        return self._resources
+
+    @property
     def busy(self) -> bool:
         """True while an operation (a prompt) runs."""
         return self._operation is not None
+
+    @property
+    def queued(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Texts waiting in the steering, follow-up and next-turn queues."""
+        return (_texts(self._steer), _texts(self._follow_up), _texts(self._next_turn))
 
     # --- subscribing -------------------------------------------------------------------------
 
@@ -127,7 +222,9 @@ class AgentHarness:
     ) -> Callable[[], None]:
         """Connect ``receiver(sender, event=...)`` to this harness's ``event``; returns a
         function that disconnects it. Higher ``priority`` runs first (see docs/events.md)."""
-        return connect(event, receiver, sender=self, priority=priority)
+        disconnect = connect(event, receiver, sender=self, priority=priority)
+        self._disconnects.append(disconnect)
+        return disconnect
 
     def on(self, event: str | type[Event], *, priority: int = 0) -> Callable[[F], F]:
         """Decorator form of :meth:`connect`: ``@harness.on("tool_call")``."""
@@ -141,33 +238,58 @@ class AgentHarness:
     # --- running -----------------------------------------------------------------------------
 
     async def prompt(self, text: str | Sequence[UserContent]) -> AssistantMessage:
-        """Send a user message and run until the model stops.
+        """Send a user message and run until the model stops and no queued message is left.
 
-        Event order: DESIGN §6 and docs/events.md. Every message is persisted as it ends.
+        Messages queued with :meth:`next_turn` go first, then the prompt, then what
+        ``before_agent_start`` hooks add. Every message is persisted as it ends.
 
         Returns:
             The model's last reply. A failed request does not raise: the reply carries
-            ``stop_reason="error"`` and ``error_message``.
+            ``stop_reason="error"`` and ``error_message``. After :meth:`abort`, the partial reply
+            with ``stop_reason="aborted"``.
 
         Raises:
             BusyError: another operation is running on this harness (code ``busy``).
 
-        Cancellation persists the partial reply with ``stop_reason="aborted"`` and propagates.
+        A cancellation other than :meth:`abort` (a caller's timeout) persists the partial reply
+        as ``aborted`` and propagates.
         """
         content = text if isinstance(text, str) else tuple(text)
-        with self._exclusive("prompt"):
+        self._claim("prompt")
+        try:
+            await self._emit_restore_events()
+            queued, self._next_turn = self._next_turn, []
+            if queued:
+                await self._queue_update()
+            prompt_messages: list[Message] = [*queued, UserMessage(content=content)]
+            start = await emit_before_agent_start(
+                self,
+                BeforeAgentStartEvent(
+                    prompt=tuple(prompt_messages), system_prompt=self._system_prompt
+                ),
+            )
             run = Run(
                 sender=self,
+                host=self,
                 session=self._session,
-                model=self._model,
-                tools=dict(self._tools),
-                system_prompt=self._system_prompt,
                 cwd=self._cwd,
-                thinking_level=self._thinking_level,
-                tool_context=self._tool_context,
-                sequential=self._sequential,
+                system_prompt=start.system_prompt
+                if start.system_prompt != self._system_prompt
+                else None,
             )
-            return await run_agent(run, [UserMessage(content=content)])
+            try:
+                reply = await run_agent(run, [*prompt_messages, *start.messages])
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not self._abort_requested or task is None or task.uncancel() > 0:
+                    raise
+                reply = run.last_reply or AssistantMessage(stop_reason="aborted")
+                await notify(self, AgentEndEvent(messages=tuple(run.added)))
+            await notify(self, SettledEvent(next_turn_count=len(self._next_turn)))
+            return reply
+        finally:
+            self.flush_pending_writes()
+            self._release()
 
     def prompt_sync(self, text: str | Sequence[UserContent]) -> AssistantMessage:
         """``prompt`` for scripts without an event loop.
@@ -181,20 +303,301 @@ class AgentHarness:
             return asyncio.run(self.prompt(text))
         raise SyncInLoopError("prompt")
 
-    def _exclusive(self, operation: str) -> _Exclusive:
+    async def steer(self, text: str) -> None:
+        """Queue a message for the running agent, delivered after the current tool batch.
+
+        Raises:
+            HarnessStateError: nothing is running (use :meth:`prompt` or :meth:`next_turn`).
+        """
+        self._require_running("steer")
+        self._steer.append(UserMessage(content=text))
+        await self._queue_update()
+
+    async def follow_up(self, text: str) -> None:
+        """Queue a message delivered when the running agent would otherwise stop.
+
+        Raises:
+            HarnessStateError: nothing is running.
+        """
+        self._require_running("follow_up")
+        self._follow_up.append(UserMessage(content=text))
+        await self._queue_update()
+
+    async def next_turn(self, text: str) -> None:
+        """Queue a message sent just before the next :meth:`prompt`'s own message."""
+        self._next_turn.append(UserMessage(content=text))
+        await self._queue_update()
+
+    async def abort(self) -> AbortResult:
+        """Stop the running operation and clear the steering and follow-up queues.
+
+        The partial reply is persisted with ``stop_reason="aborted"``, tool calls in flight get
+        aborted error results, running tools are cancelled (``bash`` kills its process group).
+        Waits until the harness is idle, then emits ``abort``. Harmless when idle.
+        """
+        cleared = AbortResult(
+            cleared_steer=_texts(self._steer), cleared_follow_up=_texts(self._follow_up)
+        )
+        self._steer.clear()
+        self._follow_up.clear()
+        if cleared.cleared_steer or cleared.cleared_follow_up:
+            await self._queue_update()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._abort_requested = True
+            self._task.cancel("aborted by AgentHarness.abort()")
+            await self._idle.wait()
+        await notify(
+            self,
+            AbortEvent(
+                cleared_steer=cleared.cleared_steer, cleared_follow_up=cleared.cleared_follow_up
+            ),
+        )
+        return cleared
+
+    async def wait_for_idle(self) -> None:
+        """Return once no operation is running."""
+        await self._idle.wait()
+
+    async def shutdown(self) -> None:
+        """Abort what runs, write pending settings, and disconnect every receiver connected
+        through this harness. The session stays open (its owner closes it)."""
+        if self.busy:
+            await self.abort()
+        self.flush_pending_writes()
+        for disconnect in self._disconnects:
+            disconnect()
+        self._disconnects.clear()
+
+    # --- settings ----------------------------------------------------------------------------
+
+    async def set_model(self, model: Model) -> None:
+        """Use ``model`` from the next request on; persisted as a ``model_change`` entry."""
+        previous = self._model
+        self._model = model
+        if all(m is not model for m in self._models):
+            self._models.append(model)
+        self._write(lambda: self._session.append_model_change(model.provider, model.id))
+        await notify(
+            self,
+            ModelUpdateEvent(
+                provider=model.provider,
+                model_id=model.id,
+                previous_provider=previous.provider,
+                previous_model_id=previous.id,
+                source="set",
+            ),
+        )
+
+    async def set_thinking_level(self, level: ThinkingLevel) -> None:
+        """Set the reasoning effort; persisted as a ``thinking_level_change`` entry.
+
+        Raises:
+            ValueError: not one of ``off, minimal, low, medium, high, xhigh``.
+        """
+        previous = self._thinking
+        self._thinking = _checked_level(level)
+        self._write(lambda: self._session.append_thinking_level_change(level))
+        await notify(
+            self, ThinkingLevelUpdateEvent(level=level, previous_level=previous, source="set")
+        )
+
+    async def set_tools(self, tools: Sequence[Tool], active: Sequence[str] | None = None) -> None:
+        """Replace the tool set (all active unless ``active`` names some); the active names are
+        persisted as an ``active_tools_change`` entry.
+
+        Raises:
+            ValueError: duplicate names, or an active name that is not a tool.
+        """
+        previous_names, previous_active = tuple(self._tools), self._active
+        self._tools = _tool_map(tools)
+        self._active = self._checked_active(active)
+        await self._tools_changed(previous_names, previous_active)
+
+    async def set_active_tools(self, names: Sequence[str]) -> None:
+        """Offer only these tools to the model; persisted as an ``active_tools_change`` entry.
+
+        Raises:
+            ValueError: a name that is not one of the harness's tools.
+        """
+        previous_active = self._active
+        self._active = self._checked_active(names)
+        await self._tools_changed(tuple(self._tools), previous_active)
+
+    async def set_resources(self, resources: Mapping[str, JSONValue]) -> None:
+        """Replace the application's resources (e.g. skills, prompt templates); not persisted."""
+        previous, self._resources = self._resources, dict(resources)
+        await notify(
+            self, ResourcesUpdateEvent(resources=self._resources, previous_resources=previous)
+        )
+
+    def set_steering_mode(self, mode: QueueMode) -> None:
+        self._steering_mode = mode
+
+    def set_follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_up_mode = mode
+
+    # --- RunHost (used by the loop between turns) ---------------------------------------------
+
+    def turn_settings(self) -> TurnSettings:
+        return TurnSettings(
+            model=self._model,
+            tools={n: self._tools[n] for n in self._active},
+            system_prompt=self._system_prompt,
+            thinking_level=self._thinking,
+            options=self._options,
+            sequential=self._sequential,
+            tool_context=self._tool_context,
+            retry_base_delay_s=self._retry_base_delay_s,
+        )
+
+    async def drain_steering(self) -> list[UserMessage]:
+        return await self._drain(self._steer, self._steering_mode)
+
+    async def drain_follow_up(self) -> list[UserMessage]:
+        return await self._drain(self._follow_up, self._follow_up_mode)
+
+    def flush_pending_writes(self) -> bool:
+        """Write settings changes made while busy (at a turn boundary); True if there were any."""
+        writes, self._pending_writes = self._pending_writes, []
+        for write in writes:
+            write()
+        return bool(writes)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _claim(self, operation: str) -> None:
         if self._operation is not None:
             raise BusyError(operation, self._operation)
-        return _Exclusive(self, operation)
+        self._operation = operation
+        self._task = asyncio.current_task()
+        self._abort_requested = False
+        self._idle.clear()
+
+    def _release(self) -> None:
+        self._operation = None
+        self._task = None
+        self._abort_requested = False
+        self._idle.set()
+
+    def _require_running(self, what: str) -> None:
+        if self._operation is None:
+            raise HarnessStateError(f"{what}() needs a running prompt; use prompt() or next_turn()")
+
+    def _write(self, append: Callable[[], object]) -> None:
+        if self._operation is None:
+            append()
+        else:
+            self._pending_writes.append(append)
+
+    async def _drain(self, queue: list[UserMessage], mode: QueueMode) -> list[UserMessage]:
+        if not queue:
+            return []
+        count = len(queue) if mode == "all" else 1
+        taken = queue[:count]
+        del queue[:count]
+        await self._queue_update()
+        return taken
+
+    async def _queue_update(self) -> None:
+        steer, follow_up, next_turn = self.queued
+        await notify(self, QueueUpdateEvent(steer=steer, follow_up=follow_up, next_turn=next_turn))
+
+    async def _tools_changed(
+        self, previous_names: tuple[str, ...], previous_active: tuple[str, ...]
+    ) -> None:
+        active = self._active
+        self._write(lambda: self._session.append_active_tools_change(active))
+        await notify(
+            self,
+            ToolsUpdateEvent(
+                tool_names=tuple(self._tools),
+                previous_tool_names=previous_names,
+                active_tool_names=active,
+                previous_active_tool_names=previous_active,
+                source="set",
+            ),
+        )
+
+    def _checked_active(self, names: Sequence[str] | None) -> tuple[str, ...]:
+        if names is None:
+            return tuple(self._tools)
+        unknown = [n for n in names if n not in self._tools]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; known: {sorted(self._tools)}")
+        return tuple(dict.fromkeys(names))
+
+    def _restore(self) -> list[Event]:
+        """Settings from the session's branch (latest entry of each kind); the events to emit."""
+        model_entry = thinking_entry = tools_entry = None
+        for entry in reversed(self._session.get_branch()):
+            if model_entry is None and isinstance(entry, ModelChangeEntry):
+                model_entry = entry
+            elif thinking_entry is None and isinstance(entry, ThinkingLevelChangeEntry):
+                thinking_entry = entry
+            elif tools_entry is None and isinstance(entry, ActiveToolsChangeEntry):
+                tools_entry = entry
+        events: list[Event] = []
+        if model_entry is not None:
+            found = next(
+                (
+                    m
+                    for m in self._models
+                    if m.provider == model_entry.provider and m.id == model_entry.model_id
+                ),
+                None,
+            )
+            if found is not None and found is not self._model:
+                previous, self._model = self._model, found
+                events.append(
+                    ModelUpdateEvent(
+                        provider=found.provider,
+                        model_id=found.id,
+                        previous_provider=previous.provider,
+                        previous_model_id=previous.id,
+                        source="restore",
+                    )
+                )
+        if thinking_entry is not None and thinking_entry.thinking_level in THINKING_LEVELS:
+            previous_level = self._thinking
+            self._thinking = thinking_entry.thinking_level
+            events.append(
+                ThinkingLevelUpdateEvent(
+                    level=self._thinking, previous_level=previous_level, source="restore"
+                )
+            )
+        if tools_entry is not None:
+            previous_active = self._active
+            self._active = tuple(n for n in tools_entry.active_tool_names if n in self._tools)
+            events.append(
+                ToolsUpdateEvent(
+                    tool_names=tuple(self._tools),
+                    previous_tool_names=tuple(self._tools),
+                    active_tool_names=self._active,
+                    previous_active_tool_names=previous_active,
+                    source="restore",
+                )
+            )
+        return events
+
+    async def _emit_restore_events(self) -> None:
+        events, self._restore_events = self._restore_events, []
+        for event in events:
+            await notify(self, event)  # type: ignore[arg-type]
 
 
-class _Exclusive:
-    """Marks the harness busy for one operation; cleared however the operation ends."""
+def _tool_map(tools: Sequence[Tool]) -> dict[str, Tool]:
+    names = [t.name for t in tools]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
+    return {t.name: t for t in tools}
 
-    def __init__(self, harness: AgentHarness, operation: str) -> None:
-        self._harness, self._operation = harness, operation
 
-    def __enter__(self) -> None:
-        self._harness._operation = self._operation
+def _checked_level(level: str) -> ThinkingLevel:
+    if level not in THINKING_LEVELS:
+        raise ValueError(f"thinking level {level!r} is not one of {', '.join(THINKING_LEVELS)}")
+    return level
 
-    def __exit__(self, *exc: object) -> None:
-        self._harness._operation = None
+
+def _texts(queue: Sequence[UserMessage]) -> tuple[str, ...]:
+    return tuple(m.text for m in queue)

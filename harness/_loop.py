@@ -1,9 +1,10 @@
 """The turn loop of one run: stream a reply, run its tool calls, repeat until the model stops.
 
 Kept short on purpose (smolagents' ``_run_stream`` is the model): one ``while`` over turns, every
-message persisted as it ends, and one explicit stop condition. Model mistakes (an unknown tool,
-bad arguments, a blocked call) become error tool results the model can act on; our own bugs
-propagate. Per-run state lives in :class:`Run`, never on the harness.
+message persisted as it ends, and explicit stop conditions. Model mistakes (an unknown tool, bad
+arguments, a blocked call) become error tool results the model can act on; our own bugs
+propagate. Per-run state lives in :class:`Run`; what may change between turns (model, tools,
+queues) is read from the :class:`RunHost` (the harness) at each turn boundary.
 """
 
 from __future__ import annotations
@@ -11,19 +12,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from attrs import define, evolve, field
 
 from hooks import (
+    AfterProviderResponseEvent,
     AgentEndEvent,
     AgentStartEvent,
     AssistantMessage,
+    BeforeProviderPayloadEvent,
+    BeforeProviderRequestEvent,
+    ContextEvent,
     JSONValue,
     Message,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    RetryEvent,
+    SavePointEvent,
+    StreamOptions,
     ToolCall,
     ToolCallEvent,
     ToolExecutionEndEvent,
@@ -33,6 +41,10 @@ from hooks import (
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    UserMessage,
+    emit_before_provider_payload,
+    emit_before_provider_request,
+    emit_context,
     emit_tool_call,
     emit_tool_result,
     has_receivers,
@@ -42,76 +54,115 @@ from hooks import (
 from repos import Session
 
 from ._convert import to_llm_messages
+from ._errors import ProviderError
 from ._providers.base import (
     Model,
     ModelRequest,
     StreamDelta,
     StreamDone,
     StreamError,
+    StreamResponse,
     StreamStart,
     ThinkingLevel,
     ToolSpec,
 )
 from ._tools.base import Tool, ToolResult, ToolRun, validate_input
 
-__all__ = ["Run", "run_agent"]
+__all__ = ["Run", "RunHost", "TurnSettings", "run_agent"]
 
 LENGTH_STOP_TEXT = (
     "Not executed: the reply hit the output token limit, so this call's arguments may be cut off."
 )
+ABORTED_TOOL_TEXT = "Tool execution was aborted."
+
+
+@define(frozen=True, kw_only=True)
+class TurnSettings:
+    """What one request uses, read from the harness at the start of each turn (so a
+    ``set_model`` or ``set_active_tools`` during a run applies from the next request)."""
+
+    model: Model
+    tools: Mapping[str, Tool]
+    system_prompt: str
+    thinking_level: ThinkingLevel
+    options: StreamOptions
+    sequential: bool
+    tool_context: Any
+    retry_base_delay_s: float
+
+
+class RunHost(Protocol):
+    """What the loop asks of its harness between turns."""
+
+    def turn_settings(self) -> TurnSettings: ...
+
+    async def drain_steering(self) -> list[UserMessage]: ...
+
+    async def drain_follow_up(self) -> list[UserMessage]: ...
+
+    def flush_pending_writes(self) -> bool: ...
 
 
 @define(kw_only=True)
 class Run:
-    """Everything one ``prompt()`` needs, snapshotted when it starts.
-
-    ``sender`` is the harness (the blinker sender of every event); ``tool_context`` is a value, or
-    a zero-argument callable evaluated once per turn.
-    """
+    """Everything one ``prompt()`` accumulates. ``sender`` is the harness (the blinker sender of
+    every event); ``system_prompt`` is the run's, after ``before_agent_start`` hooks (None: use the
+    harness's at each turn)."""
 
     sender: object
+    host: RunHost
     session: Session
-    model: Model
-    tools: Mapping[str, Tool]
-    system_prompt: str
     cwd: Path
-    thinking_level: ThinkingLevel = "off"
-    tool_context: Any = None
-    sequential: bool = False
+    system_prompt: str | None = None
     added: list[Message] = field(factory=list)
     turn_index: int = 0
+    last_reply: AssistantMessage | None = None
 
 
 async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
-    """Run until the model stops; return its last reply (stop reason ``stop``, ``length``,
-    ``refusal``, ``error`` or, after cancellation persisted it, never: ``CancelledError``)."""
+    """Run until the model stops and no queued message is left; return the last reply.
+
+    Raises ``asyncio.CancelledError`` when cancelled, after persisting what was in flight (the
+    partial reply as ``aborted``, in-flight tool calls as aborted error results).
+    """
     await notify(run.sender, AgentStartEvent())
     await notify(run.sender, TurnStartEvent(turn_index=0))
     for message in prompt:
         await _emit_message(run, message)
     while True:
-        context = _turn_context(run)
-        reply = await _stream_reply(run)
+        settings = run.host.turn_settings()
+        context = (
+            settings.tool_context() if callable(settings.tool_context) else settings.tool_context
+        )
+        reply = await _request(run, settings)
         results: list[ToolResultMessage] = []
         terminate = False
         if reply.tool_calls and reply.stop_reason not in ("error", "aborted"):
-            results, terminate = await _run_tools(run, reply, context)
+            results, terminate = await _run_tools(run, settings, reply, context)
         await notify(
             run.sender,
             TurnEndEvent(turn_index=run.turn_index, message=reply, tool_results=tuple(results)),
         )
-        run.session.save_point()
-        if not results or terminate:
+        await _save_point(run)
+        if reply.stop_reason in ("error", "aborted") or terminate:
+            break
+        queued = await run.host.drain_steering()
+        if not queued and not results:
+            queued = await run.host.drain_follow_up()
+        if not queued and not results:
             break
         run.turn_index += 1
         await notify(run.sender, TurnStartEvent(turn_index=run.turn_index))
+        for message in queued:
+            await _emit_message(run, message)
     await notify(run.sender, AgentEndEvent(messages=tuple(run.added)))
     return reply
 
 
-def _turn_context(run: Run) -> Any:
-    value = run.tool_context
-    return value() if callable(value) else value
+async def _save_point(run: Run) -> None:
+    had_pending = run.host.flush_pending_writes()
+    run.session.save_point()
+    await notify(run.sender, SavePointEvent(had_pending_writes=had_pending))
 
 
 async def _emit_message(run: Run, message: Message, *, started: bool = False) -> None:
@@ -123,22 +174,96 @@ async def _emit_message(run: Run, message: Message, *, started: bool = False) ->
     await notify(run.sender, MessageEndEvent(message=message, entry_id=entry.id))
 
 
-async def _stream_reply(run: Run) -> AssistantMessage:
+async def _request(run: Run, settings: TurnSettings) -> AssistantMessage:
+    """One model request with the request hooks, retried while the failure is retryable."""
+    model = settings.model
+    messages = await emit_context(
+        run.sender,
+        ContextEvent(messages=run.session.build_context().messages, turn_index=run.turn_index),
+    )
+    options = await emit_before_provider_request(
+        run.sender,
+        BeforeProviderRequestEvent(
+            provider=model.provider,
+            model_id=model.id,
+            session_id=run.session.id,
+            options=settings.options,
+        ),
+    )
     request = ModelRequest(
-        system_prompt=run.system_prompt,
-        messages=to_llm_messages(run.session.build_context().messages),
+        system_prompt=run.system_prompt
+        if run.system_prompt is not None
+        else settings.system_prompt,
+        messages=to_llm_messages(messages),
         tools=[
             ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-            for t in run.tools.values()
+            for t in settings.tools.values()
         ],
-        thinking_level=run.thinking_level,
+        thinking_level=settings.thinking_level,
         session_id=run.session.id,
+        options=options,
     )
+    payload: Mapping[str, JSONValue] | None = None
+    if has_receivers(BeforeProviderPayloadEvent, run.sender):  # building a body is not free
+        payload = await emit_before_provider_payload(
+            run.sender,
+            BeforeProviderPayloadEvent(
+                provider=model.provider, model_id=model.id, payload=model.build_payload(request)
+            ),
+        )
+    max_attempts = options.max_retries + 1
+    attempt = 0
+    while True:
+        attempt += 1
+        reply, error = await _stream_once(run, model, request, payload)
+        delay = _retry_delay(error, attempt, max_attempts, options, settings.retry_base_delay_s)
+        if error is None or delay is None:
+            await _emit_message(run, reply, started=True)
+            run.last_reply = reply
+            return reply
+        # A failed attempt is not a finished turn: its partial reply is dropped, not persisted.
+        await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))
+        await notify(
+            run.sender,
+            RetryEvent(
+                attempt=attempt,
+                max_attempts=max_attempts,
+                delay_s=delay,
+                error_message=error.message,
+                error_type=error.error_type,
+            ),
+        )
+        await asyncio.sleep(delay)
+
+
+def _retry_delay(
+    error: ProviderError | None,
+    attempt: int,
+    max_attempts: int,
+    options: StreamOptions,
+    base_delay_s: float,
+) -> float | None:
+    """Seconds to wait before the next attempt, or None to stop (exponential backoff; a server's
+    ``retry-after`` wins, and one longer than ``max_retry_delay_s`` ends the retries)."""
+    if error is None or not error.retryable or attempt >= max_attempts:
+        return None
+    if error.retry_after_s is not None:
+        return error.retry_after_s if error.retry_after_s <= options.max_retry_delay_s else None
+    return min(base_delay_s * 2.0 ** (attempt - 1), options.max_retry_delay_s)
+
+
+async def _stream_once(
+    run: Run, model: Model, request: ModelRequest, payload: Mapping[str, JSONValue] | None
+) -> tuple[AssistantMessage, ProviderError | None]:
     partial: AssistantMessage | None = None
-    final: AssistantMessage | None = None
     try:
-        async for event in run.model.stream(request):
-            if isinstance(event, StreamStart):
+        async for event in model.stream(request, payload=payload):
+            if isinstance(event, StreamResponse):
+                await notify(
+                    run.sender,
+                    AfterProviderResponseEvent(status=event.status, headers=event.headers),
+                )
+            elif isinstance(event, StreamStart):
                 partial = event.partial
                 await notify(run.sender, MessageStartEvent(message=partial))
             elif isinstance(event, StreamDelta):
@@ -153,29 +278,35 @@ async def _stream_reply(run: Run) -> AssistantMessage:
                             delta=event.delta,
                         ),
                     )
-            elif isinstance(event, StreamDone | StreamError):
-                final = event.message
+            elif isinstance(event, StreamDone):
+                return event.message, None
+            elif isinstance(event, StreamError):
+                return event.message, event.error
     except asyncio.CancelledError:
         # Persist what arrived, in one synchronous append, then let the cancellation go on.
-        base = partial or AssistantMessage(
-            api=run.model.api, provider=run.model.provider, model=run.model.id
-        )
         aborted = evolve(
-            base, stop_reason="aborted", error_message="Request was aborted", timestamp=now_ms()
+            partial or _empty_reply(model),
+            stop_reason="aborted",
+            error_message="Request was aborted",
+            timestamp=now_ms(),
         )
         run.session.append_message(aborted)
         run.added.append(aborted)
+        run.last_reply = aborted
         raise
-    if final is None:
-        final = evolve(
-            partial
-            or AssistantMessage(api=run.model.api, provider=run.model.provider, model=run.model.id),
-            stop_reason="error",
-            error_message="the model's stream ended without a final event",
-            timestamp=now_ms(),
-        )
-    await _emit_message(run, final, started=partial is not None)
-    return final
+    failed = evolve(
+        partial or _empty_reply(model),
+        stop_reason="error",
+        error_message="the model's stream ended without a final event",
+        timestamp=now_ms(),
+    )
+    if partial is None:
+        await notify(run.sender, MessageStartEvent(message=failed))
+    return failed, None
+
+
+def _empty_reply(model: Model) -> AssistantMessage:
+    return AssistantMessage(api=model.api, provider=model.provider, model=model.id)
 
 
 @define
@@ -191,29 +322,30 @@ class _Pending:
 
 
 async def _run_tools(
-    run: Run, reply: AssistantMessage, context: Any
+    run: Run, settings: TurnSettings, reply: AssistantMessage, context: Any
 ) -> tuple[list[ToolResultMessage], bool]:
     """Preflight every call in order, execute the allowed ones (in parallel unless a tool or the
     harness asks for sequential), then persist the results in call order."""
     pending: list[_Pending] = []
-    for call in reply.tool_calls:
-        await notify(
-            run.sender,
-            ToolExecutionStartEvent(
-                tool_call_id=call.id, tool_name=call.name, input=call.arguments
-            ),
-        )
-        pending.append(await _preflight(run, reply, call))
+    try:
+        for call in reply.tool_calls:
+            await notify(
+                run.sender,
+                ToolExecutionStartEvent(
+                    tool_call_id=call.id, tool_name=call.name, input=call.arguments
+                ),
+            )
+            pending.append(await _preflight(run, settings, reply, call))
 
-    runnable = [p for p in pending if p.error is None]
-    terminate_flags: list[bool] = []
-    if run.sequential or any(p.tool is not None and p.tool.sequential for p in runnable):
-        for p in pending:
-            terminate_flags.append(await _finish(run, p, context))
-    else:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_finish(run, p, context)) for p in pending]
-        terminate_flags = [t.result() for t in tasks]
+        if settings.sequential or any(p.tool is not None and p.tool.sequential for p in pending):
+            flags = [await _finish(run, p, context) for p in pending]
+        else:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(_finish(run, p, context)) for p in pending]
+            flags = [t.result() for t in tasks]
+    except asyncio.CancelledError:
+        _persist_aborted_results(run, reply, pending)
+        raise
 
     results: list[ToolResultMessage] = []
     for p in pending:
@@ -221,15 +353,29 @@ async def _run_tools(
             raise RuntimeError(f"tool call {p.call.id} finished without a result")
         await _emit_message(run, p.result)
         results.append(p.result)
-    return results, bool(terminate_flags) and all(terminate_flags)
+    return results, bool(flags) and all(flags)
 
 
-async def _preflight(run: Run, reply: AssistantMessage, call: ToolCall) -> _Pending:
-    tool = run.tools.get(call.name)
+def _persist_aborted_results(run: Run, reply: AssistantMessage, pending: list[_Pending]) -> None:
+    """On cancellation: every call of the reply gets its result persisted (what finished keeps
+    its result, the rest an aborted error), synchronously, so the session stays consistent."""
+    done = {p.call.id: p.result for p in pending if p.result is not None}
+    for call in reply.tool_calls:
+        result = done.get(call.id) or ToolResultMessage(
+            tool_call_id=call.id, tool_name=call.name, content=ABORTED_TOOL_TEXT, is_error=True
+        )
+        run.session.append_message(result)
+        run.added.append(result)
+
+
+async def _preflight(
+    run: Run, settings: TurnSettings, reply: AssistantMessage, call: ToolCall
+) -> _Pending:
+    tool = settings.tools.get(call.name)
     if reply.stop_reason == "length":
         return _Pending(call, tool, call.arguments, error=LENGTH_STOP_TEXT)
     if tool is None:
-        known = ", ".join(sorted(run.tools)) or "none"
+        known = ", ".join(sorted(settings.tools)) or "none"
         return _Pending(
             call, None, call.arguments, error=f"unknown tool {call.name!r} (tools: {known})"
         )
@@ -299,11 +445,9 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
             ToolExecutionUpdateEvent(tool_call_id=p.call.id, tool_name=tool.name, partial=partial),
         )
 
+    run_info = ToolRun(tool_call_id=p.call.id, cwd=run.cwd, context=context, on_update=on_update)
     try:
-        value = await tool.execute(
-            p.input,
-            ToolRun(tool_call_id=p.call.id, cwd=run.cwd, context=context, on_update=on_update),
-        )
+        value = await tool.execute(p.input, run_info)
     except Exception as exc:  # a failing tool is the model's to handle, not the run's end
         return ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
     return value if isinstance(value, ToolResult) else ToolResult(content=str(value))

@@ -145,6 +145,16 @@ class Model(Protocol):
         """API name as stored in assistant messages (``anthropic-messages``)."""
         ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one reply to ``request``."""
+    def build_payload(self, request: ModelRequest) -> Mapping[str, JSONValue]:
+        """The request body this model would send for ``request`` (pure; no I/O).
+
+        The harness shows it to ``before_provider_payload`` hooks, which may return a
+        replacement.
+        """
+        ...
+
+    def stream(
+        self, request: ModelRequest, *, payload: Mapping[str, JSONValue] | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one reply to ``request``; send ``payload`` instead of the built body if given."""
         ...

@@ -27,6 +27,7 @@ from hooks import (
 )
 
 from .._errors import ProviderError
+from .._tokens import estimate_tokens
 from .base import (
     ModelRequest,
     StreamDelta,
@@ -105,6 +106,8 @@ class FauxModel:
         self._delay = delay_s
         self.requests: list[ModelRequest] = []
         """Every request received, in order (for assertions)."""
+        self.payloads: list[Mapping[str, JSONValue]] = []
+        """Bodies given by ``before_provider_payload`` hooks, in order (none without hooks)."""
 
     @property
     def provider(self) -> str:
@@ -132,9 +135,24 @@ class FauxModel:
         if self._queue:
             raise AssertionError(f"{len(self._queue)} scripted faux replies were never used")
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def build_payload(self, request: ModelRequest) -> Mapping[str, JSONValue]:
+        """A JSON view of the request (what a real provider would send), for payload hooks."""
+        return {
+            "model": self._id,
+            "system": request.system_prompt,
+            "messages": [
+                {"role": m.role, "text": getattr(m, "text", "")} for m in request.messages
+            ],
+            "tools": [t.name for t in request.tools],
+        }
+
+    async def stream(
+        self, request: ModelRequest, *, payload: Mapping[str, JSONValue] | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """Stream the next scripted reply (see :class:`~harness.Model`)."""
         self.requests.append(request)
+        if payload is not None:
+            self.payloads.append(payload)
         partial = AssistantMessage(api=self.api, provider=self.provider, model=self._id)
         yield StreamResponse(status=200, headers={})
         yield StreamStart(partial=partial)
@@ -211,9 +229,10 @@ def _failed(partial: AssistantMessage, error: ProviderError) -> AssistantMessage
 
 
 def _usage(request: ModelRequest, reply: FauxReply) -> Usage:
-    chars_in = len(request.system_prompt) + sum(len(repr(m)) for m in request.messages)
-    chars_out = len(reply.text) + len(reply.thinking) + sum(len(repr(c)) for c in reply.tool_calls)
-    input_tokens, output_tokens = -(-chars_in // 4), -(-chars_out // 4)
+    input_tokens = -(-len(request.system_prompt) // 4) + estimate_tokens(request.messages)
+    chars_out = len(reply.text) + len(reply.thinking)
+    chars_out += sum(len(c.name) + len(str(c.arguments)) for c in reply.tool_calls)
+    output_tokens = -(-chars_out // 4)
     return Usage(
         input=input_tokens, output=output_tokens, total_tokens=input_tokens + output_tokens
     )

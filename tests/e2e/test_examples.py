@@ -29,7 +29,7 @@ def test_log_events_prints_one_json_line_per_event_in_order(tmp_path: Path) -> N
     out = run_example("log_events.py", tmp_path)
     records = [orjson.loads(line) for line in out.stdout.splitlines()]
     names = [r["event"] for r in records]
-    assert names[0] == "agent_start" and names[-1] == "agent_end"
+    assert names[0] == "before_agent_start" and names[-2:] == ["agent_end", "settled"]
     assert names.count("message_end") == 2
     ends = [r for r in records if r["event"] == "message_end"]
     assert ends[1]["message"]["content"][0]["text"] == "Hello from the faux model."

@@ -56,8 +56,9 @@ def recording_tool(name: str = "echo", calls: list[Mapping[str, Any]] | None = N
 
 def record_events(h: AgentHarness) -> list[str]:
     names: list[str] = []
+    loop_events = ("agent_", "turn_", "message_", "tool_execution_")
     for event_name in EVENT_CLASSES:
-        if event_name not in ("tool_call", "tool_result"):
+        if event_name.startswith(loop_events):
             h.connect(event_name, lambda sender, event: names.append(event.name), priority=-100)
     return names
 
