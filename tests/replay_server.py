@@ -8,7 +8,9 @@ Tests point the real ``anthropic`` SDK at it (``base_url=server.url``) so the wh
   chunked transfer encoding, in small chunks, optionally cut after some bytes, followed by extra
   bytes (an injected ``event: error``), closed abruptly (no final chunk), or held open until the
   server closes (to test cancellation);
-* :class:`JsonReply`: a JSON body with a status code and headers (a 400, 429, 500, 529 ...).
+* :class:`JsonReply`: a JSON body with a status code and headers (a 400, 429, 500, 529 ...);
+* :class:`DropReply`: raw bytes (possibly none, or half a status line), then the connection is
+  closed without a complete response, at once or once the server closes (a client timeout).
 
 Every request is recorded (:class:`RecordedRequest`: path, lower-cased headers, parsed JSON body)
 so tests assert what was sent. Fixture files are read in place, never copied: they live in the
@@ -34,6 +36,7 @@ from attrs import field, frozen
 __all__ = [
     "ANTHROPIC_FIXTURES",
     "FIXTURES_DIR",
+    "DropReply",
     "JsonReply",
     "RecordedRequest",
     "ReplayServer",
@@ -148,7 +151,21 @@ class JsonReply:
         return cls(status=status, body=fixture_bytes(name), headers=headers or {})
 
 
-Reply = SseReply | JsonReply
+@frozen(kw_only=True)
+class DropReply:
+    """No complete response: send ``data`` as it is (raw bytes, not an HTTP body), then close.
+
+    Args:
+        data: raw bytes written first, e.g. ``b""`` or ``b"HTTP/1.1 200 OK\r\n"``.
+        hold: wait until the server closes before closing the connection, so the client sees
+            nothing more for as long as it waits (its timeout fires); otherwise close at once.
+    """
+
+    data: bytes = b""
+    hold: bool = False
+
+
+Reply = SseReply | JsonReply | DropReply
 
 
 @frozen(kw_only=True)
@@ -210,6 +227,11 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             elif isinstance(reply, JsonReply):
                 self._send_json(reply)
+            elif isinstance(reply, DropReply):
+                self.wfile.write(reply.data)
+                if reply.hold:
+                    self.server.released.wait()
+                self._close_abruptly()
             else:
                 self._send_sse(reply)
         except OSError:

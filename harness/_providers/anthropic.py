@@ -5,19 +5,27 @@ way pi's ``anthropic-messages`` provider maps it to pi messages (DESIGN §7):
 
 * request: our user / assistant / tool-result messages become Anthropic ``messages``; the tool
   results that answer one assistant turn are merged into one user message; empty text blocks and
-  messages left empty are never sent; thinking blocks go back with their signatures;
+  messages left empty are never sent; thinking blocks and server-tool blocks (web search, code
+  execution, MCP ...) go back exactly as the API sent them; :class:`~hooks.StreamOptions` give
+  the timeout, extra headers, ``metadata.user_id`` and the prompt-cache retention;
 * stream: raw SSE events (``message_start``, ``content_block_*``, ``message_delta``,
-  ``message_stop``) are accumulated into one :class:`~hooks.AssistantMessage`;
+  ``message_stop``) are accumulated into one :class:`~hooks.AssistantMessage`; a ``pause_turn``
+  stop is continued here (a follow-up request), up to a cap, and merged into the same message;
 * errors: every SDK or transport failure becomes a :class:`~harness.ProviderError` reported as a
   :class:`~harness._providers.base.StreamError`; nothing from ``anthropic`` leaves this module.
+  This provider never retries: it classifies (``retryable``, ``error_type``,
+  ``retry_after_s``) and the harness decides, so each attempt is visible as a ``retry`` event.
 
-Units: token counts are tokens; ``max_tokens`` and thinking budgets are output tokens.
+Units: token counts are tokens; ``max_tokens`` and thinking budgets are output tokens; times are
+seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import re
+import time
 from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any, Final, Literal
 
@@ -25,12 +33,14 @@ import anthropic
 import orjson
 from anthropic.types import (
     InputJSONDelta,
+    Message,
     RawContentBlockDeltaEvent,
     RawContentBlockStartEvent,
     RawContentBlockStopEvent,
     RawMessageDeltaEvent,
     RawMessageStartEvent,
     RawMessageStopEvent,
+    RawMessageStreamEvent,
     SignatureDelta,
     TextDelta,
     ThinkingDelta,
@@ -40,10 +50,12 @@ from attrs import define, field
 from hooks import (
     AssistantContent,
     AssistantMessage,
+    CacheRetention,
     Cost,
     ImageContent,
     JSONValue,
     StopReason,
+    StreamOptions,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -69,7 +81,20 @@ from .base import (
     ToolSpec,
 )
 
-__all__ = ["ANTHROPIC_API", "THINKING_BUDGETS", "AnthropicModel"]
+
+def _is_transport_timeout(exc: BaseException) -> bool:
+    # The SDK's HTTP library (httpx, or the fork newer SDKs ship) raises its own TimeoutException
+    # mid-stream; match it by name rather than importing a transitive dependency.
+    return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
+
+
+__all__ = [
+    "ANTHROPIC_API",
+    "CACHE_CONTROL",
+    "THINKING_BUDGETS",
+    "AnthropicModel",
+    "convert_messages",
+]
 
 ANTHROPIC_API: Final = "anthropic-messages"
 """The ``api`` value stored in assistant messages this provider writes (pi's name)."""
@@ -83,12 +108,19 @@ THINKING_BUDGETS: Final[Mapping[ThinkingLevel, int]] = {
 }
 """``thinking.budget_tokens`` per thinking level, in tokens (pi's default budgets)."""
 
+CACHE_CONTROL: Final[Mapping[CacheRetention, Mapping[str, str] | None]] = {
+    "none": None,
+    "short": {"type": "ephemeral"},  # the API's default 5-minute cache
+    "long": {"type": "ephemeral", "ttl": "1h"},
+}
+"""The ``cache_control`` marker sent per :data:`~hooks.CacheRetention` (None: no caching)."""
+
 _REDACTED_THINKING_TEXT: Final = "[Reasoning redacted]"  # what pi shows for redacted_thinking
 
 _STOP_REASONS: Final[Mapping[str, StopReason]] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",  # recorded in extra["pauseTurn"]; the loop continues it
+    "pause_turn": "stop",  # continued here; extra["pauseTurn"] once the cap is reached
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "tool_use": "toolUse",
@@ -100,16 +132,43 @@ _RETRYABLE_ERROR_TYPES: Final = frozenset(
     {"overloaded_error", "rate_limit_error", "api_error", "timeout_error"}
 )
 
+# The API's error type for a status, for error bodies that carry none (a proxy's HTML page).
+_STATUS_ERROR_TYPES: Final[Mapping[int, str]] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+# What the API says when the prompt does not fit the context window, e.g. "prompt is too long:
+# 210000 tokens > 200000 maximum" or "input length and `max_tokens` exceed context limit: ...".
+_CONTEXT_OVERFLOW: Final = re.compile(
+    r"prompt is too long"
+    r"|exceeds? (?:the )?(?:model'?s? )?(?:maximum )?context (?:window|limit|length)"
+    r"|context (?:window|limit|length) (?:exceeded|overflow)"
+    r"|maximum context length",
+    re.IGNORECASE,
+)
+
+# Blocks in which the API runs a tool itself; the result comes back as a block whose
+# ``tool_use_id`` names the use (web_search_tool_result, mcp_tool_result ...).
+_SERVER_TOOL_USES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
+
 _TOOL_ID_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 class AnthropicModel:
     """A Claude model reached through the Anthropic Messages API (streaming).
 
-    Implements :class:`~harness._providers.base.Model`. Retries of failed requests (429, 5xx,
-    overloaded, connection errors) are the SDK's, up to ``max_retries``; a failure after the
-    stream started (an SSE ``error`` event, a dropped connection) is reported with
-    ``ProviderError.retryable`` set, for the caller to decide.
+    Implements :class:`~harness._providers.base.Model`. Failed requests are not retried here
+    (the SDK's own retries are off unless ``max_retries`` says otherwise): every failure is
+    reported with :attr:`ProviderError.retryable`, ``error_type`` and ``retry_after_s`` set, and
+    the harness retries, so each attempt can be shown.
 
     Args:
         model_id: Anthropic model id (``claude-sonnet-4-5``); also the ``model`` stored in replies.
@@ -118,9 +177,12 @@ class AnthropicModel:
         api_key: API key; None lets the SDK read ``ANTHROPIC_API_KEY``.
         base_url: API base URL; None lets the SDK use its default (or ``ANTHROPIC_BASE_URL``).
         max_tokens: default ``max_tokens`` (output tokens) when the request sets none.
-        max_retries: SDK retries before the stream starts.
-        prompt_caching: mark the system prompt and the last user message with
-            ``cache_control: {"type": "ephemeral"}`` (Anthropic prompt caching), as pi does.
+        max_retries: retries done by the SDK itself before the stream starts, invisible to the
+            harness; 0 (the default) leaves retrying to the harness.
+        temperature: sampling temperature sent with every request, None for the API's default.
+            Not sent while thinking is on (the API rejects it then).
+        max_pause_continuations: how many times a reply that stops with ``pause_turn`` (a
+            server tool ran long) is continued before it is returned as it stands.
     """
 
     def __init__(
@@ -131,9 +193,14 @@ class AnthropicModel:
         api_key: str | None = None,
         base_url: str | None = None,
         max_tokens: int = 8192,
-        max_retries: int = 2,
-        prompt_caching: bool = True,
+        max_retries: int = 0,
+        temperature: float | None = None,
+        max_pause_continuations: int = 5,
     ) -> None:
+        if max_pause_continuations < 0:
+            raise ValueError(
+                f"max_pause_continuations must be 0 or more, got {max_pause_continuations}"
+            )
         self._id = model_id
         self._owns_client = client is None
         self._client = (
@@ -144,7 +211,8 @@ class AnthropicModel:
             )
         )
         self._max_tokens = max_tokens
-        self._prompt_caching = prompt_caching
+        self._temperature = temperature
+        self._max_pause_continuations = max_pause_continuations
 
     @property
     def provider(self) -> str:
@@ -172,25 +240,34 @@ class AnthropicModel:
     def build_payload(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API request body for ``request`` (without ``stream``).
 
-        Pure: no I/O. Thinking levels other than ``off`` send
-        ``thinking={"type": "enabled", "budget_tokens": THINKING_BUDGETS[level]}`` and raise
-        ``max_tokens`` to budget + max_tokens when it would not exceed the budget (the API requires
-        ``budget_tokens < max_tokens``).
+        Pure: no I/O, and a new dict each call (the caller may change it and pass it to
+        :meth:`stream`).
+
+        * Thinking levels other than ``off`` send ``thinking={"type": "enabled", "budget_tokens":
+          THINKING_BUDGETS[level]}`` and raise ``max_tokens`` to budget + max_tokens when it
+          would not exceed the budget (the API requires ``budget_tokens < max_tokens``); the
+          ``temperature`` is then left out.
+        * ``request.options.cache_retention`` puts :data:`CACHE_CONTROL` on the system prompt and
+          on the last block of the last message when that is a user message (``none``: nowhere).
+        * ``request.options.metadata``: only ``user_id`` (a non-empty string) is sent, as
+          ``metadata.user_id``; the API accepts no other key, so other keys are dropped.
 
         Returns:
             A JSON-ready dict: ``model``, ``max_tokens``, ``messages`` and, when present,
-            ``system``, ``tools``, ``thinking``.
+            ``system``, ``tools``, ``thinking``, ``temperature``, ``metadata``.
         """
+        options = request.options
+        cache_control = CACHE_CONTROL[options.cache_retention]
         max_tokens = request.max_tokens if request.max_tokens is not None else self._max_tokens
         payload: dict[str, Any] = {"model": self._id, "max_tokens": max_tokens}
         if request.system_prompt.strip():
             system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
-            if self._prompt_caching:
-                system["cache_control"] = {"type": "ephemeral"}
+            if cache_control is not None:
+                system["cache_control"] = dict(cache_control)
             payload["system"] = [system]
         messages = convert_messages(request.messages)
-        if self._prompt_caching:
-            _mark_cache_breakpoint(messages)
+        if cache_control is not None:
+            _mark_cache_breakpoint(messages, cache_control)
         payload["messages"] = messages
         if request.tools:
             payload["tools"] = [_tool_param(tool) for tool in request.tools]
@@ -199,65 +276,141 @@ class AnthropicModel:
             payload["thinking"] = {"type": "enabled", "budget_tokens": budget}
             if max_tokens <= budget:
                 payload["max_tokens"] = budget + max_tokens
+        elif self._temperature is not None:
+            payload["temperature"] = self._temperature
+        user_id = options.metadata.get("user_id")
+        if isinstance(user_id, str) and user_id:
+            payload["metadata"] = {"user_id": user_id}
         return payload
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+    async def stream(
+        self, request: ModelRequest, *, payload: Mapping[str, Any] | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Stream one reply to ``request`` from the Messages API.
 
-        Yields, in order: :class:`StreamResponse` (HTTP status and headers, also for an HTTP
-        error), :class:`StreamStart`, :class:`StreamDelta` per non-empty text, thinking or tool
-        input delta, then exactly one :class:`StreamDone` or :class:`StreamError`.
+        Args:
+            request: what to ask; its ``options`` give the timeout (``timeout_s``, None for the
+                SDK's default) and extra HTTP ``headers``, also when ``payload`` is given.
+            payload: the request body to send instead of :meth:`build_payload`'s (a
+                ``before_provider_payload`` hook's replacement), sent as given apart from
+                ``stream: true``; never changed.
+
+        Yields, in order: one :class:`StreamResponse` (HTTP status and headers of the first
+        response, also for an HTTP error), :class:`StreamStart`, :class:`StreamDelta` per
+        non-empty text, thinking or tool input delta, then exactly one :class:`StreamDone` or
+        :class:`StreamError`.
+
+        ``pause_turn`` (the API paused a long server-tool turn): the request is sent again with
+        the paused content appended as an assistant turn (server-tool blocks as received), and
+        the continuation's blocks, deltas (``content_index`` counting on) and usage (summed) go
+        into the same reply. After ``max_pause_continuations`` continuations the reply is
+        returned as it stands: stop reason ``stop`` and ``extra["pauseTurn"] = True``.
 
         Stop reasons (Anthropic -> ours): ``end_turn``/``stop_sequence`` -> ``stop``;
-        ``max_tokens``/``model_context_window_exceeded`` -> ``length``; ``tool_use`` ->
-        ``toolUse``; ``refusal`` -> ``refusal`` with ``extra["stopDetails"]``; ``pause_turn`` ->
-        ``stop`` with ``extra["pauseTurn"] = True``. A tool call whose block never closed or whose
-        input JSON does not parse is dropped from the reply, so it can never run; outside a
-        ``length`` stop that is reported as an error (``error_type="invalid_tool_input"``).
+        ``max_tokens``/``model_context_window_exceeded`` -> ``length`` (not an error);
+        ``tool_use`` -> ``toolUse``; ``refusal`` -> ``refusal`` with ``extra["stopDetails"]``. A
+        tool call whose block never closed or whose input JSON does not parse is dropped from
+        the reply, so it can never run; outside a ``length`` stop that is reported as an error
+        (``error_type="invalid_tool_input"``).
 
         Errors are reported, not raised: ``StreamError.message`` holds what arrived, with
-        ``stop_reason="error"``, and ``StreamError.error`` is a :class:`ProviderError` whose
-        ``retryable`` is True for overloaded (529), rate limits (429), 5xx, connection errors,
-        timeouts, transient SSE ``error`` events and a stream that ended without ``message_stop``
-        (``error_type="incomplete_stream"``).
+        ``stop_reason="error"``, and ``StreamError.error`` is a :class:`ProviderError` (see its
+        ``error_type`` values). ``retryable`` is True for overloaded (529), rate limits (429),
+        other 5xx, 408/409, connection errors, timeouts, transient SSE ``error`` events and a
+        stream that ended without ``message_stop``; an ``x-should-retry`` header overrides the
+        status; a context overflow (``error_type="context_overflow"``) is never retryable.
+        ``retry_after_s`` comes from ``retry-after-ms`` / ``retry-after``.
 
         Cancellation (``asyncio.CancelledError``) propagates; the HTTP response is closed first,
         as it is when the consumer stops early (``aclose()``). ``request.session_id`` is not sent.
         """
-        payload = self.build_payload(request)
+        body = _plain(payload) if payload is not None else self.build_payload(request)
+        body["stream"] = True
+        messages = body.get("messages")
+        base_messages: list[Any] = list(messages) if isinstance(messages, list) else []
+        options = _sdk_options(request.options)
         builder = _ReplyBuilder(model=self._id)
-        try:
-            sdk_stream = await self._client.messages.create(stream=True, **payload)
-        except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-            error = _request_error(exc)
-            if isinstance(exc, anthropic.APIStatusError):
-                yield StreamResponse(status=exc.status_code, headers=dict(exc.response.headers))
-            yield StreamStart(partial=builder.partial())
-            yield StreamError(message=builder.failed(error), error=error)
-            return
-        events = sdk_stream.__aiter__()
-        try:
-            response = sdk_stream.response
-            yield StreamResponse(status=response.status_code, headers=dict(response.headers))
-            yield StreamStart(partial=builder.partial())
-            while True:
-                try:
-                    event = await anext(events)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:  # SDK/transport failure while reading the body
-                    error = _stream_error(exc)
-                    yield StreamError(message=builder.failed(error), error=error)
-                    return
-                for delta in builder.apply(event):
-                    yield delta
-            yield builder.finish()
-        finally:
-            # A failed close leaves nothing to report or undo (cancellation still propagates).
-            with contextlib.suppress(Exception):
-                if isinstance(events, AsyncGenerator):
-                    await events.aclose()  # else GC finalises it later, outside this task
-                await sdk_stream.close()
+        started = False
+        continuations = 0
+        while True:
+            try:
+                sdk_stream = await self._client.post(
+                    "/v1/messages",
+                    cast_to=Message,
+                    body=body,
+                    options=options,
+                    stream=True,
+                    stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+                )
+            except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
+                error = _request_error(exc)
+                if not started:
+                    if isinstance(exc, anthropic.APIStatusError):
+                        headers = dict(exc.response.headers)
+                        yield StreamResponse(status=exc.status_code, headers=headers)
+                    yield StreamStart(partial=builder.partial())
+                yield StreamError(message=builder.failed(error), error=error)
+                return
+            events = sdk_stream.__aiter__()
+            try:
+                if not started:
+                    response = sdk_stream.response
+                    yield StreamResponse(
+                        status=response.status_code, headers=dict(response.headers)
+                    )
+                    yield StreamStart(partial=builder.partial())
+                    started = True
+                while True:
+                    try:
+                        event = await anext(events)
+                    except StopAsyncIteration:
+                        break
+                    except Exception as exc:  # SDK/transport failure while reading the body
+                        error = _stream_error(exc)
+                        yield StreamError(message=builder.failed(error), error=error)
+                        return
+                    for delta in builder.apply(event):
+                        yield delta
+            finally:
+                # A failed close leaves nothing to report or undo (cancellation still propagates).
+                with contextlib.suppress(Exception):
+                    if isinstance(events, AsyncGenerator):
+                        await events.aclose()  # else GC finalises it later, outside this task
+                    await sdk_stream.close()
+            failed = builder.segment_error()
+            if failed is not None:
+                yield failed
+                return
+            if not builder.paused or continuations >= self._max_pause_continuations:
+                yield builder.done()
+                return
+            continuations += 1
+            turn = builder.continuation_blocks()
+            body = {**body, "messages": _with_assistant_turn(base_messages, turn)}
+            builder.next_segment()
+
+
+def _sdk_options(options: StreamOptions) -> anthropic.RequestOptions:
+    """Per-request SDK options: the timeout (seconds) and the extra headers."""
+    sdk_options: anthropic.RequestOptions = {}
+    if options.timeout_s is not None:
+        sdk_options["timeout"] = options.timeout_s
+    if options.headers:
+        sdk_options["headers"] = dict(options.headers)
+    return sdk_options
+
+
+def _with_assistant_turn(messages: list[Any], blocks: list[dict[str, Any]]) -> list[Any]:
+    """``messages`` followed by an assistant turn of ``blocks`` (a prefill is extended)."""
+    if messages and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
+        last = messages[-1]
+        content = last.get("content")
+        if isinstance(content, str):
+            prefill: list[Any] = [{"type": "text", "text": content}] if content else []
+        else:
+            prefill = list(content) if isinstance(content, list) else []
+        return [*messages[:-1], {**last, "content": [*prefill, *blocks]}]
+    return [*messages, {"role": "assistant", "content": blocks}]
 
 
 # --- request building -------------------------------------------------------------------------
@@ -269,13 +422,17 @@ def convert_messages(messages: tuple[LlmMessage, ...]) -> list[dict[str, Any]]:
     Consecutive tool results become one user message of ``tool_result`` blocks (the API wants all
     results of an assistant turn in the next user message). Whitespace-only text blocks are
     dropped (the API rejects them), and so is a message left with no content. Thinking, redacted
-    thinking and unknown blocks are sent back only when the message came from this API; from
-    another API, thinking becomes plain text (its signature would not verify) and the rest is
-    dropped.
+    thinking and unknown blocks (server-tool blocks such as ``server_tool_use``,
+    ``web_search_tool_result``, ``mcp_tool_use``, ``code_execution_tool_result``) are sent back
+    unchanged only when the message came from this API; from another API, thinking becomes plain
+    text (its signature would not verify) and the rest is dropped. A server-tool use left without
+    its result (a reply returned at the ``pause_turn`` cap) is dropped too, unless its message is
+    the last one (a turn still being continued).
     """
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
-    for message in messages:
+    last = len(messages) - 1
+    for position, message in enumerate(messages):
         if isinstance(message, ToolResultMessage):
             results.append(_tool_result_param(message))
             continue
@@ -292,6 +449,8 @@ def convert_messages(messages: tuple[LlmMessage, ...]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": blocks})
         else:
             blocks = _assistant_blocks(message)
+            if position != last:
+                blocks = _without_dangling_server_tool_uses(blocks)
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
     if results:
@@ -336,6 +495,15 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
+def _without_dangling_server_tool_uses(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    answered = {block.get("tool_use_id") for block in blocks}
+    return [
+        block
+        for block in blocks
+        if block.get("type") not in _SERVER_TOOL_USES or block.get("id") in answered
+    ]
+
+
 def _thinking_blocks(block: ThinkingContent, *, native: bool) -> list[dict[str, Any]]:
     signature = block.thinking_signature
     if native and block.redacted and signature:
@@ -377,8 +545,14 @@ def _tool_id(tool_call_id: str) -> str:
     return _TOOL_ID_INVALID.sub("_", tool_call_id)[:64]
 
 
-def _mark_cache_breakpoint(messages: list[dict[str, Any]]) -> None:
-    """Put ``cache_control`` on the last block of the last message if it is a user message."""
+def _mark_cache_breakpoint(
+    messages: list[dict[str, Any]], cache_control: Mapping[str, str]
+) -> None:
+    """Put ``cache_control`` on the last block of the last message if it is a user message.
+
+    Only text, image and tool_result blocks take it; ``convert_messages`` never leaves an empty
+    text block, so an empty block can never carry it.
+    """
     if not messages or messages[-1]["role"] != "user":
         return
     last = messages[-1]
@@ -386,10 +560,10 @@ def _mark_cache_breakpoint(messages: list[dict[str, Any]]) -> None:
         last["content"] = [{"type": "text", "text": last["content"]}]
     block = last["content"][-1]
     if block.get("type") in ("text", "image", "tool_result"):
-        block["cache_control"] = {"type": "ephemeral"}
+        block["cache_control"] = dict(cache_control)
 
 
-def _plain(value: Mapping[str, JSONValue]) -> dict[str, Any]:
+def _plain(value: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of ``value`` as plain dicts and lists, which the SDK can serialise."""
     return {key: _plain_value(item) for key, item in value.items()}
 
@@ -483,26 +657,61 @@ _BLOCK_KINDS: Final[Mapping[str, _BlockKind]] = {
     "redacted_thinking": "redacted",
     "tool_use": "tool",
     "server_tool_use": "server_tool",
+    "mcp_tool_use": "server_tool",
 }
 
 
+_USAGE_FIELDS: Final = ("input", "output", "cache_read", "cache_write")
+
+
 class _ReplyBuilder:
-    """Accumulates raw stream events into an :class:`AssistantMessage`; no I/O."""
+    """Accumulates raw stream events into an :class:`AssistantMessage`; no I/O.
+
+    A reply may span several responses (*segments*: a ``pause_turn`` and its continuations);
+    blocks keep counting across them, usage is summed.
+    """
 
     def __init__(self, *, model: str) -> None:
         self._model = model
         self._timestamp = now_ms()  # one timestamp for every partial and the final message
-        self._blocks: dict[int, _Block] = {}
-        self._order: list[_Block] = []
-        self._usage: dict[str, int] = {
-            "input": 0,
-            "output": 0,
-            "cache_read": 0,
-            "cache_write": 0,
-        }
+        self._blocks: dict[int, _Block] = {}  # this segment's blocks by Anthropic index
+        self._order: list[_Block] = []  # every segment's blocks, in stream order
+        self._usage: dict[str, int] = dict.fromkeys(_USAGE_FIELDS, 0)  # this segment's
+        self._prior_usage: dict[str, int] = dict.fromkeys(_USAGE_FIELDS, 0)  # earlier segments'
         self._stop_reason: str | None = None
         self._stop_details: dict[str, Any] | None = None
         self._stopped = False
+
+    # segments
+
+    @property
+    def paused(self) -> bool:
+        """Whether the segment just read stopped with ``pause_turn``."""
+        return self._stop_reason == "pause_turn"
+
+    def next_segment(self) -> None:
+        """Start reading a continuation: block indices restart, usage adds up."""
+        for name in _USAGE_FIELDS:
+            self._prior_usage[name] += self._usage[name]
+        self._usage = dict.fromkeys(_USAGE_FIELDS, 0)
+        self._blocks = {}
+        self._stop_reason = None
+        self._stop_details = None
+        self._stopped = False
+
+    def continuation_blocks(self) -> list[dict[str, Any]]:
+        """The reply so far as the assistant turn of a ``pause_turn`` continuation request.
+
+        Blocks go back as the API sent them (server-tool blocks unchanged). The API rejects an
+        assistant turn whose last text ends with whitespace, so that is trimmed.
+        """
+        blocks = _assistant_blocks(self._message(self._kept_content(), "stop"))
+        if blocks and blocks[-1].get("type") == "text":
+            text = str(blocks[-1].get("text", "")).rstrip()
+            blocks[-1] = {**blocks[-1], "text": text}
+            if not text:
+                blocks.pop()
+        return blocks
 
     # events -> deltas
 
@@ -598,8 +807,8 @@ class _ReplyBuilder:
         """What arrived before ``error``, with half tool calls dropped; stop reason ``error``."""
         return self._message(self._kept_content(), "error", error_message=error.message)
 
-    def finish(self) -> StreamDone | StreamError:
-        """The final event once the body ended: done, or an error if it was incomplete."""
+    def segment_error(self) -> StreamError | None:
+        """Once a body ended: the error if it was incomplete or left a broken tool call."""
         if not self._stopped:
             error = ProviderError(
                 "Anthropic stream ended without message_stop (connection closed early?)",
@@ -618,6 +827,11 @@ class _ReplyBuilder:
                 error_type="invalid_tool_input",
             )
             return StreamError(message=self.failed(error), error=error)
+        return None
+
+    def done(self) -> StreamDone:
+        """The final event, once :meth:`segment_error` found nothing wrong."""
+        stop_reason = _STOP_REASONS.get(self._stop_reason or "end_turn", "stop")
         extra: dict[str, Any] = {}
         if self._stop_details is not None:
             extra["stopDetails"] = self._stop_details
@@ -638,7 +852,7 @@ class _ReplyBuilder:
         error_message: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> AssistantMessage:
-        u = self._usage
+        u = {name: self._prior_usage[name] + self._usage[name] for name in _USAGE_FIELDS}
         usage = Usage(
             input=u["input"],
             output=u["output"],
@@ -692,20 +906,32 @@ def _stream_error(exc: Exception) -> ProviderError:
 def _request_error_of(exc: Exception) -> ProviderError:
     if isinstance(exc, anthropic.APIStatusError):
         error_type, api_message = _error_body(exc.body)
-        should_retry = exc.response.headers.get("x-should-retry")
+        status = exc.status_code
+        if not error_type:
+            error_type = _STATUS_ERROR_TYPES.get(status, "api_error" if status >= 500 else "")
+        message = (
+            f"Anthropic API returned HTTP {status} ({error_type or 'no error type'}): "
+            f"{api_message or exc.message}"
+        )
+        if _is_context_overflow(error_type, api_message):
+            # The same request overflows again, whatever the headers say: compact first.
+            return ProviderError(
+                message, retryable=False, status=status, error_type="context_overflow"
+            )
+        headers = exc.response.headers
+        should_retry = headers.get("x-should-retry")
         if should_retry in ("true", "false"):
             retryable = should_retry == "true"  # the API's own verdict, as the SDK honours it
         else:
-            status = exc.status_code
             retryable = (
                 status in (408, 409, 429) or status >= 500 or error_type in _RETRYABLE_ERROR_TYPES
             )
         return ProviderError(
-            f"Anthropic API returned HTTP {exc.status_code} ({error_type or 'no error type'}): "
-            f"{api_message or exc.message}",
+            message,
             retryable=retryable,
-            status=exc.status_code,
+            status=status,
             error_type=error_type,
+            retry_after_s=_retry_after_s(headers),
         )
     if isinstance(exc, anthropic.APIResponseValidationError):
         return ProviderError(
@@ -716,7 +942,9 @@ def _request_error_of(exc: Exception) -> ProviderError:
         )
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderError(
-            f"Anthropic request timed out: {exc}", retryable=True, error_type="timeout"
+            f"Anthropic request timed out (no response within the timeout): {exc}",
+            retryable=True,
+            error_type="timeout",
         )
     if isinstance(exc, anthropic.APIConnectionError):
         return ProviderError(
@@ -737,11 +965,21 @@ def _stream_error_of(exc: Exception) -> ProviderError:
     if isinstance(exc, anthropic.APIStatusError):
         # The SDK raises this for an SSE `event: error` (e.g. overloaded_error mid-stream).
         error_type, api_message = _error_body(exc.body)
-        return ProviderError(
+        message = (
             f"Anthropic stream failed with {error_type or 'an error event'}: "
-            f"{api_message or exc.message}",
-            retryable=error_type in _RETRYABLE_ERROR_TYPES,
-            error_type=error_type,
+            f"{api_message or exc.message}"
+        )
+        if _is_context_overflow(error_type, api_message):
+            return ProviderError(message, retryable=False, error_type="context_overflow")
+        return ProviderError(
+            message, retryable=error_type in _RETRYABLE_ERROR_TYPES, error_type=error_type
+        )
+    if _is_transport_timeout(exc):
+        # The SDK's transport: no data arrived within the request timeout.
+        return ProviderError(
+            f"Anthropic stream timed out (no data within the timeout): {type(exc).__name__}",
+            retryable=True,
+            error_type="timeout",
         )
     if isinstance(exc, ValueError):
         # Malformed event data (JSON or schema): the server sent something we cannot read.
@@ -765,3 +1003,35 @@ def _error_body(body: object) -> tuple[str, str]:
         if isinstance(error, Mapping):
             return str(error.get("type") or ""), str(error.get("message") or "")
     return "", ""
+
+
+def _is_context_overflow(error_type: str, api_message: str) -> bool:
+    """Whether an API error says the prompt does not fit the model's context window."""
+    return error_type in ("invalid_request_error", "") and bool(
+        _CONTEXT_OVERFLOW.search(api_message)
+    )
+
+
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait the server asked for, in seconds: ``retry-after-ms``, else ``retry-after`` as
+    seconds or an HTTP date; None when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        with contextlib.suppress(ValueError):
+            value = float(millis)
+            if value >= 0 and value != float("inf"):
+                return value / 1000
+    retry_after = headers.get("retry-after")
+    if retry_after is None:
+        return None
+    try:
+        seconds = float(retry_after)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(retry_after)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is always GMT
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return seconds if 0 <= seconds != float("inf") else None

@@ -38,6 +38,7 @@ from harness._providers.base import (
 from hooks import (
     AssistantMessage,
     ImageContent,
+    StreamOptions,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -49,15 +50,19 @@ from hooks import (
 MODEL_ID = "claude-test-model"
 
 
+NO_CACHE = StreamOptions(cache_retention="none")
+
+
 def _request(*messages: Any, **kwargs: Any) -> ModelRequest:
+    """A request; prompt caching off unless ``options`` say otherwise (simpler bodies)."""
     if not messages:
         messages = (UserMessage(content="Say just hello"),)
     kwargs.setdefault("system_prompt", "You are terse.")
+    kwargs.setdefault("options", NO_CACHE)
     return ModelRequest(messages=messages, **kwargs)
 
 
 def _model(client: anthropic.AsyncAnthropic, **kwargs: Any) -> AnthropicModel:
-    kwargs.setdefault("prompt_caching", False)
     return AnthropicModel(MODEL_ID, client=client, **kwargs)
 
 
@@ -319,12 +324,14 @@ async def test_stream_refusal(
 async def test_stream_pause_turn_keeps_server_tool_blocks(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
+    # No continuation allowed: the paused reply is returned as it stands (the cap case).
+    # Continuations themselves: test_anthropic_pause_turn.py.
     body = fixture_bytes("stream-pause-turn-web-search.sse")
     started = [
         p["content_block"] for p in _sse_payloads(body) if p["type"] == "content_block_start"
     ]
     replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
-    model = _model(anthropic_client)
+    model = _model(anthropic_client, max_pause_continuations=0)
     prompt = UserMessage(content="Run the 15 searches")
 
     message = _done(await _collect(model, _request(prompt)))
@@ -346,7 +353,10 @@ async def test_stream_pause_turn_keeps_server_tool_blocks(
     assert thinking.thinking_signature and thinking.thinking_signature.startswith("EuwJCm4I")
     assert message.usage.input == 404500
 
-    # Continuing the paused turn sends every block back unchanged.
+    assert len(replay_server.requests) == 1
+
+    # Continuing the paused turn (it is the last message) sends every block back unchanged,
+    # the dangling last server_tool_use included.
     follow_up = _request(prompt, message)
     _done(await _collect(model, follow_up))
     sent_blocks = replay_server.requests[1].body["messages"][1]["content"]
@@ -691,8 +701,9 @@ async def test_prompt_caching_marks_system_and_last_user_block(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
     replay_server.enqueue(SseReply.fixture("stream-text.sse"))
-    model = AnthropicModel(MODEL_ID, client=anthropic_client)  # prompt_caching defaults on
-    _done(await _collect(model, _request(UserMessage(content="first"))))
+    model = AnthropicModel(MODEL_ID, client=anthropic_client)
+    # StreamOptions() defaults to cache_retention="short".
+    _done(await _collect(model, _request(UserMessage(content="first"), options=StreamOptions())))
 
     body = replay_server.requests[0].body
     ephemeral = {"type": "ephemeral"}
