@@ -24,6 +24,7 @@ from ._entries import (
 from ._errors import (
     CorruptSessionError,
     EntryNotFoundError,
+    ForkCancelledError,
     InvalidForkTargetError,
     InvalidSessionIdError,
     SessionClosedError,
@@ -49,6 +50,7 @@ __all__ = [
     "Diagnostic",
     "Entry",
     "EntryNotFoundError",
+    "ForkCancelledError",
     "ForkPosition",
     "ForkScope",
     "FsyncPolicy",

@@ -11,6 +11,7 @@ Tree::
         │                                  ("corrupt_session")
         ├── EntryNotFoundError             no entry with that id in the session ("entry_not_found")
         ├── InvalidForkTargetError         fork target missing or unusable ("invalid_fork_target")
+        ├── ForkCancelledError             a session_before_fork hook cancelled ("fork_cancelled")
         └── SessionClosedError             the session was closed ("session_closed")
 """
 
@@ -23,6 +24,7 @@ from hooks import HarnessError
 __all__ = [
     "CorruptSessionError",
     "EntryNotFoundError",
+    "ForkCancelledError",
     "InvalidForkTargetError",
     "InvalidSessionIdError",
     "SessionClosedError",
@@ -111,3 +113,13 @@ class SessionClosedError(SessionError, RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("this session is closed")
+
+
+class ForkCancelledError(SessionError):
+    """A ``session_before_fork`` hook cancelled the fork; ``reason`` is the hook's."""
+
+    code = "fork_cancelled"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"fork cancelled by a hook: {reason}")
+        self.reason = reason

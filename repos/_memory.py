@@ -15,11 +15,25 @@ from pathlib import Path
 import orjson
 from attrs import define
 
-from hooks import AssistantMessage, UserMessage
+from hooks import (
+    AssistantMessage,
+    SessionBeforeForkEvent,
+    SessionCreatedEvent,
+    SessionDeletedEvent,
+    SessionForkEvent,
+    UserMessage,
+    emit_session_before_fork,
+    notify,
+)
 
 from ._codec import decode_entry, decode_header, dumps_line, encode_header
 from ._entries import Entry, MessageEntry, SessionHeader, SessionInfoEntry
-from ._errors import InvalidSessionIdError, SessionExistsError, SessionNotFoundError
+from ._errors import (
+    ForkCancelledError,
+    InvalidSessionIdError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
 from ._fork import fork_lines
 from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope, SessionInfo
@@ -91,7 +105,9 @@ class MemorySessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        return self._publish(header, [dumps_line(encode_header(header))])
+        session = self._publish(header, [dumps_line(encode_header(header))])
+        await notify(self, SessionCreatedEvent(session_id=session.id, path=None))
+        return session
 
     async def open(self, ref: str | Path) -> Session:
         """Open by id. Raises ``SessionNotFoundError`` / ``InvalidSessionIdError``."""
@@ -108,7 +124,9 @@ class MemorySessionRepo:
 
     async def delete(self, ref: str | Path) -> None:
         """Delete a session; a missing one is not an error."""
-        self._sessions.pop(self._check(ref), None)
+        sid = self._check(ref)
+        if self._sessions.pop(sid, None) is not None:
+            await notify(self, SessionDeletedEvent(session_id=sid, path=None))
 
     async def fork(
         self,
@@ -122,6 +140,14 @@ class MemorySessionRepo:
     ) -> Session:
         """Fork like ``JsonlSessionRepo.fork``; ``parent_session`` is the source's id."""
         src = await self.open(source)
+        decision = await emit_session_before_fork(
+            self,
+            SessionBeforeForkEvent(
+                source_id=src.id, entry_id=entry_id, position=position, scope=scope
+            ),
+        )
+        if decision.cancelled:
+            raise ForkCancelledError(decision.reason or "no reason given")
         sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
         header = SessionHeader(
             id=sid,
@@ -131,7 +157,9 @@ class MemorySessionRepo:
             metadata=src.header.metadata,
         )
         lines = fork_lines(src, header, entry_id=entry_id, position=position, scope=scope)
-        return self._publish(header, lines)
+        fork = self._publish(header, lines)
+        await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))
+        return fork
 
     def _check(self, ref: str | Path) -> str:
         if isinstance(ref, Path):

@@ -13,9 +13,19 @@ from pathlib import Path
 import orjson
 from attrs import define
 
+from hooks import (
+    SessionBeforeForkEvent,
+    SessionCreatedEvent,
+    SessionDeletedEvent,
+    SessionForkEvent,
+    emit_session_before_fork,
+    notify,
+)
+
 from .._codec import CodecError, decode_header, dumps_line, encode_header
 from .._entries import SessionHeader
 from .._errors import (
+    ForkCancelledError,
     InvalidSessionIdError,
     SessionError,
     SessionExistsError,
@@ -121,7 +131,11 @@ class JsonlSessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        return await asyncio.to_thread(self._publish, header, [dumps_line(encode_header(header))])
+        session = await asyncio.to_thread(
+            self._publish, header, [dumps_line(encode_header(header))]
+        )
+        await notify(self, SessionCreatedEvent(session_id=session.id, path=str(session.path)))
+        return session
 
     async def open(self, ref: str | Path) -> Session:
         """Open a session by id or path. Reading never writes.
@@ -148,9 +162,10 @@ class JsonlSessionRepo:
             InvalidSessionIdError: a bad id, or a path outside the root.
         """
         path = self._resolve_for_delete(ref)
-        if path is not None:
-            await asyncio.to_thread(path.unlink, missing_ok=True)
+        if path is not None and await asyncio.to_thread(_unlink, path):
             self._list_cache.pop(path, None)
+            session_id = path.stem.split("_", 1)[1] if "_" in path.stem else path.stem
+            await notify(self, SessionDeletedEvent(session_id=session_id, path=str(path)))
 
     async def fork(
         self,
@@ -181,23 +196,38 @@ class JsonlSessionRepo:
         Raises:
             SessionNotFoundError, InvalidSessionIdError: bad source.
             InvalidForkTargetError: ``entry_id`` is not in the source.
+            ForkCancelledError: a ``session_before_fork`` hook cancelled (nothing is written).
+
+        Events (sender: this repo): ``session_before_fork`` before anything is written, then
+        ``session_fork``.
         """
         path = self.resolve(source)
         sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
-
-        def work() -> Session:
-            with open_session(path, strict=self._strict, fsync=self._fsync) as src:
-                header = SessionHeader(
-                    id=sid,
-                    timestamp=iso_now(),
-                    cwd=absolute_cwd(cwd) if cwd is not None else src.cwd,
-                    parent_session=str(path.resolve()),
-                    metadata=src.header.metadata,
-                )
-                lines = fork_lines(src, header, entry_id=entry_id, position=position, scope=scope)
-            return self._publish(header, lines)
-
-        return await asyncio.to_thread(work)
+        src = await asyncio.to_thread(open_session, path, strict=self._strict, fsync=self._fsync)
+        with src:
+            decision = await emit_session_before_fork(
+                self,
+                SessionBeforeForkEvent(
+                    source_id=src.id, entry_id=entry_id, position=position, scope=scope
+                ),
+            )
+            if decision.cancelled:
+                raise ForkCancelledError(decision.reason or "no reason given")
+            header = SessionHeader(
+                id=sid,
+                timestamp=iso_now(),
+                cwd=absolute_cwd(cwd) if cwd is not None else src.cwd,
+                parent_session=str(path.resolve()),
+                metadata=src.header.metadata,
+            )
+            lines = await asyncio.to_thread(
+                fork_lines, src, header, entry_id=entry_id, position=position, scope=scope
+            )
+        fork = await asyncio.to_thread(self._publish, header, lines)
+        await notify(
+            self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=str(fork.path))
+        )
+        return fork
 
     # --- resolution --------------------------------------------------------------------------
 
@@ -314,6 +344,15 @@ class JsonlSessionRepo:
 
 def _identity(stat: os.stat_result) -> tuple[int, int, int]:
     return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _unlink(path: Path) -> bool:
+    """Remove ``path``; False if it was already gone."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _accumulate(state: _ListState, raw: bytes) -> None:
