@@ -207,6 +207,9 @@ from ._tools.bash import (
 from ._tools.read import (
     read_tool,
 )
+from ._tools.write import (
+    write_tool,
+)
 
 if TYPE_CHECKING:
     from ._providers.anthropic import AnthropicModel
@@ -391,6 +394,7 @@ __all__ = [
     "to_llm_messages",
     "tool",
     "validate_session_id",
+    "write_tool",
 ]
 
 

@@ -38,9 +38,21 @@ def test_log_events_prints_one_json_line_per_event_in_order(tmp_path: Path) -> N
     assert session_file.is_file() and session_file.is_relative_to(tmp_path)
 
 
-def test_block_rm_rf_turns_the_call_into_an_error_result(tmp_path: Path) -> None:
-    out = run_example("block_rm_rf.py", tmp_path)
-    assert "tool result: is_error=True text='rm -rf is not allowed here'" in out.stdout
+def test_guard_tools_blocks_rm_rf_and_moves_the_write(tmp_path: Path) -> None:
+    out = run_example("guard_tools.py", tmp_path)
+    assert out.stdout.splitlines() == [
+        "bash: is_error=True rm -rf is not allowed here",
+        "write: is_error=False Created drafts/report.md (4 bytes)",
+        "files: ['drafts/report.md']",
+    ]
+
+
+def test_redact_secrets_keeps_the_key_out_of_the_model_and_the_file(tmp_path: Path) -> None:
+    out = run_example("redact_secrets.py", tmp_path)
+    assert out.stdout.splitlines() == [
+        "The file says: 'OPENAI_KEY=[REDACTED]\\nDEBUG=1'",
+        "secret in session file: False",
+    ]
 
 
 def test_fork_session_keeps_the_first_exchange_and_continues(tmp_path: Path) -> None:

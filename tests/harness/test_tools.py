@@ -90,3 +90,17 @@ async def test_bash_keeps_the_tail_of_long_output(tmp_path: Path) -> None:
     assert isinstance(result, ToolResult)
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.endswith("99\n100\n") and result.details["truncated"] is True  # type: ignore[index]
+
+
+async def test_write_creates_folders_and_replaces_files_inside_the_cwd(tmp_path: Path) -> None:
+    from harness import write_tool
+
+    first = await write_tool().execute({"path": "a/b.txt", "content": "one"}, make_run(tmp_path))
+    second = await write_tool().execute({"path": "a/b.txt", "content": "two"}, make_run(tmp_path))
+    assert isinstance(first, ToolResult) and isinstance(second, ToolResult)
+    assert (tmp_path / "a" / "b.txt").read_text() == "two"
+    assert first.details["created"] is True and second.details["created"] is False  # type: ignore[index]
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["b.txt"]  # no temp file left
+    with pytest.raises(ToolError):
+        await write_tool().execute({"path": "../escape.txt", "content": "x"}, make_run(tmp_path))
+    assert not (tmp_path.parent / "escape.txt").exists()
