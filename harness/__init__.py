@@ -163,6 +163,7 @@ from ._convert import (
 from ._errors import (
     BusyError,
     HarnessStateError,
+    InvalidRequestError,
     ProviderError,
     SyncInLoopError,
     ToolError,
@@ -273,6 +274,7 @@ __all__ = [
     "HookEvent",
     "ImageContent",
     "InvalidForkTargetError",
+    "InvalidRequestError",
     "InvalidSessionIdError",
     "JSONValue",
     "JsonlSessionRepo",

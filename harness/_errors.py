@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from hooks import HarnessError
 
-__all__ = ["BusyError", "HarnessStateError", "ProviderError", "SyncInLoopError", "ToolError"]
+__all__ = [
+    "BusyError",
+    "HarnessStateError",
+    "InvalidRequestError",
+    "ProviderError",
+    "SyncInLoopError",
+    "ToolError",
+]
 
 
 class BusyError(HarnessError, RuntimeError):
@@ -95,3 +102,17 @@ class HarnessStateError(HarnessError, RuntimeError):
     """A call that needs another state, e.g. ``steer()`` with nothing running."""
 
     code = "invalid_state"
+
+
+class InvalidRequestError(HarnessError, ValueError):
+    """The loop was about to send messages that break the API's rules (a bug, or a ``context``
+    hook that returned broken messages). ``problems`` lists each rule broken."""
+
+    code = "invalid_request"
+
+    def __init__(self, problems: list[str]) -> None:
+        shown = "; ".join(problems[:5]) + (
+            f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
+        )
+        super().__init__(f"refusing to send an invalid request: {shown}")
+        self.problems = problems

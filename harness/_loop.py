@@ -51,7 +51,7 @@ from hooks import (
     notify,
     now_ms,
 )
-from repos import Session
+from repos import Session, normalize_messages
 
 from ._convert import to_llm_messages
 from ._errors import ProviderError
@@ -67,6 +67,7 @@ from ._providers.base import (
     ToolSpec,
 )
 from ._tools.base import Tool, ToolResult, ToolRun, validate_input
+from ._validate import check_request
 
 __all__ = ["Run", "RunHost", "TurnSettings", "run_agent"]
 
@@ -190,11 +191,13 @@ async def _request(run: Run, settings: TurnSettings) -> AssistantMessage:
             options=settings.options,
         ),
     )
+    # A context hook may return anything: normalise again, then refuse to send a broken request.
+    llm_messages = to_llm_messages(normalize_messages(messages))
+    check_request(llm_messages)
+    system_prompt = settings.system_prompt if run.system_prompt is None else run.system_prompt
     request = ModelRequest(
-        system_prompt=run.system_prompt
-        if run.system_prompt is not None
-        else settings.system_prompt,
-        messages=to_llm_messages(messages),
+        system_prompt=system_prompt,
+        messages=llm_messages,
         tools=[
             ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
             for t in settings.tools.values()

@@ -21,6 +21,7 @@ from hooks import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserMessage,
 )
 
 from ._entries import (
@@ -144,8 +145,8 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
       order; a result whose call is not in the list, or a second result for one call, is dropped;
     - a call with no result gets a synthetic ``is_error`` result (:data:`NO_RESULT_TEXT`), except
       in a reply stopped at ``length``, where an unanswered call may be cut off: it is dropped;
-    - empty text blocks, unsigned empty thinking blocks and then empty assistant messages are
-      dropped (the Anthropic API rejects empty text blocks).
+    - empty text blocks, unsigned empty thinking blocks and then empty assistant and user
+      messages are dropped (the Anthropic API rejects empty text blocks).
     """
     results: dict[str, ToolResultMessage] = {}
     for m in messages:
@@ -156,6 +157,15 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     for m in messages:
         if isinstance(m, ToolResultMessage):
             continue  # placed after their call below
+        if isinstance(m, UserMessage) and not isinstance(m.content, str):
+            blocks = tuple(
+                b for b in m.content if not (isinstance(b, TextContent) and not b.text.strip())
+            )
+            if blocks:
+                out.append(m if len(blocks) == len(m.content) else evolve(m, content=blocks))
+            continue
+        if isinstance(m, UserMessage) and not m.content.strip():
+            continue
         if not isinstance(m, AssistantMessage):
             out.append(m)
             continue

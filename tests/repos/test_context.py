@@ -145,3 +145,15 @@ async def test_branch_summary_custom_message_and_state_enter_context() -> None:
     assert ctx.thinking_level == "high"
     assert ctx.model is not None and ctx.model.model_id == "claude-opus-4-5"
     assert ctx.active_tool_names == ("read",)
+
+
+def test_empty_user_messages_and_blank_user_blocks_are_not_sent() -> None:
+    out = normalize_messages(
+        [
+            UserMessage(content="  "),
+            UserMessage(content=[TextContent(text="")]),
+            UserMessage(content=[TextContent(text=" "), TextContent(text="kept")]),
+        ]
+    )
+    assert len(out) == 1
+    assert isinstance(out[0], UserMessage) and out[0].content == (TextContent(text="kept"),)

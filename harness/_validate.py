@@ -1,0 +1,69 @@
+"""One validator for every request the loop sends (tool pairing and emptiness rules).
+
+The Anthropic API rejects a tool result without its call, a call without its result in the next
+user turn, and empty text blocks; pi's bugs #4570 and #6832 were requests that broke these rules
+after compactions. ``build_context`` normalises; this checks, right before sending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hooks import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+
+from ._errors import InvalidRequestError
+from ._providers.base import LlmMessage
+
+__all__ = ["check_request", "request_problems"]
+
+
+def request_problems(messages: Sequence[LlmMessage]) -> list[str]:
+    """Every rule the messages break, as readable strings (empty when valid).
+
+    Rules: each tool result directly follows the assistant message that called it (results of
+    one message may come in any order but before anything else); every call gets exactly one
+    result; no orphan or duplicate result; no empty or whitespace-only text block; no assistant
+    message without content; no user message without content.
+    """
+    problems: list[str] = []
+    waiting: dict[str, str] = {}  # call id -> tool name, for the last assistant message
+    for index, m in enumerate(messages):
+        where = f"message {index} ({m.role})"
+        if isinstance(m, ToolResultMessage):
+            if m.tool_call_id not in waiting:
+                problems.append(f"{where}: result for {m.tool_call_id!r} has no open call")
+            waiting.pop(m.tool_call_id, None)
+            _check_blocks(where, m.content, problems)
+            continue
+        if waiting:
+            problems.append(f"{where}: calls without results before it: {sorted(waiting)}")
+            waiting = {}
+        if isinstance(m, AssistantMessage):
+            if not m.content:
+                problems.append(f"{where}: empty assistant message")
+            _check_blocks(where, m.content, problems)
+            waiting = {c.id: c.name for c in m.tool_calls}
+        elif isinstance(m, UserMessage):
+            if isinstance(m.content, str):
+                if not m.content.strip():
+                    problems.append(f"{where}: empty user message")
+            else:
+                if not m.content:
+                    problems.append(f"{where}: empty user message")
+                _check_blocks(where, m.content, problems)
+    if waiting:
+        problems.append(f"end: calls without results: {sorted(waiting)}")
+    return problems
+
+
+def check_request(messages: Sequence[LlmMessage]) -> None:
+    """Raise :class:`InvalidRequestError` if :func:`request_problems` finds anything."""
+    problems = request_problems(messages)
+    if problems:
+        raise InvalidRequestError(problems)
+
+
+def _check_blocks(where: str, blocks: Sequence[object], problems: list[str]) -> None:
+    for i, block in enumerate(blocks):
+        if isinstance(block, TextContent) and not block.text.strip():
+            problems.append(f"{where}: empty text block {i}")
