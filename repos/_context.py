@@ -157,14 +157,16 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     for m in messages:
         if isinstance(m, ToolResultMessage):
             continue  # placed after their call below
-        if isinstance(m, UserMessage) and not isinstance(m.content, str):
+        if isinstance(m, UserMessage):
+            if isinstance(m.content, str):
+                if m.content.strip():
+                    out.append(m)
+                continue
             blocks = tuple(
                 b for b in m.content if not (isinstance(b, TextContent) and not b.text.strip())
             )
             if blocks:
                 out.append(m if len(blocks) == len(m.content) else evolve(m, content=blocks))
-            continue
-        if isinstance(m, UserMessage) and not m.content.strip():
             continue
         if not isinstance(m, AssistantMessage):
             out.append(m)
