@@ -3,11 +3,21 @@
 Tree::
 
     HarnessError (hooks)
-    ├── BusyError            another operation is running on this harness ("busy")
-    ├── ProviderError        a model request failed ("provider_error"); ``retryable`` says whether
-    │                        trying again may help; ``status`` is the HTTP status if there was one
-    ├── ToolError            a tool could not run (bad input, path outside the cwd): "tool_error"
-    └── SyncInLoopError      a ``*_sync`` method was called inside a running event loop
+    ├── BusyError                 another operation is running on this harness ("busy")
+    ├── HarnessStateError         a call that needs another state, e.g. steer() when idle
+    │                             ("invalid_state")
+    ├── ProviderError             a model request failed ("provider_error"); ``retryable``,
+    │                             ``status``, ``error_type``, ``retry_after_s``
+    ├── InvalidRequestError       the loop refused to send a request breaking the API's rules
+    │                             ("invalid_request")
+    ├── ContextOverflowError      the context does not fit even after compacting
+    │                             ("context_overflow")
+    ├── CompactionError           a compaction could not be committed ("compaction_failed")
+    │   └── CompactionCancelledError   a hook cancelled it ("compaction_cancelled")
+    ├── SummarizationError        (harness._compaction) a summary failed ("summarization_failed")
+    ├── ToolError                 a tool could not run (bad input, path outside the cwd)
+    │                             ("tool_error")
+    └── SyncInLoopError           a ``*_sync`` method ran inside an event loop ("sync_in_loop")
 """
 
 from __future__ import annotations
@@ -16,6 +26,9 @@ from hooks import HarnessError
 
 __all__ = [
     "BusyError",
+    "CompactionCancelledError",
+    "CompactionError",
+    "ContextOverflowError",
     "HarnessStateError",
     "InvalidRequestError",
     "ProviderError",
@@ -116,3 +129,38 @@ class InvalidRequestError(HarnessError, ValueError):
         )
         super().__init__(f"refusing to send an invalid request: {shown}")
         self.problems = problems
+
+
+class CompactionError(HarnessError):
+    """A compaction could not be committed (bad hook result, the leaf moved meanwhile)."""
+
+    code = "compaction_failed"
+
+
+class CompactionCancelledError(CompactionError):
+    """A ``session_before_compact`` hook cancelled the compaction; ``reason`` is the hook's."""
+
+    code = "compaction_cancelled"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"compaction cancelled by a hook: {reason}")
+        self.reason = reason
+
+
+class ContextOverflowError(HarnessError):
+    """The context does not fit the model's window, even after compacting once.
+
+    Attributes:
+        tokens: the estimated context size in tokens; window: the model's context window;
+        largest: the biggest messages as (description, estimated tokens), biggest first.
+    """
+
+    code = "context_overflow"
+
+    def __init__(self, tokens: int, window: int, largest: list[tuple[str, int]]) -> None:
+        biggest = ", ".join(f"{what} (~{n} tokens)" for what, n in largest) or "nothing to cut"
+        super().__init__(
+            f"the context (~{tokens} tokens) does not fit the window ({window} tokens) even "
+            f"after compacting; largest: {biggest}"
+        )
+        self.tokens, self.window, self.largest = tokens, window, largest

@@ -25,6 +25,7 @@ from hooks import (
     SettledEvent,
     StreamOptions,
     ThinkingLevelUpdateEvent,
+    ToolResultMessage,
     ToolsUpdateEvent,
     UserContent,
     UserMessage,
@@ -34,15 +35,21 @@ from hooks import (
 )
 from repos import (
     ActiveToolsChangeEntry,
+    CompactionEntry,
     ModelChangeEntry,
     Session,
     ThinkingLevelChangeEntry,
 )
 
-from ._errors import BusyError, HarnessStateError, SyncInLoopError
+from ._compaction.settings import CompactionSettings
+from ._compaction.summarize import ModelSummarizer, Summarizer
+from ._compaction.tokens import context_size, context_window, should_compact
+from ._errors import BusyError, ContextOverflowError, HarnessStateError, SyncInLoopError
 from ._loop import Run, TurnSettings, run_agent
+from ._operations import NavigationResult, compact_session, navigate_session
 from ._providers.base import Model, ThinkingLevel
 from ._providers.faux import FauxModel, FauxReply
+from ._tokens import estimate_tokens
 from ._tools.base import Tool
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "THINKING_LEVELS", "AbortResult", "AgentHarness", "QueueMode"]
@@ -106,6 +113,12 @@ class AgentHarness:
             ``sequential``.
         steering_mode, follow_up_mode: deliver queued messages ``one_at_a_time`` (default) or
             ``all`` at each delivery point.
+        compaction: when to compact automatically (``enabled``, ``reserve_tokens``,
+            ``keep_recent_tokens``); checked before every request, inside a run too.
+        summarizer: writes compaction and branch summaries; default: asks ``model`` (with the
+            thinking level). ``ExtractiveSummarizer()`` works offline.
+        context_window: the model's window in tokens; default from the model id
+            (``CONTEXT_WINDOWS``, 200,000 for unknown models).
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, or a bad thinking level.
@@ -128,6 +141,9 @@ class AgentHarness:
         tool_execution: Literal["parallel", "sequential"] = "parallel",
         steering_mode: QueueMode = "one_at_a_time",
         follow_up_mode: QueueMode = "one_at_a_time",
+        compaction: CompactionSettings | None = None,
+        summarizer: Summarizer | None = None,
+        context_window: int | None = None,
     ) -> None:
         self._session = session
         self._model: Model = model if model is not None else FauxModel(_echo)
@@ -149,6 +165,9 @@ class AgentHarness:
         self._steering_mode: QueueMode = steering_mode
         self._follow_up_mode: QueueMode = follow_up_mode
         self._resources: Mapping[str, JSONValue] = {}
+        self._compaction = compaction if compaction is not None else CompactionSettings()
+        self._summarizer = summarizer
+        self._context_window = context_window
         self._steer: list[UserMessage] = []
         self._follow_up: list[UserMessage] = []
         self._next_turn: list[UserMessage] = []
@@ -204,6 +223,24 @@ class AgentHarness:
     @property
     def resources(self) -> Mapping[str, JSONValue]:
         return self._resources
+
+    @property
+    def compaction(self) -> CompactionSettings:
+        return self._compaction
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model accepts: the ``context_window`` option, else by model id."""
+        if self._context_window is not None:
+            return self._context_window
+        return context_window(self._model.id)
+
+    @property
+    def summarizer(self) -> Summarizer:
+        """The ``summarizer`` option, else one that asks the current model."""
+        if self._summarizer is not None:
+            return self._summarizer
+        return ModelSummarizer(self._model, self._thinking)
 
     @property
     def busy(self) -> bool:
@@ -354,6 +391,66 @@ class AgentHarness:
         )
         return cleared
 
+    async def compact(self, custom_instructions: str | None = None) -> CompactionEntry | None:
+        """Compact the session now: summarise what lies before the kept recent messages.
+
+        Follows pi's algorithm (cut point, split-turn prefix, iterative update of the previous
+        summary, read/modified files); custom instructions reach every summary call, the
+        split-turn one included (pi #9348). ``session_before_compact`` hooks may cancel or supply
+        the compaction; ``session_compact`` reports it.
+
+        Returns:
+            The compaction entry, or None when there is nothing to compact.
+
+        Raises:
+            BusyError: another operation is running (a compaction is never interleaved with a
+                prompt or a tree move: pi #9178).
+            CompactionCancelledError, CompactionError, SummarizationError.
+        """
+        self._claim("compact")
+        try:
+            return await self._compact(custom_instructions)
+        finally:
+            self._release()
+
+    async def navigate_tree(
+        self,
+        target_id: str | None,
+        *,
+        summarize: bool = False,
+        custom_instructions: str | None = None,
+        label: str | None = None,
+    ) -> NavigationResult:
+        """Move to another point of the session tree.
+
+        Navigating to a user message puts the leaf on its parent and returns the message's text
+        as ``editor_text`` (to edit and resend); any other entry becomes the leaf; None goes
+        before the first entry. With ``summarize``, the abandoned branch is summarised into a
+        ``branch_summary`` entry under the new leaf, ``from_id`` = the abandoned leaf. ``label``
+        labels the target. ``session_before_tree`` hooks may cancel, supply the summary, or
+        change the instructions and label; ``session_tree`` reports the move. Everything is
+        persisted, so a reopen lands on the same leaf.
+
+        Raises:
+            BusyError: another operation is running.
+            EntryNotFoundError: no such entry.
+            SummarizationError: the summary failed (nothing was written).
+        """
+        self._claim("navigate_tree")
+        try:
+            return await navigate_session(
+                self,
+                self._session,
+                target_id,
+                summarize=summarize,
+                custom_instructions=custom_instructions,
+                label=label,
+                summarizer=self.summarizer,
+                budget_tokens=self.context_window - self._compaction.reserve_tokens,
+            )
+        finally:
+            self._release()
+
     async def wait_for_idle(self) -> None:
         """Return once no operation is running."""
         await self._idle.wait()
@@ -456,6 +553,26 @@ class AgentHarness:
     async def drain_follow_up(self) -> list[UserMessage]:
         return await self._drain(self._follow_up, self._follow_up_mode)
 
+    async def compact_if_needed(self) -> None:
+        """Before a request: compact when the context exceeds window - reserve_tokens."""
+        if not self._compaction.enabled:
+            return
+        size = context_size(self._session.build_context().messages).tokens
+        if should_compact(size, self.context_window, self._compaction):
+            await self._compact(None)
+
+    async def compact_for_overflow(self) -> bool:
+        """After a context-overflow error: compact once; False if nothing could be compacted."""
+        return await self._compact(None) is not None
+
+    def overflow_error(self) -> ContextOverflowError:
+        """The error to raise when even the compacted context does not fit."""
+        messages = self._session.build_context().messages
+        sizes = sorted(
+            ((_describe(m), estimate_tokens([m])) for m in messages), key=lambda x: -x[1]
+        )
+        return ContextOverflowError(context_size(messages).tokens, self.context_window, sizes[:3])
+
     def flush_pending_writes(self) -> bool:
         """Write settings changes made while busy (at a turn boundary); True if there were any."""
         writes, self._pending_writes = self._pending_writes, []
@@ -464,6 +581,16 @@ class AgentHarness:
         return bool(writes)
 
     # --- internals ---------------------------------------------------------------------------
+
+    async def _compact(self, custom_instructions: str | None) -> CompactionEntry | None:
+        self.flush_pending_writes()
+        return await compact_session(
+            self,
+            self._session,
+            settings=self._compaction,
+            summarizer=self.summarizer,
+            custom_instructions=custom_instructions,
+        )
 
     def _claim(self, operation: str) -> None:
         if self._operation is not None:
@@ -597,6 +724,12 @@ def _checked_level(level: str) -> ThinkingLevel:
     if level not in THINKING_LEVELS:
         raise ValueError(f"thinking level {level!r} is not one of {', '.join(THINKING_LEVELS)}")
     return level
+
+
+def _describe(message: Message) -> str:
+    if isinstance(message, ToolResultMessage):
+        return f"tool result of {message.tool_name} ({message.tool_call_id})"
+    return f"{message.role} message"
 
 
 def _texts(queue: Sequence[UserMessage]) -> tuple[str, ...]:

@@ -103,6 +103,12 @@ class RunHost(Protocol):
 
     def flush_pending_writes(self) -> bool: ...
 
+    async def compact_if_needed(self) -> None: ...
+
+    async def compact_for_overflow(self) -> bool: ...
+
+    def overflow_error(self) -> Exception: ...
+
 
 @define(kw_only=True)
 class Run:
@@ -135,6 +141,8 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
         context = (
             settings.tool_context() if callable(settings.tool_context) else settings.tool_context
         )
+        # Checked before every request, between turns of one run too (pi #6879).
+        await run.host.compact_if_needed()
         reply = await _request(run, settings)
         results: list[ToolResultMessage] = []
         terminate = False
@@ -175,8 +183,11 @@ async def _emit_message(run: Run, message: Message, *, started: bool = False) ->
     await notify(run.sender, MessageEndEvent(message=message, entry_id=entry.id))
 
 
-async def _request(run: Run, settings: TurnSettings) -> AssistantMessage:
-    """One model request with the request hooks, retried while the failure is retryable."""
+async def _request(
+    run: Run, settings: TurnSettings, *, after_overflow: bool = False
+) -> AssistantMessage:
+    """One model request with the request hooks, retried while the failure is retryable; after
+    a context overflow, compacted and sent once more (``after_overflow``)."""
     model = settings.model
     messages = await emit_context(
         run.sender,
@@ -219,6 +230,12 @@ async def _request(run: Run, settings: TurnSettings) -> AssistantMessage:
     while True:
         attempt += 1
         reply, error = await _stream_once(run, model, request, payload)
+        if error is not None and error.error_type == "context_overflow":
+            # Compact once and retry once, never a loop (pi #7020 lost the answer here).
+            await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))
+            if after_overflow or not await run.host.compact_for_overflow():
+                raise run.host.overflow_error()
+            return await _request(run, settings, after_overflow=True)
         delay = _retry_delay(error, attempt, max_attempts, options, settings.retry_base_delay_s)
         if error is None or delay is None:
             await _emit_message(run, reply, started=True)

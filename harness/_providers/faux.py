@@ -61,8 +61,9 @@ class FauxReply:
     """One scripted reply.
 
     ``stop_reason`` defaults to ``toolUse`` when there are tool calls, else ``stop``.
-    ``error`` makes the request fail with a :class:`ProviderError` carrying that message
-    (``retryable`` as given) after streaming ``text``.
+    ``error`` makes the request fail with a :class:`ProviderError` carrying that message,
+    ``retryable`` and ``error_type`` (``"context_overflow"`` simulates a full context) after
+    streaming ``text``.
     """
 
     text: str = ""
@@ -71,6 +72,7 @@ class FauxReply:
     stop_reason: StopReason | None = None
     error: str | None = None
     retryable: bool = False
+    error_type: str = "faux_error"
 
 
 FauxScript: TypeAlias = Callable[[ModelRequest], "FauxReply | str"]
@@ -187,7 +189,9 @@ class FauxModel:
                     partial=partial,
                 )
         if reply.error is not None:
-            error = ProviderError(reply.error, retryable=reply.retryable, error_type="faux_error")
+            error = ProviderError(
+                reply.error, retryable=reply.retryable, error_type=reply.error_type
+            )
             yield StreamError(message=_failed(partial, error), error=error)
             return
         for call in reply.tool_calls:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import pytest
 from replay_server import (
     DropReply,
     JsonReply,
@@ -20,6 +21,7 @@ from harness import (
     AgentHarness,
     AnthropicModel,
     AssistantMessage,
+    ContextOverflowError,
     JsonlSessionRepo,
     MessageEntry,
     StreamOptions,
@@ -97,16 +99,26 @@ async def test_500_and_a_dropped_connection_are_retried_with_backoff(
     assert persisted_replies(h) == [reply]
 
 
-async def test_context_overflow_is_not_retried(
+async def test_context_overflow_is_not_retried_but_compacted_or_raised(
     tmp_path: Path, replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
     replay_server.enqueue(
         JsonReply.error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000")
     )
-    h, reply, retries = await run_with(tmp_path, anthropic_client)
+    session = await JsonlSessionRepo(tmp_path).create(str(tmp_path))
+    h = AgentHarness(
+        session=session,
+        model=AnthropicModel("claude-haiku-4-5", client=anthropic_client),
+        stream_options=StreamOptions(max_retries=3, cache_retention="none"),
+    )
+    retries: list[Any] = []
+    h.connect("retry", lambda s, event: retries.append(event))
+    # A one-message session has nothing to compact, so the overflow cannot be fixed.
+    with pytest.raises(ContextOverflowError):
+        await h.prompt("Say just hello")
     assert retries == []
-    assert reply.stop_reason == "error"
-    assert persisted_replies(h) == [reply]
+    assert persisted_replies(h) == []
+    assert len(replay_server.requests) == 1
 
 
 async def test_retries_stop_after_max_retries(
