@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
+from . import _tree_ops  # noqa: F401  (registers compact, checkout, label on `sessions`)
 from ._common import (
     HarnessCliError,
     HarnessGroup,

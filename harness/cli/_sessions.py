@@ -117,7 +117,8 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
         for line in view.lines:
             click.echo(line)
         hidden = (
-            f", {view.hidden_leaf_entries} leaf entries hidden (--all shows them)"
+            f", {view.hidden_leaf_entries} leaf "
+            f"{'entry' if view.hidden_leaf_entries == 1 else 'entries'} hidden (--all shows them)"
             if view.hidden_leaf_entries
             else ""
         )

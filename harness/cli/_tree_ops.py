@@ -1,0 +1,125 @@
+"""``harness sessions compact | checkout | label``: change a session's tree from the shell.
+
+Each opens the session, runs the operation through an :class:`~harness.AgentHarness` (so the
+same hooks, rules and entries as in a program), and prints what was appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from repos import Session
+
+from .._compaction.summarize import ExtractiveSummarizer
+from .._errors import HarnessStateError
+from .._harness import AgentHarness
+from ._common import open_repo, root_option, run_async
+from ._sessions import _open, sessions
+
+__all__ = ["checkout", "compact", "label"]
+
+_REF = "ID|PATH"
+
+
+@contextmanager
+def _progress(message: str) -> Iterator[None]:
+    """A spinner on stderr while the summary is written (nothing when stderr is not a TTY)."""
+    with Console(stderr=True).status(message):
+        yield
+
+
+def _harness_for(session: Session, offline: bool) -> AgentHarness:
+    """A harness whose summariser is extractive (``--offline``) or the session's own model."""
+    if offline:
+        return AgentHarness(session=session, summarizer=ExtractiveSummarizer())
+    ref = session.build_context().model
+    if ref is None or ref.provider != "anthropic":
+        named = "no model" if ref is None else f"{ref.provider}/{ref.model_id}"
+        raise HarnessStateError(
+            f"this session names {named}, which this command cannot call; use --offline"
+        )
+    from .. import AnthropicModel  # the SDK import is slow; only pay for it here
+
+    return AgentHarness(session=session, model=AnthropicModel(ref.model_id))
+
+
+@sessions.command()
+@root_option
+@click.argument("ref", metavar=_REF)
+@click.option("--instructions", metavar="TEXT", default=None, help="What the summary must keep.")
+@click.option(
+    "--offline", is_flag=True, help="Summarise without a model (extractive summary, no network)."
+)
+def compact(root: Path | None, ref: str, instructions: str | None, offline: bool) -> None:
+    """Compact a session: summarise all but the recent messages into one compaction entry.
+
+    Without --offline the summary is written by the session's own (Anthropic) model, which needs
+    ANTHROPIC_API_KEY. A pi v1/v2 file is first migrated to v3 (original kept as .v1.bak).
+    """
+    with _open(open_repo(root), ref) as session:
+        harness = _harness_for(session, offline)
+        before = len(session.build_context().messages)
+        with _progress("writing the summary..."):
+            entry = run_async(harness.compact(instructions))
+        if entry is None:
+            click.echo("nothing to compact")
+            return
+        after = len(session.build_context().messages)
+        click.echo(
+            f"compaction {entry.id}: {before} -> {after} messages in context; "
+            f"first kept entry {entry.first_kept_entry_id}; tokens before ~{entry.tokens_before}"
+        )
+
+
+@sessions.command()
+@root_option
+@click.argument("ref", metavar=_REF)
+@click.argument("entry")
+@click.option("--summarize", is_flag=True, help="Summarise the branch being left.")
+@click.option("--label", "label_text", metavar="TEXT", default=None, help="Label the target.")
+@click.option("--offline", is_flag=True, help="Summarise without a model.")
+def checkout(
+    root: Path | None,
+    ref: str,
+    entry: str,
+    summarize: bool,
+    label_text: str | None,
+    offline: bool,
+) -> None:
+    """Move the session's active leaf to ENTRY (persisted as a leaf entry).
+
+    Checking out a user message puts the leaf on its parent and prints the message, so it can be
+    edited and sent again.
+    """
+    with _open(open_repo(root), ref) as session:
+        harness = _harness_for(session, offline) if summarize else AgentHarness(session=session)
+        with _progress("summarising the branch..."):
+            result = run_async(harness.navigate_tree(entry, summarize=summarize, label=label_text))
+        if result.cancelled:
+            click.echo("cancelled by a hook")
+            return
+        click.echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        if result.summary_entry_id:
+            click.echo(f"branch summary: {result.summary_entry_id}")
+        if result.editor_text is not None:
+            click.echo("message to edit and resend:")
+            click.echo(result.editor_text)
+
+
+@sessions.command()
+@root_option
+@click.argument("ref", metavar=_REF)
+@click.argument("entry")
+@click.argument("text")
+def label(root: Path | None, ref: str, entry: str, text: str) -> None:
+    """Label ENTRY with TEXT ("" clears the label)."""
+    with _open(open_repo(root), ref) as session:
+        leaf = session.leaf_id
+        written = session.set_label(entry, text or None)
+        session.move_to(leaf)  # a label entry must not become the active leaf
+        click.echo(f"label {written.id}: {entry} = {text!r}" if text else f"cleared {entry}")

@@ -1,0 +1,96 @@
+"""`harness sessions compact | checkout | label` in a subprocess, and a snapshot of `tree`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from harness import (
+    CompactionEntry,
+    CompactionSummaryMessage,
+    LeafEntry,
+    open_session,
+    to_llm_messages,
+)
+from harness._validate import request_problems
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+
+
+def harness_cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HARNESS_SESSIONS_DIR": str(tmp_path / "default-root")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_compact_offline_on_a_copy_of_large_session(fixtures_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "large-session.jsonl"
+    shutil.copyfile(fixtures_dir / "pi" / "large-session.jsonl", copy)
+    with open_session(copy) as before:
+        messages_before = before.build_context().messages
+        entries_before = len(before)
+
+    out = harness_cli(tmp_path, "sessions", "compact", copy, "--offline").stdout
+    assert out.startswith("compaction ")
+
+    with open_session(copy) as after:
+        entries = list(after.entries())
+        assert len(entries) == entries_before + 1
+        assert isinstance(entries[-1], CompactionEntry)
+        context = after.build_context().messages
+    assert isinstance(context[0], CompactionSummaryMessage)
+    assert len(context) < len(messages_before)
+    assert request_problems(to_llm_messages(context)) == []
+    assert (
+        copy.with_name(copy.name + ".v1.bak").read_bytes()
+        == (fixtures_dir / "pi" / "large-session.jsonl").read_bytes()
+    )
+
+    shown = orjson.loads(harness_cli(tmp_path, "sessions", "show", copy, "--json").stdout)
+    assert shown[0]["role"] == "compactionSummary"
+
+
+def test_checkout_and_label_persist(fixtures_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "s.jsonl"
+    shutil.copyfile(fixtures_dir / "pi" / "before-compaction.jsonl", copy)
+    with open_session(copy) as session:
+        user_ids = [
+            e.id
+            for e in session.entries()
+            if getattr(getattr(e, "message", None), "role", "") == "user"
+        ]
+        target = user_ids[3]
+        parent = session.get_entry(target).parent_id
+    out = harness_cli(tmp_path, "sessions", "checkout", copy, target).stdout
+    assert "message to edit and resend:" in out
+    harness_cli(tmp_path, "sessions", "label", copy, target, "retry here")
+    with open_session(copy) as session:
+        assert session.leaf_id == parent
+        assert session.get_label(target) == "retry here"
+        assert isinstance(list(session.entries())[-1], LeafEntry)
+    tree = harness_cli(tmp_path, "sessions", "tree", copy).stdout
+    assert f"{target} " in tree and "[label: retry here]" in tree
+    assert f"* {parent} " in tree
+
+
+def test_tree_rendering_matches_the_snapshot(tmp_path: Path) -> None:
+    """A hand-written session with a branch, a compaction, a branch summary, a label and a moved
+    leaf; the expected rendering was written by hand in snapshots/tree.txt."""
+    session_file = SNAPSHOTS / "tree-session.jsonl"
+    out = harness_cli(tmp_path, "sessions", "tree", session_file).stdout
+    assert out == (SNAPSHOTS / "tree.txt").read_text()
