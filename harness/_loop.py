@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
 from attrs import define, evolve, field
 
 from hooks import (
@@ -51,7 +52,7 @@ from hooks import (
     notify,
     now_ms,
 )
-from repos import Session, normalize_messages
+from repos import Session, encode_message, normalize_messages
 
 from ._convert import to_llm_messages
 from ._errors import ProviderError
@@ -352,7 +353,7 @@ async def _run_tools(
             await notify(
                 run.sender,
                 ToolExecutionStartEvent(
-                    tool_call_id=call.id, tool_name=call.name, input=call.arguments
+                    tool_call_id=call.id, tool_name=call.name, input=_copy(call.arguments)
                 ),
             )
             pending.append(await _preflight(run, settings, reply, call))
@@ -402,12 +403,14 @@ async def _preflight(
     invalid = validate_input(tool, call.arguments)
     if invalid is not None:
         return _Pending(call, tool, call.arguments, error=invalid)
+    # Receivers get a copy: changing it in place is then a patch like any other (validated
+    # and recorded), never a silent edit of the persisted call.
     outcome = await emit_tool_call(
         run.sender,
         ToolCallEvent(
             tool_call_id=call.id,
             tool_name=call.name,
-            input=call.arguments,
+            input=_copy(call.arguments),
             turn_index=run.turn_index,
         ),
     )
@@ -436,15 +439,17 @@ async def _finish(run: Run, p: _Pending, context: Any) -> bool:
             turn_index=run.turn_index,
         ),
     )
-    p.result = ToolResultMessage(
-        tool_call_id=p.call.id,
-        tool_name=p.call.name,
-        content=outcome.content,
-        details=outcome.details,
-        is_error=outcome.is_error,
-        # The input the tool really ran with, when a hook changed it (kept as an extra field,
-        # so pi still reads the entry).
-        extra={"effectiveInput": dict(p.input)} if p.patched else {},
+    p.result = _storable(
+        ToolResultMessage(
+            tool_call_id=p.call.id,
+            tool_name=p.call.name,
+            content=outcome.content,
+            details=outcome.details,
+            is_error=outcome.is_error,
+            # The input the tool really ran with, when a hook changed it (kept as an extra
+            # field, so pi still reads the entry).
+            extra={"effectiveInput": dict(p.input)} if p.patched else {},
+        )
     )
     await notify(
         run.sender,
@@ -471,3 +476,24 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
     except Exception as exc:  # a failing tool is the model's to handle, not the run's end
         return ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
     return value if isinstance(value, ToolResult) else ToolResult(content=str(value))
+
+
+def _copy(value: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    """A deep copy of JSON (tool input is JSON by construction)."""
+    copied: dict[str, JSONValue] = orjson.loads(orjson.dumps(value))
+    return copied
+
+
+def _storable(result: ToolResultMessage) -> ToolResultMessage:
+    """The result if it can be written to the session, else an error result saying why (a
+    surrogate in a file name, a non-JSON ``details``): a tool must never break the session."""
+    try:
+        orjson.dumps(encode_message(result))
+    except TypeError as exc:
+        return ToolResultMessage(
+            tool_call_id=result.tool_call_id,
+            tool_name=result.tool_name,
+            content=f"The tool's result could not be stored: {exc}",
+            is_error=True,
+        )
+    return result

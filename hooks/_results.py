@@ -7,11 +7,64 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
-from attrs import field, frozen
+import orjson
+from attrs import Attribute, field, frozen, validators
 
-from ._messages import JSONValue, Message, UserContent
+from ._messages import (
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageContent,
+    JSONValue,
+    Message,
+    TextContent,
+    ToolResultMessage,
+    UnknownContent,
+    UnknownMessage,
+    UserContent,
+    UserMessage,
+)
+
+# Results are checked when built, so a receiver returning a wrongly typed result raises inside
+# itself: the bus reports that as handler_error (and a tool_call fails closed), instead of the
+# bad value surfacing later, after the tool ran.
+
+
+def _json(instance: object, attribute: Attribute[Any], value: Any) -> None:
+    if value is UNSET:
+        return
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:
+        raise TypeError(f"{attribute.name} must be JSON-serialisable: {exc}") from None
+
+
+_MESSAGE_TYPES = (
+    UserMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    BashExecutionMessage,
+    CustomMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    UnknownMessage,
+)
+_str = validators.instance_of(str)
+
+
+def _str_or_unset(instance: object, attribute: Attribute[Any], value: Any) -> None:
+    if value is not UNSET and not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str, not {value!r}")
+
+
+def _mapping(instance: object, attribute: Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{attribute.name} must be a mapping (a dict), not {value!r}")
+
 
 __all__ = [
     "UNSET",
@@ -57,14 +110,14 @@ Unset: TypeAlias = Literal[_Unset.UNSET]
 class Block:
     """Returned from ``tool_call``: do not run the tool; ``reason`` becomes its error result."""
 
-    reason: str
+    reason: str = field(validator=_str)
 
 
 @frozen(kw_only=True)
 class PatchInput:
     """Returned from ``tool_call``: run the tool with ``input`` instead (later receivers see it)."""
 
-    input: Mapping[str, JSONValue]
+    input: Mapping[str, JSONValue] = field(validator=[_mapping, _json])
 
 
 @frozen(kw_only=True)
@@ -83,9 +136,22 @@ class ToolCallOutcome:
 
 
 def _tuple_or_unset(
-    value: Iterable[UserContent] | Unset,
+    value: str | Iterable[UserContent] | Unset,
 ) -> tuple[UserContent, ...] | Unset:
-    return value if value is UNSET else tuple(value)
+    if value is UNSET:
+        return value
+    if isinstance(value, str):  # like ToolResult: a plain string is one text block
+        return (TextContent(text=value),)
+    blocks = tuple(value)
+    for block in blocks:
+        if not isinstance(block, TextContent | ImageContent | UnknownContent):
+            raise TypeError(f"content blocks must be TextContent or ImageContent, not {block!r}")
+    return blocks
+
+
+def _bool_or_unset(instance: object, attribute: Attribute[Any], value: Any) -> None:
+    if value is not UNSET and not isinstance(value, bool):
+        raise TypeError(f"{attribute.name} must be a bool, not {value!r}")
 
 
 @frozen(kw_only=True)
@@ -97,9 +163,9 @@ class PatchResult:
     """
 
     content: tuple[UserContent, ...] | Unset = field(default=UNSET, converter=_tuple_or_unset)
-    details: JSONValue | Unset = UNSET
-    is_error: bool | Unset = UNSET
-    terminate: bool | Unset = UNSET
+    details: JSONValue | Unset = field(default=UNSET, validator=_json)
+    is_error: bool | Unset = field(default=UNSET, validator=_bool_or_unset)
+    terminate: bool | Unset = field(default=UNSET, validator=_bool_or_unset)
 
 
 @frozen(kw_only=True)
@@ -116,7 +182,11 @@ class ToolResultOutcome:
 
 
 def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    return tuple(value)
+    messages = tuple(value)
+    for m in messages:
+        if not isinstance(m, _MESSAGE_TYPES):
+            raise TypeError(f"expected messages (UserMessage, ...), got {m!r}")
+    return messages
 
 
 @frozen(kw_only=True)
@@ -128,7 +198,7 @@ class AgentStartPatch:
     """
 
     messages: tuple[Message, ...] = field(default=(), converter=_messages)
-    system_prompt: str | Unset = UNSET
+    system_prompt: str | Unset = field(default=UNSET, validator=_str_or_unset)
 
 
 @frozen(kw_only=True)
@@ -157,7 +227,7 @@ class ReplaceMessages:
 class ReplacePayload:
     """Returned from ``before_provider_payload``: send this request body instead."""
 
-    payload: Mapping[str, JSONValue]
+    payload: Mapping[str, JSONValue] = field(validator=[_mapping, _json])
 
 
 # --- session_before_* -----------------------------------------------------------------------
@@ -167,7 +237,7 @@ class ReplacePayload:
 class Cancel:
     """Returned from a ``session_before_*`` hook: do not do it. The first ``Cancel`` wins."""
 
-    reason: str
+    reason: str = field(validator=_str)
 
 
 @frozen(kw_only=True)
@@ -179,10 +249,10 @@ class SupplyCompaction:
     compaction entry. The first ``SupplyCompaction`` wins.
     """
 
-    summary: str
+    summary: str = field(validator=_str)
     first_kept_entry_id: str | Unset = UNSET
     tokens_before: int | Unset = UNSET
-    details: JSONValue = None
+    details: JSONValue = field(default=None, validator=_json)
 
 
 @frozen(kw_only=True)
@@ -205,8 +275,8 @@ class SupplySummary:
     The first ``SupplySummary`` wins.
     """
 
-    summary: str
-    details: JSONValue = None
+    summary: str = field(validator=_str)
+    details: JSONValue = field(default=None, validator=_json)
 
 
 @frozen(kw_only=True)
