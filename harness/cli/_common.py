@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ __all__ = [
     "make_streams_safe",
     "one_line",
     "open_repo",
+    "printable",
     "root_option",
     "run_async",
 ]
@@ -35,9 +37,21 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control characters (ESC, BEL, ...) shown as ``\\x1b`` escapes.
+
+    Session text is arbitrary: a tool result holding ``ESC]0;...`` would otherwise retitle or
+    clear the user's terminal when shown. Newlines and tabs are kept.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) collapsed to one space."""
-    return " ".join(text.split())
+    """``text`` with whitespace runs (newlines included) collapsed to one space, printable."""
+    return printable(" ".join(text.split()))
 
 
 class HarnessCliError(click.ClickException):

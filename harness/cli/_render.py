@@ -51,7 +51,7 @@ from repos import (
     UnknownEntry,
 )
 
-from ._common import one_line
+from ._common import one_line, printable
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -115,7 +115,8 @@ def _jsonable(value: object) -> JSONValue:
 
 
 def _indented(text: str) -> list[str]:
-    return [_INDENT + line if line else "" for line in text.splitlines()] or [_INDENT + "(empty)"]
+    lines = printable(text).splitlines()
+    return [_INDENT + line if line else "" for line in lines] or [_INDENT + "(empty)"]
 
 
 def _user_content_text(content: str | Iterable[UserContent]) -> str:

@@ -94,3 +94,25 @@ def test_tree_rendering_matches_the_snapshot(tmp_path: Path) -> None:
     session_file = SNAPSHOTS / "tree-session.jsonl"
     out = harness_cli(tmp_path, "sessions", "tree", session_file).stdout
     assert out == (SNAPSHOTS / "tree.txt").read_text()
+
+
+def test_show_and_tree_never_send_terminal_control_codes(tmp_path: Path) -> None:
+    path = tmp_path / "esc.jsonl"
+    hostile = "\x1b]0;pwned\x07\x1b[2Jtext"
+    path.write_text(
+        '{"type":"session","version":3,"id":"esc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n'
+        + orjson.dumps(
+            {
+                "type": "message",
+                "id": "e0000001",
+                "parentId": None,
+                "timestamp": "2026-01-01T00:00:01.000Z",
+                "message": {"role": "user", "content": hostile, "timestamp": 1},
+            }
+        ).decode()
+        + "\n"
+    )
+    for command in ("show", "tree"):
+        out = harness_cli(tmp_path, "sessions", command, path).stdout
+        assert "\x1b" not in out and "\x07" not in out
+        assert "\\x1b]0;pwned\\x07" in out
