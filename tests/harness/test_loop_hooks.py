@@ -170,3 +170,21 @@ async def test_observer_payloads(session: Session) -> None:
     assert seen["save_point"].had_pending_writes is False
     assert seen["settled"].next_turn_count == 0
     assert seen["queue_update"].next_turn == ("later",)
+
+
+async def test_tool_execution_update_carries_the_tools_progress(session: Session) -> None:
+    @tool("progress", "reports progress")
+    async def progress(input: Mapping[str, Any], run: ToolRun) -> str:
+        for step in (1, 2):
+            await run.update({"step": step})
+        return "done"
+
+    model = FauxModel([FauxReply(tool_calls=[FauxToolCall(name="progress", id="p1")]), "ok"])
+    h = AgentHarness(session=session, model=model, tools=[progress])
+    updates: list[tuple[str, str, Any]] = []
+    h.connect(
+        "tool_execution_update",
+        lambda s, event: updates.append((event.tool_call_id, event.tool_name, event.partial)),
+    )
+    await h.prompt("x")
+    assert updates == [("p1", "progress", {"step": 1}), ("p1", "progress", {"step": 2})]
