@@ -31,6 +31,8 @@ from ._errors import (
     SessionError,
     SessionExistsError,
     SessionNotFoundError,
+    SessionWriteError,
+    StorageError,
 )
 from ._jsonl.paths import encode_cwd, validate_session_id
 from ._jsonl.repo import JsonlSessionRepo
@@ -73,6 +75,8 @@ __all__ = [
     "SessionInfoEntry",
     "SessionNotFoundError",
     "SessionRepo",
+    "SessionWriteError",
+    "StorageError",
     "ThinkingLevelChangeEntry",
     "TreeNode",
     "UnknownEntry",

@@ -12,7 +12,12 @@ Tree::
         ├── EntryNotFoundError             no entry with that id in the session ("entry_not_found")
         ├── InvalidForkTargetError         fork target missing or unusable ("invalid_fork_target")
         ├── ForkCancelledError             a session_before_fork hook cancelled ("fork_cancelled")
-        └── SessionClosedError             the session was closed ("session_closed")
+        ├── SessionClosedError             the session was closed ("session_closed")
+        ├── SessionWriteError              an append failed or was cut short; also an OSError
+        │                                  ("write_failed")
+        └── StorageError                   the file system refused an operation (creating,
+                                           publishing, opening or deleting a file); also an
+                                           OSError ("storage_error")
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ __all__ = [
     "SessionError",
     "SessionExistsError",
     "SessionNotFoundError",
+    "SessionWriteError",
+    "StorageError",
 ]
 
 
@@ -123,3 +130,44 @@ class ForkCancelledError(SessionError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"fork cancelled by a hook: {reason}")
         self.reason = reason
+
+
+class SessionWriteError(SessionError, OSError):
+    """Appending a line failed (an ``OSError`` from ``write``) or wrote only part of it (disk
+    full, file size limit). The partial bytes were removed when that was still safe; otherwise
+    the next append sets them aside like a torn tail. The session's tree is unchanged.
+
+    Attributes:
+        path: the session file; written: bytes of the line that reached the file; expected: the
+        line's length; errno: the failing call's errno, None for a short write.
+    """
+
+    code = "write_failed"
+
+    def __init__(
+        self, path: Path | str, written: int, expected: int, errno: int | None = None
+    ) -> None:
+        super().__init__(f"{path}: append failed, {written} of {expected} bytes written")
+        self.path, self.written, self.expected = Path(path), written, expected
+        self.errno = errno
+
+
+class StorageError(SessionError, OSError):
+    """The file system refused an operation on a session file or folder (a name too long, no
+    permission, no space, a file where a folder should be). Raised ``from`` the ``OSError``.
+
+    Attributes:
+        path: the file or folder; reason: what failed; errno: the ``OSError``'s errno.
+    """
+
+    code = "storage_error"
+
+    def __init__(self, path: Path | str, reason: str, errno: int | None = None) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = Path(path), reason
+        self.errno = errno
+
+    @classmethod
+    def wrap(cls, path: Path | str, exc: OSError, doing: str) -> StorageError:
+        """A ``StorageError`` for ``exc``, raised while ``doing`` something to ``path``."""
+        return cls(path, f"{doing}: {exc.strerror or exc}", exc.errno)

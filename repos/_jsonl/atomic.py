@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["fsync_dir", "publish_atomically"]
+__all__ = ["fsync_dir", "make_folders", "publish_atomically"]
 
 
 def fsync_dir(folder: Path) -> None:
@@ -30,16 +30,39 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def publish_atomically(destination: Path, lines: Iterable[bytes], *, exclusive: bool) -> None:
+def make_folders(folder: Path) -> None:
+    """Create ``folder`` and any missing parents, durably: each new folder's entry is fsynced in
+    its parent (so a crash cannot lose the folder of a file published inside it)."""
+    missing: list[Path] = []
+    current = folder
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        fsync_dir(created.parent)
+
+
+def publish_atomically(
+    destination: Path,
+    lines: Iterable[bytes],
+    *,
+    exclusive: bool,
+    check: Callable[[Path], object] | None = None,
+) -> None:
     """Write ``lines`` to a temp file beside ``destination``, fsync, rename, fsync the folder.
 
     Args:
         exclusive: refuse to replace an existing file (``FileExistsError``); used by create and
             fork, whose file names must be new. New files are private (0600); a replaced file
             keeps its permissions.
+        check: called with the written temp file before it is published; if it raises, nothing
+            is published (the temp file is removed) and the error propagates.
     """
     folder = destination.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folders(folder)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
     tmp = Path(tmp_name)
     try:
@@ -51,6 +74,8 @@ def publish_atomically(destination: Path, lines: Iterable[bytes], *, exclusive: 
                 out.write(line)
             out.flush()
             os.fsync(out.fileno())
+        if check is not None:
+            check(tmp)
         if exclusive:
             # link() fails if the name exists, unlike rename(), so two creators cannot both win.
             os.link(tmp, destination)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import platformdirs
 
-from .._errors import InvalidSessionIdError
+from .._errors import InvalidSessionIdError, StorageError
 
 __all__ = [
     "ENV_VAR",
@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 ENV_VAR = "HARNESS_SESSIONS_DIR"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def default_root() -> Path:
@@ -36,19 +36,48 @@ def validate_session_id(session_id: str) -> str:
     """Return ``session_id`` if it is safe as part of a file name.
 
     Raises:
-        InvalidSessionIdError: it does not match ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$``
-            (so ``../x``, ``a/b`` and empty ids are refused before any file is touched).
+        InvalidSessionIdError: the whole id does not match ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``
+            (so ``../x``, ``a/b``, ``a\\n`` and empty ids are refused before any file is
+            touched), holds ``..``, or ends in ``.jsonl`` (a ref ending so is read as a path).
     """
-    if not _ID.match(session_id) or ".." in session_id:
+    if (
+        not isinstance(session_id, str)
+        or not _ID.fullmatch(session_id)
+        or ".." in session_id
+        or session_id.endswith(".jsonl")
+    ):
         raise InvalidSessionIdError(
-            session_id, "ids are 1-128 of [A-Za-z0-9._-], start alphanumeric, no '..'"
+            str(session_id),
+            "ids are 1-128 of [A-Za-z0-9._-], start alphanumeric, no '..', no '.jsonl' ending",
         )
     return session_id
 
 
 def absolute_cwd(cwd: str | None) -> str:
-    """The cwd a session records: ``cwd`` made absolute, or the process's working directory."""
-    return os.path.abspath(cwd) if cwd is not None else os.getcwd()
+    """The cwd a session records: ``cwd`` made absolute, or the process's working directory.
+
+    Raises:
+        InvalidSessionIdError: the cwd holds a NUL or cannot be written as UTF-8 (a lone
+            surrogate), so it can be neither a folder name nor JSON.
+        StorageError: the process's working directory is gone.
+    """
+    if cwd is not None:
+        _check_cwd(cwd)
+    try:
+        resolved = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+    except OSError as exc:
+        raise StorageError.wrap(".", exc, "reading the working directory") from exc
+    _check_cwd(resolved)
+    return resolved
+
+
+def _check_cwd(cwd: str) -> None:
+    if "\x00" in cwd:
+        raise InvalidSessionIdError(cwd, "a cwd cannot hold a NUL character")
+    try:
+        cwd.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidSessionIdError(cwd, "a cwd must be valid Unicode (no lone surrogates)") from None
 
 
 def encode_cwd(cwd: str) -> str:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import tracemalloc
 from pathlib import Path
 
+import orjson
 import pytest
 
-from harness import ToolError, ToolResult, ToolRun, bash_tool, read_tool
+from harness import ToolError, ToolResult, ToolRun, bash_tool, read_tool, write_tool
 from hooks import JSONValue
 
 
@@ -93,8 +100,6 @@ async def test_bash_keeps_the_tail_of_long_output(tmp_path: Path) -> None:
 
 
 async def test_write_creates_folders_and_replaces_files_inside_the_cwd(tmp_path: Path) -> None:
-    from harness import write_tool
-
     first = await write_tool().execute({"path": "a/b.txt", "content": "one"}, make_run(tmp_path))
     second = await write_tool().execute({"path": "a/b.txt", "content": "two"}, make_run(tmp_path))
     assert isinstance(first, ToolResult) and isinstance(second, ToolResult)
@@ -104,3 +109,206 @@ async def test_write_creates_folders_and_replaces_files_inside_the_cwd(tmp_path:
     with pytest.raises(ToolError):
         await write_tool().execute({"path": "../escape.txt", "content": "x"}, make_run(tmp_path))
     assert not (tmp_path.parent / "escape.txt").exists()
+
+
+# --- bash: output pipe, timeouts, background jobs, memory -------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie nobody reaped counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+async def _gone(pid: int, within: float = 3.0) -> bool:
+    for _ in range(int(within / 0.05)):
+        if not _alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return not _alive(pid)
+
+
+def _kill_pid(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+async def _read_pid(path: Path) -> int:
+    while not path.exists() or not path.read_text().strip():
+        await asyncio.sleep(0.02)
+    return int(path.read_text())
+
+
+async def test_bash_timeout_returns_while_the_command_floods_output(tmp_path: Path) -> None:
+    # Python 3.11's Process.wait() waited for the stdout pipe to close; nobody read it any more.
+    async with asyncio.timeout(10):
+        result = await bash_tool().execute({"command": "yes", "timeout": 0.3}, make_run(tmp_path))
+    assert isinstance(result, ToolResult)
+    assert result.is_error and result.details["timedOut"] is True  # type: ignore[index]
+    assert result.details["truncated"] is True  # type: ignore[index]
+    assert result.content[0].text.endswith("y\n[command timed out after 0.3 s]")  # type: ignore[union-attr]
+
+
+async def test_bash_timeout_returns_when_an_escaped_child_holds_the_output(tmp_path: Path) -> None:
+    # setsid leaves the process group, so the group kill misses it and it keeps the pipe open.
+    command = "setsid sleep 30 & echo $! > escaped.pid; sleep 30"
+    try:
+        async with asyncio.timeout(10):
+            result = await bash_tool().execute(
+                {"command": command, "timeout": 0.5}, make_run(tmp_path)
+            )
+        assert isinstance(result, ToolResult)
+        assert result.details["timedOut"] is True  # type: ignore[index]
+    finally:
+        _kill_pid(await _read_pid(tmp_path / "escaped.pid"))
+
+
+async def test_bash_returns_when_the_command_exits_even_if_a_background_job_runs_on(
+    tmp_path: Path,
+) -> None:
+    # The background job inherits the output pipe; the result must not wait for it.
+    command = "sleep 30 & echo $! > bg.pid; echo started"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        async with asyncio.timeout(5):
+            result = await bash_tool(timeout_s=20).execute({"command": command}, make_run(tmp_path))
+        assert loop.time() - started < 3
+        assert isinstance(result, ToolResult)
+        assert not result.is_error
+        assert result.details == {"exitCode": 0, "truncated": False, "timedOut": False}
+        assert result.content[0].text.startswith("started\n")  # type: ignore[union-attr]
+        assert _alive(await _read_pid(tmp_path / "bg.pid"))  # background jobs keep running
+    finally:
+        _kill_pid(await _read_pid(tmp_path / "bg.pid"))
+
+
+async def test_bash_cancel_kills_the_command_and_its_children(tmp_path: Path) -> None:
+    command = "sleep 30 & echo $! > child.pid; wait"
+    task = asyncio.create_task(bash_tool().execute({"command": command}, make_run(tmp_path)))
+    async with asyncio.timeout(10):
+        pid = await _read_pid(tmp_path / "child.pid")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    try:
+        assert await _gone(pid)
+    finally:
+        _kill_pid(pid)
+
+
+async def test_bash_keeps_only_the_tail_in_memory_and_coalesces_updates(tmp_path: Path) -> None:
+    updates: list[JSONValue] = []
+    command = "head -c 30000000 /dev/zero | tr '\\0' a; echo; echo end"
+    tracemalloc.start()
+    try:
+        async with asyncio.timeout(30):
+            result = await bash_tool(max_bytes=1000).execute(
+                {"command": command}, make_run(tmp_path, updates)
+            )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(result, ToolResult)
+    assert peak < 8_000_000  # 30 MB of output went through
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("[output truncated: showing the last 1000 bytes]\n")
+    assert text.endswith("a" * 100 + "\nend\n")
+    assert result.details == {"exitCode": 0, "truncated": True, "timedOut": False}
+    assert len(updates) < 1000  # coalesced, not one event per read
+    assert str(updates[-1]).endswith("a\nend\n")
+
+
+async def test_bash_updates_do_not_split_multibyte_characters(tmp_path: Path) -> None:
+    updates: list[JSONValue] = []
+    script = "import sys; sys.stdout.write('x' * 4095 + 'é' * 3000)"
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}"
+    async with asyncio.timeout(10):
+        result = await bash_tool().execute({"command": command}, make_run(tmp_path, updates))
+    assert isinstance(result, ToolResult)
+    assert result.content[0].text == "x" * 4095 + "é" * 3000  # type: ignore[union-attr]
+    assert "".join(str(u) for u in updates) == "x" * 4095 + "é" * 3000
+
+
+# --- read: bounded reading ----------------------------------------------------------------------
+
+
+async def test_read_reads_only_as_far_as_it_returns(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    with path.open("wb") as f:
+        f.write(b"first\n" * 2000)
+        f.truncate(300_000_000)  # a sparse tail: NUL bytes past the first 8 KiB, no newline
+    tracemalloc.start()
+    try:
+        async with asyncio.timeout(10):
+            result = await read_tool().execute(
+                {"path": "big.txt", "offset": 3, "limit": 2}, make_run(tmp_path)
+            )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(result, ToolResult)
+    assert result.content[0].text == "first\nfirst"  # type: ignore[union-attr]
+    assert peak < 2_000_000
+
+
+async def test_read_cuts_a_very_long_line_without_loading_it(tmp_path: Path) -> None:
+    path = tmp_path / "long.txt"
+    with path.open("wb") as f:
+        f.write(b"x" * 10_000)
+        f.truncate(200_000_000)
+    async with asyncio.timeout(10):
+        result = await read_tool(max_bytes=100).execute({"path": "long.txt"}, make_run(tmp_path))
+    assert isinstance(result, ToolResult)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("x" * 100 + "\n[") and "offset=2" in text
+    assert result.details["truncated"] is True  # type: ignore[index]
+
+
+async def test_read_truncation_resumes_at_the_first_line_not_shown(tmp_path: Path) -> None:
+    (tmp_path / "two.txt").write_text("x" * 50 + "\n" + "y" * 50 + "\n")
+    result = await read_tool(max_bytes=60).execute({"path": "two.txt"}, make_run(tmp_path))
+    assert isinstance(result, ToolResult)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text == "x" * 50 + "\n[output truncated: use offset=2 to read on]"
+    assert result.details == {"path": str(tmp_path / "two.txt"), "lines": 1, "truncated": True}
+
+
+async def test_read_handles_crlf_and_a_last_line_without_newline(tmp_path: Path) -> None:
+    (tmp_path / "crlf.txt").write_bytes(b"one\r\ntwo\r\nthree")
+    result = await read_tool().execute({"path": "crlf.txt", "offset": 2}, make_run(tmp_path))
+    assert isinstance(result, ToolResult)
+    assert result.content[0].text == "two\nthree"  # type: ignore[union-attr]
+    assert result.details["lines"] == 2  # type: ignore[index]
+
+
+# --- undecodable file names: results must stay valid UTF-8 --------------------------------------
+
+
+def _encodable(result: ToolResult | str) -> None:
+    assert isinstance(result, ToolResult)
+    orjson.dumps({"content": [c.text for c in result.content], "details": result.details})  # type: ignore[union-attr]
+
+
+async def test_tools_return_utf8_safe_text_for_undecodable_names(tmp_path: Path) -> None:
+    cwd = Path(os.fsdecode(bytes(tmp_path) + b"/w\xffork"))
+    cwd.mkdir()
+    (cwd / os.fsdecode(b"bad\xffname.txt")).write_text("secret content\n")
+    (cwd / "link.txt").symlink_to(os.fsdecode(b"bad\xffname.txt"))
+    async with asyncio.timeout(10):
+        read = await read_tool().execute({"path": "link.txt"}, make_run(cwd))
+        _encodable(read)
+        assert read.details["path"].endswith("bad\\xffname.txt")  # type: ignore[union-attr, index]
+        written = await write_tool().execute({"path": "new.txt", "content": "x"}, make_run(cwd))
+        _encodable(written)
+        ran = await bash_tool().execute({"command": "pwd; ls"}, make_run(cwd))
+        _encodable(ran)
+        with pytest.raises(ToolError) as outside:
+            await read_tool().execute({"path": "../elsewhere.txt"}, make_run(cwd))
+        str(outside.value).encode()
+        with pytest.raises(ToolError) as missing:
+            await bash_tool().execute({"command": "true"}, make_run(cwd / "missing"))
+        str(missing.value).encode()
