@@ -4,7 +4,14 @@ May import ``hooks``; never ``harness``. Everything public is also re-exported f
 """
 
 from ._codec import decode_entry, decode_message, encode_entry, encode_message
-from ._context import NO_RESULT_TEXT, ModelRef, SessionContext, build_context, normalize_messages
+from ._context import (
+    NO_RESULT_TEXT,
+    ModelRef,
+    SessionContext,
+    build_context,
+    entry_message,
+    normalize_messages,
+)
 from ._entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -86,6 +93,7 @@ __all__ = [
     "encode_cwd",
     "encode_entry",
     "encode_message",
+    "entry_message",
     "normalize_messages",
     "open_session",
     "validate_session_id",

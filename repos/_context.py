@@ -35,7 +35,15 @@ from ._entries import (
     ThinkingLevelChangeEntry,
 )
 
-__all__ = ["NO_RESULT_TEXT", "ModelRef", "SessionContext", "build_context", "normalize_messages"]
+__all__ = [
+    "NO_RESULT_TEXT",
+    "ModelRef",
+    "SessionContext",
+    "build_context",
+    "entry_message",
+    "iso_ms",
+    "normalize_messages",
+]
 
 NO_RESULT_TEXT = "No result was recorded for this tool call (the turn was interrupted)."
 
@@ -98,7 +106,7 @@ def build_context(path: Sequence[Entry]) -> SessionContext:
             CompactionSummaryMessage(
                 summary=compaction.summary,
                 tokens_before=compaction.tokens_before,
-                timestamp=_iso_ms(compaction.timestamp),
+                timestamp=iso_ms(compaction.timestamp),
             )
         )
         kept_from = next(
@@ -109,7 +117,7 @@ def build_context(path: Sequence[Entry]) -> SessionContext:
     else:
         selected = list(path)
     for entry in selected:
-        message = _entry_message(entry)
+        message = entry_message(entry)
         if message is not None:
             messages.append(message)
     return SessionContext(
@@ -120,7 +128,9 @@ def build_context(path: Sequence[Entry]) -> SessionContext:
     )
 
 
-def _entry_message(entry: Entry) -> Message | None:
+def entry_message(entry: Entry) -> Message | None:
+    """The context message an entry contributes: messages as they are, custom messages and
+    non-empty branch summaries as their context messages; None for every other entry."""
     if isinstance(entry, MessageEntry):
         return entry.message
     if isinstance(entry, CustomMessageEntry):
@@ -129,11 +139,11 @@ def _entry_message(entry: Entry) -> Message | None:
             content=entry.content,
             display=entry.display,
             details=entry.details,
-            timestamp=_iso_ms(entry.timestamp),
+            timestamp=iso_ms(entry.timestamp),
         )
     if isinstance(entry, BranchSummaryEntry) and entry.summary:
         return BranchSummaryMessage(
-            summary=entry.summary, from_id=entry.from_id, timestamp=_iso_ms(entry.timestamp)
+            summary=entry.summary, from_id=entry.from_id, timestamp=iso_ms(entry.timestamp)
         )
     return None
 
@@ -197,7 +207,8 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(out)
 
 
-def _iso_ms(timestamp: str) -> int:
+def iso_ms(timestamp: str) -> int:
+    """An entry's ISO-8601 ``timestamp`` as Unix milliseconds (0 when it cannot be read)."""
     try:
         return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError:

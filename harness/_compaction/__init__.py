@@ -13,7 +13,7 @@ from .branch import (
     prepare_branch_entries,
     summarize_branch,
 )
-from .cut import CompactionPreparation, entry_message, prepare_compaction
+from .cut import CompactionPreparation, prepare_compaction
 from .errors import SummarizationError
 from .files import DEFAULT_FILE_TOOLS, FileTools, format_file_lists
 from .settings import CompactionSettings
@@ -59,7 +59,6 @@ __all__ = [
     "collect_branch_entries",
     "context_size",
     "context_window",
-    "entry_message",
     "format_file_lists",
     "prepare_branch_entries",
     "prepare_compaction",

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from attrs import field, frozen
 
 from hooks import CompactionSummaryMessage, Message, ToolResultMessage
-from repos import BranchSummaryEntry, CompactionEntry, Entry, Session
+from repos import BranchSummaryEntry, CompactionEntry, Entry, Session, entry_message
+from repos._context import iso_ms
 
 from .._tokens import estimate_tokens
-from .cut import _iso_ms, entry_message
 from .files import DEFAULT_FILE_TOOLS, FileOps, FileTools, format_file_lists
 from .summarize import Summarizer, SummaryRequest
 
@@ -156,7 +156,7 @@ def _branch_message(entry: Entry) -> Message | None:
         return CompactionSummaryMessage(
             summary=entry.summary,
             tokens_before=entry.tokens_before,
-            timestamp=_iso_ms(entry.timestamp),
+            timestamp=iso_ms(entry.timestamp),
         )
     message = entry_message(entry)
     return None if isinstance(message, ToolResultMessage) else message

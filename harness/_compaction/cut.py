@@ -19,7 +19,6 @@ compaction.ts``; reference §4.3 and §4.5), with these fixes:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 
 from attrs import field, frozen
 
@@ -34,12 +33,10 @@ from hooks import (
     UserMessage,
 )
 from repos import (
-    BranchSummaryEntry,
     CompactionEntry,
-    CustomMessageEntry,
     Entry,
-    MessageEntry,
     build_context,
+    entry_message,
 )
 
 from .._tokens import estimate_tokens
@@ -47,7 +44,7 @@ from .files import DEFAULT_FILE_TOOLS, FileOps, FileTools
 from .settings import CompactionSettings
 from .tokens import context_size
 
-__all__ = ["CompactionPreparation", "entry_message", "prepare_compaction"]
+__all__ = ["CompactionPreparation", "prepare_compaction"]
 
 
 def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
@@ -90,37 +87,6 @@ class CompactionPreparation:
     read_files: tuple[str, ...] = field(converter=_strings)
     modified_files: tuple[str, ...] = field(converter=_strings)
     leaf_id: str | None = None
-
-
-def entry_message(entry: Entry) -> Message | None:
-    """The context message an entry contributes, as ``repos.build_context`` makes it.
-
-    ``message`` entries give their message, ``custom_message`` a custom message, a
-    ``branch_summary`` with a summary a branch-summary message; everything else (compactions
-    included) gives None.
-    """
-    if isinstance(entry, MessageEntry):
-        return entry.message
-    if isinstance(entry, CustomMessageEntry):
-        return CustomMessage(
-            custom_type=entry.custom_type,
-            content=entry.content,
-            display=entry.display,
-            details=entry.details,
-            timestamp=_iso_ms(entry.timestamp),
-        )
-    if isinstance(entry, BranchSummaryEntry) and entry.summary:
-        return BranchSummaryMessage(
-            summary=entry.summary, from_id=entry.from_id, timestamp=_iso_ms(entry.timestamp)
-        )
-    return None
-
-
-def _iso_ms(timestamp: str) -> int:
-    try:
-        return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
 
 
 _CUT_ROLES = (

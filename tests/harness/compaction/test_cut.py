@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness._compaction import CompactionSettings, entry_message, prepare_compaction
+from harness._compaction import CompactionSettings, prepare_compaction
 from harness._compaction.tokens import context_size
 from harness._tokens import estimate_tokens
 from hooks import (
@@ -31,6 +31,7 @@ from repos import (
     MessageEntry,
     ThinkingLevelChangeEntry,
     build_context,
+    entry_message,
     open_session,
 )
 
