@@ -40,6 +40,7 @@ from hooks import (
 )
 
 from ._entries import (
+    CURRENT_VERSION,
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -459,6 +460,7 @@ def encode_message(msg: Message) -> Obj:
 
 # --- header ---------------------------------------------------------------------------------
 
+SUPPORTED_VERSIONS = frozenset({1, 2, CURRENT_VERSION})
 _HEADER_KEYS = frozenset({"type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"})
 
 
@@ -466,7 +468,10 @@ def decode_header(obj: Any) -> SessionHeader:
     """Build the header from line 1.
 
     Raises:
-        CodecError: not an object with ``type: "session"`` and a string ``id``.
+        CodecError: not an object with ``type: "session"`` and a string ``id``, or a
+            ``version`` that is not the integer 1, 2 or 3 (missing means 1). Reading a file of
+            an unknown version as v1 would give its entries made-up ids, and the first append
+            would rewrite it.
     """
     if (
         not isinstance(obj, dict)
@@ -475,12 +480,17 @@ def decode_header(obj: Any) -> SessionHeader:
     ):
         raise CodecError('the first line is not a session header ({"type":"session","id":...})')
     version = obj.get("version", 1)
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
+        raise CodecError(
+            f"unsupported session version {orjson.dumps(version).decode()} "
+            f"(supported: 1, 2, 3; none means 1)"
+        )
     metadata = obj.get("metadata")
     return SessionHeader(
         id=obj["id"],
         timestamp=str(obj.get("timestamp", "")),
         cwd=str(obj.get("cwd", "")),
-        version=version if isinstance(version, int) else 1,
+        version=version,
         parent_session=_opt_str(obj, "parentSession"),
         metadata=metadata if isinstance(metadata, dict) else None,
         extra=_extra(obj, _HEADER_KEYS)

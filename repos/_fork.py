@@ -34,8 +34,9 @@ def fork_lines(
             the leaf and "before" for a given entry (pi's defaults).
 
     Raises:
-        InvalidForkTargetError: ``entry_id`` is not in the source, or tree scope was given an
-            entry.
+        InvalidForkTargetError: ``entry_id`` is not in the source, is a ``leaf`` entry (it
+            records a move, not content: its target may not be on its path), or tree scope
+            was given an entry.
     """
     out = [dumps_line(encode_header(header))]
     if scope == "tree":
@@ -47,6 +48,10 @@ def fork_lines(
     target = entry_id if entry_id is not None else source.leaf_id
     if entry_id is not None and entry_id not in source:
         raise InvalidForkTargetError(entry_id, "no such entry in the source session")
+    if target is not None and source.entry_type(target) == "leaf":
+        raise InvalidForkTargetError(
+            target, "a leaf entry records a move, not content; fork at its target instead"
+        )
     effective = position or ("at" if entry_id is None else "before")
     if target is not None and effective == "before":
         target = source.get_entry(target).parent_id

@@ -65,8 +65,9 @@ class _MemoryStore:
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
         self._lines[:] = lines
 
-    def set_aside_torn_tail(self, offset: int) -> None:
+    def set_aside_torn_tail(self) -> int | None:
         """Memory lines are always whole; nothing to set aside."""
+        return None
 
     def sync(self) -> None:
         """Nothing to make durable."""

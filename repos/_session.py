@@ -87,7 +87,8 @@ class SessionStore(Protocol):
     """Where a session's lines live. ``JsonlStore`` writes a file; a memory store keeps lines.
 
     ``append`` must write one whole line atomically (one ``write`` on an ``O_APPEND``
-    descriptor) or raise, leaving the stored lines unchanged.
+    descriptor) or raise, leaving the stored lines unchanged (or, if a fragment could not be
+    removed, ending in a fragment that the next ``set_aside_torn_tail`` moves away).
     """
 
     @property
@@ -103,7 +104,11 @@ class SessionStore(Protocol):
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None: ...
 
-    def set_aside_torn_tail(self, offset: int) -> None: ...
+    def set_aside_torn_tail(self) -> int | None:
+        """Move an unterminated fragment at the end of the stored lines, as they are now, out of
+        the way; return its offset, or None if the lines end whole. Called before every append,
+        so a line is never glued onto a fragment."""
+        ...
 
     def sync(self) -> None: ...
 
@@ -127,14 +132,12 @@ class Session:
         tree: Tree,
         store: SessionStore,
         diagnostics: Sequence[Diagnostic] = (),
-        torn_offset: int | None = None,
         fsync: FsyncPolicy = "turn",
     ) -> None:
         self._header = header
         self._tree = tree
         self._store = store
         self._diagnostics = list(diagnostics)
-        self._torn_offset = torn_offset
         self._fsync: FsyncPolicy = fsync
         self._prepared = False
         self._closed = False
@@ -417,29 +420,34 @@ class Session:
 
     def _append(self, make: Callable[[_Base], E]) -> E:
         self._check_open()
+        self._set_aside_torn_tail()
         if not self._prepared:
             self._prepare()
         entry = make(
             {"id": self._new_id(), "parent_id": self._tree.leaf_id, "timestamp": iso_now()}
         )
+        # Store first: if the write fails (SessionWriteError), the tree does not change.
         self._store.append(dumps_line(encode_entry(entry)))
         self._tree.add(Row(id=entry.id, parent_id=entry.parent_id, type=entry.type), entry)
         if self._fsync == "always":
             self._store.sync()
         return entry
 
-    def _prepare(self) -> None:
-        """Before the first append: set a torn tail aside, and migrate a v1/v2 file to v3."""
-        if self._torn_offset is not None:
-            self._store.set_aside_torn_tail(self._torn_offset)
+    def _set_aside_torn_tail(self) -> None:
+        """Before every append: if the file now ends in an unterminated fragment (a torn tail
+        found at open, a crashed writer's, or a failed append's), move it to ``<file>.torn``."""
+        offset = self._store.set_aside_torn_tail()
+        if offset is not None:
             self._diagnostics.append(
                 Diagnostic(
                     code="torn_tail_set_aside",
                     message=f"unterminated last line moved to {self.path}.torn",
-                    offset=self._torn_offset,
+                    offset=offset,
                 )
             )
-            self._torn_offset = None
+
+    def _prepare(self) -> None:
+        """Before the first append: migrate a v1/v2 file to v3."""
         version = self._header.version
         if version < CURRENT_VERSION:
             header = evolve(self._header, version=CURRENT_VERSION)

@@ -30,9 +30,13 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def make_folders(folder: Path) -> None:
+def make_folders(folder: Path) -> list[Path]:
     """Create ``folder`` and any missing parents, durably: each new folder's entry is fsynced in
-    its parent (so a crash cannot lose the folder of a file published inside it)."""
+    its parent (so a crash cannot lose the folder of a file published inside it).
+
+    Returns:
+        The folders created, outermost first (empty if ``folder`` existed).
+    """
     missing: list[Path] = []
     current = folder
     while not current.is_dir():
@@ -40,9 +44,13 @@ def make_folders(folder: Path) -> None:
         if current.parent == current:
             break
         current = current.parent
+    if not missing:
+        return []
     folder.mkdir(parents=True, exist_ok=True)
-    for created in reversed(missing):
+    missing.reverse()
+    for created in missing:
         fsync_dir(created.parent)
+    return missing
 
 
 def publish_atomically(

@@ -77,7 +77,9 @@ def _check_cwd(cwd: str) -> None:
     try:
         cwd.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidSessionIdError(cwd, "a cwd must be valid Unicode (no lone surrogates)") from None
+        raise InvalidSessionIdError(
+            cwd, "a cwd must be valid Unicode (no lone surrogates)"
+        ) from None
 
 
 def encode_cwd(cwd: str) -> str:
@@ -98,9 +100,13 @@ def check_under_root(root: Path, path: Path) -> Path:
     """Resolve ``path`` and make sure it stays under ``root``.
 
     Raises:
-        InvalidSessionIdError: the resolved path escapes the root (symlinks included).
+        InvalidSessionIdError: the resolved path escapes the root (symlinks included), or it
+            cannot be resolved (a NUL byte, a symlink loop).
     """
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # NUL byte, symlink loop (3.11: Runtime)
+        raise InvalidSessionIdError(str(path), f"cannot be resolved: {exc}") from None
     if not resolved.is_relative_to(root.resolve()):
         raise InvalidSessionIdError(str(path), f"resolves outside the sessions root {root}")
     return resolved

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import hashlib
 import logging
 import os
+import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,12 +32,13 @@ from .._errors import (
     SessionError,
     SessionExistsError,
     SessionNotFoundError,
+    StorageError,
 )
 from .._fork import fork_lines
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, iso_now
 from .._tree import Tree
-from .atomic import publish_atomically
+from .atomic import make_folders, publish_atomically
 from .paths import (
     absolute_cwd,
     check_under_root,
@@ -44,7 +47,7 @@ from .paths import (
     file_name,
     validate_session_id,
 )
-from .storage import JsonlStore, open_session
+from .storage import JsonlStore, load_file, open_session
 
 __all__ = ["JsonlSessionRepo"]
 
@@ -58,6 +61,7 @@ class _ListState:
     identity: tuple[int, int, int]  # inode, size, mtime (ns) when last read
     offset: int
     header: SessionHeader
+    fingerprint: bytes = b""  # of the bytes before `offset`: see _fingerprint
     name: str | None = None
     message_count: int = 0
     last_activity_ms: int | None = None
@@ -88,6 +92,8 @@ class JsonlSessionRepo:
         self._fsync: FsyncPolicy = fsync
         self._strict = strict
         self._list_cache: dict[Path, _ListState] = {}
+        # create and fork check that an id is free, then publish: one at a time per repo.
+        self._publish_lock = threading.Lock()
         self.list_problems: tuple[tuple[Path, str], ...] = ()
         """Files the last ``list`` call skipped, with the reason (also logged)."""
 
@@ -120,8 +126,10 @@ class JsonlSessionRepo:
             session_id: default a new UUID4.
 
         Raises:
-            InvalidSessionIdError: a bad id.
-            SessionExistsError: the id is taken.
+            InvalidSessionIdError: a bad id, or a cwd holding a NUL or a lone surrogate.
+            SessionExistsError: the id is taken (checked under a lock within this repo
+                object; two processes creating one id at once can still both succeed).
+            StorageError: the file system refused (a name too long, no permission, ...).
         """
         sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
         header = SessionHeader(
@@ -160,6 +168,8 @@ class JsonlSessionRepo:
 
         Raises:
             InvalidSessionIdError: a bad id, or a path outside the root.
+            SessionNotFoundError: the id or path names a folder, not a session file.
+            StorageError: the file system refused (no permission, ...).
         """
         path = self._resolve_for_delete(ref)
         if path is not None and await asyncio.to_thread(_unlink, path):
@@ -195,7 +205,11 @@ class JsonlSessionRepo:
 
         Raises:
             SessionNotFoundError, InvalidSessionIdError: bad source.
-            InvalidForkTargetError: ``entry_id`` is not in the source.
+            InvalidForkTargetError: ``entry_id`` is not in the source, or is a ``leaf`` entry.
+            SessionExistsError: ``session_id`` is taken.
+            CorruptSessionError: in strict mode, the fork would not read back cleanly; no file
+                is left behind (the fork is checked before it is published).
+            StorageError: the file system refused.
             ForkCancelledError: a ``session_before_fork`` hook cancelled (nothing is written).
 
         Events (sender: this repo): ``session_before_fork`` before anything is written, then
@@ -268,31 +282,58 @@ class JsonlSessionRepo:
 
     def _resolve_for_delete(self, ref: str | Path) -> Path | None:
         if isinstance(ref, Path) or ref.endswith(".jsonl"):
-            return check_under_root(self._root, Path(ref).expanduser())
-        matches = self._find(validate_session_id(ref))
-        if len(matches) > 1:
-            raise SessionError(f"session id {ref!r} matches several files: {matches}")
-        return matches[0] if matches else None
+            path = check_under_root(self._root, Path(ref).expanduser())
+        else:
+            matches = self._find(validate_session_id(ref))
+            if len(matches) > 1:
+                raise SessionError(f"session id {ref!r} matches several files: {matches}")
+            if not matches:
+                return None
+            path = matches[0]
+        if path.is_dir():
+            raise SessionNotFoundError(str(ref), "it is a folder, not a session file")
+        return path
 
     # --- file work (runs in a thread) ---------------------------------------------------------
 
     def _publish(self, header: SessionHeader, lines: builtins.list[bytes]) -> Session:
-        if self._find(header.id):
-            raise SessionExistsError(header.id)
         folder = self._root / encode_cwd(header.cwd)
         path = folder / file_name(header.timestamp, header.id)
-        folder.mkdir(parents=True, exist_ok=True)
-        check_under_root(self._root, folder)
-        try:
-            publish_atomically(path, lines, exclusive=True)
-        except FileExistsError:
-            raise SessionExistsError(header.id) from None
-        if len(lines) == 1:
-            store = JsonlStore(path)
-            return Session(
-                header=header, tree=Tree(load=store.read), store=store, fsync=self._fsync
-            )
-        return open_session(path, strict=self._strict, fsync=self._fsync)
+        # File names differ by timestamp, so the exclusive link alone cannot stop two creates
+        # of one id: the check and the publish happen under one lock (per repo object; other
+        # processes can still race).
+        with self._publish_lock:
+            if self._find(header.id):
+                raise SessionExistsError(header.id)
+            check_under_root(self._root, folder)
+            try:
+                created = make_folders(folder)
+            except OSError as exc:
+                raise StorageError.wrap(folder, exc, "creating the session folder") from exc
+            opened: builtins.list[Session] = []
+
+            def read_back(tmp: Path) -> None:
+                # A fork is read back (strictly, in strict mode) before it is published, so a
+                # failing check leaves no file; the session reads the same inode once linked.
+                if len(lines) > 1:
+                    opened.append(load_file(tmp, path, strict=self._strict, fsync=self._fsync))
+
+            try:
+                check_under_root(self._root, folder)
+                publish_atomically(path, lines, exclusive=True, check=read_back)
+            except BaseException as exc:
+                for session in opened:
+                    session.close()
+                _remove_empty(created)
+                if isinstance(exc, FileExistsError) and not isinstance(exc, SessionError):
+                    raise SessionExistsError(header.id) from None
+                if isinstance(exc, OSError) and not isinstance(exc, SessionError):
+                    raise StorageError.wrap(path, exc, "publishing the session file") from exc
+                raise
+        if opened:
+            return opened[0]
+        store = JsonlStore(path)
+        return Session(header=header, tree=Tree(load=store.read), store=store, fsync=self._fsync)
 
     def _list(self, cwd: str | None) -> builtins.list[SessionInfo]:
         problems: list[tuple[Path, str]] = []
@@ -321,8 +362,15 @@ class JsonlSessionRepo:
         with open(path, "rb") as f:
             stat = os.fstat(f.fileno())  # of the file actually read, even if renamed over since
             state = cached
-            # A replaced file (migrated, repaired: a new inode) or a shorter one is read afresh.
-            if state is None or stat.st_ino != state.identity[0] or stat.st_size < state.offset:
+            # A replaced file (migrated, repaired: a new inode), a shorter one, or one rewritten
+            # in place (the bytes already read changed) is read afresh.
+            if state is not None and (
+                stat.st_ino != state.identity[0]
+                or stat.st_size < state.offset
+                or _fingerprint(f.fileno(), state.offset) != state.fingerprint
+            ):
+                state = None
+            if state is None:
                 first = f.readline()
                 if not first.endswith(b"\n"):
                     raise SessionError("no complete header line")
@@ -333,10 +381,11 @@ class JsonlSessionRepo:
                 state = _ListState(identity=(0, 0, 0), offset=len(first), header=header)
             f.seek(state.offset)
             data = f.read()
-        end = data.rfind(b"\n") + 1
-        for raw in data[:end].splitlines():
-            _accumulate(state, raw)
-        state.offset += end
+            end = data.rfind(b"\n") + 1
+            for raw in data[:end].splitlines():
+                _accumulate(state, raw)
+            state.offset += end
+            state.fingerprint = _fingerprint(f.fileno(), state.offset)
         state.identity = _identity(stat)
         self._list_cache[path] = state
         return state
@@ -346,12 +395,44 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int]:
     return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
+_FINGERPRINT_BYTES = 4096
+
+
+def _fingerprint(fd: int, offset: int) -> bytes:
+    """A hash of the first and the last (up to) 4 KiB before ``offset``: an in-place rewrite
+    that keeps the inode and grows the file changes one of them (its head, or the bytes just
+    before the old end when a line's length changed)."""
+    n = min(offset, _FINGERPRINT_BYTES)
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(os.pread(fd, n, 0))
+    digest.update(os.pread(fd, n, offset - n))
+    return digest.digest()
+
+
+def _remove_empty(folders: builtins.list[Path]) -> None:
+    """Remove folders a failed create or fork made, innermost first, while they are empty."""
+    for folder in reversed(folders):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def _unlink(path: Path) -> bool:
-    """Remove ``path``; False if it was already gone."""
+    """Remove ``path``; False if it was already gone.
+
+    Raises:
+        SessionNotFoundError: it is a folder.
+        StorageError: the file system refused.
+    """
     try:
         path.unlink()
     except FileNotFoundError:
         return False
+    except IsADirectoryError:
+        raise SessionNotFoundError(str(path), "it is a folder, not a session file") from None
+    except OSError as exc:
+        raise StorageError.wrap(path, exc, "deleting") from exc
     return True
 
 

@@ -8,6 +8,7 @@ read from the line's first bytes without parsing the body; any other line is par
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -19,12 +20,20 @@ from attrs import frozen
 
 from .._codec import CodecError, decode_entry, decode_header, v1_entry_id
 from .._entries import Entry, SessionHeader
-from .._errors import CorruptSessionError, SessionClosedError, SessionNotFoundError
+from .._errors import (
+    CorruptSessionError,
+    SessionClosedError,
+    SessionNotFoundError,
+    SessionWriteError,
+    StorageError,
+)
 from .._session import Diagnostic, FsyncPolicy, Session
 from .._tree import EAGER_TYPES, Row, Tree
 from .atomic import fsync_dir, publish_atomically
 
-__all__ = ["JsonlStore", "open_session"]
+__all__ = ["JsonlStore", "load_file", "open_session"]
+
+log = logging.getLogger("repos")
 
 # pi and we write `{"type":…,"id":…,"parentId":…` first; ids never hold quotes or backslashes.
 _HEAD = re.compile(
@@ -99,44 +108,107 @@ class JsonlStore:
         return os.pread(self._read_fd, length, offset) + b"\n"
 
     def append(self, line: bytes) -> None:
-        if self._closed:
-            raise SessionClosedError()
-        if self._write_fd is None:
-            self._require_file()
-            self._write_fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
-        written = os.write(self._write_fd, line)
+        """Write ``line`` with one ``write``; on failure remove what reached the file and raise.
+
+        Raises:
+            SessionWriteError: the write failed or was short (disk full, file size limit). The
+                partial bytes are truncated away when the file still ends exactly where this
+                write left it; otherwise the next append sets them aside as a torn tail.
+            SessionNotFoundError: the file is gone.
+        """
+        fd = self._writer()
+        try:
+            size = os.fstat(fd).st_size
+            written = os.write(fd, line)
+        except OSError as exc:
+            raise SessionWriteError(self._path, 0, len(line), exc.errno) from exc
         if written != len(line):
-            raise OSError(f"short write to {self._path}: {written} of {len(line)} bytes")
+            self._take_back(fd, size, written)
+            raise SessionWriteError(self._path, written, len(line))
+
+    def _take_back(self, fd: int, size: int, written: int) -> None:
+        # Best effort: only when nobody appended after our fragment, so no other line is cut.
+        try:
+            if os.fstat(fd).st_size == size + written:
+                os.ftruncate(fd, size)
+        except OSError:
+            log.warning("%s: could not remove a partial line; the next append sets it aside", self)
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
         self._require_file()
         backup = self._path.with_name(self._path.name + backup_suffix)
-        if not backup.exists():
-            os.link(self._path, backup)
-        publish_atomically(self._path, lines, exclusive=False)
+        try:
+            if not backup.exists():
+                os.link(self._path, backup)
+            publish_atomically(self._path, lines, exclusive=False)
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "rewriting (migration)") from exc
         self._drop_fds()
         self._v1_line_ids = None
 
-    def set_aside_torn_tail(self, offset: int) -> None:
-        self._require_file()
-        with open(self._path, "r+b") as f:
-            f.seek(offset)
-            fragment = f.read()
-            with open(self._path.with_name(self._path.name + ".torn"), "ab") as torn:
-                torn.write(fragment)
-                torn.flush()
-                os.fsync(torn.fileno())
-            f.truncate(offset)
-            f.flush()
-            os.fsync(f.fileno())
+    def set_aside_torn_tail(self) -> int | None:
+        """If the file, as it is now, does not end with a newline, move the bytes after its
+        last newline to ``<file>.torn`` (0600, each fragment followed by a newline) and truncate
+        the file there. Returns the fragment's offset, or None when the file ends whole.
+
+        Lines appended by other sessions since this one was opened are never moved: only what
+        follows the current last newline is.
+
+        Raises:
+            CorruptSessionError: the file holds no complete line (not even a header).
+            StorageError: the file system refused.
+        """
+        fd = self._writer()
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                return None
+            start = _after_last_newline(fd, size)
+            if start == 0:
+                raise CorruptSessionError(
+                    self._path, 1, 0, "the file holds no complete line; not appending to it"
+                )
+            fragment = os.pread(fd, size - start, start)
+            torn = self._path.with_name(self._path.name + ".torn")
+            out = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(out, fragment + b"\n")
+                os.fsync(out)
+            finally:
+                os.close(out)
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "setting a torn tail aside") from exc
+        return start
 
     def sync(self) -> None:
         if self._write_fd is not None:
-            os.fsync(self._write_fd)
+            try:
+                os.fsync(self._write_fd)
+            except OSError as exc:
+                raise StorageError.wrap(self._path, exc, "fsync") from exc
 
     def close(self) -> None:
         self._closed = True
         self._drop_fds()
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({str(self._path)!r})"
+
+    def _writer(self) -> int:
+        if self._closed:
+            raise SessionClosedError()
+        if self._write_fd is None:
+            self._require_file()
+            try:
+                # Readable too: setting a torn tail aside reads the fragment through it.
+                self._write_fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
+            except FileNotFoundError:
+                raise SessionNotFoundError(str(self._path)) from None
+            except OSError as exc:
+                raise StorageError.wrap(self._path, exc, "opening for append") from exc
+        return self._write_fd
 
     def _require_file(self) -> None:
         # Never recreate a session file deleted under us (pi #8939). Deletion or replacement
@@ -149,6 +221,18 @@ class JsonlStore:
             if fd is not None:
                 os.close(fd)
         self._read_fd = self._write_fd = None
+
+
+def _after_last_newline(fd: int, size: int, chunk: int = 1 << 16) -> int:
+    """Offset just after the last newline among the first ``size`` bytes (0 if none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        nl = os.pread(fd, end - start, start).rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        end = start
+    return 0
 
 
 @frozen
@@ -174,17 +258,27 @@ def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn
 
     Raises:
         SessionNotFoundError: no such file.
-        CorruptSessionError: no valid header on line 1; in strict mode, any malformed line, a
-            duplicate id, a missing parent or a leaf move to a missing entry.
+        CorruptSessionError: no valid header on line 1 (or a header ``version`` other than 1,
+            2 or 3); in strict mode, any malformed line, a duplicate id, a missing parent or a
+            leaf move to a missing entry.
+        StorageError: the file cannot be read (no permission, ...).
     """
+    return load_file(path, path, strict=strict, fsync=fsync)
+
+
+def load_file(source: Path, path: Path, *, strict: bool, fsync: FsyncPolicy) -> Session:
+    """:func:`open_session` reading ``source``, for a session whose file is ``path``: a fork is
+    read from its temp file, then hard-linked to ``path`` (the same inode) once it passed."""
     try:
-        with open(path, "rb") as f:
+        with open(source, "rb") as f:
             data = f.read()
             # Bodies are read later by byte span: keep reading the file that was indexed, even
             # if that name is deleted or replaced meanwhile.
             read_fd = os.dup(f.fileno())
-    except (FileNotFoundError, IsADirectoryError):
-        raise SessionNotFoundError(str(path)) from None
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise SessionNotFoundError(str(source)) from None
+    except OSError as exc:
+        raise StorageError.wrap(source, exc, "reading") from exc
     try:
         return _load(path, data, read_fd, strict=strict, fsync=fsync)
     except BaseException:
@@ -195,9 +289,7 @@ def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn
 def _load(path: Path, data: bytes, read_fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     diagnostics: list[Diagnostic] = []
     end = data.rfind(b"\n") + 1
-    torn_offset: int | None = None
     if end < len(data):
-        torn_offset = end
         diagnostics.append(
             Diagnostic(
                 code="torn_tail",
@@ -225,7 +317,6 @@ def _load(path: Path, data: bytes, read_fd: int, *, strict: bool, fsync: FsyncPo
         tree=tree,
         store=store,
         diagnostics=diagnostics,
-        torn_offset=torn_offset,
         fsync=fsync,
     )
 

@@ -576,7 +576,7 @@ async def test_torn_tail_is_ignored_then_set_aside_before_the_first_append(
     new = s.append_message(user("after the tear"))
     assert "torn_tail_set_aside" in [d.code for d in s.diagnostics]
     s.close()
-    assert path.with_name(path.name + ".torn").read_bytes() == fragment
+    assert path.with_name(path.name + ".torn").read_bytes() == fragment + b"\n"
     data = path.read_bytes()
     assert data.startswith(whole) and data.endswith(b"\n")
     assert len(line_objs(path)) == len(whole.splitlines()) + 1  # every line parses
@@ -597,7 +597,7 @@ async def test_torn_tail_on_a_v1_file_is_set_aside_and_the_file_migrated(
         s.append_message(user("x"))
         codes = [d.code for d in s.diagnostics]
     assert codes.index("torn_tail") < codes.index("torn_tail_set_aside") < codes.index("migrated")
-    assert path.with_name(path.name + ".torn").read_bytes() == b'{"type":"message","timest'
+    assert path.with_name(path.name + ".torn").read_bytes() == b'{"type":"message","timest\n'
     assert path.with_name(path.name + ".v1.bak").read_bytes() == whole
     with open_session(path, strict=True) as again:
         assert again.entry_ids()[:-1] == ids
