@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -20,6 +21,7 @@ __all__ = [
     "ToolResult",
     "ToolRun",
     "resolve_in_cwd",
+    "safe_text",
     "tool",
     "validate_input",
 ]
@@ -119,16 +121,35 @@ def validate_input(t: Tool, value: Mapping[str, JSONValue]) -> str | None:
     return f"invalid arguments for {t.name}: {where}: {error.message}"
 
 
+def safe_text(value: str | os.PathLike[str]) -> str:
+    """``value`` as text that always encodes as UTF-8 (and so as JSON in a session file).
+
+    File names and paths need not be UTF-8: Python shows their undecodable bytes as lone
+    surrogates (``"bad\\udcffname"``), which JSON encoders refuse. Those bytes become
+    backslash escapes (``"bad\\xffname"``); any other lone surrogate becomes ``\\udXXX``.
+    """
+    text = os.fspath(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(text).decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that is no escaped byte
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def resolve_in_cwd(cwd: Path, path: str) -> Path:
     """Resolve ``path`` (relative to ``cwd`` or absolute) and refuse anything outside ``cwd``.
 
-    Symlinks are resolved first, so a link pointing outside is refused too.
+    Symlinks are resolved first, so a link pointing outside is refused too. The returned path
+    may hold undecodable bytes; pass it through :func:`safe_text` before putting it in a result.
 
     Raises:
-        ToolError: the path leaves the working directory.
+        ToolError: the path leaves the working directory (its message is UTF-8 safe).
     """
     root = cwd.resolve()
     target = (root / path).resolve()
     if not target.is_relative_to(root):
-        raise ToolError(f"{path!r} is outside the working directory {root}")
+        raise ToolError(f"{safe_text(path)!r} is outside the working directory {safe_text(root)}")
     return target

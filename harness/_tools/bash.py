@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import signal
 from collections.abc import Mapping
+from pathlib import Path
 
 from hooks import JSONValue
 
-from .base import Tool, ToolResult, ToolRun
+from .._errors import ToolError
+from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["bash_tool"]
 
@@ -24,13 +27,29 @@ _PARAMETERS: dict[str, JSONValue] = {
     "additionalProperties": False,
 }
 
+_DRAIN_S = 0.1  # once the command is gone, how long to wait for the rest of its output
+_UPDATE_EVERY_S = 0.05  # at most one update event per this many seconds
+_REAP_S = 2.0  # how long to wait for a killed command to be reaped
+_MIN_PENDING = 64 * 1024  # output held for observers, at least; older bytes are skipped
+
 
 def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     """A ``bash`` tool whose commands start in the working directory.
 
-    The command runs in its own process group, killed on timeout or cancellation. Output
-    (stdout and stderr, interleaved) streams as ``tool_execution_update`` events; the result keeps
-    the *last* ``max_bytes`` (the end of a log is what matters). A non-zero exit is an error result.
+    The command runs in its own process group with stdin from ``/dev/null``; stdout and stderr
+    share one pipe, so they arrive interleaved. On timeout or cancellation the whole group is
+    killed (SIGKILL), as it is when an observer of the updates raises. Output streams as
+    ``tool_execution_update`` events, each the text that arrived since the last one: at most one
+    every 50 ms, so under a flood (more than ``max(2 * max_bytes, 64 KiB)`` per 50 ms) the updates
+    skip to recent output. Only the last ``max_bytes`` are kept in memory (about twice that
+    while reading) and returned, with a note when the start was cut: the end of a log is what
+    matters. A non-zero exit (or death by a signal) is an error result.
+
+    The command is done when bash exits: output still in the pipe is collected for up to 100 ms,
+    then reading stops. Background jobs (``server &``) keep running after that, but what they
+    write later is not captured, and a write to the closed pipe raises SIGPIPE in the writer:
+    redirect a background job's output to a file (``server > log 2>&1 &``). A process that left
+    the group (``setsid``) survives the kill on timeout.
 
     Starting in the working directory is not a sandbox: a command can still ``cd`` elsewhere.
     Gate commands with a ``tool_call`` hook (see the README) when that matters.
@@ -39,55 +58,54 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
         timeout_s: default limit per command, in seconds (the model may pass ``timeout``).
         max_bytes: most output returned.
 
-    The result's ``details`` is ``{"exitCode", "truncated", "timedOut"}``.
+    The result's ``details`` is ``{"exitCode", "truncated", "timedOut"}``; ``exitCode`` is
+    negative (``-signal``) when a signal ended bash, as after a timeout's kill.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         limit = float(input.get("timeout") or timeout_s)
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            str(input["command"]),
-            cwd=run.cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        stdout = proc.stdout
-        if stdout is None:  # cannot happen with PIPE; keeps the type checker honest
-            raise RuntimeError("bash: no stdout pipe")
-        output = bytearray()
+        out = _Output(max_bytes)
+        proc, pipe = await _start(str(input["command"]), run.cwd, out)
+        streamer = asyncio.create_task(_stream(out, run))
         timed_out = False
-
-        async def pump() -> None:
-            while chunk := await stdout.read(4096):
-                output.extend(chunk)
-                await run.update(chunk.decode("utf-8", errors="replace"))
-
         try:
-            async with asyncio.timeout(limit):
-                await pump()
-                await proc.wait()
-        except TimeoutError:
-            timed_out = True
+            try:
+                async with asyncio.timeout(limit):
+                    await _wait_exit(proc, streamer)
+            except TimeoutError:
+                timed_out = True
+                _kill(proc)
+                await _reap(proc)
+            await out.wait_eof(_DRAIN_S)
+            drained = out.eof.is_set()  # else a background job still holds the pipe
+        except BaseException:  # cancelled, or an observer failed: kill the whole group
             _kill(proc)
-            await proc.wait()
-        except asyncio.CancelledError:
-            _kill(proc)
+            pipe.close()
+            streamer.cancel()
+            await _reap(proc)
             raise
-        truncated = len(output) > max_bytes
-        text = bytes(output[-max_bytes:]).decode("utf-8", errors="replace")
+        pipe.close()  # never wait on the pipe: a background job may hold it open for ever
+        out.finish()
+        await streamer
+        text, truncated = out.result()
         if truncated:
             text = f"[output truncated: showing the last {max_bytes} bytes]\n" + text
+        code = proc.returncode
+        notes = []
         if timed_out:
-            text += f"\n[command timed out after {limit:g} s]"
-        elif proc.returncode:
-            text += f"\n[exit code {proc.returncode}]"
+            notes.append(f"[command timed out after {limit:g} s]")
+        elif not drained:
+            notes.append(
+                "[command done; background jobs still running, their later output is lost]"
+            )
+        if not timed_out and code:
+            notes.append(f"[exit code {code}]" if code > 0 else f"[killed by signal {-code}]")
+        if notes:
+            text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes)
         return ToolResult(
             content=text if text else "(no output)",
-            details={"exitCode": proc.returncode, "truncated": truncated, "timedOut": timed_out},
-            is_error=timed_out or bool(proc.returncode),
+            details={"exitCode": code, "truncated": truncated, "timedOut": timed_out},
+            is_error=timed_out or bool(code),
         )
 
     return Tool(
@@ -96,6 +114,154 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
         parameters=_PARAMETERS,
         execute=execute,
     )
+
+
+class _Output(asyncio.Protocol):
+    """Receives the command's output: keeps the tail for the result and what observers have not
+    seen yet, both bounded."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._keep = max(max_bytes, 0)
+        self._pending_cap = max(2 * self._keep, _MIN_PENDING)
+        self._tail = bytearray()
+        self._total = 0
+        self._pending = bytearray()
+        self._skipped = False
+        self.arrived = asyncio.Event()  # new output, or finish()
+        self.eof = asyncio.Event()  # every writer closed the pipe (or it failed)
+        self.finished = asyncio.Event()  # reading stopped; the streamer sends what is left
+
+    def data_received(self, data: bytes) -> None:
+        self._total += len(data)
+        self._tail += data
+        if len(self._tail) > 2 * self._keep:
+            del self._tail[: len(self._tail) - self._keep]
+        self._pending += data
+        if len(self._pending) > self._pending_cap:
+            del self._pending[: len(self._pending) - self._pending_cap // 2]
+            self._skipped = True
+        self.arrived.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof.set()
+
+    async def wait_eof(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self.eof.wait()
+
+    def finish(self) -> None:
+        self.finished.set()
+        self.arrived.set()
+
+    def take(self) -> tuple[bytes, bool]:
+        """Output not yet sent to observers, and whether older unsent output was skipped."""
+        data, skipped = bytes(self._pending), self._skipped
+        self._pending.clear()
+        self._skipped = False
+        return data, skipped
+
+    def result(self) -> tuple[str, bool]:
+        """The last ``max_bytes`` as text, and whether earlier output was cut."""
+        truncated = self._total > self._keep
+        data = bytes(self._tail[max(len(self._tail) - self._keep, 0) :])
+        if truncated:
+            data = _without_partial_char(data)
+        return data.decode("utf-8", errors="replace"), truncated
+
+
+def _without_partial_char(data: bytes) -> bytes:
+    """Drop the UTF-8 continuation bytes a cut left at the start (at most three)."""
+    start = 0
+    while start < min(len(data), 3) and data[start] & 0xC0 == 0x80:
+        start += 1
+    return data[start:]
+
+
+async def _start(
+    command: str, cwd: Path, out: _Output
+) -> tuple[asyncio.subprocess.Process, asyncio.ReadTransport]:
+    """Start ``bash -c command`` writing into a pipe of our own, read into ``out``.
+
+    With asyncio's own pipes, ``Process.wait()`` (Python 3.11) returns only once the pipes reach
+    EOF, which a background job or a process that escaped the group can put off for ever. Here the
+    process has no asyncio pipes, so waiting for it depends on it alone.
+    """
+    loop = asyncio.get_running_loop()
+    read_fd, write_fd = os.pipe()  # both close-on-exec: only the child's stdout/stderr get it
+    try:
+        reader = os.fdopen(read_fd, "rb", buffering=0)
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    try:
+        pipe, _ = await loop.connect_read_pipe(lambda: out, reader)
+    except BaseException:
+        reader.close()
+        os.close(write_fd)
+        raise
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        pipe.close()
+        raise ToolError(f"cannot run bash in {safe_text(cwd)}: {safe_text(str(exc))}") from exc
+    except BaseException:
+        pipe.close()
+        raise
+    finally:
+        os.close(write_fd)  # the child holds its copy; ours would keep the pipe open for ever
+    return proc, pipe
+
+
+async def _stream(out: _Output, run: ToolRun) -> None:
+    """Send output to observers as it arrives, at most one update per ``_UPDATE_EVERY_S``,
+    until ``out.finish()``; multi-byte characters split between reads are kept whole."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while True:
+        await out.arrived.wait()
+        out.arrived.clear()
+        final = out.finished.is_set()
+        data, skipped = out.take()
+        if skipped:
+            decoder.reset()
+            data = _without_partial_char(data)
+        text = decoder.decode(data, final=final)
+        if text:
+            await run.update(text)
+        if final:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_UPDATE_EVERY_S):
+                await out.finished.wait()
+
+
+async def _wait_exit(proc: asyncio.subprocess.Process, streamer: asyncio.Task[None]) -> None:
+    """Wait for bash to exit; raise at once if streaming to observers failed."""
+    exited = asyncio.ensure_future(proc.wait())
+    try:
+        await asyncio.wait({exited, streamer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        exited.cancel()
+    if streamer.done():
+        streamer.result()  # the streamer only ends early by failing
+    await proc.wait()
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait (briefly) for a killed command to be reaped, so its exit status is known."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_REAP_S):
+            await proc.wait()
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from hooks import JSONValue
 
-from .base import Tool, ToolResult, ToolRun, resolve_in_cwd
+from .._errors import ToolError
+from .base import Tool, ToolResult, ToolRun, resolve_in_cwd, safe_text
 
 __all__ = ["write_tool"]
 
@@ -25,21 +26,29 @@ _PARAMETERS: dict[str, JSONValue] = {
 
 
 def write_tool() -> Tool:
-    """A ``write`` tool confined to the working directory.
+    """A ``write`` tool confined to the working directory (symlinks resolved).
 
     Creates missing parent folders and replaces the file atomically (temp file + rename), so a
-    reader never sees half a file. The result's ``details`` is ``{"path", "bytes", "created"}``.
+    reader never sees half a file. The result's ``details`` is ``{"path", "bytes", "created"}``;
+    paths in the result show undecodable bytes as ``\\xNN`` escapes, so it always encodes as JSON.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
+        name = safe_text(str(input["path"]))
         path = resolve_in_cwd(run.cwd, str(input["path"]))
-        data = str(input["content"]).encode()
+        try:
+            data = str(input["content"]).encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate cannot be written as UTF-8
+            raise ToolError(f"content is not valid text: {exc}") from exc
         created = not path.exists()
-        _replace(path, data)
+        try:
+            _replace(path, data)
+        except OSError as exc:
+            raise ToolError(f"cannot write {name}: {exc.strerror or exc}") from exc
         verb = "Created" if created else "Wrote"
         return ToolResult(
-            content=f"{verb} {input['path']} ({len(data)} bytes)",
-            details={"path": str(path), "bytes": len(data), "created": created},
+            content=f"{verb} {name} ({len(data)} bytes)",
+            details={"path": safe_text(path), "bytes": len(data), "created": created},
         )
 
     return Tool(

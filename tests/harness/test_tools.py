@@ -137,9 +137,11 @@ def _kill_pid(pid: int) -> None:
 
 
 async def _read_pid(path: Path) -> int:
-    while not path.exists() or not path.read_text().strip():
+    for _ in range(250):
+        if path.exists() and path.read_text().endswith("\n"):
+            return int(path.read_text())
         await asyncio.sleep(0.02)
-    return int(path.read_text())
+    raise AssertionError(f"{path.name} was never written")
 
 
 async def test_bash_timeout_returns_while_the_command_floods_output(tmp_path: Path) -> None:
@@ -180,7 +182,8 @@ async def test_bash_returns_when_the_command_exits_even_if_a_background_job_runs
         assert isinstance(result, ToolResult)
         assert not result.is_error
         assert result.details == {"exitCode": 0, "truncated": False, "timedOut": False}
-        assert result.content[0].text.startswith("started\n")  # type: ignore[union-attr]
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("started\n") and "background jobs still running" in text
         assert _alive(await _read_pid(tmp_path / "bg.pid"))  # background jobs keep running
     finally:
         _kill_pid(await _read_pid(tmp_path / "bg.pid"))
@@ -188,7 +191,11 @@ async def test_bash_returns_when_the_command_exits_even_if_a_background_job_runs
 
 async def test_bash_cancel_kills_the_command_and_its_children(tmp_path: Path) -> None:
     command = "sleep 30 & echo $! > child.pid; wait"
-    task = asyncio.create_task(bash_tool().execute({"command": command}, make_run(tmp_path)))
+
+    async def call() -> ToolResult | str:
+        return await bash_tool().execute({"command": command}, make_run(tmp_path))
+
+    task = asyncio.create_task(call())
     async with asyncio.timeout(10):
         pid = await _read_pid(tmp_path / "child.pid")
         task.cancel()
@@ -219,7 +226,7 @@ async def test_bash_keeps_only_the_tail_in_memory_and_coalesces_updates(tmp_path
     assert text.endswith("a" * 100 + "\nend\n")
     assert result.details == {"exitCode": 0, "truncated": True, "timedOut": False}
     assert len(updates) < 1000  # coalesced, not one event per read
-    assert str(updates[-1]).endswith("a\nend\n")
+    assert "".join(str(u) for u in updates).endswith("a" * 100 + "\nend\n")
 
 
 async def test_bash_updates_do_not_split_multibyte_characters(tmp_path: Path) -> None:
@@ -260,9 +267,18 @@ async def test_read_cuts_a_very_long_line_without_loading_it(tmp_path: Path) -> 
     with path.open("wb") as f:
         f.write(b"x" * 10_000)
         f.truncate(200_000_000)
-    async with asyncio.timeout(10):
-        result = await read_tool(max_bytes=100).execute({"path": "long.txt"}, make_run(tmp_path))
+    tracemalloc.start()
+    try:
+        async with asyncio.timeout(10):
+            result = await read_tool(max_bytes=100).execute(
+                {"path": "long.txt"}, make_run(tmp_path)
+            )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert isinstance(result, ToolResult)
+    assert peak < 2_000_000
+    assert result.details["lines"] == 1  # type: ignore[index]
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.startswith("x" * 100 + "\n[") and "offset=2" in text
     assert result.details["truncated"] is True  # type: ignore[index]
@@ -312,3 +328,18 @@ async def test_tools_return_utf8_safe_text_for_undecodable_names(tmp_path: Path)
         with pytest.raises(ToolError) as missing:
             await bash_tool().execute({"command": "true"}, make_run(cwd / "missing"))
         str(missing.value).encode()
+
+
+async def test_bash_failing_observer_kills_the_command(tmp_path: Path) -> None:
+    async def on_update(partial: JSONValue) -> None:
+        raise RuntimeError("observer broke")
+
+    command = "sleep 30 & echo $! > child.pid; echo hi; wait"
+    run = ToolRun(tool_call_id="t1", cwd=tmp_path, on_update=on_update)
+    try:
+        async with asyncio.timeout(10):
+            with pytest.raises(RuntimeError, match="observer broke"):
+                await bash_tool().execute({"command": command}, run)
+        assert await _gone(await _read_pid(tmp_path / "child.pid"))
+    finally:
+        _kill_pid(await _read_pid(tmp_path / "child.pid"))
