@@ -140,6 +140,7 @@ class Session:
         self._diagnostics = list(diagnostics)
         self._fsync: FsyncPolicy = fsync
         self._prepared = False
+        self._context_cache: tuple[tuple[str | None, int], SessionContext] | None = None
         self._closed = False
 
     # --- facts -------------------------------------------------------------------------------
@@ -270,8 +271,15 @@ class Session:
         return [nodes[r] for r in children.get(None, ()) if r in nodes]
 
     def build_context(self) -> SessionContext:
-        """The model's view at the leaf: messages and derived state (DESIGN §5)."""
-        return build_context(self.get_branch())
+        """The model's view at the leaf: messages and derived state (see ``repos.build_context``).
+
+        Cached until the next append or leaf move: the agent loop asks for it several times per
+        request (threshold check, then the request itself).
+        """
+        key = (self._tree.leaf_id, len(self._tree))
+        if self._context_cache is None or self._context_cache[0] != key:
+            self._context_cache = (key, build_context(self.get_branch()))
+        return self._context_cache[1]
 
     # --- appends -----------------------------------------------------------------------------
 
