@@ -159,8 +159,11 @@ class ContextOverflowError(HarnessError):
 
     def __init__(self, tokens: int, window: int, largest: list[tuple[str, int]]) -> None:
         biggest = ", ".join(f"{what} (~{n} tokens)" for what, n in largest) or "nothing to cut"
-        super().__init__(
-            f"the context (~{tokens} tokens) does not fit the window ({window} tokens) even "
-            f"after compacting; largest: {biggest}"
+        size = (
+            f"the context (~{tokens} tokens estimated) does not fit the window ({window} tokens)"
+            if tokens > window
+            else f"the provider says the context is too long (estimated ~{tokens} tokens; "
+            f"window {window})"
         )
+        super().__init__(f"{size} even after compacting; largest: {biggest}")
         self.tokens, self.window, self.largest = tokens, window, largest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from hooks import (
     Event,
     JSONValue,
     Message,
+    MessageEndEvent,
     ModelUpdateEvent,
     QueueUpdateEvent,
     Receiver,
@@ -41,16 +43,25 @@ from repos import (
     ThinkingLevelChangeEntry,
 )
 
+from ._compaction.errors import SummarizationError
 from ._compaction.settings import CompactionSettings
 from ._compaction.summarize import ModelSummarizer, Summarizer
 from ._compaction.tokens import context_size, context_window, should_compact
-from ._errors import BusyError, ContextOverflowError, HarnessStateError, SyncInLoopError
+from ._errors import (
+    BusyError,
+    CompactionCancelledError,
+    ContextOverflowError,
+    HarnessStateError,
+    SyncInLoopError,
+)
 from ._loop import Run, TurnSettings, run_agent
 from ._operations import NavigationResult, compact_session, navigate_session
 from ._providers.base import Model, ThinkingLevel
 from ._providers.faux import FauxModel, FauxReply
 from ._tokens import estimate_tokens
 from ._tools.base import Tool
+
+log = logging.getLogger("harness")
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "THINKING_LEVELS", "AbortResult", "AgentHarness", "QueueMode"]
 
@@ -175,6 +186,8 @@ class AgentHarness:
         self._operation: str | None = None
         self._task: asyncio.Task[Any] | None = None
         self._abort_requested = False
+        self._accepting = False  # a run is going and will still deliver steer/follow_up
+        self._aborted_queues = AbortResult(cleared_steer=(), cleared_follow_up=())
         self._idle = asyncio.Event()
         self._idle.set()
         self._disconnects: list[Callable[[], None]] = []
@@ -282,51 +295,60 @@ class AgentHarness:
 
         Returns:
             The model's last reply. A failed request does not raise: the reply carries
-            ``stop_reason="error"`` and ``error_message``. After :meth:`abort`, the partial reply
-            with ``stop_reason="aborted"``.
+            ``stop_reason="error"`` and ``error_message``. After :meth:`abort`, the last reply:
+            ``stop_reason="aborted"`` if it was streaming (or waiting to retry), else the
+            complete reply whose tool calls were aborted.
 
         Raises:
             BusyError: another operation is running on this harness (code ``busy``).
+            ContextOverflowError: the context does not fit even after compacting once.
+            InvalidRequestError: a ``context`` hook returned messages that cannot be sent.
+            SummarizationError, CompactionError: the compaction after a context overflow
+                failed. (An automatic compaction before a request that fails or is cancelled
+                is skipped instead: the request still fits.)
+            In these cases ``agent_end`` is not sent; ``settled`` is.
 
         A cancellation other than :meth:`abort` (a caller's timeout) persists the partial reply
         as ``aborted`` and propagates.
         """
         content = text if isinstance(text, str) else tuple(text)
         self._claim("prompt")
+        run: Run | None = None
         try:
-            await self._emit_restore_events()
-            queued, self._next_turn = self._next_turn, []
-            if queued:
-                await self._queue_update()
-            prompt_messages: list[Message] = [*queued, UserMessage(content=content)]
-            start = await emit_before_agent_start(
-                self,
-                BeforeAgentStartEvent(
-                    prompt=tuple(prompt_messages), system_prompt=self._system_prompt
-                ),
-            )
-            run = Run(
-                sender=self,
-                host=self,
-                session=self._session,
-                cwd=self._cwd,
-                system_prompt=start.system_prompt
-                if start.system_prompt != self._system_prompt
-                else None,
-            )
             try:
+                await self._emit_restore_events()
+                queued, self._next_turn = self._next_turn, []
+                if queued:
+                    await self._queue_update()
+                prompt_messages: list[Message] = [*queued, UserMessage(content=content)]
+                start = await emit_before_agent_start(
+                    self,
+                    BeforeAgentStartEvent(
+                        prompt=tuple(prompt_messages), system_prompt=self._system_prompt
+                    ),
+                )
+                run = Run(
+                    sender=self,
+                    host=self,
+                    session=self._session,
+                    cwd=self._cwd,
+                    system_prompt=start.system_prompt
+                    if start.system_prompt != self._system_prompt
+                    else None,
+                )
+                self._accepting = True
                 reply = await run_agent(run, [*prompt_messages, *start.messages])
             except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if not self._abort_requested or task is None or task.uncancel() > 0:
+                if not self._absorb_abort():
                     raise
-                reply = run.last_reply or AssistantMessage(stop_reason="aborted")
-                await notify(self, AgentEndEvent(messages=tuple(run.added)))
-            await notify(self, SettledEvent(next_turn_count=len(self._next_turn)))
-            return reply
+                reply = await self._finish_aborted_run(run)
         finally:
+            self._accepting = False
             self.flush_pending_writes()
             self._release()
+            # However the run ended: the harness is idle now.
+            await notify(self, SettledEvent(next_turn_count=len(self._next_turn)))
+        return reply
 
     def prompt_sync(self, text: str | Sequence[UserContent]) -> AssistantMessage:
         """``prompt`` for scripts without an event loop.
@@ -379,16 +401,25 @@ class AgentHarness:
         self._follow_up.clear()
         if cleared.cleared_steer or cleared.cleared_follow_up:
             await self._queue_update()
-        if self._task is not None and self._task is not asyncio.current_task():
-            self._abort_requested = True
-            self._task.cancel("aborted by AgentHarness.abort()")
-            await self._idle.wait()
-        await notify(
-            self,
-            AbortEvent(
-                cleared_steer=cleared.cleared_steer, cleared_follow_up=cleared.cleared_follow_up
+        task = self._task
+        if task is None or (task is asyncio.current_task() and not self._accepting):
+            # Idle, or called while the run is already ending: nothing to cancel.
+            await self._notify_abort(cleared)
+            return cleared
+        self._aborted_queues = AbortResult(
+            cleared_steer=(*self._aborted_queues.cleared_steer, *cleared.cleared_steer),
+            cleared_follow_up=(
+                *self._aborted_queues.cleared_follow_up,
+                *cleared.cleared_follow_up,
             ),
         )
+        if not self._abort_requested:  # a second abort() must not cancel twice
+            self._abort_requested = True
+            task.cancel("aborted by AgentHarness.abort()")
+        if task is not asyncio.current_task():
+            await self._idle.wait()
+        # From inside the run (a receiver or a tool), the cancellation lands at its next await;
+        # the operation then emits `abort` itself.
         return cleared
 
     async def compact(self, custom_instructions: str | None = None) -> CompactionEntry | None:
@@ -410,7 +441,13 @@ class AgentHarness:
         self._claim("compact")
         try:
             return await self._compact(custom_instructions)
+        except asyncio.CancelledError:
+            if not self._absorb_abort():
+                raise
+            await self._notify_abort(self._aborted_queues)
+            return None
         finally:
+            self.flush_pending_writes()
             self._release()
 
     async def navigate_tree(
@@ -448,8 +485,42 @@ class AgentHarness:
                 summarizer=self.summarizer,
                 budget_tokens=self.context_window - self._compaction.reserve_tokens,
             )
+        except asyncio.CancelledError:
+            if not self._absorb_abort():
+                raise
+            await self._notify_abort(self._aborted_queues)
+            leaf = self._session.leaf_id
+            return NavigationResult(cancelled=True, old_leaf_id=leaf, new_leaf_id=leaf)
         finally:
+            self.flush_pending_writes()
             self._release()
+
+    def _absorb_abort(self) -> bool:
+        """True when the cancellation being handled is this harness's own ``abort()`` (and no
+        other cancellation, e.g. a caller's timeout, is pending)."""
+        task = asyncio.current_task()
+        return self._abort_requested and task is not None and task.uncancel() == 0
+
+    async def _finish_aborted_run(self, run: Run | None) -> AssistantMessage:
+        """After an absorbed abort: announce what was persisted while cancelling, end the run's
+        events, emit ``abort``; return the last reply (``aborted`` if it was streaming)."""
+        if run is not None:
+            for message, entry_id in run.unannounced:
+                await notify(self, MessageEndEvent(message=message, entry_id=entry_id))
+            await notify(self, AgentEndEvent(messages=tuple(run.added)))
+        await self._notify_abort(self._aborted_queues)
+        if run is not None and run.last_reply is not None:
+            return run.last_reply
+        return AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
+
+    async def _notify_abort(self, cleared: AbortResult) -> None:
+        self._aborted_queues = AbortResult(cleared_steer=(), cleared_follow_up=())
+        await notify(
+            self,
+            AbortEvent(
+                cleared_steer=cleared.cleared_steer, cleared_follow_up=cleared.cleared_follow_up
+            ),
+        )
 
     async def wait_for_idle(self) -> None:
         """Return once no operation is running."""
@@ -554,16 +625,30 @@ class AgentHarness:
         return await self._drain(self._follow_up, self._follow_up_mode)
 
     async def compact_if_needed(self) -> None:
-        """Before a request: compact when the context exceeds window - reserve_tokens."""
+        """Before a request: compact when the context exceeds window - reserve_tokens.
+
+        The request still fits (reserve_tokens are free), so a hook's ``Cancel`` or a failed
+        summary skips the compaction instead of failing the run; a failed summary is logged.
+        """
         if not self._compaction.enabled:
             return
         size = context_size(self._session.build_context().messages).tokens
-        if should_compact(size, self.context_window, self._compaction):
-            await self._compact(None)
+        if not should_compact(size, self.context_window, self._compaction):
+            return
+        try:
+            await self._compact(None, trigger="threshold")
+        except CompactionCancelledError:
+            return
+        except SummarizationError as exc:
+            log.warning("automatic compaction skipped: %s", exc)
 
     async def compact_for_overflow(self) -> bool:
-        """After a context-overflow error: compact once; False if nothing could be compacted."""
-        return await self._compact(None) is not None
+        """After a context-overflow error: compact once; False if nothing could be compacted
+        or a hook cancelled (the run then ends with ``ContextOverflowError``)."""
+        try:
+            return await self._compact(None, trigger="overflow") is not None
+        except CompactionCancelledError:
+            return False
 
     def overflow_error(self) -> ContextOverflowError:
         """The error to raise when even the compacted context does not fit."""
@@ -572,6 +657,10 @@ class AgentHarness:
             ((_describe(m), estimate_tokens([m])) for m in messages), key=lambda x: -x[1]
         )
         return ContextOverflowError(context_size(messages).tokens, self.context_window, sizes[:3])
+
+    def run_ending(self) -> None:
+        """The loop is past its last delivery point: steer/follow_up are refused from now on."""
+        self._accepting = False
 
     def flush_pending_writes(self) -> bool:
         """Write settings changes made while busy (at a turn boundary); True if there were any."""
@@ -582,7 +671,11 @@ class AgentHarness:
 
     # --- internals ---------------------------------------------------------------------------
 
-    async def _compact(self, custom_instructions: str | None) -> CompactionEntry | None:
+    async def _compact(
+        self,
+        custom_instructions: str | None,
+        trigger: Literal["manual", "threshold", "overflow"] = "manual",
+    ) -> CompactionEntry | None:
         self.flush_pending_writes()
         return await compact_session(
             self,
@@ -590,6 +683,7 @@ class AgentHarness:
             settings=self._compaction,
             summarizer=self.summarizer,
             custom_instructions=custom_instructions,
+            trigger=trigger,
         )
 
     def _claim(self, operation: str) -> None:
@@ -607,8 +701,11 @@ class AgentHarness:
         self._idle.set()
 
     def _require_running(self, what: str) -> None:
-        if self._operation is None:
-            raise HarnessStateError(f"{what}() needs a running prompt; use prompt() or next_turn()")
+        if not self._accepting:
+            raise HarnessStateError(
+                f"{what}() needs a running prompt that can still deliver it; "
+                "use prompt() or next_turn()"
+            )
 
     def _write(self, append: Callable[[], object]) -> None:
         if self._operation is None:

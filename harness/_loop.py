@@ -104,6 +104,8 @@ class RunHost(Protocol):
 
     def flush_pending_writes(self) -> bool: ...
 
+    def run_ending(self) -> None: ...
+
     async def compact_if_needed(self) -> None: ...
 
     async def compact_for_overflow(self) -> bool: ...
@@ -125,6 +127,17 @@ class Run:
     added: list[Message] = field(factory=list)
     turn_index: int = 0
     last_reply: AssistantMessage | None = None
+    unannounced: list[tuple[Message, str]] = field(factory=list)
+    """Messages persisted while being cancelled (no event could be sent then): the harness
+    announces them with ``message_end`` once it has absorbed its own ``abort()``."""
+
+    def persist_aborted(self, message: Message) -> None:
+        """Persist ``message`` synchronously during a cancellation, to be announced later."""
+        entry = self.session.append_message(message)
+        self.added.append(message)
+        self.unannounced.append((message, entry.id))
+        if isinstance(message, AssistantMessage):
+            self.last_reply = message
 
 
 async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
@@ -142,6 +155,9 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
         context = (
             settings.tool_context() if callable(settings.tool_context) else settings.tool_context
         )
+        # A yield point: an abort() from inside the run (a receiver, a tool) lands here, before
+        # another request starts; sync receivers alone never give the loop a chance to cancel.
+        await asyncio.sleep(0)
         # Checked before every request, between turns of one run too (pi #6879).
         await run.host.compact_if_needed()
         reply = await _request(run, settings)
@@ -165,6 +181,7 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
         await notify(run.sender, TurnStartEvent(turn_index=run.turn_index))
         for message in queued:
             await _emit_message(run, message)
+    run.host.run_ending()
     await notify(run.sender, AgentEndEvent(messages=tuple(run.added)))
     return reply
 
@@ -254,7 +271,13 @@ async def _request(
                 error_type=error.error_type,
             ),
         )
-        await asyncio.sleep(delay)
+        try:
+            await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            run.persist_aborted(
+                evolve(reply, stop_reason="aborted", error_message="Aborted while waiting to retry")
+            )
+            raise
 
 
 def _retry_delay(
@@ -305,15 +328,14 @@ async def _stream_once(
                 return event.message, event.error
     except asyncio.CancelledError:
         # Persist what arrived, in one synchronous append, then let the cancellation go on.
-        aborted = evolve(
-            partial or _empty_reply(model),
-            stop_reason="aborted",
-            error_message="Request was aborted",
-            timestamp=now_ms(),
+        run.persist_aborted(
+            evolve(
+                partial or _empty_reply(model),
+                stop_reason="aborted",
+                error_message="Request was aborted",
+                timestamp=now_ms(),
+            )
         )
-        run.session.append_message(aborted)
-        run.added.append(aborted)
-        run.last_reply = aborted
         raise
     failed = evolve(
         partial or _empty_reply(model),
@@ -365,28 +387,43 @@ async def _run_tools(
                 tasks = [group.create_task(_finish(run, p, context)) for p in pending]
             flags = [t.result() for t in tasks]
     except asyncio.CancelledError:
-        _persist_aborted_results(run, reply, pending)
+        _persist_aborted_results(run, reply, pending, set())
         raise
 
     results: list[ToolResultMessage] = []
-    for p in pending:
-        if p.result is None:  # _finish always sets it; guards a broken invariant loudly
-            raise RuntimeError(f"tool call {p.call.id} finished without a result")
-        await _emit_message(run, p.result)
-        results.append(p.result)
+    stored: set[str] = set()
+    try:
+        for p in pending:
+            if p.result is None:  # _finish always sets it; guards a broken invariant loudly
+                raise RuntimeError(f"tool call {p.call.id} finished without a result")
+            await notify(run.sender, MessageStartEvent(message=p.result))
+            entry = run.session.append_message(p.result)
+            run.added.append(p.result)
+            stored.add(p.call.id)
+            results.append(p.result)
+            await notify(run.sender, MessageEndEvent(message=p.result, entry_id=entry.id))
+    except asyncio.CancelledError:
+        _persist_aborted_results(run, reply, pending, stored)
+        raise
     return results, bool(flags) and all(flags)
 
 
-def _persist_aborted_results(run: Run, reply: AssistantMessage, pending: list[_Pending]) -> None:
-    """On cancellation: every call of the reply gets its result persisted (what finished keeps
-    its result, the rest an aborted error), synchronously, so the session stays consistent."""
+def _persist_aborted_results(
+    run: Run, reply: AssistantMessage, pending: list[_Pending], stored: set[str]
+) -> None:
+    """On cancellation: every call of the reply not yet stored gets its result persisted (what
+    finished keeps its result, the rest an aborted error), synchronously, so every call in the
+    session has its result."""
     done = {p.call.id: p.result for p in pending if p.result is not None}
     for call in reply.tool_calls:
-        result = done.get(call.id) or ToolResultMessage(
-            tool_call_id=call.id, tool_name=call.name, content=ABORTED_TOOL_TEXT, is_error=True
+        if call.id in stored:
+            continue
+        run.persist_aborted(
+            done.get(call.id)
+            or ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, content=ABORTED_TOOL_TEXT, is_error=True
+            )
         )
-        run.session.append_message(result)
-        run.added.append(result)
 
 
 async def _preflight(

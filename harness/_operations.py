@@ -4,6 +4,8 @@ committed at that leaf)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from attrs import frozen
 
 from hooks import (
@@ -61,6 +63,7 @@ async def compact_session(
     settings: CompactionSettings,
     summarizer: Summarizer,
     custom_instructions: str | None,
+    trigger: Literal["manual", "threshold", "overflow"] = "manual",
 ) -> CompactionEntry | None:
     """Compact the session at its current leaf (pi's algorithm, reference §4).
 
@@ -86,6 +89,7 @@ async def compact_session(
             first_kept_entry_id=prep.first_kept_entry_id,
             tokens_before=prep.tokens_before,
             custom_instructions=custom_instructions,
+            trigger=trigger,
         ),
     )
     if decision.cancelled:

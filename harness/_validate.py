@@ -25,7 +25,7 @@ def request_problems(messages: Sequence[LlmMessage]) -> list[str]:
     result; no orphan or duplicate result; no empty or whitespace-only text block; no assistant
     message without content; no user message without content.
     """
-    problems: list[str] = []
+    problems: list[str] = [] if messages else ["no messages to send"]
     waiting: dict[str, str] = {}  # call id -> tool name, for the last assistant message
     for index, m in enumerate(messages):
         where = f"message {index} ({m.role})"

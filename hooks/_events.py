@@ -334,7 +334,10 @@ class SessionBeforeCompactEvent:
     """Hook, sent before a compaction. Receivers may return ``Cancel`` or ``SupplyCompaction``.
 
     ``leaf_id`` is the entry the compaction follows; ``first_kept_entry_id`` the first entry kept
-    verbatim (None: none kept); ``tokens_before`` the context size being compacted.
+    verbatim (None: none kept); ``tokens_before`` the context size being compacted; ``trigger``
+    why: ``manual`` (``compact()``), ``threshold`` (the context passed window - reserve before a
+    request; a ``Cancel`` then just skips it) or ``overflow`` (the provider reported the context
+    too long; a ``Cancel`` then ends the run with ``ContextOverflowError``).
     """
 
     name: ClassVar[str] = "session_before_compact"
@@ -344,6 +347,7 @@ class SessionBeforeCompactEvent:
     first_kept_entry_id: str | None
     tokens_before: int
     custom_instructions: str | None
+    trigger: Literal["manual", "threshold", "overflow"] = "manual"
 
 
 @frozen(kw_only=True)

@@ -156,12 +156,13 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     - a call with no result gets a synthetic ``is_error`` result (:data:`NO_RESULT_TEXT`), except
       in a reply stopped at ``length``, where an unanswered call may be cut off: it is dropped;
     - empty text blocks, unsigned empty thinking blocks and then empty assistant and user
-      messages are dropped (the Anthropic API rejects empty text blocks).
+      messages are dropped (the Anthropic API rejects empty text blocks); a tool result left
+      without content says "(no output)".
     """
     results: dict[str, ToolResultMessage] = {}
     for m in messages:
         if isinstance(m, ToolResultMessage) and m.tool_call_id not in results:
-            results[m.tool_call_id] = m
+            results[m.tool_call_id] = _nonempty_result(m)
 
     out: list[Message] = []
     for m in messages:
@@ -213,3 +214,16 @@ def iso_ms(timestamp: str) -> int:
         return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError:
         return 0
+
+
+EMPTY_RESULT_TEXT = "(no output)"
+
+
+def _nonempty_result(result: ToolResultMessage) -> ToolResultMessage:
+    """The result without empty text blocks; one with nothing left says "(no output)"."""
+    blocks = tuple(
+        b for b in result.content if not (isinstance(b, TextContent) and not b.text.strip())
+    )
+    if len(blocks) == len(result.content) and blocks:
+        return result
+    return evolve(result, content=blocks or (TextContent(text=EMPTY_RESULT_TEXT),))

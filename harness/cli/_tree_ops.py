@@ -6,6 +6,7 @@ same hooks, rules and entries as in a program), and prints what was appended.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +43,10 @@ def _harness_for(session: Session, offline: bool) -> AgentHarness:
         named = "no model" if ref is None else f"{ref.provider}/{ref.model_id}"
         raise HarnessStateError(
             f"this session names {named}, which this command cannot call; use --offline"
+        )
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise HarnessStateError(
+            f"summarising with {ref.model_id} needs ANTHROPIC_API_KEY; or use --offline"
         )
     from .. import AnthropicModel  # the SDK import is slow; only pay for it here
 
