@@ -207,9 +207,9 @@ async def _request(
     """One model request with the request hooks, retried while the failure is retryable; after
     a context overflow, compacted and sent once more (``after_overflow``)."""
     model = settings.model
+    context = run.session.build_context().messages  # normalised by build_context
     messages = await emit_context(
-        run.sender,
-        ContextEvent(messages=run.session.build_context().messages, turn_index=run.turn_index),
+        run.sender, ContextEvent(messages=context, turn_index=run.turn_index)
     )
     options = await emit_before_provider_request(
         run.sender,
@@ -220,8 +220,11 @@ async def _request(
             options=settings.options,
         ),
     )
-    # A context hook may return anything: normalise again, then refuse to send a broken request.
-    llm_messages = to_llm_messages(normalize_messages(messages))
+    # A context hook may return anything: normalise its messages again (build_context's are
+    # already), then refuse to send a broken request.
+    if messages is not context:
+        messages = normalize_messages(messages)
+    llm_messages = to_llm_messages(messages)
     check_request(llm_messages)
     system_prompt = settings.system_prompt if run.system_prompt is None else run.system_prompt
     request = ModelRequest(
