@@ -36,11 +36,8 @@ from hooks import (
     notify,
 )
 from repos import (
-    ActiveToolsChangeEntry,
     CompactionEntry,
-    ModelChangeEntry,
     Session,
-    ThinkingLevelChangeEntry,
 )
 
 from ._compaction.errors import SummarizationError
@@ -58,6 +55,7 @@ from ._loop import Run, TurnSettings, run_agent
 from ._operations import NavigationResult, compact_session, navigate_session
 from ._providers.base import Model, ThinkingLevel
 from ._providers.faux import FauxModel, FauxReply
+from ._restore import THINKING_LEVELS, restore_settings
 from ._tokens import estimate_tokens
 from ._tools.base import Tool
 
@@ -66,7 +64,6 @@ log = logging.getLogger("harness")
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "THINKING_LEVELS", "AbortResult", "AgentHarness", "QueueMode"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
-THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
 F = TypeVar("F", bound=Receiver)
@@ -191,7 +188,20 @@ class AgentHarness:
         self._idle = asyncio.Event()
         self._idle.set()
         self._disconnects: list[Callable[[], None]] = []
-        self._restore_events: list[Event] = self._restore()
+        restored = restore_settings(
+            session.get_branch(),
+            model=self._model,
+            models=self._models,
+            thinking_level=self._thinking,
+            active_tools=self._active,
+            tool_names=tuple(self._tools),
+        )
+        self._model, self._thinking, self._active = (
+            restored.model,
+            restored.thinking_level,
+            restored.active_tools,
+        )
+        self._restore_events = restored.events
 
     # --- state -------------------------------------------------------------------------------
 
@@ -750,63 +760,10 @@ class AgentHarness:
             raise ValueError(f"unknown tools {unknown}; known: {sorted(self._tools)}")
         return tuple(dict.fromkeys(names))
 
-    def _restore(self) -> list[Event]:
-        """Settings from the session's branch (latest entry of each kind); the events to emit."""
-        model_entry = thinking_entry = tools_entry = None
-        for entry in reversed(self._session.get_branch()):
-            if model_entry is None and isinstance(entry, ModelChangeEntry):
-                model_entry = entry
-            elif thinking_entry is None and isinstance(entry, ThinkingLevelChangeEntry):
-                thinking_entry = entry
-            elif tools_entry is None and isinstance(entry, ActiveToolsChangeEntry):
-                tools_entry = entry
-        events: list[Event] = []
-        if model_entry is not None:
-            found = next(
-                (
-                    m
-                    for m in self._models
-                    if m.provider == model_entry.provider and m.id == model_entry.model_id
-                ),
-                None,
-            )
-            if found is not None and found is not self._model:
-                previous, self._model = self._model, found
-                events.append(
-                    ModelUpdateEvent(
-                        provider=found.provider,
-                        model_id=found.id,
-                        previous_provider=previous.provider,
-                        previous_model_id=previous.id,
-                        source="restore",
-                    )
-                )
-        if thinking_entry is not None and thinking_entry.thinking_level in THINKING_LEVELS:
-            previous_level = self._thinking
-            self._thinking = thinking_entry.thinking_level
-            events.append(
-                ThinkingLevelUpdateEvent(
-                    level=self._thinking, previous_level=previous_level, source="restore"
-                )
-            )
-        if tools_entry is not None:
-            previous_active = self._active
-            self._active = tuple(n for n in tools_entry.active_tool_names if n in self._tools)
-            events.append(
-                ToolsUpdateEvent(
-                    tool_names=tuple(self._tools),
-                    previous_tool_names=tuple(self._tools),
-                    active_tool_names=self._active,
-                    previous_active_tool_names=previous_active,
-                    source="restore",
-                )
-            )
-        return events
-
     async def _emit_restore_events(self) -> None:
-        events, self._restore_events = self._restore_events, []
+        events, self._restore_events = self._restore_events, ()
         for event in events:
-            await notify(self, event)  # type: ignore[arg-type]
+            await notify(self, event)
 
 
 def _tool_map(tools: Sequence[Tool]) -> dict[str, Tool]:
