@@ -19,7 +19,7 @@ from repos import Session
 from .._compaction.summarize import ExtractiveSummarizer
 from .._errors import HarnessStateError
 from .._harness import AgentHarness
-from ._common import open_repo, root_option, run_async
+from ._common import one_line, open_repo, root_option, run_async
 from ._sessions import _open, sessions
 
 __all__ = ["checkout", "compact", "label"]
@@ -32,6 +32,18 @@ def _progress(message: str) -> Iterator[None]:
     """A spinner on stderr while the summary is written (nothing when stderr is not a TTY)."""
     with Console(stderr=True).status(message):
         yield
+
+
+@contextmanager
+def _reporting(session: Session) -> Iterator[None]:
+    """Say what preparing the first write did to the file (a v1/v2 migration, a torn tail set
+    aside): the file changed beyond the entry the command appends."""
+    seen = len(session.diagnostics)
+    try:
+        yield
+    finally:
+        for diag in session.diagnostics[seen:]:
+            click.echo(f"note: {one_line(diag.message)} ({diag.code})", err=True)
 
 
 def _harness_for(session: Session, offline: bool) -> AgentHarness:
@@ -69,7 +81,7 @@ def compact(root: Path | None, ref: str, instructions: str | None, offline: bool
     with _open(open_repo(root), ref) as session:
         harness = _harness_for(session, offline)
         before = len(session.build_context().messages)
-        with _progress("writing the summary..."):
+        with _reporting(session), _progress("writing the summary..."):
             entry = run_async(harness.compact(instructions))
         if entry is None:
             click.echo("nothing to compact")
@@ -125,6 +137,7 @@ def label(root: Path | None, ref: str, entry: str, text: str) -> None:
     """Label ENTRY with TEXT ("" clears the label)."""
     with _open(open_repo(root), ref) as session:
         leaf = session.leaf_id
-        written = session.set_label(entry, text or None)
-        session.move_to(leaf)  # a label entry must not become the active leaf
+        with _reporting(session):
+            written = session.set_label(entry, text or None)
+            session.move_to(leaf)  # a label entry must not become the active leaf
         click.echo(f"label {written.id}: {entry} = {text!r}" if text else f"cleared {entry}")

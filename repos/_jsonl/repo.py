@@ -260,7 +260,14 @@ class JsonlSessionRepo:
                 raise SessionNotFoundError(str(ref), "no such file")
             return path
         if "/" in ref or os.sep in ref:
-            hint = "a folder, not a session file" if Path(ref).is_dir() else "not a .jsonl file"
+            where = Path(ref).expanduser()
+            hint = (
+                "a folder, not a session file"
+                if where.is_dir()
+                else "not a .jsonl file"
+                if where.exists()
+                else "no such file (a session path ends in .jsonl)"
+            )
             raise InvalidSessionIdError(ref, f"{hint}; give a session id or a .jsonl path")
         matches = self._find(validate_session_id(ref))
         if not matches:

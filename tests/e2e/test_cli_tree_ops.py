@@ -45,8 +45,9 @@ def test_compact_offline_on_a_copy_of_large_session(fixtures_dir: Path, tmp_path
         messages_before = before.build_context().messages
         entries_before = len(before)
 
-    out = harness_cli(tmp_path, "sessions", "compact", copy, "--offline").stdout
-    assert out.startswith("compaction ")
+    proc = harness_cli(tmp_path, "sessions", "compact", copy, "--offline")
+    assert proc.stdout.startswith("compaction ")
+    assert "(migrated)" in proc.stderr  # the v1 file was rewritten as v3: the user is told
 
     with open_session(copy) as after:
         entries = list(after.entries())
