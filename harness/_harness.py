@@ -20,6 +20,7 @@ from hooks import (
     JSONValue,
     Message,
     MessageEndEvent,
+    MessageStartEvent,
     ModelUpdateEvent,
     QueueUpdateEvent,
     Receiver,
@@ -27,8 +28,10 @@ from hooks import (
     SettledEvent,
     StreamOptions,
     ThinkingLevelUpdateEvent,
+    ToolExecutionEndEvent,
     ToolResultMessage,
     ToolsUpdateEvent,
+    TurnEndEvent,
     UserContent,
     UserMessage,
     connect,
@@ -515,8 +518,31 @@ class AgentHarness:
         """After an absorbed abort: announce what was persisted while cancelling, end the run's
         events, emit ``abort``; return the last reply (``aborted`` if it was streaming)."""
         if run is not None:
-            for message, entry_id in run.unannounced:
+            results: list[ToolResultMessage] = []
+            for message, entry_id, execution_ended in run.unannounced:
+                if isinstance(message, ToolResultMessage):
+                    results.append(message)
+                    if not execution_ended:
+                        await notify(
+                            self,
+                            ToolExecutionEndEvent(
+                                tool_call_id=message.tool_call_id,
+                                tool_name=message.tool_name,
+                                result=message,
+                                is_error=message.is_error,
+                            ),
+                        )
+                    await notify(self, MessageStartEvent(message=message))
                 await notify(self, MessageEndEvent(message=message, entry_id=entry_id))
+            if run.last_reply is not None:
+                await notify(
+                    self,
+                    TurnEndEvent(
+                        turn_index=run.turn_index,
+                        message=run.last_reply,
+                        tool_results=tuple(results),
+                    ),
+                )
             await notify(self, AgentEndEvent(messages=tuple(run.added)))
         await self._notify_abort(self._aborted_queues)
         if run is not None and run.last_reply is not None:

@@ -127,15 +127,16 @@ class Run:
     added: list[Message] = field(factory=list)
     turn_index: int = 0
     last_reply: AssistantMessage | None = None
-    unannounced: list[tuple[Message, str]] = field(factory=list)
-    """Messages persisted while being cancelled (no event could be sent then): the harness
-    announces them with ``message_end`` once it has absorbed its own ``abort()``."""
+    unannounced: list[tuple[Message, str, bool]] = field(factory=list)
+    """Messages persisted while being cancelled, with their entry id and whether their tool
+    execution still needs its end event: the harness announces them once it has absorbed its
+    own ``abort()`` (no event could be sent while cancelling)."""
 
-    def persist_aborted(self, message: Message) -> None:
+    def persist_aborted(self, message: Message, *, execution_ended: bool = True) -> None:
         """Persist ``message`` synchronously during a cancellation, to be announced later."""
         entry = self.session.append_message(message)
         self.added.append(message)
-        self.unannounced.append((message, entry.id))
+        self.unannounced.append((message, entry.id, execution_ended))
         if isinstance(message, AssistantMessage):
             self.last_reply = message
 
@@ -421,11 +422,13 @@ def _persist_aborted_results(
     for call in reply.tool_calls:
         if call.id in stored:
             continue
+        finished = done.get(call.id)
         run.persist_aborted(
-            done.get(call.id)
+            finished
             or ToolResultMessage(
                 tool_call_id=call.id, tool_name=call.name, content=ABORTED_TOOL_TEXT, is_error=True
-            )
+            ),
+            execution_ended=finished is not None,
         )
 
 

@@ -284,3 +284,24 @@ async def test_settled_fires_even_when_prompt_raises(session: Session) -> None:
     with pytest.raises(InvalidRequestError):
         await h.prompt("x")
     assert settled == [0]
+
+
+async def test_an_aborted_tool_gets_its_end_events_and_the_turn_ends(session: Session) -> None:
+    started = asyncio.Event()
+
+    @tool("hang", "never finishes")
+    async def hang(input: Mapping[str, Any], run: ToolRun) -> str:
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    h = AgentHarness(session=session, model=FauxModel([*calls("hang", 1)]), tools=[hang])
+    names: list[str] = []
+    for name in ("tool_execution_start", "tool_execution_end", "message_end", "turn_end"):
+        h.connect(name, lambda s, event: names.append(event.name))
+    run = asyncio.create_task(h.prompt("x"))
+    await started.wait()
+    await h.abort()
+    await run
+    assert names[-3:] == ["tool_execution_end", "message_end", "turn_end"]
+    assert names.count("tool_execution_start") == names.count("tool_execution_end") == 1
