@@ -231,3 +231,28 @@ async def test_terminate_ends_the_run_only_when_every_result_asks(session: Sessi
         lambda s, event: PatchResult(terminate=True) if event.tool_call_id == "a" else None,
     )
     assert (await h2.prompt("y")).text == "went on"
+
+
+async def test_wait_for_idle_and_shutdown(session: Session) -> None:
+    model = FauxModel(["x" * 400], chunk_size=4, delay_s=0.005)
+    h = AgentHarness(session=session, model=model)
+    seen: list[str] = []
+    h.connect("turn_start", lambda s, event: seen.append("turn"))
+    run = asyncio.create_task(h.prompt("go"))
+    await asyncio.sleep(0.02)
+    assert h.busy
+    await h.shutdown()  # aborts the run, then disconnects this harness's receivers
+    assert not h.busy
+    await h.wait_for_idle()  # returns at once when idle
+    reply = await run
+    assert reply.stop_reason == "aborted"
+    model.add("again")
+    await h.prompt("after shutdown")
+    assert seen == ["turn"]  # the receiver was disconnected by shutdown()
+
+    waiting = FauxModel(["y" * 200], chunk_size=4, delay_s=0.005)
+    h2 = AgentHarness(session=session, model=waiting)
+    task = asyncio.create_task(h2.prompt("go"))
+    await asyncio.sleep(0.01)
+    await h2.wait_for_idle()
+    assert task.done() and not h2.busy
