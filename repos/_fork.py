@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import secrets
+import uuid
+
+from hooks import SessionBeforeForkEvent, emit_session_before_fork
 
 from ._codec import dumps_line, encode_entry, encode_header
 from ._entries import LabelEntry, LeafEntry, SessionHeader, SessionInfoEntry
-from ._errors import InvalidForkTargetError
+from ._errors import ForkCancelledError, InvalidForkTargetError
+from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope
 from ._session import Session, iso_now
 
-__all__ = ["fork_lines"]
+__all__ = ["check_fork_allowed", "fork_header", "fork_lines"]
 
 
 def fork_lines(
@@ -110,3 +114,40 @@ def _new_id(taken: set[str]) -> str:
         if candidate not in taken:
             taken.add(candidate)
             return candidate
+
+
+async def check_fork_allowed(
+    repo: object,
+    source: Session,
+    *,
+    entry_id: str | None,
+    position: ForkPosition | None,
+    scope: ForkScope,
+) -> None:
+    """Run the ``session_before_fork`` hooks (sender: ``repo``).
+
+    Raises:
+        ForkCancelledError: a hook cancelled.
+    """
+    decision = await emit_session_before_fork(
+        repo,
+        SessionBeforeForkEvent(
+            source_id=source.id, entry_id=entry_id, position=position, scope=scope
+        ),
+    )
+    if decision.cancelled:
+        raise ForkCancelledError(decision.reason or "no reason given")
+
+
+def fork_header(
+    source: Session, *, session_id: str | None, cwd: str | None, parent_session: str
+) -> SessionHeader:
+    """The header of a fork of ``source``: a new (validated) id, now, the source's cwd unless
+    given, the source's metadata, and ``parent_session`` linking the source."""
+    return SessionHeader(
+        id=validate_session_id(session_id) if session_id is not None else str(uuid.uuid4()),
+        timestamp=iso_now(),
+        cwd=absolute_cwd(cwd) if cwd is not None else source.cwd,
+        parent_session=parent_session,
+        metadata=source.header.metadata,
+    )

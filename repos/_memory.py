@@ -17,24 +17,21 @@ from attrs import define
 
 from hooks import (
     AssistantMessage,
-    SessionBeforeForkEvent,
     SessionCreatedEvent,
     SessionDeletedEvent,
     SessionForkEvent,
     UserMessage,
-    emit_session_before_fork,
     notify,
 )
 
 from ._codec import decode_entry, decode_header, dumps_line, encode_header
 from ._entries import Entry, MessageEntry, SessionHeader, SessionInfoEntry
 from ._errors import (
-    ForkCancelledError,
     InvalidSessionIdError,
     SessionExistsError,
     SessionNotFoundError,
 )
-from ._fork import fork_lines
+from ._fork import check_fork_allowed, fork_header, fork_lines
 from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope, SessionInfo
 from ._session import Session, iso_now
@@ -140,23 +137,11 @@ class MemorySessionRepo:
         session_id: str | None = None,
     ) -> Session:
         """Fork like ``JsonlSessionRepo.fork``; ``parent_session`` is the source's id."""
+        if session_id is not None:
+            validate_session_id(session_id)  # before anything is read
         src = await self.open(source)
-        decision = await emit_session_before_fork(
-            self,
-            SessionBeforeForkEvent(
-                source_id=src.id, entry_id=entry_id, position=position, scope=scope
-            ),
-        )
-        if decision.cancelled:
-            raise ForkCancelledError(decision.reason or "no reason given")
-        sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
-        header = SessionHeader(
-            id=sid,
-            timestamp=iso_now(),
-            cwd=absolute_cwd(cwd) if cwd is not None else src.cwd,
-            parent_session=src.id,
-            metadata=src.header.metadata,
-        )
+        await check_fork_allowed(self, src, entry_id=entry_id, position=position, scope=scope)
+        header = fork_header(src, session_id=session_id, cwd=cwd, parent_session=src.id)
         lines = fork_lines(src, header, entry_id=entry_id, position=position, scope=scope)
         fork = self._publish(header, lines)
         await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))

@@ -16,25 +16,22 @@ import orjson
 from attrs import define
 
 from hooks import (
-    SessionBeforeForkEvent,
     SessionCreatedEvent,
     SessionDeletedEvent,
     SessionForkEvent,
-    emit_session_before_fork,
     notify,
 )
 
 from .._codec import CodecError, decode_header, dumps_line, encode_header
 from .._entries import SessionHeader
 from .._errors import (
-    ForkCancelledError,
     InvalidSessionIdError,
     SessionError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
 )
-from .._fork import fork_lines
+from .._fork import check_fork_allowed, fork_header, fork_lines
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, iso_now
 from .._tree import Tree
@@ -216,23 +213,13 @@ class JsonlSessionRepo:
         ``session_fork``.
         """
         path = self.resolve(source)
-        sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
+        if session_id is not None:
+            validate_session_id(session_id)  # before any file is read
         src = await asyncio.to_thread(open_session, path, strict=self._strict, fsync=self._fsync)
         with src:
-            decision = await emit_session_before_fork(
-                self,
-                SessionBeforeForkEvent(
-                    source_id=src.id, entry_id=entry_id, position=position, scope=scope
-                ),
-            )
-            if decision.cancelled:
-                raise ForkCancelledError(decision.reason or "no reason given")
-            header = SessionHeader(
-                id=sid,
-                timestamp=iso_now(),
-                cwd=absolute_cwd(cwd) if cwd is not None else src.cwd,
-                parent_session=str(path.resolve()),
-                metadata=src.header.metadata,
+            await check_fork_allowed(self, src, entry_id=entry_id, position=position, scope=scope)
+            header = fork_header(
+                src, session_id=session_id, cwd=cwd, parent_session=str(path.resolve())
             )
             lines = await asyncio.to_thread(
                 fork_lines, src, header, entry_id=entry_id, position=position, scope=scope
