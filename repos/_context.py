@@ -6,7 +6,7 @@ DESIGN §5, which pi gets wrong in #4570 and #6832.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from attrs import evolve, field, frozen
@@ -37,6 +37,7 @@ from ._entries import (
 
 __all__ = [
     "NO_RESULT_TEXT",
+    "ContextCache",
     "ModelRef",
     "SessionContext",
     "build_context",
@@ -82,22 +83,30 @@ def build_context(path: Sequence[Entry]) -> SessionContext:
     it. Branch summaries and custom messages become context messages; other non-message entries
     only change derived state.
     """
+    messages, model, thinking, tools = _raw_context(path)
+    return SessionContext(
+        messages=normalize_messages(messages),
+        model=model,
+        thinking_level=thinking,
+        active_tool_names=tools,
+    )
+
+
+_Derived = tuple[ModelRef | None, str, tuple[str, ...] | None]
+
+
+def _raw_context(
+    path: Sequence[Entry],
+) -> tuple[list[Message], ModelRef | None, str, tuple[str, ...] | None]:
+    """The context messages before normalisation, and the derived state."""
     model: ModelRef | None = None
     thinking = "off"
     tools: tuple[str, ...] | None = None
     last_compaction = -1
     compaction: CompactionEntry | None = None
     for i, entry in enumerate(path):
-        if isinstance(entry, ModelChangeEntry):
-            model = ModelRef(provider=entry.provider, model_id=entry.model_id)
-        elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-            if entry.message.provider and entry.message.model:
-                model = ModelRef(provider=entry.message.provider, model_id=entry.message.model)
-        elif isinstance(entry, ThinkingLevelChangeEntry):
-            thinking = entry.thinking_level
-        elif isinstance(entry, ActiveToolsChangeEntry):
-            tools = entry.active_tool_names
-        elif isinstance(entry, CompactionEntry):
+        model, thinking, tools = _derive(entry, (model, thinking, tools))
+        if isinstance(entry, CompactionEntry):
             last_compaction, compaction = i, entry
 
     messages: list[Message] = []
@@ -120,12 +129,7 @@ def build_context(path: Sequence[Entry]) -> SessionContext:
         message = entry_message(entry)
         if message is not None:
             messages.append(message)
-    return SessionContext(
-        messages=normalize_messages(messages),
-        model=model,
-        thinking_level=thinking,
-        active_tool_names=tools,
-    )
+    return messages, model, thinking, tools
 
 
 def entry_message(entry: Entry) -> Message | None:
@@ -227,3 +231,108 @@ def _nonempty_result(result: ToolResultMessage) -> ToolResultMessage:
     if len(blocks) == len(result.content) and blocks:
         return result
     return evolve(result, content=blocks or (TextContent(text=EMPTY_RESULT_TEXT),))
+
+
+def _derive(entry: Entry, state: _Derived) -> _Derived:
+    """Derived state after ``entry``: the model (a model change, or an assistant message's
+    provider and model), the thinking level and the active tools."""
+    model, thinking, tools = state
+    if isinstance(entry, ModelChangeEntry):
+        model = ModelRef(provider=entry.provider, model_id=entry.model_id)
+    elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+        if entry.message.provider and entry.message.model:
+            model = ModelRef(provider=entry.message.provider, model_id=entry.message.model)
+    elif isinstance(entry, ThinkingLevelChangeEntry):
+        thinking = entry.thinking_level
+    elif isinstance(entry, ActiveToolsChangeEntry):
+        tools = entry.active_tool_names
+    return model, thinking, tools
+
+
+def _pair_ids(message: Message) -> set[str]:
+    """The tool-call ids a message takes part in (its calls, or the call it answers)."""
+    if isinstance(message, AssistantMessage):
+        return {c.id for c in message.tool_calls}
+    if isinstance(message, ToolResultMessage):
+        return {message.tool_call_id}
+    return set()
+
+
+class ContextCache:
+    """``build_context`` for a branch that mostly grows, without rebuilding it every time.
+
+    Normalisation pairs tool calls and results by id; where the messages split into two parts
+    that share no call id, normalising the whole equals normalising each part. The cache keeps
+    the normalised part up to the last such split (before a message that is not a tool result)
+    and renormalises only what follows. Anything else (a leaf move, a compaction, an id used on
+    both sides) rebuilds from scratch, so the result always equals ``build_context(path)``
+    (``tests/repos/test_context_cache.py`` checks this on random sessions).
+    """
+
+    def __init__(self) -> None:
+        self._path_ids: list[str] = []
+        self._raw: list[Message] = []
+        self._derived: _Derived = (None, "off", None)
+        self._done: list[Message] = []
+        self._split = 0
+        self._closed_ids: set[str] = set()
+
+    def build(self, path_ids: list[str], get: Callable[[str], Entry]) -> SessionContext:
+        """The context of the branch ``path_ids`` (root first); ``get`` decodes an entry."""
+        known = len(self._path_ids)
+        if known and len(path_ids) >= known and path_ids[known - 1] == self._path_ids[-1]:
+            new_entries = [get(i) for i in path_ids[known:]]
+            if not any(isinstance(e, CompactionEntry) for e in new_entries):
+                derived = self._derived
+                new_messages: list[Message] = []
+                for entry in new_entries:
+                    derived = _derive(entry, derived)
+                    message = entry_message(entry)
+                    if message is not None:
+                        new_messages.append(message)
+                if not any(_pair_ids(m) & self._closed_ids for m in new_messages):
+                    self._path_ids, self._derived = list(path_ids), derived
+                    self._raw.extend(new_messages)
+                    return self._finish()
+        raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
+        self._path_ids, self._raw = list(path_ids), raw
+        self._derived = (model, thinking, tools)
+        self._done, self._split, self._closed_ids = [], 0, set()
+        return self._finish()
+
+    def _finish(self) -> SessionContext:
+        self._close_segment()
+        model, thinking, tools = self._derived
+        return SessionContext(
+            messages=(*self._done, *normalize_messages(self._raw[self._split :])),
+            model=model,
+            thinking_level=thinking,
+            active_tool_names=tools,
+        )
+
+    def _close_segment(self) -> None:
+        """Move the split to the last message that is not a tool result, if no call id crosses
+        it (so an agent's long tool loop after one prompt closes segments too)."""
+        raw = self._raw
+        boundary = next(
+            (
+                i
+                for i in range(len(raw) - 1, self._split, -1)
+                if not isinstance(raw[i], ToolResultMessage)
+            ),
+            None,
+        )
+        if boundary is None:
+            return
+        after: set[str] = set()
+        for m in raw[boundary:]:
+            after |= _pair_ids(m)
+        segment: set[str] = set()
+        for m in raw[self._split : boundary]:
+            segment |= _pair_ids(m)
+        # The tail never shares an id with closed segments: build() rebuilds when it would.
+        if after & segment:
+            return
+        self._done.extend(normalize_messages(raw[self._split : boundary]))
+        self._closed_ids |= segment
+        self._split = boundary

@@ -16,7 +16,7 @@ from attrs import evolve, frozen
 from hooks import JSONValue, Message, UserContent
 
 from ._codec import dumps_line, encode_entry, encode_header
-from ._context import SessionContext, build_context
+from ._context import ContextCache, SessionContext
 from ._entries import (
     CURRENT_VERSION,
     ActiveToolsChangeEntry,
@@ -141,6 +141,7 @@ class Session:
         self._fsync: FsyncPolicy = fsync
         self._prepared = False
         self._context_cache: tuple[tuple[str | None, int], SessionContext] | None = None
+        self._incremental = ContextCache()
         self._closed = False
 
     # --- facts -------------------------------------------------------------------------------
@@ -273,12 +274,16 @@ class Session:
     def build_context(self) -> SessionContext:
         """The model's view at the leaf: messages and derived state (see ``repos.build_context``).
 
-        Cached until the next append or leaf move: the agent loop asks for it several times per
-        request (threshold check, then the request itself).
+        Cached until the next append or leaf move (the agent loop asks for it several times per
+        request), and extended rather than rebuilt when the branch only grew
+        (:class:`~repos._context.ContextCache`), so a turn's cost does not grow with the session.
         """
         key = (self._tree.leaf_id, len(self._tree))
         if self._context_cache is None or self._context_cache[0] != key:
-            self._context_cache = (key, build_context(self.get_branch()))
+            context = self._incremental.build(
+                self._tree.path_ids(self._tree.leaf_id), self._tree.get
+            )
+            self._context_cache = (key, context)
         return self._context_cache[1]
 
     # --- appends -----------------------------------------------------------------------------

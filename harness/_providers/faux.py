@@ -108,6 +108,7 @@ class FauxModel:
         self._delay = delay_s
         self.requests: list[ModelRequest] = []
         """Every request received, in order (for assertions)."""
+        self._token_estimates: dict[int, tuple[object, int]] = {}
         self.payloads: list[Mapping[str, JSONValue]] = []
         """Bodies given by ``before_provider_payload`` hooks, in order (none without hooks)."""
 
@@ -212,7 +213,7 @@ class FauxModel:
             message=evolve(
                 partial,
                 stop_reason=stop,
-                usage=_usage(request, reply),
+                usage=_usage(request, reply, self._token_estimates),
                 timestamp=now_ms(),
             )
         )
@@ -232,8 +233,15 @@ def _failed(partial: AssistantMessage, error: ProviderError) -> AssistantMessage
     return evolve(partial, stop_reason="error", error_message=error.message, timestamp=now_ms())
 
 
-def _usage(request: ModelRequest, reply: FauxReply) -> Usage:
-    input_tokens = -(-len(request.system_prompt) // 4) + estimate_tokens(request.messages)
+def _usage(request: ModelRequest, reply: FauxReply, known: dict[int, tuple[object, int]]) -> Usage:
+    input_tokens = -(-len(request.system_prompt) // 4)
+    for message in request.messages:
+        # Messages are frozen and reused from request to request: estimate each once (the
+        # entry keeps the message alive, so its id() is not reused meanwhile).
+        cached = known.get(id(message))
+        if cached is None or cached[0] is not message:
+            cached = known[id(message)] = (message, estimate_tokens((message,)))
+        input_tokens += cached[1]
     chars_out = len(reply.text) + len(reply.thinking)
     chars_out += sum(len(c.name) + len(str(c.arguments)) for c in reply.tool_calls)
     output_tokens = -(-chars_out // 4)
