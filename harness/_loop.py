@@ -57,6 +57,7 @@ from repos import Session, encode_message, normalize_messages
 from ._convert import to_llm_messages
 from ._errors import ProviderError
 from ._providers.base import (
+    LlmMessage,
     Model,
     ModelRequest,
     StreamDelta,
@@ -127,6 +128,12 @@ class Run:
     added: list[Message] = field(factory=list)
     turn_index: int = 0
     last_reply: AssistantMessage | None = None
+    validated: tuple[LlmMessage, ...] = ()
+    """The last request's messages, all checked: the next request only checks what follows
+    them when it starts with the same message objects."""
+    converted: dict[int, tuple[Message, LlmMessage | None]] = field(factory=dict)
+    """Provider messages made from context-only messages, by the source message's id (the
+    source is kept alive beside it), so a request's messages stay the same objects."""
     unannounced: list[tuple[Message, str, bool]] = field(factory=list)
     """Messages persisted while being cancelled, with their entry id and whether their tool
     execution still needs its end event: the harness announces them once it has absorbed its
@@ -225,8 +232,13 @@ async def _request(
     # already), then refuse to send a broken request.
     if messages is not context:
         messages = normalize_messages(messages)
-    llm_messages = to_llm_messages(messages)
-    check_request(llm_messages)
+    llm_messages = _to_llm(run, messages)
+    prefix = run.validated
+    same = len(llm_messages) >= len(prefix) and all(
+        a is b for a, b in zip(prefix, llm_messages, strict=False)
+    )
+    check_request(llm_messages, valid_prefix=len(prefix) if same else 0)
+    run.validated = llm_messages
     system_prompt = settings.system_prompt if run.system_prompt is None else run.system_prompt
     request = ModelRequest(
         system_prompt=system_prompt,
@@ -540,3 +552,19 @@ def _storable(result: ToolResultMessage) -> ToolResultMessage:
             is_error=True,
         )
     return result
+
+
+def _to_llm(run: Run, messages: Sequence[Message]) -> tuple[LlmMessage, ...]:
+    """``to_llm_messages``, reusing earlier conversions of the same message objects."""
+    out: list[LlmMessage] = []
+    for m in messages:
+        if isinstance(m, UserMessage | AssistantMessage | ToolResultMessage):
+            out.append(m)
+            continue
+        hit = run.converted.get(id(m))
+        if hit is None or hit[0] is not m:
+            made = to_llm_messages((m,))
+            hit = run.converted[id(m)] = (m, made[0] if made else None)
+        if hit[1] is not None:
+            out.append(hit[1])
+    return tuple(out)

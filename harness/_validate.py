@@ -17,17 +17,21 @@ from ._providers.base import LlmMessage
 __all__ = ["check_request", "request_problems"]
 
 
-def request_problems(messages: Sequence[LlmMessage]) -> list[str]:
+def request_problems(messages: Sequence[LlmMessage], *, valid_prefix: int = 0) -> list[str]:
     """Every rule the messages break, as readable strings (empty when valid).
 
     Rules: each tool result directly follows the assistant message that called it (results of
     one message may come in any order but before anything else); every call gets exactly one
     result; no orphan or duplicate result; no empty or whitespace-only text block; no assistant
     message without content; no user message without content.
+
+    ``valid_prefix``: the first N messages are known to form a valid request themselves (so no
+    call is pending after them); checking starts after them, with the same result.
     """
     problems: list[str] = [] if messages else ["no messages to send"]
     waiting: dict[str, str] = {}  # call id -> tool name, for the last assistant message
-    for index, m in enumerate(messages):
+    for index in range(valid_prefix, len(messages)):
+        m = messages[index]
         where = f"message {index} ({m.role})"
         if isinstance(m, ToolResultMessage):
             if m.tool_call_id not in waiting:
@@ -56,9 +60,9 @@ def request_problems(messages: Sequence[LlmMessage]) -> list[str]:
     return problems
 
 
-def check_request(messages: Sequence[LlmMessage]) -> None:
+def check_request(messages: Sequence[LlmMessage], *, valid_prefix: int = 0) -> None:
     """Raise :class:`InvalidRequestError` if :func:`request_problems` finds anything."""
-    problems = request_problems(messages)
+    problems = request_problems(messages, valid_prefix=valid_prefix)
     if problems:
         raise InvalidRequestError(problems)
 

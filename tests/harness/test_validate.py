@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness import (
     AssistantMessage,
@@ -63,3 +65,34 @@ def test_no_leaf_of_a_pi_fixture_yields_an_invalid_request(fixtures_dir: Path, n
         for leaf in ids[::3] + ids[-1:]:
             messages = to_llm_messages(build_context(session.get_branch(leaf)).messages)
             assert request_problems(messages) == [], f"leaf {leaf}"
+
+
+_message = st.one_of(
+    st.builds(lambda t: UserMessage(content=t), st.sampled_from(["u", "", " "])),
+    st.builds(
+        lambda ids, t: AssistantMessage(
+            content=[
+                *([TextContent(text=t)] if t is not None else []),
+                *(ToolCall(id=i, name="r") for i in ids),
+            ]
+        ),
+        st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True),
+        st.sampled_from(["x", "", None]),
+    ),
+    st.builds(
+        lambda i: ToolResultMessage(tool_call_id=i, tool_name="r", content="r"),
+        st.sampled_from(["a", "b", "c"]),
+    ),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_message, max_size=12), st.integers(min_value=0, max_value=12))
+def test_checking_after_a_valid_prefix_finds_the_same_problems(
+    messages: list,
+    split: int,  # type: ignore[type-arg]
+) -> None:
+    split = min(split, len(messages))
+    if not messages[:split] or request_problems(messages[:split]):
+        return  # only a valid prefix may be skipped
+    assert request_problems(messages, valid_prefix=split) == request_problems(messages)
