@@ -281,19 +281,57 @@ class ContextCache:
         """The context of the branch ``path_ids`` (root first); ``get`` decodes an entry."""
         known = len(self._path_ids)
         if known and len(path_ids) >= known and path_ids[known - 1] == self._path_ids[-1]:
-            new_entries = [get(i) for i in path_ids[known:]]
-            if not any(isinstance(e, CompactionEntry) for e in new_entries):
-                derived = self._derived
-                new_messages: list[Message] = []
-                for entry in new_entries:
-                    derived = _derive(entry, derived)
-                    message = entry_message(entry)
-                    if message is not None:
-                        new_messages.append(message)
-                if not any(_pair_ids(m) & self._closed_ids for m in new_messages):
-                    self._path_ids, self._derived = list(path_ids), derived
-                    self._raw.extend(new_messages)
-                    return self._finish()
+            extended = self._extend(path_ids[known:], get)
+            if extended is not None:
+                return extended
+        return self._rebuild(path_ids, get)
+
+    def build_at(
+        self,
+        leaf_id: str | None,
+        parent_of: Callable[[str], str | None],
+        path_ids: Callable[[], list[str]],
+        get: Callable[[str], Entry],
+    ) -> SessionContext:
+        """Like :meth:`build` for the branch ending at ``leaf_id``, walking up only to the last
+        leaf when the new one descends from it (``path_ids()`` gives the whole branch
+        otherwise)."""
+        if self._path_ids and leaf_id is not None:
+            last, walk = self._path_ids[-1], []
+            current: str | None = leaf_id
+            seen: set[str] = set()
+            while current is not None and current != last and current not in seen:
+                seen.add(current)
+                walk.append(current)
+                current = parent_of(current)
+            if current == last:
+                walk.reverse()
+                extended = self._extend(walk, get)
+                if extended is not None:
+                    return extended
+        return self._rebuild(path_ids(), get)
+
+    def _extend(self, new_ids: list[str], get: Callable[[str], Entry]) -> SessionContext | None:
+        """The context after appending ``new_ids`` to the known branch, or None when it must be
+        rebuilt (a compaction, or a call id shared with the closed part)."""
+        new_entries = [get(i) for i in new_ids]
+        if any(isinstance(e, CompactionEntry) for e in new_entries):
+            return None
+        derived = self._derived
+        new_messages: list[Message] = []
+        for entry in new_entries:
+            derived = _derive(entry, derived)
+            message = entry_message(entry)
+            if message is not None:
+                new_messages.append(message)
+        if any(_pair_ids(m) & self._closed_ids for m in new_messages):
+            return None
+        self._path_ids.extend(new_ids)
+        self._derived = derived
+        self._raw.extend(new_messages)
+        return self._finish()
+
+    def _rebuild(self, path_ids: list[str], get: Callable[[str], Entry]) -> SessionContext:
         raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
         self._path_ids, self._raw = list(path_ids), raw
         self._derived = (model, thinking, tools)

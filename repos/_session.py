@@ -280,8 +280,12 @@ class Session:
         """
         key = (self._tree.leaf_id, len(self._tree))
         if self._context_cache is None or self._context_cache[0] != key:
-            context = self._incremental.build(
-                self._tree.path_ids(self._tree.leaf_id), self._tree.get
+            leaf, rows = self._tree.leaf_id, self._tree.rows
+            context = self._incremental.build_at(
+                leaf,
+                lambda entry_id: rows[entry_id].parent_id,
+                lambda: self._tree.path_ids(leaf),
+                self._tree.get,
             )
             self._context_cache = (key, context)
         return self._context_cache[1]
