@@ -8,6 +8,7 @@ Tree::
     │                             ("invalid_state")
     ├── ProviderError             a model request failed ("provider_error"); ``retryable``,
     │                             ``status``, ``error_type``, ``retry_after_s``
+    │   └── MissingApiKeyError    a model was made with no key to send ("missing_api_key")
     ├── InvalidRequestError       the loop refused to send a request breaking the API's rules
     │                             ("invalid_request")
     ├── ContextOverflowError      the context does not fit even after compacting
@@ -22,7 +23,7 @@ Tree::
 
 from __future__ import annotations
 
-from hooks import HarnessError
+from hooks import AssistantMessage, HarnessError
 
 __all__ = [
     "BusyError",
@@ -31,6 +32,7 @@ __all__ = [
     "ContextOverflowError",
     "HarnessStateError",
     "InvalidRequestError",
+    "MissingApiKeyError",
     "ProviderError",
     "SyncInLoopError",
     "ToolError",
@@ -42,9 +44,9 @@ class BusyError(HarnessError, RuntimeError):
 
     code = "busy"
 
-    def __init__(self, operation: str, running: str) -> None:
+    def __init__(self, operation: str, running: str, where: str = "this harness") -> None:
         super().__init__(
-            f"cannot start {operation}: {running} is still running on this harness "
+            f"cannot start {operation}: {running} is still running on {where} "
             "(await it, or call abort() first)"
         )
         self.operation, self.running = operation, running
@@ -71,6 +73,8 @@ class ProviderError(HarnessError):
             could not be sent, e.g. no API key). The faux provider uses ``faux_error``.
         retry_after_s: how long the server asked to wait before retrying, in seconds (from
             ``retry-after-ms``, or ``retry-after`` as seconds or an HTTP date), or None.
+        reply: when raised by ``AgentHarness.prompt()``, the error reply it persisted
+            (``stop_reason="error"``); else None.
     """
 
     code = "provider_error"
@@ -92,6 +96,18 @@ class ProviderError(HarnessError):
             error_type,
         )
         self.retry_after_s = retry_after_s
+        self.reply: AssistantMessage | None = None
+
+
+class MissingApiKeyError(ProviderError, ValueError):
+    """A provider model was constructed with no credentials: no key argument, no client, and
+    the environment variable it reads (``variable``) unset or empty."""
+
+    code = "missing_api_key"
+
+    def __init__(self, message: str, *, variable: str) -> None:
+        super().__init__(message, retryable=False, error_type="missing_api_key")
+        self.variable = variable
 
 
 class ToolError(HarnessError):

@@ -41,6 +41,7 @@ from hooks import (
 from repos import (
     CompactionEntry,
     Session,
+    SessionBusyError,
 )
 
 from ._compaction.errors import SummarizationError
@@ -130,6 +131,10 @@ class AgentHarness:
             thinking level). ``ExtractiveSummarizer()`` works offline.
         context_window: the model's window in tokens; default from the model id
             (``CONTEXT_WINDOWS``, 200,000 for unknown models).
+        raise_on_error: True (default): a request that fails for good (not retryable, such as
+            401, 403, 404 or 400, or retries exhausted) makes :meth:`prompt` raise
+            :class:`ProviderError` once the error reply is persisted. False follows pi: the
+            error reply is returned and nothing raises.
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, or a bad thinking level.
@@ -155,8 +160,10 @@ class AgentHarness:
         compaction: CompactionSettings | None = None,
         summarizer: Summarizer | None = None,
         context_window: int | None = None,
+        raise_on_error: bool = True,
     ) -> None:
         self._session = session
+        self._raise_on_error = raise_on_error
         self._model: Model = model if model is not None else FauxModel(_echo)
         self._models = [self._model, *models]
         self._tools = _tool_map(tools)
@@ -307,12 +314,17 @@ class AgentHarness:
         ``before_agent_start`` hooks add. Every message is persisted as it ends.
 
         Returns:
-            The model's last reply. A failed request does not raise: the reply carries
-            ``stop_reason="error"`` and ``error_message``. After :meth:`abort`, the last reply:
+            The model's last reply. After :meth:`abort`, the last reply:
             ``stop_reason="aborted"`` if it was streaming (or waiting to retry), else the
             complete reply whose tool calls were aborted.
 
         Raises:
+            ProviderError: a request failed for good (not retryable, or retries exhausted).
+                The reply is persisted first, as pi does (an assistant entry with
+                ``stopReason: "error"`` and ``errorMessage``), ``agent_end`` and ``settled``
+                are sent, then this raises with the provider's ``status``, ``error_type`` and
+                message; ``error.reply`` is the persisted reply. With
+                ``AgentHarness(raise_on_error=False)`` the reply is returned instead.
             BusyError: another operation is running on this harness (code ``busy``).
             ContextOverflowError: the context does not fit even after compacting once.
             InvalidRequestError: a ``context`` hook returned messages that cannot be sent.
@@ -361,6 +373,10 @@ class AgentHarness:
             self._release()
             # However the run ended: the harness is idle now.
             await notify(self, SettledEvent(next_turn_count=len(self._next_turn)))
+        error = run.provider_error if run is not None else None
+        if self._raise_on_error and error is not None and reply.stop_reason == "error":
+            error.reply = reply
+            raise error
         return reply
 
     def prompt_sync(self, text: str | Sequence[UserContent]) -> AssistantMessage:
@@ -725,12 +741,18 @@ class AgentHarness:
     def _claim(self, operation: str) -> None:
         if self._operation is not None:
             raise BusyError(operation, self._operation)
+        try:
+            self._session.claim(self, f"another harness's {operation}")
+        except SessionBusyError as exc:
+            # Two harnesses on one Session object would interleave their turns into one chain.
+            raise BusyError(operation, exc.holder, where="this session") from None
         self._operation = operation
         self._task = asyncio.current_task()
         self._abort_requested = False
         self._idle.clear()
 
     def _release(self) -> None:
+        self._session.release(self)
         self._operation = None
         self._task = None
         self._abort_requested = False

@@ -128,6 +128,8 @@ class Run:
     added: list[Message] = field(factory=list)
     turn_index: int = 0
     last_reply: AssistantMessage | None = None
+    provider_error: ProviderError | None = None
+    """The failure that ended the run with an error reply (not retryable, or retries spent)."""
     validated: tuple[LlmMessage, ...] = ()
     """The last request's messages, all checked: the next request only checks what follows
     them when it starts with the same message objects."""
@@ -274,6 +276,7 @@ async def _request(
         if error is None or delay is None:
             await _emit_message(run, reply, started=True)
             run.last_reply = reply
+            run.provider_error = error
             return reply
         # A failed attempt is not a finished turn: its partial reply is dropped, not persisted.
         await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))

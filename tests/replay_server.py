@@ -4,7 +4,7 @@ Tests point the real ``anthropic`` SDK at it (``base_url=server.url``) so the wh
 (HTTP, SSE decoding, SDK errors) runs, offline and deterministically (DESIGN §7). Each
 ``POST /v1/messages`` takes the next queued reply:
 
-* :class:`SseReply`: an SSE body (usually a file from ``../shared/fixtures/anthropic/``) sent with
+* :class:`SseReply`: an SSE body (usually from ``tests/fixtures/anthropic_streams.py``) sent with
   chunked transfer encoding, in small chunks, optionally cut after some bytes, followed by extra
   bytes (an injected ``event: error``), closed abruptly (no final chunk), or held open until the
   server closes (to test cancellation);
@@ -13,8 +13,9 @@ Tests point the real ``anthropic`` SDK at it (``base_url=server.url``) so the wh
   closed without a complete response, at once or once the server closes (a client timeout).
 
 Every request is recorded (:class:`RecordedRequest`: path, lower-cased headers, parsed JSON body)
-so tests assert what was sent. Fixture files are read in place, never copied: they live in the
-``shared`` folder beside the repository root.
+so tests assert what was sent. Recorded streams of the corpus (``anthropic/`` in the folder
+``corpus.corpus_dir()`` finds) are read in place, never copied, and only when a test asks for
+one: importing this module never needs the corpus.
 
 Use it as a context manager (``with ReplayServer() as server: ...``); closing joins every thread.
 """
@@ -27,15 +28,12 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
 from attrs import field, frozen
 
 __all__ = [
-    "ANTHROPIC_FIXTURES",
-    "FIXTURES_DIR",
     "DropReply",
     "JsonReply",
     "RecordedRequest",
@@ -47,14 +45,19 @@ __all__ = [
     "sse_event",
 ]
 
-# tests/ -> repository root -> its parent, where ../shared is guaranteed to sit (also in CI).
-FIXTURES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-ANTHROPIC_FIXTURES = FIXTURES_DIR / "anthropic"
-
 
 def fixture_bytes(name: str) -> bytes:
-    """The bytes of ``shared/fixtures/anthropic/<name>``, exactly as stored."""
-    return (ANTHROPIC_FIXTURES / name).read_bytes()
+    """The bytes of the corpus file ``anthropic/<name>``, exactly as stored.
+
+    For tests marked ``corpus`` only; skips the calling test when there is no corpus.
+    """
+    import pytest
+    from corpus import CORPUS_MISSING, corpus_dir
+
+    folder = corpus_dir()
+    if folder is None:
+        pytest.skip(CORPUS_MISSING)
+    return (folder / "anthropic" / name).read_bytes()
 
 
 def sse_event(event: str, data: Mapping[str, Any]) -> bytes:
@@ -111,7 +114,7 @@ class SseReply:
 
     @classmethod
     def fixture(cls, name: str, *, terminate_last_event: bool = True, **kwargs: Any) -> SseReply:
-        """A reply replaying ``shared/fixtures/anthropic/<name>``.
+        """A reply replaying the corpus file ``anthropic/<name>`` (see :func:`fixture_bytes`).
 
         The API ends every SSE event with a blank line. Two fixtures copied from the SDK's own
         tests (``stream-refusal.sse``, ``stream-max-tokens-truncated-tool-json.sse``) lack the
@@ -147,7 +150,7 @@ class JsonReply:
 
     @classmethod
     def fixture(cls, name: str, status: int, headers: Mapping[str, str] | None = None) -> JsonReply:
-        """A reply whose body is ``shared/fixtures/anthropic/<name>``."""
+        """A reply whose body is the corpus file ``anthropic/<name>``."""
         return cls(status=status, body=fixture_bytes(name), headers=headers or {})
 
 

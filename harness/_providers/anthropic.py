@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import os
 import re
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping
@@ -67,7 +68,7 @@ from hooks import (
     now_ms,
 )
 
-from .._errors import ProviderError
+from .._errors import MissingApiKeyError, ProviderError
 from .base import (
     LlmMessage,
     ModelRequest,
@@ -162,6 +163,10 @@ _SERVER_TOOL_USES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
 _TOOL_ID_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+def _env_credentials() -> bool:
+    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+
 class AnthropicModel:
     """A Claude model reached through the Anthropic Messages API (streaming).
 
@@ -174,7 +179,8 @@ class AnthropicModel:
         model_id: Anthropic model id (``claude-sonnet-4-5``); also the ``model`` stored in replies.
         client: an SDK client to use (not closed by :meth:`aclose`); when given, ``api_key``,
             ``base_url`` and ``max_retries`` are ignored.
-        api_key: API key; None lets the SDK read ``ANTHROPIC_API_KEY``.
+        api_key: API key; None reads ``ANTHROPIC_API_KEY`` (or the SDK's
+            ``ANTHROPIC_AUTH_TOKEN``).
         base_url: API base URL; None lets the SDK use its default (or ``ANTHROPIC_BASE_URL``).
         max_tokens: default ``max_tokens`` (output tokens) when the request sets none.
         max_retries: retries done by the SDK itself before the stream starts, invisible to the
@@ -200,6 +206,12 @@ class AnthropicModel:
         if max_pause_continuations < 0:
             raise ValueError(
                 f"max_pause_continuations must be 0 or more, got {max_pause_continuations}"
+            )
+        if client is None and not api_key and not _env_credentials():
+            raise MissingApiKeyError(
+                "AnthropicModel needs an API key: set the ANTHROPIC_API_KEY environment "
+                "variable, or pass api_key=... or client=...",
+                variable="ANTHROPIC_API_KEY",
             )
         self._id = model_id
         self._owns_client = client is None

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import anthropic
+import anthropic_streams as streams
 import pytest
 from replay_server import (
     DropReply,
@@ -17,7 +18,6 @@ from replay_server import (
     ReplayServer,
     SseReply,
     cut_after_event,
-    fixture_bytes,
     sse_event,
 )
 
@@ -160,7 +160,7 @@ async def test_context_overflow(
 async def test_other_400_is_not_context_overflow(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(JsonReply.fixture("error-400-invalid-request.json", 400))
+    replay_server.enqueue(JsonReply(status=400, body=streams.error_body(400)))
     _, failed = await _fail(AnthropicModel(MODEL_ID, client=anthropic_client), _request())
     assert failed.error.error_type == "invalid_request_error"
     assert failed.error.retryable is False
@@ -169,7 +169,7 @@ async def test_other_400_is_not_context_overflow(
 async def test_context_overflow_in_an_sse_error_event(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    head = cut_after_event(fixture_bytes("stream-text.sse"), "message_start")
+    head = cut_after_event(streams.text(), "message_start")
     payload = {
         "type": "error",
         "error": {"type": "invalid_request_error", "message": "prompt is too long: 3 > 2"},
@@ -187,7 +187,7 @@ async def test_context_overflow_in_an_sse_error_event(
 async def test_connection_dropped_mid_stream(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-text.sse")
+    body = streams.text()
     head = cut_after_event(body, "content_block_delta")
     # Cut a few bytes into the next event, then the socket closes without the final chunk.
     replay_server.enqueue(SseReply(body=body, cut_after=len(head) + 10, ending="abrupt"))
@@ -197,7 +197,7 @@ async def test_connection_dropped_mid_stream(
     assert failed.error.error_type == "connection_error"
     assert failed.error.retryable is True
     assert failed.error.status is None
-    assert failed.message.content == (TextContent(text="Hello"),)
+    assert failed.message.content == (TextContent(text=streams.TEXT_PARTS[0]),)
 
 
 @pytest.mark.parametrize("data", [b"", b"HTTP/1.1 200 OK\r\ncontent-type: text/event"])
@@ -229,7 +229,7 @@ async def test_timeout_before_a_response(
 async def test_timeout_mid_stream(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-text.sse")
+    body = streams.text()
     held = SseReply(body=body, hold_after=len(cut_after_event(body, "content_block_delta")))
     replay_server.enqueue(held)
     started = time.monotonic()
@@ -240,7 +240,7 @@ async def test_timeout_mid_stream(
     assert isinstance(events[0], StreamResponse) and events[0].status == 200
     assert failed.error.error_type == "timeout"
     assert failed.error.retryable is True
-    assert failed.message.content == (TextContent(text="Hello"),)
+    assert failed.message.content == (TextContent(text=streams.TEXT_PARTS[0]),)
 
 
 # --- no retries inside the provider -----------------------------------------------------------
@@ -250,7 +250,7 @@ async def test_default_model_does_not_retry(replay_server: ReplayServer) -> None
     # Built without a client: the SDK's own retries are off by default (the harness retries).
     replay_server.enqueue(
         JsonReply.error(529, "overloaded_error", headers={"retry-after-ms": "1"}),
-        SseReply.fixture("stream-text.sse"),
+        SseReply(body=streams.text()),
     )
     model = AnthropicModel(MODEL_ID, api_key="test", base_url=replay_server.url)
     try:
@@ -266,7 +266,7 @@ async def test_default_model_does_not_retry(replay_server: ReplayServer) -> None
 async def test_sdk_retries_can_be_opted_in(replay_server: ReplayServer) -> None:
     replay_server.enqueue(
         JsonReply.error(529, "overloaded_error", headers={"retry-after-ms": "1"}),
-        SseReply.fixture("stream-text.sse"),
+        SseReply(body=streams.text()),
     )
     model = AnthropicModel(MODEL_ID, api_key="test", base_url=replay_server.url, max_retries=1)
     try:
@@ -275,5 +275,5 @@ async def test_sdk_retries_can_be_opted_in(replay_server: ReplayServer) -> None:
         await model.aclose()
     done = events[-1]
     assert isinstance(done, StreamDone)
-    assert done.message.text == "Hello"
+    assert done.message.text == streams.TEXT
     assert len(replay_server.requests) == 2

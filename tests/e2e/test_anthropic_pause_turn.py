@@ -1,17 +1,18 @@
 """``pause_turn`` continued inside AnthropicModel, through the real SDK and the replay server.
 
-The paused stream is the recorded ``stream-pause-turn-web-search.sse`` (web search server tool,
-stop_reason ``pause_turn``); the continuation is ``stream-text.sse``. The expected resent blocks
-are rebuilt here from the fixture's raw SSE payloads, independently of the provider's code.
+The paused stream is the hand-written ``anthropic_streams.pause_turn()`` (web search server tool,
+stop_reason ``pause_turn``); the continuation is ``anthropic_streams.text()``. The expected resent
+blocks are ``anthropic_streams.pause_blocks()``, written out by hand, independently of the
+provider's code. The recorded stream: ``tests/corpus/test_anthropic_pause_turn_recording.py``.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anthropic
-from replay_server import JsonReply, ReplayServer, SseReply, fixture_bytes
+import anthropic_streams as streams
+from replay_server import JsonReply, ReplayServer, SseReply
 
 from harness._providers.anthropic import AnthropicModel
 from harness._providers.base import (
@@ -33,7 +34,6 @@ from hooks import (
 )
 
 MODEL_ID = "claude-test-model"
-PAUSED = "stream-pause-turn-web-search.sse"
 PROMPT = "Run the 15 searches"
 
 
@@ -57,47 +57,22 @@ async def _collect(
     return events
 
 
-def _payloads(body: bytes) -> list[dict[str, Any]]:
-    return [
-        json.loads(line[len(b"data:") :]) for line in body.splitlines() if line.startswith(b"data:")
-    ]
+def _paused() -> SseReply:
+    return SseReply(body=streams.pause_turn())
 
 
-def _fixture_blocks(name: str) -> tuple[list[dict[str, Any]], int]:
-    """The fixture's content blocks as the API means them (deltas folded into their start
-    block, empty text blocks left out, as the API wants them back), and how many blocks started.
-    """
-    blocks: dict[int, dict[str, Any]] = {}
-    json_parts: dict[int, list[str]] = {}
-    for payload in _payloads(fixture_bytes(name)):
-        if payload["type"] == "content_block_start":
-            blocks[payload["index"]] = dict(payload["content_block"])
-        elif payload["type"] == "content_block_delta":
-            block, delta = blocks[payload["index"]], payload["delta"]
-            if delta["type"] == "text_delta":
-                block["text"] += delta["text"]
-            elif delta["type"] == "thinking_delta":
-                block["thinking"] += delta["thinking"]
-            elif delta["type"] == "signature_delta":
-                block["signature"] += delta["signature"]
-            elif delta["type"] == "input_json_delta":
-                json_parts.setdefault(payload["index"], []).append(delta["partial_json"])
-    for index, parts in json_parts.items():
-        blocks[index]["input"] = json.loads("".join(parts))
-    kept = [
-        blocks[i]
-        for i in sorted(blocks)
-        if not (blocks[i]["type"] == "text" and not blocks[i]["text"])
-    ]
-    return kept, len(blocks)
+def _text() -> SseReply:
+    return SseReply(body=streams.text())
 
 
 async def test_pause_turn_is_continued_and_merged(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    expected_turn, started = _fixture_blocks(PAUSED)
-    assert started == len(expected_turn) == 25  # thinking, 3 texts, 11 uses, 10 results
-    replay_server.enqueue(SseReply.fixture(PAUSED), SseReply.fixture("stream-text.sse"))
+    expected_turn = streams.pause_blocks()
+    started = len(expected_turn)
+    searches = len(streams.PAUSE_QUERIES)
+    assert started == 2 * searches + 1  # thinking, text, the uses, one result fewer
+    replay_server.enqueue(_paused(), _text())
     model = AnthropicModel(MODEL_ID, client=anthropic_client)
 
     events = await _collect(model, _request())
@@ -113,10 +88,10 @@ async def test_pause_turn_is_continued_and_merged(
         "messages": [user_turn, {"role": "assistant", "content": expected_turn}],
     }
     sent = second["messages"][-1]["content"]
-    assert [b["type"] for b in sent].count("server_tool_use") == 11
-    assert [b["type"] for b in sent].count("web_search_tool_result") == 10
+    assert [b["type"] for b in sent].count("server_tool_use") == searches
+    assert [b["type"] for b in sent].count("web_search_tool_result") == searches - 1
     assert sent[-1]["type"] == "server_tool_use"
-    assert sent[0]["type"] == "thinking" and sent[0]["signature"].startswith("EuwJCm4I")
+    assert sent[0]["type"] == "thinking" and sent[0]["signature"] == streams.PAUSE_SIGNATURE
 
     # One message for the loop: both parts, the continuation's text last.
     (done,) = [e for e in events if isinstance(e, StreamDone)]
@@ -124,19 +99,24 @@ async def test_pause_turn_is_continued_and_merged(
     assert message.stop_reason == "stop"
     assert "pauseTurn" not in message.extra
     assert len(message.content) == len(expected_turn) + 1
-    assert message.content[-1] == TextContent(text="Hello")
+    assert message.content[-1] == TextContent(text=streams.TEXT)
     assert isinstance(message.content[0], ThinkingContent)
     raw_blocks = [b.raw for b in message.content if isinstance(b, UnknownContent)]
     assert raw_blocks == [b for b in expected_turn if b["type"] not in ("thinking", "text")]
-    # Usage sums both responses (paused: input 404500, output 943; continuation: 10, 4).
-    assert (message.usage.input, message.usage.output) == (404500 + 10, 943 + 4)
-    assert message.usage.total_tokens == 404500 + 10 + 943 + 4
+    # Usage sums both responses.
+    paused_in, paused_out = streams.PAUSE_INPUT_TOKENS, streams.PAUSE_OUTPUT_TOKENS
+    text_in, text_out = streams.TEXT_INPUT_TOKENS, streams.TEXT_OUTPUT_TOKENS
+    assert (message.usage.input, message.usage.output) == (
+        paused_in + text_in,
+        paused_out + text_out,
+    )
+    assert message.usage.total_tokens == paused_in + text_in + paused_out + text_out
 
-    # Deltas keep flowing; the continuation's block index counts on after the 25 started ones.
+    # Deltas keep flowing; the continuation's block index counts on after the started ones.
     deltas = [e for e in events if isinstance(e, StreamDelta)]
     last = deltas[-1]
-    assert (last.kind, last.content_index, last.delta) == ("text", started, "Hello")
-    assert last.partial.content[started] == TextContent(text="Hello")
+    assert (last.kind, last.content_index, last.delta) == ("text", started, streams.TEXT_PARTS[-1])
+    assert last.partial.content[started] == TextContent(text=streams.TEXT)
     assert len(last.partial.content) == started + 1
     assert [e for e in events if isinstance(e, StreamResponse | StreamStart)] == events[:2]
 
@@ -144,8 +124,8 @@ async def test_pause_turn_is_continued_and_merged(
 async def test_pause_turn_continuations_are_capped(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    expected_turn, _ = _fixture_blocks(PAUSED)
-    replay_server.enqueue(*(SseReply.fixture(PAUSED) for _ in range(3)))
+    expected_turn = streams.pause_blocks()
+    replay_server.enqueue(*(_paused() for _ in range(3)))
     model = AnthropicModel(MODEL_ID, client=anthropic_client, max_pause_continuations=2)
 
     events = await _collect(model, _request())
@@ -161,17 +141,15 @@ async def test_pause_turn_continuations_are_capped(
     assert done.message.stop_reason == "stop"
     assert done.message.extra["pauseTurn"] is True
     assert len(done.message.content) == 3 * len(expected_turn)
-    assert done.message.usage.input == 3 * 404500
-    assert done.message.usage.output == 3 * 943
+    assert done.message.usage.input == 3 * streams.PAUSE_INPUT_TOKENS
+    assert done.message.usage.output == 3 * streams.PAUSE_OUTPUT_TOKENS
 
 
 async def test_failed_continuation_reports_what_arrived(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    expected_turn, _ = _fixture_blocks(PAUSED)
-    replay_server.enqueue(
-        SseReply.fixture(PAUSED), JsonReply.error(529, "overloaded_error", "Overloaded")
-    )
+    expected_turn = streams.pause_blocks()
+    replay_server.enqueue(_paused(), JsonReply.error(529, "overloaded_error", "Overloaded"))
     model = AnthropicModel(MODEL_ID, client=anthropic_client)
 
     events = await _collect(model, _request())
@@ -186,14 +164,14 @@ async def test_failed_continuation_reports_what_arrived(
     assert failed.error.retryable is True
     assert failed.message.stop_reason == "error"
     assert len(failed.message.content) == len(expected_turn)
-    assert failed.message.usage.input == 404500
+    assert failed.message.usage.input == streams.PAUSE_INPUT_TOKENS
 
 
 async def test_replacement_payload_ending_with_assistant_prefill_is_extended(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    expected_turn, _ = _fixture_blocks(PAUSED)
-    replay_server.enqueue(SseReply.fixture(PAUSED), SseReply.fixture("stream-text.sse"))
+    expected_turn = streams.pause_blocks()
+    replay_server.enqueue(_paused(), _text())
     model = AnthropicModel(MODEL_ID, client=anthropic_client)
     request = _request()
     payload = model.build_payload(request)
@@ -210,7 +188,7 @@ async def test_replacement_payload_ending_with_assistant_prefill_is_extended(
     assert second["messages"] == [user_turn, {"role": "assistant", "content": prefill_and_paused}]
     done = events[-1]
     assert isinstance(done, StreamDone)
-    assert done.message.content[-1] == TextContent(text="Hello")
+    assert done.message.content[-1] == TextContent(text=streams.TEXT)
 
 
 async def test_dangling_server_tool_use_is_dropped_from_history_only(
@@ -219,8 +197,8 @@ async def test_dangling_server_tool_use_is_dropped_from_history_only(
     # A reply returned at the cap ends with a server_tool_use that never got its result. As the
     # last message (a turn being continued) it goes back whole; with a message after it, the
     # unanswered use is left out and the answered ones stay.
-    expected_turn, _ = _fixture_blocks(PAUSED)
-    replay_server.enqueue(SseReply.fixture(PAUSED), *(SseReply.fixture("stream-text.sse"),) * 2)
+    expected_turn = streams.pause_blocks()
+    replay_server.enqueue(_paused(), *(_text(),) * 2)
     model = AnthropicModel(MODEL_ID, client=anthropic_client, max_pause_continuations=0)
     paused = _done(await _collect(model, _request()))
     assert paused.extra["pauseTurn"] is True

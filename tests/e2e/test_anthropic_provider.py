@@ -1,28 +1,27 @@
 """AnthropicModel driven through the real ``anthropic`` SDK against the local replay server.
 
-Every stream here is a recorded fixture from ``../shared/fixtures/anthropic/`` (or one cut from
-it by hand, where no recording exists: the mid-stream ``overloaded_error``).
+Every stream here is hand-written (``tests/fixtures/anthropic_streams.py``), shaped like the
+recordings; the recordings themselves are replayed in ``tests/corpus/``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from typing import Any
 
 import anthropic
+import anthropic_streams as streams
 import pytest
 from replay_server import (
     JsonReply,
     ReplayServer,
     SseReply,
     cut_after_event,
-    fixture_bytes,
     sse_event,
 )
 
-from harness._errors import ProviderError
+from harness._errors import MissingApiKeyError, ProviderError
 from harness._providers.anthropic import THINKING_BUDGETS, AnthropicModel
 from harness._providers.base import (
     Model,
@@ -90,13 +89,6 @@ def _error(events: list[StreamEvent]) -> StreamError:
     return last
 
 
-def _sse_payloads(body: bytes) -> list[dict[str, Any]]:
-    """The parsed ``data:`` payloads of an SSE body, in order."""
-    return [
-        json.loads(line[len(b"data:") :]) for line in body.splitlines() if line.startswith(b"data:")
-    ]
-
-
 def _hand_stream(
     block: dict[str, Any], deltas: list[dict[str, Any]], stop_reason: str, output_tokens: int
 ) -> bytes:
@@ -137,13 +129,13 @@ def _hand_stream(
     return b"".join(events)
 
 
-# --- fixture streams --------------------------------------------------------------------------
+# --- streams ------------------------------------------------------------------------------
 
 
 async def test_stream_text(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    replay_server.enqueue(SseReply(body=streams.text()))
     events = await _collect(_model(anthropic_client), _request())
 
     first = events[0]
@@ -153,11 +145,14 @@ async def test_stream_text(
     assert isinstance(events[1], StreamStart)
     assert events[1].partial.content == ()
     deltas = [e for e in events if isinstance(e, StreamDelta)]
-    assert [(d.kind, d.content_index, d.delta) for d in deltas] == [("text", 0, "Hello")]
-    assert deltas[0].partial.content == (TextContent(text="Hello"),)
+    assert [(d.kind, d.content_index, d.delta) for d in deltas] == [
+        ("text", 0, part) for part in streams.TEXT_PARTS
+    ]
+    assert deltas[0].partial.content == (TextContent(text=streams.TEXT_PARTS[0]),)
+    assert deltas[-1].partial.content == (TextContent(text=streams.TEXT),)
 
     message = _done(events)
-    assert message.content == (TextContent(text="Hello"),)
+    assert message.content == (TextContent(text=streams.TEXT),)
     assert message.stop_reason == "stop"
     assert (message.api, message.provider, message.model) == (
         "anthropic-messages",
@@ -165,10 +160,16 @@ async def test_stream_text(
         MODEL_ID,
     )
     assert message.error_message is None
-    # message_start said output 2; message_delta's cumulative 4 replaces it.
+    # message_start's output count is replaced by message_delta's cumulative one.
     usage = message.usage
-    assert (usage.input, usage.output, usage.cache_read, usage.cache_write) == (10, 4, 0, 0)
-    assert usage.total_tokens == 14
+    assert (usage.input, usage.output, usage.cache_read, usage.cache_write) == (
+        streams.TEXT_INPUT_TOKENS,
+        streams.TEXT_OUTPUT_TOKENS,
+        0,
+        0,
+    )
+    assert streams.TEXT_OUTPUT_TOKENS != streams.TEXT_START_OUTPUT_TOKENS
+    assert usage.total_tokens == streams.TEXT_INPUT_TOKENS + streams.TEXT_OUTPUT_TOKENS
     assert usage.cost.total == 0.0
     assert message.extra == {}
 
@@ -186,16 +187,16 @@ async def test_stream_text(
 async def test_stream_tool_use_with_empty_input(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-tool-use.sse"))
+    replay_server.enqueue(SseReply(body=streams.tool_use_empty_input()))
     events = await _collect(_model(anthropic_client), _request())
 
     message = _done(events)
     assert message.stop_reason == "toolUse"
     assert message.content == (
-        ToolCall(id="toolu_01CzN6riCPqw4pVSuTd9Dwn7", name="pelican_name_generator", arguments={}),
+        ToolCall(id=streams.EMPTY_TOOL_ID, name=streams.EMPTY_TOOL_NAME, arguments={}),
     )
-    assert message.usage.input == 543
-    assert message.usage.output == 40
+    assert message.usage.input == streams.EMPTY_TOOL_INPUT_TOKENS
+    assert message.usage.output == streams.EMPTY_TOOL_OUTPUT_TOKENS
     # The only input_json_delta is "": no toolcall delta is reported for it.
     assert not [e for e in events if isinstance(e, StreamDelta)]
 
@@ -203,50 +204,49 @@ async def test_stream_tool_use_with_empty_input(
 async def test_stream_thinking_tool_use_round_trips_signature(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-thinking-tool-use.sse")
-    signature = next(
-        p["delta"]["signature"]
-        for p in _sse_payloads(body)
-        if p.get("delta", {}).get("type") == "signature_delta"
-    )
-    replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
+    replay_server.enqueue(SseReply(body=streams.thinking_tool_use()), SseReply(body=streams.text()))
     model = _model(anthropic_client)
-    prompt = UserMessage(content="Use fixed_version, then joke about it")
+    prompt = UserMessage(content="Which version of harness is installed?")
     tool = ToolSpec(
-        name="fixed_version", description="Return the version.", parameters={"properties": {}}
+        name=streams.THINKING_TOOL_NAME,
+        description="Return a package's version.",
+        parameters={"properties": {"package": {"type": "string"}}},
     )
 
     events = await _collect(model, _request(prompt, tools=[tool], thinking_level="low"))
     message = _done(events)
-    thinking_text = (
-        "The user wants me to:\n1. Use the fixed_version tool\n2. Tell them the version\n"
-        "3. Make a short joke about it\n\nLet me first call the fixed_version tool to see what "
-        "version it returns."
+    call = ToolCall(
+        id=streams.THINKING_TOOL_ID,
+        name=streams.THINKING_TOOL_NAME,
+        arguments=streams.THINKING_TOOL_INPUT,
     )
     assert message.stop_reason == "toolUse"
     assert message.content == (
-        ThinkingContent(thinking=thinking_text, thinking_signature=signature),
-        ToolCall(id="toolu_01825dXWLSoJwCst1qTsiWdb", name="fixed_version", arguments={}),
+        ThinkingContent(thinking=streams.THINKING, thinking_signature=streams.SIGNATURE),
+        call,
     )
-    assert message.usage.output == 92
+    assert message.usage.output == streams.THINKING_OUTPUT_TOKENS
     thinking_deltas = [e for e in events if isinstance(e, StreamDelta) and e.kind == "thinking"]
-    assert "".join(d.delta for d in thinking_deltas) == thinking_text
+    assert "".join(d.delta for d in thinking_deltas) == streams.THINKING
     assert {d.content_index for d in thinking_deltas} == {0}
+    tool_deltas = [e for e in events if isinstance(e, StreamDelta) and e.kind == "toolcall"]
+    assert "".join(d.delta for d in tool_deltas) == "".join(streams.THINKING_TOOL_JSON_PARTS)
+    assert {d.content_index for d in tool_deltas} == {1}
 
     first = replay_server.requests[0].body
     assert first["thinking"] == {"type": "enabled", "budget_tokens": THINKING_BUDGETS["low"]}
     assert first["max_tokens"] == 8192  # already above the 4096 budget
     assert first["tools"] == [
         {
-            "name": "fixed_version",
-            "description": "Return the version.",
-            "input_schema": {"type": "object", "properties": {}},
+            "name": streams.THINKING_TOOL_NAME,
+            "description": "Return a package's version.",
+            "input_schema": {"type": "object", "properties": {"package": {"type": "string"}}},
         }
     ]
 
     result = ToolResultMessage(
-        tool_call_id="toolu_01825dXWLSoJwCst1qTsiWdb",
-        tool_name="fixed_version",
+        tool_call_id=streams.THINKING_TOOL_ID,
+        tool_name=streams.THINKING_TOOL_NAME,
         content=(TextContent(text="1.2.3"),),
     )
     follow_up = _request(prompt, message, result, tools=[tool], thinking_level="low")
@@ -254,16 +254,16 @@ async def test_stream_thinking_tool_use_round_trips_signature(
 
     sent = replay_server.requests[1].body
     assert sent["messages"] == [
-        {"role": "user", "content": "Use fixed_version, then joke about it"},
+        {"role": "user", "content": "Which version of harness is installed?"},
         {
             "role": "assistant",
             "content": [
-                {"type": "thinking", "thinking": thinking_text, "signature": signature},
+                {"type": "thinking", "thinking": streams.THINKING, "signature": streams.SIGNATURE},
                 {
                     "type": "tool_use",
-                    "id": "toolu_01825dXWLSoJwCst1qTsiWdb",
-                    "name": "fixed_version",
-                    "input": {},
+                    "id": streams.THINKING_TOOL_ID,
+                    "name": streams.THINKING_TOOL_NAME,
+                    "input": streams.THINKING_TOOL_INPUT,
                 },
             ],
         },
@@ -272,7 +272,7 @@ async def test_stream_thinking_tool_use_round_trips_signature(
             "content": [
                 {
                     "type": "tool_result",
-                    "tool_use_id": "toolu_01825dXWLSoJwCst1qTsiWdb",
+                    "tool_use_id": streams.THINKING_TOOL_ID,
                     "is_error": False,
                     "content": [{"type": "text", "text": "1.2.3"}],
                 }
@@ -284,41 +284,33 @@ async def test_stream_thinking_tool_use_round_trips_signature(
 async def test_stream_max_tokens_drops_truncated_tool_call(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-max-tokens-truncated-tool-json.sse"))
+    replay_server.enqueue(SseReply(body=streams.max_tokens_truncated()))
     events = await _collect(_model(anthropic_client), _request())
 
     message = _done(events)
     assert message.stop_reason == "length"
-    assert message.content == (
-        TextContent(
-            text="I'll create a comprehensive tax guide for someone with multiple W2s and save "
-            "it in a file called taxes.txt. Let me do that for you now."
-        ),
-    )
+    assert message.content == (TextContent(text=streams.TRUNCATED_TEXT),)
     assert message.tool_calls == ()
-    assert message.usage.input == 450  # from message_start; message_delta has no input count
-    assert message.usage.output == 124
+    # from message_start; message_delta has no input count
+    assert message.usage.input == streams.TRUNCATED_INPUT_TOKENS
+    assert message.usage.output == streams.TRUNCATED_OUTPUT_TOKENS
     # While streaming, the half call was visible, with its raw JSON in the deltas.
     tool_deltas = [e for e in events if isinstance(e, StreamDelta) and e.kind == "toolcall"]
     assert {d.content_index for d in tool_deltas} == {1}
-    assert "".join(d.delta for d in tool_deltas).startswith('{"filename": "taxes.txt"')
+    assert "".join(d.delta for d in tool_deltas) == "".join(streams.TRUNCATED_JSON_PARTS)
     assert isinstance(tool_deltas[-1].partial.content[1], ToolCall)
 
 
 async def test_stream_refusal(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-refusal.sse"))
+    replay_server.enqueue(SseReply(body=streams.refusal()))
     message = _done(await _collect(_model(anthropic_client), _request()))
 
     assert message.stop_reason == "refusal"
     assert message.content == ()  # the empty text block is not kept
-    assert message.extra["stopDetails"] == {
-        "type": "refusal",
-        "category": "cyber",
-        "explanation": "This request was refused due to policy.",
-    }
-    assert (message.usage.input, message.usage.output) == (20, 0)
+    assert message.extra["stopDetails"] == streams.REFUSAL_DETAILS
+    assert (message.usage.input, message.usage.output) == (streams.REFUSAL_INPUT_TOKENS, 0)
 
 
 async def test_stream_pause_turn_keeps_server_tool_blocks(
@@ -326,32 +318,28 @@ async def test_stream_pause_turn_keeps_server_tool_blocks(
 ) -> None:
     # No continuation allowed: the paused reply is returned as it stands (the cap case).
     # Continuations themselves: test_anthropic_pause_turn.py.
-    body = fixture_bytes("stream-pause-turn-web-search.sse")
-    started = [
-        p["content_block"] for p in _sse_payloads(body) if p["type"] == "content_block_start"
-    ]
-    replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
+    blocks = streams.pause_blocks()
+    replay_server.enqueue(SseReply(body=streams.pause_turn()), SseReply(body=streams.text()))
     model = _model(anthropic_client, max_pause_continuations=0)
-    prompt = UserMessage(content="Run the 15 searches")
+    prompt = UserMessage(content="Run the searches")
 
     message = _done(await _collect(model, _request(prompt)))
     assert message.stop_reason == "stop"
     assert message.extra["pauseTurn"] is True
     unknown = [b for b in message.content if isinstance(b, UnknownContent)]
-    assert [b.type for b in unknown].count("server_tool_use") == 11
-    assert [b.type for b in unknown].count("web_search_tool_result") == 10
+    searches = len(streams.PAUSE_QUERIES)
+    assert [b.type for b in unknown].count("server_tool_use") == searches
+    assert [b.type for b in unknown].count("web_search_tool_result") == searches - 1
     # Every block of the stream is kept, in order (none is empty or half).
-    assert len(message.content) == len(started)
+    assert len(message.content) == len(blocks) == 2 * searches + 1
     # server_tool_use gets its streamed input; result blocks are the API's dicts, unchanged.
-    first_use = unknown[0].raw
-    assert first_use["id"] == "srvtoolu_01FGPZ2P6yPXWdiD1Cxjpix3"
-    assert first_use["input"] == {"query": "San Francisco weather today"}
-    first_result = next(b.raw for b in unknown if b.type == "web_search_tool_result")
-    assert first_result == next(b for b in started if b["type"] == "web_search_tool_result")
-    thinking = message.content[0]
-    assert isinstance(thinking, ThinkingContent)
-    assert thinking.thinking_signature and thinking.thinking_signature.startswith("EuwJCm4I")
-    assert message.usage.input == 404500
+    assert [b.raw for b in unknown] == blocks[2:]
+    assert unknown[0].raw["input"] == {"query": streams.PAUSE_QUERIES[0]}
+    assert message.content[0] == ThinkingContent(
+        thinking=streams.PAUSE_THINKING, thinking_signature=streams.PAUSE_SIGNATURE
+    )
+    assert message.content[1] == TextContent(text=streams.PAUSE_INTRO)
+    assert message.usage.input == streams.PAUSE_INPUT_TOKENS
 
     assert len(replay_server.requests) == 1
 
@@ -360,10 +348,8 @@ async def test_stream_pause_turn_keeps_server_tool_blocks(
     follow_up = _request(prompt, message)
     _done(await _collect(model, follow_up))
     sent_blocks = replay_server.requests[1].body["messages"][1]["content"]
-    assert sent_blocks[0]["type"] == "thinking"
-    assert sent_blocks[2] == first_use
-    assert first_result in sent_blocks
-    assert len(sent_blocks) == len(message.content)
+    assert sent_blocks == blocks
+    assert sent_blocks[-1]["type"] == "server_tool_use"
 
 
 # --- hand-cut streams and HTTP errors ---------------------------------------------------------
@@ -379,9 +365,8 @@ async def test_sse_error_event_mid_stream(
     error_type: str,
     retryable: bool,
 ) -> None:
-    head = cut_after_event(fixture_bytes("stream-text.sse"), "content_block_delta")
-    payload = {"type": "error", "error": {"type": error_type, "message": "scripted"}}
-    replay_server.enqueue(SseReply(body=head, append=sse_event("error", payload)))
+    head = cut_after_event(streams.text(), "content_block_delta")
+    replay_server.enqueue(SseReply(body=head, append=streams.error_event(error_type, "scripted")))
     events = await _collect(_model(anthropic_client), _request())
 
     assert isinstance(events[0], StreamResponse) and events[0].status == 200
@@ -392,31 +377,42 @@ async def test_sse_error_event_mid_stream(
     assert failed.error.error_type == error_type
     assert failed.error.status is None  # mid-stream: the HTTP status was 200
     # What arrived is kept, marked as an error.
-    assert failed.message.content == (TextContent(text="Hello"),)
+    assert failed.message.content == (TextContent(text=streams.TEXT_PARTS[0]),)
     assert failed.message.stop_reason == "error"
     assert failed.message.error_message == failed.error.message
-    assert failed.message.usage.input == 10
+    assert failed.message.usage.input == streams.TEXT_INPUT_TOKENS
+
+
+async def test_overloaded_mid_stream(
+    replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    replay_server.enqueue(SseReply(body=streams.overloaded_mid_stream()))
+    failed = _error(await _collect(_model(anthropic_client), _request()))
+
+    assert failed.error.error_type == "overloaded_error"
+    assert failed.error.retryable is True
+    assert failed.error.status is None
+    assert failed.message.content == (TextContent(text=streams.TEXT_PARTS[0]),)
 
 
 async def test_stream_without_message_stop(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-text.sse")
-    replay_server.enqueue(SseReply(body=cut_after_event(body, "message_delta")))
+    replay_server.enqueue(SseReply(body=cut_after_event(streams.text(), "message_delta")))
     failed = _error(await _collect(_model(anthropic_client), _request()))
 
     assert failed.error.error_type == "incomplete_stream"
     assert failed.error.retryable is True
     assert failed.message.stop_reason == "error"
-    assert failed.message.content == (TextContent(text="Hello"),)
+    assert failed.message.content == (TextContent(text=streams.TEXT),)
 
 
 async def test_unterminated_last_event_is_not_a_message_stop(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    # The file's bytes as stored end "data: {...message_stop...}" with no blank line; an SSE
-    # client drops that event, so the stream has no message_stop and must not count as done.
-    replay_server.enqueue(SseReply.fixture("stream-refusal.sse", terminate_last_event=False))
+    # The body ends "data: {...message_stop...}" with no blank line; an SSE client drops that
+    # event, so the stream has no message_stop and must not count as done.
+    replay_server.enqueue(SseReply(body=streams.refusal(terminate_last_event=False)))
     failed = _error(await _collect(_model(anthropic_client), _request()))
 
     assert failed.error.error_type == "incomplete_stream"
@@ -426,9 +422,12 @@ async def test_unterminated_last_event_is_not_a_message_stop(
 async def test_connection_dropped_mid_stream(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-max-tokens-truncated-tool-json.sse")
-    # Cut inside the tool call: the half call must not survive into the error message either.
-    head = cut_after_event(body, "content_block_delta", occurrence=7)
+    body = streams.max_tokens_truncated()
+    # Cut inside the tool call (after its second JSON delta): the half call must not survive
+    # into the error message either.
+    head = cut_after_event(
+        body, "content_block_delta", occurrence=len(streams.TRUNCATED_TEXT_PARTS) + 2
+    )
     replay_server.enqueue(SseReply(body=head, ending="abrupt"))
     failed = _error(await _collect(_model(anthropic_client), _request()))
 
@@ -436,7 +435,7 @@ async def test_connection_dropped_mid_stream(
     assert failed.error.retryable is True
     assert failed.message.stop_reason == "error"
     assert failed.message.tool_calls == ()
-    assert failed.message.text.startswith("I'll create a comprehensive tax guide")
+    assert failed.message.text == streams.TRUNCATED_TEXT
 
 
 async def test_invalid_tool_json_outside_max_tokens_is_an_error(
@@ -456,7 +455,7 @@ async def test_invalid_tool_json_outside_max_tokens_is_an_error(
 async def test_http_400_is_not_retryable(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(JsonReply.fixture("error-400-invalid-request.json", 400))
+    replay_server.enqueue(JsonReply(status=400, body=streams.error_body(400)))
     events = await _collect(_model(anthropic_client), _request())
 
     assert isinstance(events[0], StreamResponse)
@@ -489,7 +488,9 @@ async def test_http_errors(
     error_type: str,
     retryable: bool,
 ) -> None:
-    replay_server.enqueue(JsonReply.error(status, error_type, headers={"retry-after": "7"}))
+    replay_server.enqueue(
+        JsonReply(status=status, body=streams.error_body(status), headers={"retry-after": "7"})
+    )
     events = await _collect(_model(anthropic_client), _request())
 
     assert isinstance(events[0], StreamResponse)
@@ -499,6 +500,7 @@ async def test_http_errors(
     assert failed.error.retryable is retryable
     assert failed.error.status == status
     assert failed.error.error_type == error_type
+    assert streams.ERROR_MESSAGES[status] in failed.error.message
 
 
 async def test_x_should_retry_header_overrides_status(
@@ -529,25 +531,40 @@ async def test_connection_refused_is_retryable() -> None:
     assert failed.error.status is None
 
 
-async def test_missing_api_key_is_reported_not_raised(
+async def test_missing_api_key_fails_at_construction(
     replay_server: ReplayServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    model = AnthropicModel(MODEL_ID, base_url=replay_server.url, max_retries=0)
-    try:
-        failed = _error(await _collect(model, _request()))
-    finally:
-        await model.aclose()
-    assert failed.error.retryable is False
-    assert failed.error.error_type == "client_error"
+    with pytest.raises(MissingApiKeyError, match="ANTHROPIC_API_KEY") as info:
+        AnthropicModel(MODEL_ID, base_url=replay_server.url, max_retries=0)
+    assert info.value.code == "missing_api_key" and info.value.variable == "ANTHROPIC_API_KEY"
     assert replay_server.requests == []
+
+
+async def test_an_empty_api_key_variable_counts_as_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with pytest.raises(MissingApiKeyError):
+        AnthropicModel(MODEL_ID)
+
+
+async def test_a_key_from_the_environment_or_an_argument_is_enough(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    await AnthropicModel(MODEL_ID, api_key="sk-test").aclose()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
+    model = AnthropicModel(MODEL_ID)
+    assert model.id == MODEL_ID
+    await model.aclose()
 
 
 async def test_cancellation_propagates(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-text.sse")
+    body = streams.text()
     replay_server.enqueue(
         SseReply(body=body, hold_after=len(cut_after_event(body, "content_block_delta")))
     )
@@ -575,7 +592,7 @@ async def test_cancellation_propagates(
 async def test_request_conversion(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    replay_server.enqueue(SseReply(body=streams.text()))
     assistant = AssistantMessage(
         api="anthropic-messages",
         content=(
@@ -685,7 +702,7 @@ async def test_redacted_thinking_round_trip(
 ) -> None:
     redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}
     body = _hand_stream(redacted, [], "end_turn", output_tokens=2)
-    replay_server.enqueue(SseReply(body=body), SseReply.fixture("stream-text.sse"))
+    replay_server.enqueue(SseReply(body=body), SseReply(body=streams.text()))
     model = _model(anthropic_client)
     message = _done(await _collect(model, _request()))
     (block,) = message.content
@@ -700,7 +717,7 @@ async def test_redacted_thinking_round_trip(
 async def test_prompt_caching_marks_system_and_last_user_block(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    replay_server.enqueue(SseReply(body=streams.text()))
     model = AnthropicModel(MODEL_ID, client=anthropic_client)
     # StreamOptions() defaults to cache_retention="short".
     _done(await _collect(model, _request(UserMessage(content="first"), options=StreamOptions())))
@@ -718,7 +735,7 @@ async def test_prompt_caching_marks_system_and_last_user_block(
 async def test_empty_system_prompt_is_not_sent(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
+    replay_server.enqueue(SseReply(body=streams.text()))
     _done(await _collect(_model(anthropic_client), _request(system_prompt="")))
     assert "system" not in replay_server.requests[0].body
 
@@ -737,7 +754,7 @@ async def test_model_protocol(anthropic_client: anthropic.AsyncAnthropic) -> Non
 async def test_abandoned_stream_closes_cleanly(
     replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    replay_server.enqueue(SseReply.fixture("stream-pause-turn-web-search.sse"))
+    replay_server.enqueue(SseReply(body=streams.pause_turn()))
     stream = _model(anthropic_client).stream(_request())
     kinds: list[type[StreamEvent]] = []
     async for event in stream:
@@ -747,5 +764,5 @@ async def test_abandoned_stream_closes_cleanly(
     await stream.aclose()
     assert kinds == [StreamResponse, StreamStart, StreamDelta]
     # The client is still usable: the abandoned response released its connection.
-    replay_server.enqueue(SseReply.fixture("stream-text.sse"))
-    assert _done(await _collect(_model(anthropic_client), _request())).text == "Hello"
+    replay_server.enqueue(SseReply(body=streams.text()))
+    assert _done(await _collect(_model(anthropic_client), _request())).text == streams.TEXT

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import anthropic
+import anthropic_streams as streams
 import pytest
 from replay_server import ReplayServer, SseReply
 
@@ -47,7 +48,7 @@ async def _send(
     payload: dict[str, Any] | None = None,
 ) -> tuple[list[StreamEvent], dict[str, Any]]:
     """Stream ``request`` against a scripted ``stream-text.sse``; the events and the sent body."""
-    server.enqueue(SseReply.fixture("stream-text.sse"))
+    server.enqueue(SseReply(body=streams.text()))
     events = [event async for event in model.stream(request, payload=payload)]
     assert isinstance(events[-1], StreamDone), events[-1]
     body = server.requests[-1].body
@@ -249,7 +250,7 @@ async def test_replacement_payload_is_sent_as_given(
     assert replay_server.requests[-1].headers["x-hooked"] == "yes"  # options still apply
     done = events[-1]
     assert isinstance(done, StreamDone)
-    assert done.message.text == "Hello"
+    assert done.message.text == streams.TEXT
 
 
 async def test_stream_without_payload_sends_the_built_body(

@@ -1,8 +1,8 @@
 """The ``harness`` command line, run for real in a subprocess (``python -m harness.cli``).
 
-Real pi sessions are read in place from ``../shared/fixtures/pi``; everything written goes under
-``tmp_path`` (``--root`` and ``HARNESS_SESSIONS_DIR`` both point there). Assertions are on exit
-codes, error codes, parsed JSON, ids and file bytes, never on wording.
+The pi sessions are generated (``tests/fixtures/pi_sessions.py``) under ``tmp_path``; everything
+written goes there too (``--root`` and ``HARNESS_SESSIONS_DIR`` both point there). Assertions are
+on exit codes, error codes, parsed JSON, ids and file bytes, never on wording.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pi_sessions import PiSession
 
 from hooks import AssistantMessage, TextContent, UserMessage
 from repos import JsonlSessionRepo, open_session
@@ -25,6 +26,7 @@ from repos import JsonlSessionRepo, open_session
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+PiFile = Callable[..., PiSession]
 
 
 @pytest.fixture
@@ -85,8 +87,10 @@ def tree_entries(stdout: str) -> list[tuple[bool, str, str, str]]:
 # --- tree ---------------------------------------------------------------------------------------
 
 
-def test_tree_marks_both_compactions_and_one_active_leaf(cli: Cli, fixtures_dir: Path) -> None:
-    source = fixtures_dir / "pi" / "before-compaction.jsonl"
+def test_tree_marks_both_compactions_and_one_active_leaf(cli: Cli, pi_file: PiFile) -> None:
+    record = pi_file("before-compaction")
+    source = record.path
+    assert source is not None
     proc = ok(cli("sessions", "tree", source))
     entries = tree_entries(proc.stdout)
 
@@ -101,8 +105,8 @@ def test_tree_marks_both_compactions_and_one_active_leaf(cli: Cli, fixtures_dir:
     assert len(compactions) == 2
     assert all("[compaction]" in e[3] for e in compactions)
     assert sum("[compaction]" in e[3] for e in entries) == 2
-    assert "tokensBefore=175004" in compactions[0][3]
-    assert "tokensBefore=185014" in compactions[1][3]
+    for shown, line in zip(compactions, record.compaction_lines, strict=True):
+        assert f"tokensBefore={record.lines[line]['tokensBefore']}" in shown[3]
 
     active = [e for e in entries if e[0]]
     assert [e[1] for e in active] == [leaf_id]
@@ -148,8 +152,9 @@ def test_tree_indents_only_at_branch_points(cli: Cli, root: Path) -> None:
 # --- show ---------------------------------------------------------------------------------------
 
 
-def test_show_json_is_the_context_after_the_second_compaction(cli: Cli, fixtures_dir: Path) -> None:
-    source = fixtures_dir / "pi" / "before-compaction.jsonl"
+def test_show_json_is_the_context_after_the_second_compaction(cli: Cli, pi_file: PiFile) -> None:
+    source = pi_file("before-compaction").path
+    assert source is not None
     lines = fixture_lines(source)
     compactions = [line for line in lines if line["type"] == "compaction"]
     assert len(compactions) == 2
@@ -179,13 +184,15 @@ def test_show_json_is_the_context_after_the_second_compaction(cli: Cli, fixtures
     assert not pending
 
 
-def test_show_prints_derived_state_then_the_summary_first(cli: Cli, fixtures_dir: Path) -> None:
-    source = fixtures_dir / "pi" / "before-compaction.jsonl"
-    summary = [line for line in fixture_lines(source) if line["type"] == "compaction"][1]["summary"]
-    out = ok(cli("sessions", "show", source)).stdout.splitlines()
+def test_show_prints_derived_state_then_the_summary_first(cli: Cli, pi_file: PiFile) -> None:
+    record = pi_file("before-compaction")
+    assert record.path is not None
+    summary = record.lines[record.compaction_lines[1]]["summary"]
+    out = ok(cli("sessions", "show", record.path)).stdout.splitlines()
 
-    assert "model: anthropic/claude-opus-4-5" in out
-    assert "thinking level: off" in out
+    provider, model_id = record.final_model
+    assert f"model: {provider}/{model_id}" in out
+    assert f"thinking level: {record.final_thinking_level}" in out
     blocks = [i for i, line in enumerate(out) if line.startswith("[")]
     assert out[blocks[0]].startswith("[1] compactionSummary [compaction summary]")
     assert out[blocks[0] + 1].strip() == summary.splitlines()[0]
@@ -196,18 +203,21 @@ def test_show_prints_derived_state_then_the_summary_first(cli: Cli, fixtures_dir
 
 
 @pytest.fixture
-def forked(cli: Cli, root: Path, fixtures_dir: Path) -> dict[str, Any]:
-    """large-session.jsonl forked --at its 400th entry into ``root``."""
-    source = fixtures_dir / "pi" / "large-session.jsonl"
+def forked(cli: Cli, root: Path, pi_file: PiFile) -> dict[str, Any]:
+    """A generated large v1 session forked --at its middle entry into ``root``."""
+    record = pi_file("large-session")
+    source = record.path
+    assert source is not None
     before = sha256(source)
     with open_session(source) as session:
-        entry_id = session.entry_ids()[399]
+        entry_id = session.entry_ids()[len(record.entries) // 2]
     proc = ok(cli("sessions", "fork", "--root", root, source, "--at", entry_id, "--json"))
     return {
         **json.loads(proc.stdout),
         "entry_id": entry_id,
         "source": source,
         "source_hash": before,
+        "record": record,
     }
 
 
@@ -238,8 +248,9 @@ def test_fork_writes_a_linked_v3_file_and_leaves_the_source_alone(
     assert sha256(source) == forked["source_hash"]
 
 
-def test_fork_human_output_names_id_and_path(cli: Cli, root: Path, fixtures_dir: Path) -> None:
-    source = fixtures_dir / "pi" / "large-session.jsonl"
+def test_fork_human_output_names_id_and_path(cli: Cli, root: Path, pi_file: PiFile) -> None:
+    source = pi_file("large-session").path
+    assert source is not None
     out = ok(cli("sessions", "fork", "--root", root, source)).stdout.splitlines()
     fields = dict(line.split(": ", 1) for line in out)
     assert Path(fields["path"]).is_file()
@@ -253,7 +264,7 @@ def test_list_then_delete(cli: Cli, root: Path, forked: dict[str, Any]) -> None:
     assert info["path"] == forked["path"]
     assert info["parent_session"] == str(forked["source"].resolve())
     assert info["message_count"] > 0
-    assert info["first_message"] == "/mode"
+    assert info["first_message"] == forked["record"].first_user_text == "/mode"
     for key in ("created", "modified"):
         assert info[key].endswith("+00:00")  # ISO-8601, timezone-aware
 
@@ -267,9 +278,10 @@ def test_list_then_delete(cli: Cli, root: Path, forked: dict[str, Any]) -> None:
 
 
 def test_list_filters_on_exact_cwd_and_reports_unreadable_files(
-    cli: Cli, root: Path, fixtures_dir: Path
+    cli: Cli, root: Path, pi_file: PiFile
 ) -> None:
-    source = fixtures_dir / "pi" / "large-session.jsonl"
+    source = pi_file("large-session").path
+    assert source is not None
     mine = json.loads(
         ok(cli("sessions", "fork", "--root", root, source, "--cwd", "/tmp/a-b", "--json")).stdout
     )
@@ -322,22 +334,17 @@ def test_corrupt_file_names_file_and_line(
     assert len(proc.stderr.splitlines()) == 1
 
 
-def test_fork_at_unknown_entry(cli: Cli, root: Path, fixtures_dir: Path) -> None:
-    proc = cli(
-        "sessions",
-        "fork",
-        "--root",
-        root,
-        fixtures_dir / "pi" / "large-session.jsonl",
-        "--at",
-        "zz",
-    )
+def test_fork_at_unknown_entry(cli: Cli, root: Path, pi_file: PiFile) -> None:
+    source = pi_file("large-session").path
+    assert source is not None
+    proc = cli("sessions", "fork", "--root", root, source, "--at", "zz")
     assert proc.returncode == 1
     assert proc.stderr.startswith("error[invalid_fork_target]")
 
 
-def test_usage_errors_keep_exit_code_2(cli: Cli, root: Path, fixtures_dir: Path) -> None:
-    source = fixtures_dir / "pi" / "large-session.jsonl"
+def test_usage_errors_keep_exit_code_2(cli: Cli, root: Path, pi_file: PiFile) -> None:
+    source = pi_file("large-session").path
+    assert source is not None
     assert (
         cli("sessions", "fork", "--root", root, source, "--at", "a", "--before", "b").returncode
         == 2

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+from pi_sessions import PiSession
 
 from harness import (
     CompactionEntry,
@@ -38,9 +39,12 @@ def harness_cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProces
     return proc
 
 
-def test_compact_offline_on_a_copy_of_large_session(fixtures_dir: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "large-session.jsonl"
-    shutil.copyfile(fixtures_dir / "pi" / "large-session.jsonl", copy)
+def test_compact_offline_on_a_large_v1_session(
+    pi_file: Callable[..., PiSession], tmp_path: Path
+) -> None:
+    record = pi_file("large-session")
+    copy = record.path
+    assert copy is not None
     with open_session(copy) as before:
         messages_before = before.build_context().messages
         entries_before = len(before)
@@ -57,18 +61,16 @@ def test_compact_offline_on_a_copy_of_large_session(fixtures_dir: Path, tmp_path
     assert isinstance(context[0], CompactionSummaryMessage)
     assert len(context) < len(messages_before)
     assert request_problems(to_llm_messages(context)) == []
-    assert (
-        copy.with_name(copy.name + ".v1.bak").read_bytes()
-        == (fixtures_dir / "pi" / "large-session.jsonl").read_bytes()
-    )
+    assert copy.with_name(copy.name + ".v1.bak").read_bytes() == record.data
 
     shown = orjson.loads(harness_cli(tmp_path, "sessions", "show", copy, "--json").stdout)
     assert shown[0]["role"] == "compactionSummary"
 
 
-def test_checkout_and_label_persist(fixtures_dir: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "s.jsonl"
-    shutil.copyfile(fixtures_dir / "pi" / "before-compaction.jsonl", copy)
+def test_checkout_and_label_persist(pi_file: Callable[..., PiSession], tmp_path: Path) -> None:
+    record = pi_file("before-compaction")
+    copy = record.path
+    assert copy is not None
     with open_session(copy) as session:
         user_ids = [
             e.id

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import anthropic_streams as streams
 import pytest
 from replay_server import (
     DropReply,
@@ -13,8 +14,6 @@ from replay_server import (
     ReplayServer,
     SseReply,
     cut_after_event,
-    fixture_bytes,
-    sse_event,
 )
 
 from harness import (
@@ -27,11 +26,12 @@ from harness import (
     StreamOptions,
 )
 
-OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-
 
 async def run_with(
-    tmp_path: Path, client: anthropic.AsyncAnthropic, retries: int = 3
+    tmp_path: Path,
+    client: anthropic.AsyncAnthropic,
+    retries: int = 3,
+    raise_on_error: bool = True,
 ) -> tuple[AgentHarness, AssistantMessage, list[Any]]:
     session = await JsonlSessionRepo(tmp_path).create(str(tmp_path))
     h = AgentHarness(
@@ -39,6 +39,7 @@ async def run_with(
         model=AnthropicModel("claude-haiku-4-5", client=client),
         stream_options=StreamOptions(max_retries=retries, cache_retention="none"),
         retry_base_delay_s=0.01,
+        raise_on_error=raise_on_error,
     )
     retries_seen: list[Any] = []
     h.connect("retry", lambda s, event: retries_seen.append(event))
@@ -57,15 +58,14 @@ def persisted_replies(h: AgentHarness) -> list[AssistantMessage]:
 async def test_overloaded_mid_stream_is_retried_and_the_partial_is_not_persisted(
     tmp_path: Path, replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    head = cut_after_event(fixture_bytes("stream-text.sse"), "content_block_delta")
     replay_server.enqueue(
-        SseReply(body=head, append=sse_event("error", OVERLOADED)),
-        SseReply.fixture("stream-text.sse"),
+        SseReply(body=streams.overloaded_mid_stream()),
+        SseReply(body=streams.text()),
     )
     h, reply, retries = await run_with(tmp_path, anthropic_client)
-    assert reply.text == "Hello" and reply.stop_reason == "stop"
+    assert reply.text == streams.TEXT and reply.stop_reason == "stop"
     assert [(r.attempt, r.error_type) for r in retries] == [(1, "overloaded_error")]
-    assert persisted_replies(h) == [reply]  # the cut-off "Hello" attempt left no entry
+    assert persisted_replies(h) == [reply]  # the cut-off attempt left no entry
     assert len(replay_server.requests) == 2
 
 
@@ -74,26 +74,26 @@ async def test_429_waits_for_retry_after(
 ) -> None:
     replay_server.enqueue(
         JsonReply.error(429, "rate_limit_error", "slow down", headers={"retry-after": "0.05"}),
-        SseReply.fixture("stream-text.sse"),
+        SseReply(body=streams.text()),
     )
     _, reply, retries = await run_with(tmp_path, anthropic_client)
-    assert reply.text == "Hello"
+    assert reply.text == streams.TEXT
     assert [(r.error_type, r.delay_s) for r in retries] == [("rate_limit_error", 0.05)]
 
 
 async def test_500_and_a_dropped_connection_are_retried_with_backoff(
     tmp_path: Path, replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    body = fixture_bytes("stream-text.sse")
+    body = streams.text()
     head = cut_after_event(body, "content_block_delta")
     replay_server.enqueue(
         JsonReply.error(500, "api_error", "boom"),
         SseReply(body=body, cut_after=len(head) + 10, ending="abrupt"),
         DropReply(),
-        SseReply.fixture("stream-text.sse"),
+        SseReply(body=streams.text()),
     )
     h, reply, retries = await run_with(tmp_path, anthropic_client)
-    assert reply.text == "Hello"
+    assert reply.text == streams.TEXT
     assert [r.error_type for r in retries] == ["api_error", "connection_error", "connection_error"]
     assert [r.delay_s for r in retries] == [0.01, 0.02, 0.04]
     assert persisted_replies(h) == [reply]
@@ -125,7 +125,7 @@ async def test_retries_stop_after_max_retries(
     tmp_path: Path, replay_server: ReplayServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
     replay_server.enqueue(*(JsonReply.error(529, "overloaded_error", "busy") for _ in range(3)))
-    h, reply, retries = await run_with(tmp_path, anthropic_client, retries=2)
+    h, reply, retries = await run_with(tmp_path, anthropic_client, retries=2, raise_on_error=False)
     assert [r.attempt for r in retries] == [1, 2]
     assert reply.stop_reason == "error"
     assert persisted_replies(h) == [reply]

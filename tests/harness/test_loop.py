@@ -23,6 +23,7 @@ from harness import (
     ModelRequest,
     PatchInput,
     PatchResult,
+    ProviderError,
     Session,
     SyncInLoopError,
     TextContent,
@@ -270,8 +271,24 @@ async def test_length_stop_never_runs_its_tool_calls(session: Session) -> None:
     assert isinstance(result, ToolResultMessage) and result.is_error
 
 
-async def test_failed_request_is_persisted_and_returned(session: Session) -> None:
+async def test_failed_request_is_persisted_then_raised(session: Session) -> None:
     h = AgentHarness(session=session, model=FauxModel([FauxReply(text="par", error="overloaded")]))
+    ended: list[str] = []
+    h.connect("agent_end", lambda s, event: ended.append("agent_end"))
+    h.connect("settled", lambda s, event: ended.append("settled"))
+    with pytest.raises(ProviderError, match="overloaded") as info:
+        await h.prompt("x")
+    reply = info.value.reply
+    assert reply is not None and reply.stop_reason == "error"
+    assert reply.error_message == "overloaded"
+    last = list(session.entries())[-1]
+    assert isinstance(last, MessageEntry) and last.message == reply
+    assert ended == ["agent_end", "settled"] and not h.busy
+
+
+async def test_raise_on_error_false_returns_the_error_reply_as_pi_does(session: Session) -> None:
+    model = FauxModel([FauxReply(text="par", error="overloaded")])
+    h = AgentHarness(session=session, model=model, raise_on_error=False)
     reply = await h.prompt("x")
     assert reply.stop_reason == "error" and reply.error_message == "overloaded"
     last = list(session.entries())[-1]
@@ -280,9 +297,8 @@ async def test_failed_request_is_persisted_and_returned(session: Session) -> Non
 
 async def test_exhausted_faux_model_is_an_error_not_a_silent_default(session: Session) -> None:
     h = AgentHarness(session=session, model=FauxModel([]))
-    reply = await h.prompt("x")
-    assert reply.stop_reason == "error"
-    assert "no reply left" in (reply.error_message or "")
+    with pytest.raises(ProviderError, match="no reply left"):
+        await h.prompt("x")
 
 
 async def test_second_prompt_while_busy_raises_busy_error(session: Session) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness import (
     AgentHarness,
     AssistantMessage,
@@ -13,6 +15,7 @@ from harness import (
     FauxReply,
     JsonlSessionRepo,
     MessageEntry,
+    ProviderError,
     StreamOptions,
 )
 
@@ -66,15 +69,21 @@ async def test_a_non_retryable_failure_is_persisted_at_once(tmp_path: Path) -> N
     h, _ = await make(tmp_path, [FauxReply(error="bad request", retryable=False)])
     retries: list[Any] = []
     h.connect("retry", lambda s, event: retries.append(event))
-    reply = await h.prompt("x")
-    assert reply.stop_reason == "error" and retries == []
+    with pytest.raises(ProviderError) as info:
+        await h.prompt("x")
+    reply = info.value.reply
+    assert reply is not None and reply.stop_reason == "error" and retries == []
+    assert not info.value.retryable
     assert assistant_messages(h) == [reply]
 
 
 async def test_exhausted_retries_persist_the_last_failure(tmp_path: Path) -> None:
     failing = [FauxReply(error=f"overloaded {i}", retryable=True) for i in range(3)]
     h, model = await make(tmp_path, failing, retries=2)
-    reply = await h.prompt("x")
-    assert reply.stop_reason == "error" and reply.error_message == "overloaded 2"
+    with pytest.raises(ProviderError, match="overloaded 2") as info:
+        await h.prompt("x")
+    reply = info.value.reply
+    assert reply is not None and reply.stop_reason == "error"
+    assert reply.error_message == "overloaded 2"
     assert assistant_messages(h) == [reply]
     assert len(model.requests) == 3

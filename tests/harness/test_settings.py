@@ -52,7 +52,7 @@ async def test_settings_survive_close_and_reopen(tmp_path: Path) -> None:
 
     reopened = await repo.open(session.id)
     fresh_default = FauxModel(["c"], model_id="faux-small")
-    fresh_big = FauxModel(["d"], model_id="faux-big")
+    fresh_big = FauxModel(["d", "e"], model_id="faux-big")
     h2 = AgentHarness(session=reopened, model=fresh_default, models=[fresh_big], tools=TOOLS)
     assert h2.model is fresh_big
     assert h2.thinking_level == "high"

@@ -1,9 +1,11 @@
-"""The request validator: what it refuses, and that real pi sessions never produce a bad request."""
+"""The request validator: what it refuses, and that pi-shaped sessions never produce a bad request
+(generated ones here; the real files: tests/corpus)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
+import pi_sessions
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,13 +60,21 @@ def test_a_valid_exchange_passes() -> None:
     assert request_problems([U, two, result("b"), result("a"), U]) == []
 
 
-@pytest.mark.parametrize("name", ["before-compaction.jsonl", "large-session.jsonl"])
-def test_no_leaf_of_a_pi_fixture_yields_an_invalid_request(fixtures_dir: Path, name: str) -> None:
-    with open_session(fixtures_dir / "pi" / name) as session:
+@pytest.mark.parametrize("kind", sorted(pi_sessions.KINDS))
+def test_no_leaf_of_a_pi_session_yields_an_invalid_request(
+    pi_file: Callable[..., pi_sessions.PiSession], kind: str
+) -> None:
+    record = pi_file(kind)
+    assert record.path is not None
+    # v3 opens with entries that are not messages: a leaf there has nothing to send.
+    first_message = next(i for i, o in enumerate(record.entries) if o["type"] == "message")
+    with open_session(record.path) as session:
         ids = session.entry_ids()
-        for leaf in ids[::3] + ids[-1:]:
+        assert len(ids) == len(record.entries)
+        for leaf in ids[::3] + ids[-1:] + ids[:first_message]:
             messages = to_llm_messages(build_context(session.get_branch(leaf)).messages)
-            assert request_problems(messages) == [], f"leaf {leaf}"
+            want = ["no messages to send"] if ids.index(leaf) < first_message else []
+            assert request_problems(messages) == want, f"leaf {leaf}"
 
 
 _message = st.one_of(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
-import orjson
+from pi_sessions import PiSession
 
 from hooks import (
     AssistantMessage,
@@ -96,35 +96,61 @@ def test_empty_text_blocks_and_empty_assistant_messages_are_not_sent() -> None:
     assert out[2].content == (TextContent(text="t"),)  # type: ignore[union-attr]
 
 
-def test_pi_context_after_second_compaction(fixtures_dir: Path) -> None:
-    path = fixtures_dir / "pi" / "before-compaction.jsonl"
-    lines = path.read_bytes().splitlines()
-    second = orjson.loads(lines[628])
-    kept_user = orjson.loads(lines[second["firstKeptEntryIndex"]])
+def test_pi_context_after_second_compaction(pi_file: Callable[..., PiSession]) -> None:
+    record = pi_file("before-compaction")
+    assert record.path is not None
+    lines = record.lines
+    second_line = record.compaction_lines[1]
+    second = lines[second_line]
+    assert second["firstKeptEntryIndex"] == record.first_kept_lines[1] > record.compaction_lines[0]
+    kept_user = lines[second["firstKeptEntryIndex"]]
     assert kept_user["message"]["role"] == "user"
 
-    with open_session(path) as session:
+    with open_session(record.path) as session:
         context = session.build_context()
     first = context.messages[0]
     assert isinstance(first, CompactionSummaryMessage)
     assert first.summary == second["summary"]
     assert first.tokens_before == second["tokensBefore"]
+    assert sum(isinstance(m, CompactionSummaryMessage) for m in context.messages) == 1
     assert isinstance(context.messages[1], UserMessage)
     assert context.messages[1].timestamp == kept_user["message"]["timestamp"]
     assert_valid(context.messages)
+    # Every call that never got a result in the kept window was answered by a synthetic error.
+    kept_calls = {
+        b["id"]
+        for o in lines[second["firstKeptEntryIndex"] :]
+        if o["type"] == "message" and o["message"]["role"] == "assistant"
+        for b in o["message"]["content"]
+        if b["type"] == "toolCall"
+    }
+    dangling = set(record.dangling_call_ids) & kept_calls
+    assert dangling
+    synthetic = [
+        m
+        for m in context.messages
+        if isinstance(m, ToolResultMessage) and m.tool_call_id in dangling
+    ]
+    assert {m.tool_call_id for m in synthetic} == dangling and all(m.is_error for m in synthetic)
     # Everything after the second compaction is in the context, in order.
-    after = [orjson.loads(x) for x in lines[629:]]
-    after_msgs = [o["message"] for o in after if o["type"] == "message"]
+    after_msgs = [o["message"] for o in lines[second_line + 1 :] if o["type"] == "message"]
     last = context.messages[-1]
     assert last.timestamp == after_msgs[-1]["timestamp"]  # type: ignore[union-attr]
+    user_ts = [m["timestamp"] for m in after_msgs if m["role"] == "user"]
+    assert [m.timestamp for m in context.messages if isinstance(m, UserMessage)][
+        -len(user_ts) :
+    ] == (user_ts)
 
 
-def test_large_session_context_is_valid_to_send(fixtures_dir: Path) -> None:
-    with open_session(fixtures_dir / "pi" / "large-session.jsonl") as session:
+def test_large_session_context_is_valid_to_send(pi_file: Callable[..., PiSession]) -> None:
+    record = pi_file("large-session")
+    assert record.path is not None and record.empty_assistant_lines
+    with open_session(record.path) as session:
         context = session.build_context()
     assert_valid(context.messages)
-    assert context.thinking_level in ("off", "minimal", "low", "medium", "high")
-    assert context.model is not None and context.model.provider == "anthropic"
+    assert context.thinking_level == record.final_thinking_level
+    assert context.model is not None
+    assert (context.model.provider, context.model.model_id) == record.final_model
 
 
 async def test_branch_summary_custom_message_and_state_enter_context() -> None:

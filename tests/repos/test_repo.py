@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+import pi_sessions
 import pytest
 
 import repos._jsonl.repo as jsonl_repo_module
@@ -281,18 +282,23 @@ def _expected_info(path: Path) -> dict[str, Any]:
         "first_ms": min(active),
         "message_count": len(messages),
         "first_message": text,
+        # the last session_info entry names the session (none in v1 files)
+        "name": next((o["name"] for o in reversed(objs) if o["type"] == "session_info"), None),
     }
 
 
+PI_KINDS = ("before-compaction", "large-session", "v2", "v3")
+
+
 @pytest.fixture
-def pi_root(tmp_path: Path, fixtures_dir: Path) -> tuple[JsonlSessionRepo, dict[str, Path]]:
-    """A root holding copies of both pi fixtures under `--x--`, named like pi names them."""
+def pi_root(tmp_path: Path) -> tuple[JsonlSessionRepo, dict[str, Path]]:
+    """A root holding generated pi sessions under `--x--`, named like pi names them."""
     root = tmp_path / "root"
     folder = root / "--x--"
     folder.mkdir(parents=True)
     paths = {}
-    for name in ("before-compaction.jsonl", "large-session.jsonl"):
-        data = (fixtures_dir / "pi" / name).read_bytes()
+    for name in PI_KINDS:
+        data = pi_sessions.generate(name).data
         header = orjson.loads(data.split(b"\n", 1)[0])
         stamp = header["timestamp"].replace(":", "-").replace(".", "-")
         path = folder / f"{stamp}_{header['id']}.jsonl"
@@ -301,9 +307,7 @@ def pi_root(tmp_path: Path, fixtures_dir: Path) -> tuple[JsonlSessionRepo, dict[
     return JsonlSessionRepo(root), paths
 
 
-async def test_list_reports_pi_sessions(
-    pi_root: tuple[JsonlSessionRepo, dict[str, Path]], fixtures_dir: Path
-) -> None:
+async def test_list_reports_pi_sessions(pi_root: tuple[JsonlSessionRepo, dict[str, Path]]) -> None:
     repo, paths = pi_root
     infos = await repo.list()
     assert repo.list_problems == ()
@@ -313,7 +317,7 @@ async def test_list_reports_pi_sessions(
         info, want = by_path[path], _expected_info(path)
         assert info.id == want["id"]
         assert info.cwd == want["cwd"]
-        assert info.name is None
+        assert info.name == want["name"]
         assert info.parent_session is None
         assert info.created == want["created"]
         assert info.created.tzinfo is not None and info.modified.tzinfo is not None
@@ -323,15 +327,15 @@ async def test_list_reports_pi_sessions(
     # large-session's header was rewritten after its first entries: activity comes from the
     # messages, never from the header.
     large, want = (
-        by_path[paths["large-session.jsonl"]],
-        _expected_info(paths["large-session.jsonl"]),
+        by_path[paths["large-session"]],
+        _expected_info(paths["large-session"]),
     )
     assert want["first_ms"] < _ms(large.created)
     assert _ms(large.modified) == want["modified_ms"] != _ms(large.created)
     assert [i.modified for i in infos] == sorted((i.modified for i in infos), reverse=True)
     # Listing read, never wrote.
     for name, path in paths.items():
-        assert path.read_bytes() == (fixtures_dir / "pi" / name).read_bytes()
+        assert path.read_bytes() == pi_sessions.generate(name).data
 
 
 async def test_list_filters_on_the_exact_cwd_even_when_folders_collide(repo: Repo) -> None:
@@ -433,7 +437,7 @@ async def test_list_rereads_a_file_rewritten_by_migration(
     pi_root: tuple[JsonlSessionRepo, dict[str, Path]],
 ) -> None:
     repo, paths = pi_root
-    path = paths["large-session.jsonl"]
+    path = paths["large-session"]
     before = {i.path: i for i in await repo.list()}[path]
     with await repo.open(path) as s:
         s.append_message(user("after migration", ts=1_900_000_000_000))
@@ -443,7 +447,7 @@ async def test_list_rereads_a_file_rewritten_by_migration(
     assert after.first_message == before.first_message
     assert _ms(after.modified) == 1_900_000_000_000
     # The backup beside it is not a session of its own.
-    assert len(await repo.list()) == 2
+    assert len(await repo.list()) == len(paths)
 
 
 async def test_list_skips_and_reports_files_without_a_valid_header(tmp_path: Path) -> None:
@@ -628,26 +632,32 @@ async def test_fork_of_a_new_empty_session(repo: Repo) -> None:
     assert fork.leaf_id is not None
 
 
-@pytest.mark.parametrize(
-    ("name", "line", "position"),
-    [
-        ("before-compaction.jsonl", 500, "at"),  # between the two compactions
-        ("before-compaction.jsonl", 900, "at"),  # after the second
-        ("before-compaction.jsonl", 900, None),  # default: before the entry
-        ("large-session.jsonl", 600, "at"),
-        ("large-session.jsonl", 2, None),  # before the second line: only the first is kept
-    ],
-)
+def _fork_cases() -> list[tuple[str, int, Literal["at"] | None]]:
+    """File lines to fork at, read off the generated sessions' records."""
+    before = pi_sessions.generate("before-compaction")
+    first, second = before.compaction_lines
+    large = len(pi_sessions.generate("large-session").lines)
+    return [
+        ("before-compaction", (first + second) // 2, "at"),  # between the two compactions
+        ("before-compaction", second + 1, "at"),  # just after the second
+        ("before-compaction", len(before.lines) - 5, None),  # default: before the entry
+        ("large-session", large // 2, "at"),
+        ("large-session", 2, None),  # before the second line: only the first is kept
+    ]
+
+
+@pytest.mark.parametrize(("name", "line", "position"), _fork_cases())
 async def test_fork_of_a_v1_file_at_an_entry(
     name: str,
     line: int,
     position: Literal["at"] | None,
     tmp_path: Path,
-    fixtures_dir: Path,
-    pi_copy: Callable[[str], Path],
+    pi_file: Callable[..., pi_sessions.PiSession],
 ) -> None:
-    source_path = pi_copy(name)
-    original = (fixtures_dir / "pi" / name).read_bytes()
+    record = pi_file(name, name=f"{name}.jsonl")
+    source_path = record.path
+    assert source_path is not None
+    original = record.data
     repo = JsonlSessionRepo(tmp_path / "root")
     with open_session(source_path) as source:
         entry_id = source.entry_ids()[line - 1]  # file line `line`, header = 0
@@ -662,7 +672,7 @@ async def test_fork_of_a_v1_file_at_an_entry(
     fork.close()
 
     assert source_path.read_bytes() == original
-    assert sorted(p.name for p in source_path.parent.iterdir()) == [name]
+    assert sorted(p.name for p in source_path.parent.iterdir()) == [source_path.name]
     objs = line_objs(fork.path)
     assert objs[0]["version"] == 3
     assert objs[0]["parentSession"] == str(source_path.resolve())

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pi_sessions import PiSession
 
 from harness._compaction import CompactionSettings, prepare_compaction
 from harness._compaction.tokens import context_size
@@ -475,14 +475,18 @@ def test_property_finds_a_cut_whenever_one_would_summarise_something() -> None:
     assert len(prep.messages_to_summarize) >= 30
 
 
-# --- the pi fixtures --------------------------------------------------------------------------
+# --- generated pi sessions (the real files: tests/corpus) -------------------------------------
 
 
-@pytest.mark.parametrize("name", ["large-session.jsonl", "before-compaction.jsonl"])
-def test_pi_fixture(fixtures_dir: Path, name: str) -> None:
-    with open_session(fixtures_dir / "pi" / name) as session:
+@pytest.mark.parametrize("kind", ["large-session", "before-compaction", "v3"])
+def test_generated_pi_session(pi_file: Callable[..., PiSession], kind: str) -> None:
+    record = pi_file(kind)
+    assert record.path is not None
+    # The budget: a quarter of what the branch holds (at most pi's default of 20000).
+    keep = 20000 if kind != "v3" else 4000
+    with open_session(record.path) as session:
         path = session.get_branch()
-        prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=20000))
+        prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep))
         assert prep is not None
         ids = [e.id for e in path]
         assert prep.first_kept_entry_id in ids
@@ -495,13 +499,21 @@ def test_pi_fixture(fixtures_dir: Path, name: str) -> None:
         assert prep.leaf_id == path[-1].id
         assert pair_problems(raw_kept(path, prep.first_kept_entry_id)) == []
         # about keep_recent_tokens are kept (the cut lands on a message boundary)
-        assert 15_000 <= kept_tokens(path, prep.first_kept_entry_id) <= 40_000
+        assert 0.75 * keep <= kept_tokens(path, prep.first_kept_entry_id) <= 2 * keep
         assert prep.messages_to_summarize or prep.turn_prefix_messages
-        assert prep.modified_files  # pi's sessions edit files
+        # The generator's sessions read, edit and write files.
+        assert prep.modified_files
         assert not set(prep.read_files) & set(prep.modified_files)
         assert list(prep.read_files) == sorted(prep.read_files)
-        if name == "before-compaction.jsonl":
-            assert prep.previous_summary
+        # A previous summary exactly when a compaction is on the active branch (v1 is linear; v3's
+        # compaction is on the branch its final leaf entry moved away from).
+        on_path = [
+            i
+            for i in record.compaction_lines
+            if record.version == 1 or record.lines[i]["id"] in record.active_path
+        ]
+        assert bool(prep.previous_summary) == bool(on_path)
+    assert kind != "v3" or not on_path
 
 
 def test_custom_message_user_roles_are_turn_starts() -> None:

@@ -1,0 +1,151 @@
+"""Every code block of README.md runs as written, so the README cannot drift from the code.
+
+Python blocks run as programs in a fresh folder with the test interpreter (offline: FauxModel,
+or the local replay server standing in for the Anthropic API with a dummy key). Shell blocks run
+under ``bash -euo pipefail`` with the installed ``harness`` command on PATH. A block whose first
+line is ``# continues the previous block`` is appended to the one before it. The README's first
+block (the two install-and-run commands) is what ``.ci/run`` runs verbatim in a clean clone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from replay_server import ReplayServer, SseReply, sse_event
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+CONTINUES = "# continues the previous block"
+
+
+def readme_blocks(text: str) -> list[tuple[str, str, int]]:
+    """(language, code, line number) for each fenced block; continuations joined."""
+    blocks: list[tuple[str, str, int]] = []
+    for match in FENCE.finditer(text):
+        language, code = match.group(1), match.group(2)
+        line = text.count("\n", 0, match.start()) + 1
+        if code.startswith(CONTINUES):
+            assert blocks, f"README line {line}: nothing to continue"
+            previous_language, previous, first_line = blocks[-1]
+            assert previous_language == language, f"README line {line}: continues another language"
+            blocks[-1] = (language, previous + code, first_line)
+        else:
+            blocks.append((language, code, line))
+    return blocks
+
+
+BLOCKS = readme_blocks(README.read_text())
+
+
+def _text_stream(text: str) -> bytes:
+    message = {
+        "id": "msg_readme",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 1},
+    }
+    return b"".join(
+        [
+            sse_event("message_start", {"type": "message_start", "message": message}),
+            sse_event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            sse_event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
+            ),
+            sse_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            sse_event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": 3},
+                },
+            ),
+            sse_event("message_stop", {"type": "message_stop"}),
+        ]
+    )
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HARNESS_"))}
+    env["HARNESS_SESSIONS_DIR"] = str(tmp_path / "sessions")
+    env["TMPDIR"] = str(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_the_readme_has_the_blocks_this_test_runs() -> None:
+    languages = [language for language, _, _ in BLOCKS]
+    assert languages[0] == "bash" and "pip install" in BLOCKS[0][1]
+    assert languages.count("python") >= 7 and "bash" in languages[1:]
+    assert all(language in ("python", "bash") for language in languages), languages
+
+
+@pytest.mark.parametrize(
+    ("language", "code", "line"),
+    [pytest.param(*block, id=f"line-{block[2]}") for block in BLOCKS[1:]],
+)
+def test_readme_block_runs_as_written(
+    language: str, code: str, line: int, tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    env = _env(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    if language == "python":
+        if "AnthropicModel(" in code:
+            replay_server.enqueue(SseReply(body=_text_stream("Hello")))
+            env["ANTHROPIC_BASE_URL"] = replay_server.url
+            env["ANTHROPIC_API_KEY"] = "sk-test-dummy"
+        script = work / "block.py"
+        script.write_text(code)
+        command = [sys.executable, str(script)]
+    else:
+        command = ["bash", "-euo", "pipefail", "-c", code]
+    done = subprocess.run(
+        command, cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, (
+        f"README block at line {line} failed:\n{done.stdout}\n{done.stderr}"
+    )
+    assert done.stdout.strip(), f"README block at line {line} printed nothing"
+    assert "Traceback" not in done.stderr
+
+
+def test_a_broken_block_is_caught(tmp_path: Path) -> None:
+    """The runner really fails on a block that does not run (the README cannot silently drift)."""
+    text = "```python\nfrom harness import NoSuchThing\n```\n"
+    ((language, code, _),) = readme_blocks(text)
+    script = tmp_path / "block.py"
+    script.write_text(code)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False
+    )
+    assert language == "python" and done.returncode != 0 and "ImportError" in done.stderr
+
+
+def test_continuations_are_joined() -> None:
+    text = "```python\nx = 1\n```\n\n```python\n# continues the previous block\nprint(x)\n```\n"
+    assert readme_blocks(text) == [
+        ("python", "x = 1\n# continues the previous block\nprint(x)\n", 1)
+    ]
