@@ -12,7 +12,9 @@ Rules (DESIGN §2):
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import orjson
@@ -58,6 +60,9 @@ from ._entries import (
 )
 
 __all__ = [
+    "CodecError",
+    "FrozenDict",
+    "FrozenList",
     "decode_entry",
     "decode_header",
     "decode_message",
@@ -65,6 +70,7 @@ __all__ = [
     "encode_entry",
     "encode_header",
     "encode_message",
+    "frozen_json",
     "v1_entry_id",
 ]
 
@@ -75,6 +81,60 @@ class CodecError(ValueError):
     """A line is JSON but not a valid entry; the caller adds file and line number."""
 
 
+class FrozenDict(dict[str, Any]):
+    """A JSON object read from a session: a ``dict`` (equal to one, serialised as one) whose
+    mutators raise ``TypeError``, so a value returned by a read cannot change the session's
+    copy. Copy it (``dict(value)``) to edit."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError("session data is read-only; copy it first (dict(value))")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+
+class FrozenList(list[Any]):
+    """A JSON array read from a session: a ``list`` whose mutators raise ``TypeError``."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError("session data is read-only; copy it first (list(value))")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+
+def frozen_json(value: Any) -> Any:
+    """``value`` (parsed JSON) with every object and array made read-only, recursively."""
+    kind = type(value)
+    if kind is dict or kind is FrozenDict:
+        return FrozenDict({k: frozen_json(v) for k, v in value.items()})
+    if kind is list or kind is FrozenList:
+        return FrozenList([frozen_json(v) for v in value])
+    return value
+
+
 # Always written by the encoder (null for a root), so a null here is no "null vs absent" case:
 # keeping it in ``extra`` would make a root entry read back unequal to the one appended.
 _ALWAYS_WRITTEN = frozenset({"parentId"})
@@ -82,9 +142,13 @@ _ALWAYS_WRITTEN = frozenset({"parentId"})
 
 def _extra(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     # Known keys holding null stay in extra so they round-trip as null.
-    return {
-        k: v for k, v in obj.items() if k not in known or (v is None and k not in _ALWAYS_WRITTEN)
-    }
+    return FrozenDict(
+        {
+            k: frozen_json(v)
+            for k, v in obj.items()
+            if k not in known or (v is None and k not in _ALWAYS_WRITTEN)
+        }
+    )
 
 
 def _put_extra(out: Obj, extra: Mapping[str, Any]) -> Obj:
@@ -115,6 +179,26 @@ def _int(obj: Mapping[str, Any], key: str, default: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CodecError(f"field {key!r} must be a number")
     return int(value)
+
+
+def _timestamp_ms(value: Any) -> int:
+    """A message timestamp in Unix ms. pi writes a number; some writers an ISO-8601 string,
+    which pi also accepts: read as ms (an unreadable string counts as 0, as pi's NaN does)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise CodecError("field 'timestamp' must be a number or an ISO-8601 string")
+    if isinstance(value, int | float):
+        return int(value) if math.isfinite(value) else 0
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return 0
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return int(parsed.timestamp() * 1000)
+    raise CodecError("field 'timestamp' must be a number or an ISO-8601 string")
 
 
 # --- content blocks -------------------------------------------------------------------------
@@ -157,10 +241,10 @@ def _decode_block(
         return ToolCall(
             id=obj["id"],
             name=obj["name"],
-            arguments=obj.get("arguments", {}),
+            arguments=frozen_json(obj.get("arguments", {})),
             extra=_extra(obj, _TOOLCALL_KEYS),
         )
-    return UnknownContent(raw=obj)
+    return UnknownContent(raw=frozen_json(obj))
 
 
 def _encode_block(
@@ -213,6 +297,9 @@ def _encode_content(value: str | tuple[Any, ...]) -> str | list[Obj]:
 
 
 def _decode_assistant_content(value: Any) -> tuple[AssistantContent, ...]:
+    if isinstance(value, str):
+        # pi accepts a plain string here (older writers, other tools): one text block.
+        return (TextContent(text=value),) if value else ()
     if not isinstance(value, list):
         raise CodecError("assistant content must be a list of blocks")
     out: list[AssistantContent] = []
@@ -326,7 +413,7 @@ def decode_message(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise CodecError("message must be an object")
     role = obj.get("role")
-    ts = _int(obj, "timestamp")
+    ts = _timestamp_ms(obj.get("timestamp"))
     if role == "user":
         return UserMessage(
             content=_decode_user_content(obj.get("content", "")),
@@ -351,7 +438,7 @@ def decode_message(obj: Any) -> Message:
             tool_call_id=_str(obj, "toolCallId"),
             tool_name=str(obj.get("toolName", "")),
             content=(TextContent(text=content),) if isinstance(content, str) else content,
-            details=obj.get("details"),
+            details=frozen_json(obj.get("details")),
             is_error=bool(obj.get("isError", False)),
             timestamp=ts,
             extra=_extra(obj, _TOOLRESULT_KEYS)
@@ -375,11 +462,11 @@ def decode_message(obj: Any) -> Message:
             custom_type=str(obj.get("customType", "")),
             content=_decode_user_content(obj.get("content", "")),
             display=bool(obj.get("display", True)),
-            details=obj.get("details"),
+            details=frozen_json(obj.get("details")),
             timestamp=ts,
             extra=_extra(obj, _CUSTOM_KEYS),
         )
-    return UnknownMessage(raw=obj)
+    return UnknownMessage(raw=frozen_json(obj))
 
 
 def encode_message(msg: Message) -> Obj:
@@ -485,7 +572,7 @@ def decode_header(obj: Any) -> SessionHeader:
             f"unsupported session version {orjson.dumps(version).decode()} "
             f"(supported: 1, 2, 3; none means 1)"
         )
-    metadata = obj.get("metadata")
+    metadata = frozen_json(obj.get("metadata"))
     return SessionHeader(
         id=obj["id"],
         timestamp=str(obj.get("timestamp", "")),
@@ -599,7 +686,7 @@ def decode_entry(
             and line_id is not None
         ):
             first_kept = line_id(obj["firstKeptEntryIndex"]) or ""
-            extra.pop("firstKeptEntryIndex", None)
+            extra = FrozenDict({k: v for k, v in extra.items() if k != "firstKeptEntryIndex"})
         if not isinstance(first_kept, str):
             raise CodecError("compaction has no 'firstKeptEntryId'")
         from_hook = obj.get("fromHook")
@@ -608,7 +695,7 @@ def decode_entry(
             summary=_str(obj, "summary"),
             first_kept_entry_id=first_kept,
             tokens_before=_int(obj, "tokensBefore"),
-            details=obj.get("details"),
+            details=frozen_json(obj.get("details")),
             from_hook=bool(from_hook) if from_hook is not None else None,
             extra=extra,
         )
@@ -618,7 +705,7 @@ def decode_entry(
             **base,
             from_id=_str(obj, "fromId"),
             summary=_str(obj, "summary"),
-            details=obj.get("details"),
+            details=frozen_json(obj.get("details")),
             from_hook=bool(from_hook) if from_hook is not None else None,
             extra=_extra(obj, _K_BRANCH),
         )
@@ -626,7 +713,7 @@ def decode_entry(
         return CustomEntry(
             **base,
             custom_type=_str(obj, "customType"),
-            data=obj.get("data"),
+            data=frozen_json(obj.get("data")),
             extra=_extra(obj, _K_CUSTOM),
         )
     if kind == "custom_message":
@@ -635,7 +722,7 @@ def decode_entry(
             custom_type=_str(obj, "customType"),
             content=_decode_user_content(obj.get("content", "")),
             display=bool(obj.get("display", True)),
-            details=obj.get("details"),
+            details=frozen_json(obj.get("details")),
             extra=_extra(obj, _K_CUSTOM_MSG),
         )
     if kind == "label":
@@ -651,7 +738,7 @@ def decode_entry(
         # targetId null is meaningful ("before the first entry"), so it is not an extra.
         leaf_extra = {k: v for k, v in obj.items() if k not in _K_LEAF}
         return LeafEntry(**base, target_id=_opt_str(obj, "targetId"), extra=leaf_extra)
-    return UnknownEntry(**base, entry_type=kind, raw=obj)
+    return UnknownEntry(**base, entry_type=kind, raw=frozen_json(obj))
 
 
 def encode_entry(entry: Entry) -> Obj:
@@ -715,8 +802,38 @@ def encode_entry(entry: Entry) -> Obj:
 
 
 def dumps_line(obj: Mapping[str, JSONValue]) -> bytes:
-    """One JSONL line (orjson, newline-terminated)."""
-    return orjson.dumps(obj) + b"\n"
+    """One JSONL line (orjson, newline-terminated).
+
+    Raises:
+        CodecError: a value JSON cannot hold: NaN or an infinity (orjson would write
+            ``null``), a set, bytes, an object of another type, a cycle, a non-string key.
+    """
+    try:
+        line = orjson.dumps(obj)
+    except orjson.JSONEncodeError as exc:
+        raise CodecError(f"not JSON: {exc}") from None
+    # orjson writes NaN and infinities as null: look for them only when a null is there at all
+    # (most lines hold none but a root's parentId), so the common append pays nothing.
+    if line.count(b"null") > (1 if obj.get("parentId", 0) is None else 0):
+        where = _non_finite(obj, "$")
+        if where is not None:
+            raise CodecError(f"not JSON: {where} is NaN or infinite")
+    return line + b"\n"
+
+
+def _non_finite(value: Any, where: str) -> str | None:
+    # Iterative: a deeply nested value must not hit the recursion limit here.
+    stack = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return at
+        elif isinstance(item, Mapping):
+            stack.extend((v, f"{at}.{k}") for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(item))
+    return None
 
 
 def v1_entry_id(line_index: int, line: bytes, taken: set[str]) -> str:

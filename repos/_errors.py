@@ -13,6 +13,11 @@ Tree::
         ├── InvalidForkTargetError         fork target missing or unusable ("invalid_fork_target")
         ├── ForkCancelledError             a session_before_fork hook cancelled ("fork_cancelled")
         ├── SessionClosedError             the session was closed ("session_closed")
+        ├── SessionGoneError               the file was deleted, replaced or cut shorter since
+        │                                  it was opened ("session_gone")
+        ├── SessionBusyError               another harness drives this session ("session_busy")
+        ├── InvalidEntryError              a value JSON cannot hold; nothing stored
+        │                                  ("invalid_entry")
         ├── SessionWriteError              an append failed or was cut short; also an OSError
         │                                  ("write_failed")
         └── StorageError                   the file system refused an operation (creating,
@@ -30,11 +35,14 @@ __all__ = [
     "CorruptSessionError",
     "EntryNotFoundError",
     "ForkCancelledError",
+    "InvalidEntryError",
     "InvalidForkTargetError",
     "InvalidSessionIdError",
+    "SessionBusyError",
     "SessionClosedError",
     "SessionError",
     "SessionExistsError",
+    "SessionGoneError",
     "SessionNotFoundError",
     "SessionWriteError",
     "StorageError",
@@ -130,6 +138,45 @@ class ForkCancelledError(SessionError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"fork cancelled by a hook: {reason}")
         self.reason = reason
+
+
+class SessionGoneError(SessionError):
+    """The session file is no longer the one this session opened: deleted, replaced by another
+    file (renamed over, migrated or repaired by another process), or cut shorter than what was
+    read. Appending would write into a file nobody reads, so nothing is written; reopen it.
+
+    Attributes:
+        path: the session file; reason: ``deleted``, ``replaced`` or ``truncated``.
+    """
+
+    code = "session_gone"
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        detail = {
+            "deleted": "the file was deleted",
+            "replaced": "another file now has its name (renamed over, migrated or repaired)",
+            "truncated": "the file is shorter than what was read (rewritten underneath)",
+        }.get(reason, reason)
+        super().__init__(f"{path}: session file changed since it was opened: {detail}; reopen it")
+        self.path, self.reason = Path(path), reason
+
+
+class SessionBusyError(SessionError, RuntimeError):
+    """Another harness is running an operation on this ``Session`` object; two drivers would
+    interleave their turns into one chain."""
+
+    code = "session_busy"
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        super().__init__(f"session {session_id} is driven by {holder}; one harness at a time")
+        self.session_id, self.holder = session_id, holder
+
+
+class InvalidEntryError(SessionError, ValueError):
+    """An append was given a value a session line cannot hold (NaN, a set, bytes, a cycle, an
+    object of another type); nothing was stored."""
+
+    code = "invalid_entry"
 
 
 class SessionWriteError(SessionError, OSError):

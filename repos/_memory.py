@@ -7,13 +7,14 @@ refuse the same values and pass the same conformance cases.
 from __future__ import annotations
 
 import builtins
+import threading
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
-from attrs import define
+from attrs import define, field, frozen
 
 from hooks import (
     AssistantMessage,
@@ -24,14 +25,17 @@ from hooks import (
     notify,
 )
 
-from ._codec import decode_entry, decode_header, dumps_line, encode_header
+from ._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header
 from ._entries import Entry, MessageEntry, SessionHeader, SessionInfoEntry
 from ._errors import (
+    CorruptSessionError,
     InvalidSessionIdError,
     SessionExistsError,
+    SessionGoneError,
     SessionNotFoundError,
 )
 from ._fork import check_fork_allowed, fork_header, fork_lines
+from ._index import RawLine
 from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope, SessionInfo
 from ._session import Session, iso_now
@@ -40,31 +44,69 @@ from ._tree import Row, Tree
 __all__ = ["MemorySessionRepo"]
 
 
-class _MemoryStore:
-    """A session's lines in a list shared with the repo, so a reopen sees every append."""
+@frozen
+class _CatchUp:
+    lines: list[RawLine]
+    torn_offset: int | None = None
 
-    def __init__(self, lines: list[bytes]) -> None:
-        self._lines = lines
+
+@define
+class _Record:
+    """One session's lines, shared by every ``Session`` opened on it, and their lock."""
+
+    header: SessionHeader
+    lines: list[bytes]
+    lock: threading.RLock = field(factory=threading.RLock)
+    deleted: bool = False
+
+
+class _MemoryStore:
+    """A session's lines in a list shared with the repo, so a reopen sees every append and two
+    sessions on one record catch up with each other as two processes on one file do."""
+
+    def __init__(self, record: _Record, seen: int) -> None:
+        self._record = record
+        self._seen = seen
 
     @property
     def path(self) -> Path | None:
         return None
 
     def read(self, row: Row) -> Entry:
-        return decode_entry(orjson.loads(self._lines[row.line - 1]))
+        raw = self._record.lines[row.line - 1]
+        try:
+            return decode_entry(orjson.loads(raw))
+        except (orjson.JSONDecodeError, CodecError) as exc:
+            where = f"<memory session {self._record.header.id}>"
+            raise CorruptSessionError(where, row.line, 0, str(exc)) from exc
 
     def raw(self, row: Row) -> bytes | None:
-        return self._lines[row.line - 1] if row.line else None
+        return self._record.lines[row.line - 1] if row.line else None
 
-    def append(self, line: bytes) -> None:
-        self._lines.append(line)
+    def begin_append(self) -> _CatchUp:
+        self._record.lock.acquire()
+        try:
+            return _CatchUp(lines=self._new_lines())
+        except BaseException:
+            self._record.lock.release()
+            raise
+
+    def write(self, line: bytes) -> RawLine:
+        lines = self._record.lines
+        lines.append(line)
+        self._seen = len(lines)
+        return RawLine(len(lines), 0, line[:-1])
+
+    def end_append(self) -> None:
+        self._record.lock.release()
+
+    def poll(self) -> list[RawLine]:
+        with self._record.lock:
+            return self._new_lines()
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
-        self._lines[:] = lines
-
-    def set_aside_torn_tail(self) -> int | None:
-        """Memory lines are always whole; nothing to set aside."""
-        return None
+        self._record.lines[:] = lines
+        self._seen = len(lines)
 
     def sync(self) -> None:
         """Nothing to make durable."""
@@ -72,11 +114,13 @@ class _MemoryStore:
     def close(self) -> None:
         """Nothing to release."""
 
-
-@define
-class _Record:
-    header: SessionHeader
-    lines: list[bytes]
+    def _new_lines(self) -> list[RawLine]:
+        if self._record.deleted:
+            raise SessionGoneError(f"<memory session {self._record.header.id}>", "deleted")
+        lines = self._record.lines
+        new = [RawLine(n, 0, lines[n - 1][:-1]) for n in range(self._seen + 1, len(lines) + 1)]
+        self._seen = len(lines)
+        return new
 
 
 class MemorySessionRepo:
@@ -123,7 +167,9 @@ class MemorySessionRepo:
     async def delete(self, ref: str | Path) -> None:
         """Delete a session; a missing one is not an error."""
         sid = self._check(ref)
-        if self._sessions.pop(sid, None) is not None:
+        record = self._sessions.pop(sid, None)
+        if record is not None:
+            record.deleted = True
             await notify(self, SessionDeletedEvent(session_id=sid, path=None))
 
     async def fork(
@@ -160,12 +206,13 @@ class MemorySessionRepo:
 
 
 def _load(record: _Record) -> Session:
-    store = _MemoryStore(record.lines)
-    tree = Tree(load=store.read)
-    for number, line in enumerate(record.lines[1:], start=2):
-        entry = decode_entry(orjson.loads(line))
-        tree.add(Row(id=entry.id, parent_id=entry.parent_id, type=entry.type, line=number), entry)
-    return Session(header=decode_header(orjson.loads(record.lines[0])), tree=tree, store=store)
+    with record.lock:
+        count = len(record.lines)
+        store = _MemoryStore(record, count)
+        header = decode_header(orjson.loads(record.lines[0]))
+        session = Session(header=header, tree=Tree(load=store.read), store=store)
+        session.index_lines(RawLine(n, 0, record.lines[n - 1][:-1]) for n in range(2, count + 1))
+    return session
 
 
 def _info(record: _Record) -> SessionInfo:

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias, TypedDict, TypeVar
 
+import orjson
 from attrs import evolve, frozen
 
 from hooks import JSONValue, Message, UserContent
 
-from ._codec import dumps_line, encode_entry, encode_header
+from ._codec import CodecError, decode_entry, dumps_line, encode_entry, encode_header
 from ._context import ContextCache, SessionContext
 from ._entries import (
     CURRENT_VERSION,
@@ -33,7 +35,14 @@ from ._entries import (
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
 )
-from ._errors import EntryNotFoundError, SessionClosedError
+from ._errors import (
+    CorruptSessionError,
+    EntryNotFoundError,
+    InvalidEntryError,
+    SessionBusyError,
+    SessionClosedError,
+)
+from ._index import Diagnostic, Indexer, RawLine
 from ._tree import Row, Tree
 
 __all__ = ["Diagnostic", "FsyncPolicy", "Session", "SessionStore", "TreeNode", "iso_now"]
@@ -42,6 +51,7 @@ log = logging.getLogger("repos")
 
 FsyncPolicy: TypeAlias = Literal["never", "turn", "always"]
 E = TypeVar("E", bound=Entry)
+T = TypeVar("T")
 
 
 class _Base(TypedDict):
@@ -56,25 +66,6 @@ def iso_now() -> str:
 
 
 @frozen(kw_only=True)
-class Diagnostic:
-    """Something reading or preparing a session file found and handled.
-
-    ``code``: ``torn_tail`` (an unterminated last line, ignored), ``corrupt_line`` (skipped),
-    ``orphan_reattached`` (parent missing; attached to the previous valid entry),
-    ``duplicate_id`` (a later line reusing an id, skipped), ``blank_line``,
-    ``leaf_target_missing`` (a ``leaf`` entry whose target is not in the file; move ignored),
-    ``torn_tail_set_aside`` (moved to ``<file>.torn`` before an append), ``migrated`` (a v1/v2
-    file rewritten as v3 before an append, original kept as ``<file>.v<N>.bak``).
-    ``line`` is 1-based; ``offset`` is the byte offset of that line.
-    """
-
-    code: str
-    message: str
-    line: int | None = None
-    offset: int | None = None
-
-
-@frozen(kw_only=True)
 class TreeNode:
     """One entry of :meth:`Session.get_tree`, its children in file order, and its label."""
 
@@ -83,12 +74,22 @@ class TreeNode:
     label: str | None = None
 
 
+class CatchUpLike(Protocol):
+    @property
+    def lines(self) -> Sequence[RawLine]: ...
+
+    @property
+    def torn_offset(self) -> int | None: ...
+
+
 class SessionStore(Protocol):
     """Where a session's lines live. ``JsonlStore`` writes a file; a memory store keeps lines.
 
-    ``append`` must write one whole line atomically (one ``write`` on an ``O_APPEND``
-    descriptor) or raise, leaving the stored lines unchanged (or, if a fragment could not be
-    removed, ending in a fragment that the next ``set_aside_torn_tail`` moves away).
+    An append is a transaction: ``begin_append`` takes the store's lock (other processes and
+    other ``Session`` objects on the same lines wait), checks the lines are still the ones this
+    session read (else ``SessionGoneError``), returns the complete lines others appended since
+    and sets a torn tail aside; ``write`` stores one whole line or raises leaving the lines
+    unchanged; ``end_append`` releases. ``poll`` returns new lines without writing.
     """
 
     @property
@@ -100,15 +101,15 @@ class SessionStore(Protocol):
         """The row's stored line (newline-terminated) if it can be copied verbatim, else None."""
         ...
 
-    def append(self, line: bytes) -> None: ...
+    def begin_append(self) -> CatchUpLike: ...
+
+    def write(self, line: bytes) -> RawLine: ...
+
+    def end_append(self) -> None: ...
+
+    def poll(self) -> Sequence[RawLine]: ...
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None: ...
-
-    def set_aside_torn_tail(self) -> int | None:
-        """Move an unterminated fragment at the end of the stored lines, as they are now, out of
-        the way; return its offset, or None if the lines end whole. Called before every append,
-        so a line is never glued onto a fragment."""
-        ...
 
     def sync(self) -> None: ...
 
@@ -122,6 +123,13 @@ class Session:
     parented on the current leaf, which then moves to the new entry. Pure reads and appends are
     synchronous (a local append takes microseconds); the repository's lifecycle calls are async.
 
+    Several writers, one session (DESIGN §3): each append takes the store's lock, first reads
+    the lines other processes (or other ``Session`` objects) appended since, so the tree and the
+    next id see them, and continues *this* session's leaf: work that diverges becomes branches.
+    :meth:`refresh` catches up without appending. Appends are safe from several threads.
+    Values passed to an append are copied (the entry returned and the ones read later are
+    decoded from the stored line), and JSON objects read back are read-only.
+
     Build sessions with a repository (``JsonlSessionRepo``, ``MemorySessionRepo``), not directly.
     """
 
@@ -133,11 +141,22 @@ class Session:
         store: SessionStore,
         diagnostics: Sequence[Diagnostic] = (),
         fsync: FsyncPolicy = "turn",
+        indexer: Indexer | None = None,
+        strict: bool = False,
     ) -> None:
         self._header = header
         self._tree = tree
         self._store = store
-        self._diagnostics = list(diagnostics)
+        if indexer is None:
+            where = store.path if store.path is not None else f"<memory session {header.id}>"
+            indexer = Indexer(where, tree, list(diagnostics), v1=header.version < 2, strict=strict)
+        self._indexer = indexer
+        self._diagnostics = indexer.diagnostics
+        self._strict = strict
+        if not strict:
+            tree.on_bad_body = self._bad_body
+        self._lock = threading.RLock()
+        self._driver: tuple[object, str] | None = None
         self._fsync: FsyncPolicy = fsync
         self._prepared = False
         self._context_cache: tuple[tuple[str | None, int], SessionContext] | None = None
@@ -176,7 +195,7 @@ class Session:
 
     @property
     def name(self) -> str | None:
-        """The latest non-empty ``session_info`` name."""
+        """The name of the latest ``session_info`` entry (None if it cleared the name)."""
         return self._tree.name
 
     @property
@@ -214,12 +233,32 @@ class Session:
         Raises:
             EntryNotFoundError: ``from_id`` is not in the session.
         """
-        start = self._tree.leaf_id if from_id is None else from_id
-        return [self._tree.get(i) for i in self._tree.path_ids(start)]
+
+        def walk() -> list[Entry]:
+            start = self._tree.leaf_id if from_id is None else from_id
+            return [self._tree.get(i) for i in self._tree.path_ids(start)]
+
+        return self._recovering(walk)
 
     def get_children(self, parent_id: str | None) -> list[Entry]:
-        """Direct children of ``parent_id`` (None: the roots), in file order."""
-        return [self._tree.get(i) for i in self._tree.children.get(parent_id, ())]
+        """Direct children of ``parent_id`` (None: the roots), in file order.
+
+        ``leaf`` entries are bookkeeping, not content: they are stepped through (their own
+        children, such as a message pi appended after our leaf move, count as children here).
+        """
+        return self._recovering(lambda: [self._tree.get(i) for i in self._visible(parent_id)])
+
+    def _visible(self, parent_id: str | None) -> list[str]:
+        rows, children = self._tree.rows, self._tree.children
+        out: list[str] = []
+        stack = list(reversed(children.get(parent_id, ())))
+        while stack:
+            child = stack.pop()
+            if rows[child].type == "leaf":
+                stack.extend(reversed(children.get(child, ())))
+            else:
+                out.append(child)
+        return out
 
     def raw_line(self, entry_id: str) -> bytes:
         """The entry's line as stored (newline-terminated), or freshly encoded when the stored
@@ -257,19 +296,32 @@ class Session:
         """Every entry in file order."""
         return self._tree.iter_entries()
 
-    def get_tree(self) -> list[TreeNode]:
-        """The roots of the entry tree, each with its subtree (children in file order)."""
+    def get_tree(self, *, leaf_entries: bool = False) -> list[TreeNode]:
+        """The roots of the entry tree, each with its subtree (children in file order).
+
+        ``leaf`` entries are stepped through as in :meth:`get_children`, unless
+        ``leaf_entries`` (then every entry is a node, as stored).
+        """
+        return self._recovering(lambda: self._get_tree(leaf_entries))
+
+    def _get_tree(self, leaf_entries: bool) -> list[TreeNode]:
         nodes: dict[str, TreeNode] = {}
-        children = self._tree.children
+        rows = self._tree.rows
         # Children come after their parent in an append-only file, so building in reverse file
         # order makes every child before its parent (no recursion: paths can be 100k deep).
+        # ``leaf`` entries are stepped through, as in get_children.
+        children = self._tree.children
         for entry_id in reversed(self._tree.order):
+            if rows[entry_id].type == "leaf" and not leaf_entries:
+                continue
+            kids = children.get(entry_id, ()) if leaf_entries else self._visible(entry_id)
             nodes[entry_id] = TreeNode(
                 entry=self._tree.get(entry_id),
-                children=tuple(nodes[c] for c in children.get(entry_id, ()) if c in nodes),
+                children=tuple(nodes[c] for c in kids if c in nodes),
                 label=self._tree.labels.get(entry_id),
             )
-        return [nodes[r] for r in children.get(None, ()) if r in nodes]
+        roots = children.get(None, ()) if leaf_entries else self._visible(None)
+        return [nodes[r] for r in roots if r in nodes]
 
     def build_context(self) -> SessionContext:
         """The model's view at the leaf: messages and derived state (see ``repos.build_context``).
@@ -278,6 +330,9 @@ class Session:
         request), and extended rather than rebuilt when the branch only grew
         (:class:`~repos._context.ContextCache`), so a turn's cost does not grow with the session.
         """
+        return self._recovering(self._build_context)
+
+    def _build_context(self) -> SessionContext:
         key = (self._tree.leaf_id, len(self._tree))
         if self._context_cache is None or self._context_cache[0] != key:
             leaf, rows = self._tree.leaf_id, self._tree.rows
@@ -373,11 +428,17 @@ class Session:
         return self._append(lambda b: LabelEntry(**b, target_id=target_id, label=label or None))
 
     def set_name(self, name: str) -> SessionInfoEntry:
-        """Set the session's display name."""
+        """Set the session's display name; "" clears it (the latest ``session_info`` wins, as
+        in pi)."""
         return self._append(lambda b: SessionInfoEntry(**b, name=name.strip()))
 
     def move_to(self, entry_id: str | None) -> LeafEntry:
         """Move the active leaf (pi G1's ``leaf`` entry, so the move survives a reopen).
+
+        The entry is parented on its target (not on the old leaf), so pi's reader, which takes
+        the last line as the leaf and knows no ``leaf`` type, lands on the same branch. Moving to
+        the current leaf appends nothing and returns the last leaf entry pointing there (or a
+        synthetic one, not stored, when there is none).
 
         Args:
             entry_id: the new leaf; None puts it before the first entry.
@@ -387,7 +448,66 @@ class Session:
         """
         if entry_id is not None:
             self._require(entry_id)
-        return self._append(lambda b: LeafEntry(**b, target_id=entry_id))
+        with self._lock:
+            if entry_id == self._tree.leaf_id:
+                return self._current_leaf_entry()
+            return self._append(
+                lambda b: LeafEntry(
+                    id=b["id"], parent_id=entry_id, timestamp=b["timestamp"], target_id=entry_id
+                )
+            )
+
+    def _current_leaf_entry(self) -> LeafEntry:
+        for entry_id in reversed(self._tree.order):
+            if self._tree.rows[entry_id].type == "leaf":
+                entry = self._tree.get(entry_id)
+                if isinstance(entry, LeafEntry) and entry.target_id == self._tree.leaf_id:
+                    return entry
+                break
+        return LeafEntry(
+            id="", parent_id=self._tree.leaf_id, timestamp=iso_now(), target_id=self._tree.leaf_id
+        )
+
+    def index_lines(self, lines: Iterable[RawLine]) -> None:
+        """For stores: index the lines read at open (no catch-up semantics)."""
+        self._indexer.feed(lines)
+
+    def refresh(self, *, keep_leaf: bool = False) -> int:
+        """Read the lines other processes appended since this session last looked.
+
+        The leaf moves where a fresh open would put it (the file's last line), unless
+        ``keep_leaf``. Appends catch up by themselves but keep this session's leaf.
+
+        Returns:
+            How many entries were added.
+
+        Raises:
+            SessionGoneError: the file was deleted, replaced or cut shorter since it was opened.
+        """
+        with self._lock:
+            self._check_open()
+            added = self._indexer.feed(self._store.poll(), own_leaf=False)
+            if not keep_leaf:
+                self._tree.leaf_id = self._tree.file_leaf_id
+            return added
+
+    def claim(self, holder: object, description: str) -> None:
+        """Mark this session as driven by ``holder`` (a harness running an operation) until
+        :meth:`release`. The same holder may claim again.
+
+        Raises:
+            SessionBusyError: another holder drives it.
+        """
+        with self._lock:
+            if self._driver is not None and self._driver[0] is not holder:
+                raise SessionBusyError(self.id, self._driver[1])
+            self._driver = (holder, description)
+
+    def release(self, holder: object) -> None:
+        """End :meth:`claim` (harmless if ``holder`` holds nothing)."""
+        with self._lock:
+            if self._driver is not None and self._driver[0] is holder:
+                self._driver = None
 
     # --- durability and lifecycle ------------------------------------------------------------
 
@@ -429,42 +549,80 @@ class Session:
             raise EntryNotFoundError(entry_id)
 
     def _new_id(self) -> str:
+        # Called under the store's lock after catch-up: unique among every line in the file.
         for _ in range(100):
             candidate = secrets.token_hex(4)
             if candidate not in self._tree:
                 return candidate
         return secrets.token_hex(16)
 
-    def _append(self, make: Callable[[_Base], E]) -> E:
-        self._check_open()
-        self._set_aside_torn_tail()
-        if not self._prepared:
-            self._prepare()
-        entry = make(
-            {"id": self._new_id(), "parent_id": self._tree.leaf_id, "timestamp": iso_now()}
+    def _bad_body(self, entry_id: str, exc: CorruptSessionError) -> None:
+        message = f"entry {entry_id!r} skipped: {exc.reason}"
+        log.warning("%s:%s (byte %s): %s", exc.path, exc.line, exc.offset, message)
+        self._diagnostics.append(
+            Diagnostic(code="corrupt_body", message=message, line=exc.line, offset=exc.offset)
         )
-        # Store first: if the write fails (SessionWriteError), the tree does not change.
-        self._store.append(dumps_line(encode_entry(entry)))
-        self._tree.add(Row(id=entry.id, parent_id=entry.parent_id, type=entry.type), entry)
-        if self._fsync == "always":
-            self._store.sync()
-        return entry
+        self._context_cache = None
+        self._incremental = ContextCache()
 
-    def _set_aside_torn_tail(self) -> None:
-        """Before every append: if the file now ends in an unterminated fragment (a torn tail
-        found at open, a crashed writer's, or a failed append's), move it to ``<file>.torn``."""
-        offset = self._store.set_aside_torn_tail()
-        if offset is not None:
+    def _recovering(self, read: Callable[[], T]) -> T:
+        """Run a walk of the tree; in recover mode, when it met a body that cannot be decoded
+        (now dropped and reported), walk again over the re-attached tree."""
+        while True:
+            dropped = self._tree.dropped
+            try:
+                return read()
+            except CorruptSessionError:
+                if self._strict or self._tree.dropped == dropped:
+                    raise
+
+    def _append(self, make: Callable[[_Base], E]) -> E:
+        with self._lock:
+            self._check_open()
+            store = self._store
+            catch_up = store.begin_append()
+            try:
+                self._absorb(catch_up)
+                if not self._prepared:
+                    self._prepare()
+                entry = make(
+                    {"id": self._new_id(), "parent_id": self._tree.leaf_id, "timestamp": iso_now()}
+                )
+                try:
+                    line = dumps_line(encode_entry(entry))
+                except CodecError as exc:
+                    raise InvalidEntryError(f"cannot append a {entry.type} entry: {exc}") from None
+                stored = store.write(line)
+            finally:
+                store.end_append()
+            # The session keeps what the line holds, not the caller's objects.
+            fresh = decode_entry(orjson.loads(stored.raw))
+            row = Row(
+                id=fresh.id,
+                parent_id=fresh.parent_id,
+                type=fresh.type,
+                line=stored.number,
+                span=(stored.offset, len(stored.raw)),
+            )
+            self._tree.add(row, fresh)
+            if self._fsync == "always":
+                store.sync()
+            return fresh  # type: ignore[return-value]
+
+    def _absorb(self, catch_up: CatchUpLike) -> None:
+        if catch_up.torn_offset is not None:
             self._diagnostics.append(
                 Diagnostic(
                     code="torn_tail_set_aside",
                     message=f"unterminated last line moved to {self.path}.torn",
-                    offset=offset,
+                    offset=catch_up.torn_offset,
                 )
             )
+        if catch_up.lines:
+            self._indexer.feed(catch_up.lines, own_leaf=False)
 
     def _prepare(self) -> None:
-        """Before the first append: migrate a v1/v2 file to v3."""
+        """Before the first append (under the lock): migrate a v1/v2 file to v3."""
         version = self._header.version
         if version < CURRENT_VERSION:
             header = evolve(self._header, version=CURRENT_VERSION)
@@ -473,8 +631,13 @@ class Session:
             backup = f".v{version}.bak"
             self._store.rewrite(lines, backup)
             self._header = header
-            for row in self._tree.rows.values():
-                row.span, row.derived_ids = None, False
+            offset = len(lines[0])
+            for row, number, line in zip(
+                self._tree.rows.values(), range(2, len(lines) + 1), lines[1:], strict=True
+            ):
+                row.span, row.derived_ids, row.line = (offset, len(line) - 1), False, number
+                offset += len(line)
+            self._indexer.v1_ids = None
             message = (
                 f"migrated from v{version} to v3 before appending; "
                 f"original kept as {self.path}{backup}"

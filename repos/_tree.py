@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from attrs import define, field
 
 from ._entries import Entry, LabelEntry, LeafEntry, SessionInfoEntry
-from ._errors import EntryNotFoundError
+from ._errors import CorruptSessionError, EntryNotFoundError
 
 __all__ = ["Row", "Tree"]
 
@@ -41,6 +41,9 @@ class Tree:
     """
 
     load: Callable[[Row], Entry]
+    on_bad_body: Callable[[str, CorruptSessionError], None] | None = None
+    """Recover mode: called after a row whose body cannot be decoded was dropped (strict
+    sessions leave it None, and the error propagates with the row kept)."""
     rows: dict[str, Row] = field(factory=dict)
     order: list[str] = field(factory=list)
     children: dict[str | None, list[str]] = field(factory=dict)
@@ -48,9 +51,18 @@ class Tree:
     labels: dict[str, str] = field(factory=dict)
     name: str | None = None
     leaf_id: str | None = None
+    file_leaf_id: str | None = None
+    """Where a fresh open of the file would put the leaf (differs from ``leaf_id`` once other
+    writers' lines were caught up while this session kept its own branch)."""
+    dropped: int = 0
+    """Rows removed because their body could not be decoded (recover mode)."""
 
-    def add(self, row: Row, entry: Entry | None = None) -> None:
-        """Index a row (file order); apply labels, names and leaf moves; advance the leaf."""
+    def add(
+        self, row: Row, entry: Entry | None = None, *, own_leaf: bool = True
+    ) -> tuple[str, str] | None:
+        """Index a row (file order); apply labels, names and leaf moves; advance the leaf
+        (``own_leaf=False``: only the file's leaf). Returns a (code, reason) problem to report:
+        a label or leaf move whose target is not in the tree (ignored)."""
         self.rows[row.id] = row
         self.order.append(row.id)
         self.children.setdefault(row.parent_id, []).append(row.id)
@@ -58,19 +70,59 @@ class Tree:
             self.cache[row.id] = entry
         elif row.type in EAGER_TYPES:
             entry = self.get(row.id)
+        problem: tuple[str, str] | None = None
         if isinstance(entry, LabelEntry):
             if entry.target_id not in self.rows:
-                pass  # a label copied by a fork whose target stayed behind, or on a skipped line
+                # A label copied by a fork whose target stayed behind, or on a skipped line.
+                problem = (
+                    "label_target_missing",
+                    f"label target {entry.target_id!r} not found; label ignored",
+                )
             elif entry.label:
                 self.labels[entry.target_id] = entry.label
             else:
                 self.labels.pop(entry.target_id, None)
-        elif isinstance(entry, SessionInfoEntry) and entry.name and entry.name.strip():
-            self.name = entry.name.strip()
+        elif isinstance(entry, SessionInfoEntry) and entry.name is not None:
+            # The latest session_info wins, an empty name included (it clears the name).
+            self.name = entry.name.strip() or None
+        target = row.id
         if isinstance(entry, LeafEntry):
-            self.leaf_id = entry.target_id
-        else:
-            self.leaf_id = row.id
+            target = entry.target_id  # type: ignore[assignment]
+            if target is not None and target not in self.rows:
+                # Its target was on a skipped line: keep the leaf where it was, so no append
+                # is parented on an id the tree does not hold.
+                problem = ("leaf_target_missing", f"leaf target {target!r} not found; ignored")
+                return problem
+        self.file_leaf_id = target
+        if own_leaf:
+            self.leaf_id = target
+        return problem
+
+    def drop(self, entry_id: str) -> None:
+        """Remove a row whose body cannot be decoded: its children re-attach to the previous
+        row in file order (as an orphan's would), a leaf on it moves there, labels on it go."""
+        row = self.rows.pop(entry_id)
+        index = self.order.index(entry_id)
+        del self.order[index]
+        previous = self.order[index - 1] if index > 0 else None
+        siblings = self.children.get(row.parent_id, [])
+        if entry_id in siblings:
+            siblings.remove(entry_id)
+        for child in self.children.pop(entry_id, []):
+            self.rows[child].parent_id = previous
+            self.rows[child].derived_ids = True
+            self.children.setdefault(previous, []).append(child)
+        if previous is not None:
+            # Keep children in file order after the merge.
+            kids = self.children[previous]
+            kids.sort(key=lambda c: self.rows[c].line)
+        self.labels.pop(entry_id, None)
+        if self.leaf_id == entry_id:
+            self.leaf_id = previous
+        if self.file_leaf_id == entry_id:
+            self.file_leaf_id = previous
+        self.cache.pop(entry_id, None)
+        self.dropped += 1
 
     def __contains__(self, entry_id: object) -> bool:
         return entry_id in self.rows
@@ -89,7 +141,14 @@ class Tree:
             row = self.rows.get(entry_id)
             if row is None:
                 raise EntryNotFoundError(entry_id)
-            entry = self.cache[entry_id] = self.load(row)
+            try:
+                entry = self.load(row)
+            except CorruptSessionError as exc:
+                if self.on_bad_body is not None:
+                    self.drop(entry_id)
+                    self.on_bad_body(entry_id, exc)
+                raise
+            self.cache[entry_id] = entry
         return entry
 
     def path_ids(self, leaf_id: str | None) -> list[str]:
@@ -108,6 +167,16 @@ class Tree:
         return out
 
     def iter_entries(self) -> Iterator[Entry]:
-        """Every entry in file order (decodes all of them)."""
-        for entry_id in self.order:
-            yield self.get(entry_id)
+        """Every entry in file order (decodes all of them; in recover mode a row whose body
+        cannot be decoded is dropped and skipped)."""
+        index = 0
+        while index < len(self.order):
+            entry_id = self.order[index]
+            try:
+                entry = self.get(entry_id)
+            except CorruptSessionError:
+                if self.on_bad_body is None or entry_id in self.rows:
+                    raise
+                continue  # dropped: the next row now sits at this index
+            index += 1
+            yield entry

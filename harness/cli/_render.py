@@ -331,7 +331,7 @@ def tree_view(session: Session, *, show_leaf_entries: bool = False) -> TreeView:
                 )
             )
 
-    push_children(visible(session.get_tree()), "")
+    push_children(visible(session.get_tree(leaf_entries=True)), "")
     while stack:
         node, own, rest = stack.pop()
         entry = node.entry

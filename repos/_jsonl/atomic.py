@@ -2,18 +2,26 @@
 
 Guarantee: after :func:`publish_atomically` returns, ``destination`` holds exactly ``lines`` and
 survives a power loss (file and folder fsynced); if it raises, ``destination`` is untouched and no
-temporary file is left. Callers must not publish to one destination from two threads at once.
+temporary file is left. A process killed mid-way leaves its temp file behind; the writer holds an
+advisory lock on it throughout, so :func:`sweep_temp_files` can tell a dead writer's temp file
+(lock free: removed) from a live one's. Callers must not publish to one destination from two
+threads at once.
 """
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["fsync_dir", "make_folders", "publish_atomically"]
+__all__ = ["fsync_dir", "make_folders", "publish_atomically", "sweep_temp_files"]
+
+log = logging.getLogger("repos")
 
 
 def fsync_dir(folder: Path) -> None:
@@ -73,6 +81,9 @@ def publish_atomically(
     make_folders(folder)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
     tmp = Path(tmp_name)
+    # Held until the temp file is gone: marks it as a live writer's for sweep_temp_files.
+    lock_fd = os.open(tmp, os.O_RDONLY)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
     try:
         if not exclusive and destination.exists():
             # A rewrite keeps the file's permissions (mkstemp makes 0600 files).
@@ -93,4 +104,41 @@ def publish_atomically(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(lock_fd)
     fsync_dir(folder)
+
+
+def sweep_temp_files(folder: Path, *, min_age_s: float = 1.0) -> list[Path]:
+    """Remove the temp files (``.<name>.*.tmp``) that killed writers left in ``folder``.
+
+    A temp file whose lock can be taken has no live writer: it is removed (a fork's temp file
+    may be hard-linked to the published session; removing the name leaves the session whole).
+    Files younger than ``min_age_s`` seconds are left alone: a writer takes its lock just after
+    creating the file. Returns the files removed; errors are logged, never raised.
+    """
+    removed: list[Path] = []
+    try:
+        candidates = [p for p in folder.iterdir() if p.name.startswith(".") and p.suffix == ".tmp"]
+    except OSError:
+        return removed
+    for tmp in candidates:
+        try:
+            if time.time() - tmp.lstat().st_mtime < min_age_s:
+                continue
+            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live writer holds it
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError as exc:
+            log.warning("could not remove a stale temp file %s: %s", tmp, exc)
+        finally:
+            os.close(fd)
+    return removed

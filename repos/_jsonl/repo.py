@@ -35,7 +35,7 @@ from .._fork import check_fork_allowed, fork_header, fork_lines
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, iso_now
 from .._tree import Tree
-from .atomic import make_folders, publish_atomically
+from .atomic import make_folders, publish_atomically, sweep_temp_files
 from .paths import (
     absolute_cwd,
     check_under_root,
@@ -169,6 +169,9 @@ class JsonlSessionRepo:
             StorageError: the file system refused (no permission, ...).
         """
         path = self._resolve_for_delete(ref)
+        if path is not None:
+            # A fork killed mid-way may have left a temp file hard-linked to this session.
+            await asyncio.to_thread(sweep_temp_files, path.parent)
         if path is not None and await asyncio.to_thread(_unlink, path):
             self._list_cache.pop(path, None)
             session_id = path.stem.split("_", 1)[1] if "_" in path.stem else path.stem
@@ -304,6 +307,7 @@ class JsonlSessionRepo:
                 created = make_folders(folder)
             except OSError as exc:
                 raise StorageError.wrap(folder, exc, "creating the session folder") from exc
+            sweep_temp_files(folder)
             opened: builtins.list[Session] = []
 
             def read_back(tmp: Path) -> None:
@@ -326,13 +330,19 @@ class JsonlSessionRepo:
                 raise
         if opened:
             return opened[0]
-        store = JsonlStore(path)
+        try:
+            stat = os.stat(path)
+        except OSError as exc:
+            raise StorageError.wrap(path, exc, "reading the new session file") from exc
+        store = JsonlStore(path, identity=(stat.st_dev, stat.st_ino), end=len(lines[0]), lines=1)
         return Session(header=header, tree=Tree(load=store.read), store=store, fsync=self._fsync)
 
     def _list(self, cwd: str | None) -> builtins.list[SessionInfo]:
         problems: list[tuple[Path, str]] = []
         infos: list[SessionInfo] = []
         files = sorted(self._root.glob("*/*.jsonl")) if self._root.is_dir() else []
+        for folder in {p.parent for p in self._root.glob("*/.*.tmp")} if files else ():
+            sweep_temp_files(folder)
         for path in files:
             try:
                 check_under_root(self._root, path)

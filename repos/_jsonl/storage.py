@@ -7,10 +7,10 @@ read from the line's first bytes without parsing the body; any other line is par
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import logging
 import os
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,29 +18,24 @@ from pathlib import Path
 import orjson
 from attrs import frozen
 
-from .._codec import CodecError, decode_entry, decode_header, v1_entry_id
+from .._codec import CodecError, decode_entry, decode_header
 from .._entries import Entry, SessionHeader
 from .._errors import (
     CorruptSessionError,
     SessionClosedError,
+    SessionGoneError,
     SessionNotFoundError,
     SessionWriteError,
     StorageError,
 )
+from .._index import Indexer, RawLine
 from .._session import Diagnostic, FsyncPolicy, Session
-from .._tree import EAGER_TYPES, Row, Tree
+from .._tree import Row, Tree
 from .atomic import fsync_dir, publish_atomically
 
-__all__ = ["JsonlStore", "load_file", "open_session"]
+__all__ = ["CatchUp", "JsonlStore", "load_file", "open_session"]
 
 log = logging.getLogger("repos")
-
-# pi and we write `{"type":…,"id":…,"parentId":…` first; ids never hold quotes or backslashes.
-_HEAD = re.compile(
-    rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\]{1,128})",'
-    rb'"parentId":(?:null|"([^"\\]{1,128})")'
-)
-_V1_HEAD = re.compile(rb'\{"type":"([A-Za-z0-9_]+)"')
 
 
 @contextmanager
@@ -55,38 +50,64 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-class JsonlStore:
-    """Appends whole lines to one file and reads indexed lines back.
+@frozen
+class CatchUp:
+    """What :meth:`JsonlStore.begin_append` found under the lock: complete lines other writers
+    appended since this session last looked, and the offset of a torn tail it set aside."""
 
-    The write descriptor is opened ``O_APPEND`` on the first append; each line is one ``write``.
+    lines: list[RawLine]
+    torn_offset: int | None = None
+
+
+class JsonlStore:
+    """One session file: appends whole lines under an advisory lock and reads indexed lines.
+
+    Every append is a transaction (:meth:`begin_append`, :meth:`write`, :meth:`end_append`):
+    take ``flock(LOCK_EX)`` on the file, check the name still leads to the file this session
+    indexed (device and inode; else :class:`SessionGoneError`), read what other processes
+    appended since (catch-up), set a torn tail aside, write one line with one ``write`` on an
+    ``O_APPEND`` descriptor, release. Callers serialise transactions between threads.
+
+    Args:
+        identity: (st_dev, st_ino) of the file that was indexed.
+        end: bytes of complete lines indexed so far; lines: how many (the header included).
     """
 
     def __init__(
         self,
         path: Path,
         *,
+        identity: tuple[int, int] | None,
+        end: int,
+        lines: int,
         v1_line_ids: dict[int, str] | None = None,
         read_fd: int | None = None,
     ) -> None:
         self._path = path
         self._read_fd = read_fd
         self._write_fd: int | None = None
+        self._identity = identity
+        self._end = end
+        self._lines = lines
         self._v1_line_ids = v1_line_ids
         self._closed = False
+        self._locked = False
 
     @property
     def path(self) -> Path:
         return self._path
+
+    def set_v1_line_ids(self, ids: dict[int, str] | None) -> None:
+        """The v1 line-index-to-id map the indexer fills (to resolve ``firstKeptEntryIndex``)."""
+        self._v1_line_ids = ids
 
     def read(self, row: Row) -> Entry:
         if self._closed:
             raise SessionClosedError()
         if row.span is None:
             raise CorruptSessionError(self._path, row.line, 0, "entry has no stored line")
-        if self._read_fd is None:
-            self._read_fd = os.open(self._path, os.O_RDONLY)
         offset, length = row.span
-        raw = os.pread(self._read_fd, length, offset)
+        raw = os.pread(self._reader(), length, offset)
         try:
             obj = orjson.loads(raw)
             line_ids = self._v1_line_ids
@@ -102,40 +123,84 @@ class JsonlStore:
     def raw(self, row: Row) -> bytes | None:
         if row.span is None or row.derived_ids:
             return None
-        if self._read_fd is None:
-            self._read_fd = os.open(self._path, os.O_RDONLY)
         offset, length = row.span
-        return os.pread(self._read_fd, length, offset) + b"\n"
+        return os.pread(self._reader(), length, offset) + b"\n"
 
-    def append(self, line: bytes) -> None:
-        """Write ``line`` with one ``write``; on failure remove what reached the file and raise.
+    # --- the append transaction --------------------------------------------------------------
+
+    def begin_append(self) -> CatchUp:
+        """Take the lock, check the file, catch up, set a torn tail aside.
 
         Raises:
-            SessionWriteError: the write failed or was short (disk full, file size limit). The
-                partial bytes are truncated away when the file still ends exactly where this
-                write left it; otherwise the next append sets them aside as a torn tail.
-            SessionNotFoundError: the file is gone.
+            SessionGoneError: the file was deleted, replaced or cut shorter.
+            CorruptSessionError: the file holds no complete line (not even a header).
+            StorageError: the file system refused.
         """
         fd = self._writer()
         try:
-            size = os.fstat(fd).st_size
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "locking for append") from exc
+        self._locked = True
+        try:
+            self._check_identity(fd)
+            return self._catch_up(fd, set_aside=True)
+        except BaseException:
+            self.end_append()
+            raise
+
+    def write(self, line: bytes) -> RawLine:
+        """Write ``line`` (newline-terminated) with one ``write``, inside a transaction.
+
+        Raises:
+            SessionWriteError: the write failed or was short (disk full, file size limit); the
+                partial bytes are removed (the lock is held, so no other line is cut).
+        """
+        fd = self._writer()
+        try:
             written = os.write(fd, line)
         except OSError as exc:
+            self._take_back(fd)
             raise SessionWriteError(self._path, 0, len(line), exc.errno) from exc
         if written != len(line):
-            self._take_back(fd, size, written)
+            self._take_back(fd)
             raise SessionWriteError(self._path, written, len(line))
+        stored = RawLine(self._lines + 1, self._end, line[:-1])
+        self._end += len(line)
+        self._lines += 1
+        return stored
 
-    def _take_back(self, fd: int, size: int, written: int) -> None:
-        # Best effort: only when nobody appended after our fragment, so no other line is cut.
+    def end_append(self) -> None:
+        """Release the lock (harmless when not held)."""
+        if self._locked and self._write_fd is not None:
+            self._locked = False
+            try:
+                fcntl.flock(self._write_fd, fcntl.LOCK_UN)
+            except OSError:
+                log.warning("%s: could not release the append lock", self._path)
+        self._locked = False
+
+    def poll(self) -> list[RawLine]:
+        """Complete lines other writers appended since this session last looked, read under a
+        shared lock (no half-written line of ours can be seen). A torn tail is left alone.
+
+        Raises:
+            SessionGoneError: the file was deleted, replaced or cut shorter.
+        """
+        fd = self._reader()
+        self._check_identity(fd)
         try:
-            if os.fstat(fd).st_size == size + written:
-                os.ftruncate(fd, size)
-        except OSError:
-            log.warning("%s: could not remove a partial line; the next append sets it aside", self)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "locking for refresh") from exc
+        try:
+            return self._catch_up(fd, set_aside=False).lines
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
-        self._require_file()
+        """Replace the file by ``lines`` (migration), keeping the original as a backup; called
+        inside a transaction, which then goes on holding the lock of the new file."""
         backup = self._path.with_name(self._path.name + backup_suffix)
         try:
             if not backup.exists():
@@ -143,44 +208,16 @@ class JsonlStore:
             publish_atomically(self._path, lines, exclusive=False)
         except OSError as exc:
             raise StorageError.wrap(self._path, exc, "rewriting (migration)") from exc
-        self._drop_fds()
+        self._drop_fds()  # closing the old descriptor released the old file's lock
+        self._locked = False
+        self._identity = None
+        self._end, self._lines = sum(len(x) for x in lines), len(lines)
         self._v1_line_ids = None
-
-    def set_aside_torn_tail(self) -> int | None:
-        """If the file, as it is now, does not end with a newline, move the bytes after its
-        last newline to ``<file>.torn`` (0600, each fragment followed by a newline) and truncate
-        the file there. Returns the fragment's offset, or None when the file ends whole.
-
-        Lines appended by other sessions since this one was opened are never moved: only what
-        follows the current last newline is.
-
-        Raises:
-            CorruptSessionError: the file holds no complete line (not even a header).
-            StorageError: the file system refused.
-        """
         fd = self._writer()
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-                return None
-            start = _after_last_newline(fd, size)
-            if start == 0:
-                raise CorruptSessionError(
-                    self._path, 1, 0, "the file holds no complete line; not appending to it"
-                )
-            fragment = os.pread(fd, size - start, start)
-            torn = self._path.with_name(self._path.name + ".torn")
-            out = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(out, fragment + b"\n")
-                os.fsync(out)
-            finally:
-                os.close(out)
-            os.ftruncate(fd, start)
-            os.fsync(fd)
-        except OSError as exc:
-            raise StorageError.wrap(self._path, exc, "setting a torn tail aside") from exc
-        return start
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self._locked = True
+        # Other writers may have appended to the new file between publish and lock.
+        self._check_identity(fd)
 
     def sync(self) -> None:
         if self._write_fd is not None:
@@ -196,25 +233,103 @@ class JsonlStore:
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._path)!r})"
 
+    # --- internals ---------------------------------------------------------------------------
+
+    def _catch_up(self, fd: int, *, set_aside: bool) -> CatchUp:
+        try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "stat") from exc
+        if size < self._end:
+            raise SessionGoneError(self._path, "truncated")
+        if size == self._end:
+            return CatchUp(lines=[])
+        try:
+            data = os.pread(fd, size - self._end, self._end)
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "reading new lines") from exc
+        complete = data.rfind(b"\n") + 1
+        lines: list[RawLine] = []
+        pos, number = 0, self._lines
+        while pos < complete:
+            nl = data.index(b"\n", pos)
+            number += 1
+            lines.append(RawLine(number, self._end + pos, data[pos:nl]))
+            pos = nl + 1
+        self._end += complete
+        self._lines = number
+        torn: int | None = None
+        if complete < len(data) and set_aside:
+            torn = self._set_aside(fd, data[complete:])
+        return CatchUp(lines=lines, torn_offset=torn)
+
+    def _set_aside(self, fd: int, fragment: bytes) -> int:
+        # Under the exclusive lock: every writer of ours finishes its line before releasing,
+        # so a fragment here is a dead writer's (or a foreign, lockless one's).
+        if self._end == 0:
+            raise CorruptSessionError(
+                self._path, 1, 0, "the file holds no complete line; not appending to it"
+            )
+        torn = self._path.with_name(self._path.name + ".torn")
+        try:
+            out = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(out, fragment + b"\n")
+                os.fsync(out)
+            finally:
+                os.close(out)
+            os.ftruncate(fd, self._end)
+            os.fsync(fd)
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "setting a torn tail aside") from exc
+        return self._end
+
+    def _take_back(self, fd: int) -> None:
+        # The lock is held: whatever follows our last known end is this write's fragment.
+        try:
+            if os.fstat(fd).st_size > self._end:
+                os.ftruncate(fd, self._end)
+        except OSError:
+            log.warning("%s: could not remove a partial line; the next append sets it aside", self)
+
+    def _check_identity(self, fd: int) -> None:
+        try:
+            opened = os.fstat(fd)
+            named = os.stat(self._path)
+        except FileNotFoundError:
+            raise SessionGoneError(self._path, "deleted") from None
+        except OSError as exc:
+            raise StorageError.wrap(self._path, exc, "stat") from exc
+        mine = (opened.st_dev, opened.st_ino)
+        if self._identity is None:
+            self._identity = mine
+        if mine != self._identity or (named.st_dev, named.st_ino) != self._identity:
+            raise SessionGoneError(self._path, "replaced")
+
+    def _reader(self) -> int:
+        if self._closed:
+            raise SessionClosedError()
+        if self._read_fd is None:
+            try:
+                self._read_fd = os.open(self._path, os.O_RDONLY)
+            except FileNotFoundError:
+                raise SessionGoneError(self._path, "deleted") from None
+            except OSError as exc:
+                raise StorageError.wrap(self._path, exc, "opening for reading") from exc
+        return self._read_fd
+
     def _writer(self) -> int:
         if self._closed:
             raise SessionClosedError()
         if self._write_fd is None:
-            self._require_file()
             try:
-                # Readable too: setting a torn tail aside reads the fragment through it.
+                # Readable too: catch-up and setting a torn tail aside read through it.
                 self._write_fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
             except FileNotFoundError:
-                raise SessionNotFoundError(str(self._path)) from None
+                raise SessionGoneError(self._path, "deleted") from None
             except OSError as exc:
                 raise StorageError.wrap(self._path, exc, "opening for append") from exc
         return self._write_fd
-
-    def _require_file(self) -> None:
-        # Never recreate a session file deleted under us (pi #8939). Deletion or replacement
-        # after the write descriptor is open needs the inode check (not done yet).
-        if not self._path.exists():
-            raise SessionNotFoundError(str(self._path))
 
     def _drop_fds(self) -> None:
         for fd in (self._read_fd, self._write_fd):
@@ -223,44 +338,18 @@ class JsonlStore:
         self._read_fd = self._write_fd = None
 
 
-def _after_last_newline(fd: int, size: int, chunk: int = 1 << 16) -> int:
-    """Offset just after the last newline among the first ``size`` bytes (0 if none)."""
-    end = size
-    while end > 0:
-        start = max(0, end - chunk)
-        nl = os.pread(fd, end - start, start).rfind(b"\n")
-        if nl >= 0:
-            return start + nl + 1
-        end = start
-    return 0
-
-
-@frozen
-class _Line:
-    number: int  # 1-based
-    offset: int
-    raw: bytes
-
-
-def _lines(data: bytes, end: int) -> Iterator[_Line]:
-    pos, number = 0, 1
-    while pos < end:
-        nl = data.index(b"\n", pos)
-        yield _Line(number, pos, data[pos:nl])
-        pos, number = nl + 1, number + 1
-
-
 def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn") -> Session:
     """Read a session file into a :class:`Session` without writing to it.
 
     Args:
-        strict: raise on the first malformed line instead of skipping it.
+        strict: raise on the first problem instead of skipping it: a malformed line, a body
+            that cannot be decoded (every body is decoded at open), a duplicate id, a missing
+            parent, a leaf move or label to a missing entry, a blank line, a torn tail.
 
     Raises:
         SessionNotFoundError: no such file.
         CorruptSessionError: no valid header on line 1 (or a header ``version`` other than 1,
-            2 or 3); in strict mode, any malformed line, a duplicate id, a missing parent or a
-            leaf move to a missing entry.
+            2 or 3); in strict mode, any problem above.
         StorageError: the file cannot be read (no permission, ...).
     """
     return load_file(path, path, strict=strict, fsync=fsync)
@@ -286,150 +375,67 @@ def load_file(source: Path, path: Path, *, strict: bool, fsync: FsyncPolicy) -> 
         raise
 
 
+def _split(data: bytes, end: int) -> Iterator[RawLine]:
+    pos, number = 0, 1
+    while pos < end:
+        nl = data.index(b"\n", pos)
+        yield RawLine(number, pos, data[pos:nl])
+        pos, number = nl + 1, number + 1
+
+
 def _load(path: Path, data: bytes, read_fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     diagnostics: list[Diagnostic] = []
     end = data.rfind(b"\n") + 1
     if end < len(data):
-        diagnostics.append(
-            Diagnostic(
-                code="torn_tail",
-                message=f"unterminated last line ({len(data) - end} bytes) ignored",
-                line=data.count(b"\n", 0, end) + 1,
-                offset=end,
-            )
-        )
-    lines = _lines(data, end)
+        torn_line = data.count(b"\n", 0, end) + 1
+        reason = f"unterminated last line ({len(data) - end} bytes) ignored"
+        if strict and end > 0:
+            raise CorruptSessionError(path, torn_line, end, reason)
+        diagnostics.append(Diagnostic(code="torn_tail", message=reason, line=torn_line, offset=end))
+    lines = _split(data, end)
     first = next(lines, None)
     if first is None:
         raise CorruptSessionError(path, 1, 0, "no session header (empty file or torn first line)")
-    try:
-        header = decode_header(orjson.loads(first.raw))
-    except (orjson.JSONDecodeError, CodecError) as exc:
-        raise CorruptSessionError(path, 1, 0, f"bad header: {exc}") from exc
-
-    v1_ids: dict[int, str] | None = {} if header.version < 2 else None
-    store = JsonlStore(path, v1_line_ids=v1_ids, read_fd=read_fd)
+    header = _header(path, first.raw, data, end)
+    stat = os.fstat(read_fd)
+    store = JsonlStore(
+        path,
+        identity=(stat.st_dev, stat.st_ino),
+        end=end,
+        lines=data.count(b"\n", 0, end),
+        read_fd=read_fd,
+    )
     tree = Tree(load=store.read)
+    indexer = Indexer(path, tree, diagnostics, v1=header.version < 2, strict=strict)
+    store.set_v1_line_ids(indexer.v1_ids)
     with _gc_paused():
-        _index(path, header, lines, tree, v1_ids, strict, diagnostics)
+        indexer.feed(lines)
+        if strict:
+            for entry_id in tree.order:
+                tree.get(entry_id)  # every body, so a damaged one raises now
     return Session(
         header=header,
         tree=tree,
         store=store,
         diagnostics=diagnostics,
         fsync=fsync,
+        indexer=indexer,
+        strict=strict,
     )
 
 
-def _index(
-    path: Path,
-    header: SessionHeader,
-    lines: Iterator[_Line],
-    tree: Tree,
-    v1_ids: dict[int, str] | None,
-    strict: bool,
-    diagnostics: list[Diagnostic],
-) -> None:
-    taken: set[str] = set()
-    previous: str | None = None
-
-    def bad(line: _Line, code: str, reason: str) -> None:
-        if strict:
-            raise CorruptSessionError(path, line.number, line.offset, reason)
-        diagnostics.append(
-            Diagnostic(code=code, message=reason, line=line.number, offset=line.offset)
-        )
-
-    for line in lines:
-        if not line.raw.strip():
-            diagnostics.append(
-                Diagnostic(
-                    code="blank_line",
-                    message="blank line skipped",
-                    line=line.number,
-                    offset=line.offset,
-                )
-            )
-            continue
-        span = (line.offset, len(line.raw))
-        derived = False
-        if v1_ids is not None:
-            m1 = _V1_HEAD.match(line.raw)
-            kind = m1.group(1).decode() if m1 else _parsed_type(line.raw)
-            if kind is None:
-                bad(line, "corrupt_line", "not a JSON object with a string 'type'")
-                continue
-            entry_id = v1_entry_id(line.number - 1, line.raw, taken)
-            parent_id, derived = previous, True
-            v1_ids[line.number - 1] = entry_id
-        else:
-            m = _HEAD.match(line.raw)
-            if m is not None:
-                kind, entry_id = m.group(1).decode(), m.group(2).decode()
-                parent_id = m.group(3).decode() if m.group(3) is not None else None
-            else:
-                head = _parsed_head(line.raw)
-                if head is None:
-                    bad(line, "corrupt_line", "not a JSON object with string 'type' and 'id'")
-                    continue
-                kind, entry_id, parent_id = head
-            if entry_id in tree:
-                bad(line, "duplicate_id", f"id {entry_id!r} already used by an earlier line")
-                continue
-            if parent_id is not None and parent_id not in tree:
-                bad(
-                    line,
-                    "orphan_reattached",
-                    f"parent {parent_id!r} not found; attached to the previous entry {previous!r}",
-                )
-                parent_id, derived = previous, True
-        row = Row(
-            id=entry_id,
-            parent_id=parent_id,
-            type=kind,
-            line=line.number,
-            span=span,
-            derived_ids=derived,
-        )
-        if kind in EAGER_TYPES:
-            try:
-                entry = tree.load(row)
-            except CorruptSessionError as exc:
-                bad(line, "corrupt_line", exc.reason)
-                continue
-            tree.add(row, entry)
-        else:
-            tree.add(row)
-        previous = entry_id
-        if kind == "leaf" and tree.leaf_id is not None and tree.leaf_id not in tree:
-            # Its target was on a skipped line: keep the leaf where it was before the move, so
-            # no append is parented on an id the file does not hold.
-            missing, tree.leaf_id = tree.leaf_id, parent_id
-            bad(line, "leaf_target_missing", f"leaf target {missing!r} not found; move ignored")
-
-
-def _parsed_type(raw: bytes) -> str | None:
+def _header(path: Path, raw: bytes, data: bytes, end: int) -> SessionHeader:
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    kind = obj.get("type") if isinstance(obj, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def _parsed_head(raw: bytes) -> tuple[str, str, str | None] | None:
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    kind, entry_id, parent_id = obj.get("type"), obj.get("id"), obj.get("parentId")
-    if not isinstance(kind, str) or not isinstance(entry_id, str):
-        return None
-    if parent_id is not None and not isinstance(parent_id, str):
-        return None
-    return kind, entry_id, parent_id
+        return decode_header(orjson.loads(raw))
+    except (orjson.JSONDecodeError, CodecError) as exc:
+        reason = f"bad header: {exc}"
+    # Say where a header is, when one is further down (a file whose first lines were lost or
+    # that had lines glued in front of it).
+    at = data.find(b'{"type":"session"', 0, end)
+    if at > 0:
+        line = data.count(b"\n", 0, at) + 1
+        reason += f"; a session header is on line {line} (byte {at}), not line 1"
+    raise CorruptSessionError(path, 1, 0, reason)
 
 
 def create_file(path: Path, header_line: bytes) -> None:

@@ -1,0 +1,235 @@
+"""Indexing session lines into a :class:`~repos._tree.Tree` without decoding their bodies.
+
+One :class:`Indexer` per session, fed the lines read at open and, later, the lines other
+processes appended (catch-up), so both follow the same rules: bad lines are skipped and
+reported (file, line, byte offset), orphans re-attach to the previous valid entry in file order,
+duplicate ids are skipped, and in strict mode any of these raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+from attrs import frozen
+
+from ._codec import v1_entry_id
+from ._errors import CorruptSessionError
+from ._tree import EAGER_TYPES, Row, Tree
+
+__all__ = ["Diagnostic", "Indexer", "RawLine"]
+
+# pi and we write `{"type":…,"id":…,"parentId":…` first; ids never hold quotes or backslashes.
+_HEAD = re.compile(
+    rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\]{1,128})",'
+    rb'"parentId":(?:null|"([^"\\]{1,128})")'
+)
+_V1_HEAD = re.compile(rb'\{"type":"([A-Za-z0-9_]+)"')
+
+
+@frozen(kw_only=True)
+class Diagnostic:
+    """Something reading or preparing a session file found and handled.
+
+    ``code``: ``torn_tail`` (an unterminated last line, ignored), ``corrupt_line`` (skipped),
+    ``orphan_reattached`` (parent missing; attached to the previous valid entry),
+    ``duplicate_id`` (a later line reusing an id, skipped), ``blank_line``,
+    ``leaf_target_missing`` (a ``leaf`` entry whose target is not in the file; move ignored),
+    ``torn_tail_set_aside`` (moved to ``<file>.torn`` before an append), ``migrated`` (a v1/v2
+    file rewritten as v3 before an append, original kept as ``<file>.v<N>.bak``),
+    ``corrupt_body`` (a line whose head was read but whose body cannot be decoded, found when
+    first read; skipped, children re-attached as for a bad line), ``label_target_missing``,
+    ``misplaced_header`` (a session header after line 1).
+    ``line`` is 1-based; ``offset`` is the byte offset of that line.
+    """
+
+    code: str
+    message: str
+    line: int | None = None
+    offset: int | None = None
+
+
+@frozen
+class RawLine:
+    """One complete line as stored, without its newline. ``number`` is 1-based (the header is
+    line 1); ``offset`` is the byte offset of its first byte."""
+
+    number: int
+    offset: int
+    raw: bytes
+
+
+class Indexer:
+    """Adds lines to ``tree`` in file order; see the module docstring for the rules.
+
+    Args:
+        where: the file (or a label for in-memory sessions), named in errors and diagnostics.
+        v1: the file is format v1 (no ids): ids are derived from line position and bytes, and
+            each line is parented on the previous one; ``v1_ids`` maps 0-based line index to id.
+        strict: raise :class:`CorruptSessionError` on the first problem instead of reporting.
+    """
+
+    def __init__(
+        self,
+        where: Path | str,
+        tree: Tree,
+        diagnostics: list[Diagnostic],
+        *,
+        v1: bool,
+        strict: bool,
+    ) -> None:
+        self._where = where
+        self._tree = tree
+        self._diagnostics = self.diagnostics = diagnostics
+        self._strict = strict
+        self.v1_ids: dict[int, str] | None = {} if v1 else None
+        self._taken: set[str] = set()
+        self._previous: str | None = None
+        self._blank_run: tuple[int, int, int] | None = None  # first line, offset, count
+
+    def feed(self, lines: Iterable[RawLine], *, own_leaf: bool = True) -> int:
+        """Index ``lines``; returns how many entries were added.
+
+        ``own_leaf=False`` (catch-up) records where the file's leaf is but leaves the tree's
+        leaf alone: this session keeps continuing its own branch.
+        """
+        added = 0
+        for line in lines:
+            if not line.raw.strip():
+                self._blank(line)
+                continue
+            self._flush_blanks()
+            if self._add(line, own_leaf):
+                added += 1
+        self._flush_blanks()
+        return added
+
+    def bad(self, line: RawLine, code: str, reason: str) -> None:
+        if self._strict:
+            raise CorruptSessionError(self._where, line.number, line.offset, reason)
+        self._diagnostics.append(
+            Diagnostic(code=code, message=reason, line=line.number, offset=line.offset)
+        )
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _blank(self, line: RawLine) -> None:
+        if self._blank_run is None:
+            self._blank_run = (line.number, line.offset, 1)
+        else:
+            first, offset, count = self._blank_run
+            self._blank_run = (first, offset, count + 1)
+
+    def _flush_blanks(self) -> None:
+        # A run of blank lines is one diagnostic, not one per line (100,000 blank lines used
+        # to print 100,000 warnings).
+        if self._blank_run is None:
+            return
+        first, offset, count = self._blank_run
+        self._blank_run = None
+        where = f"line {first}" if count == 1 else f"lines {first}-{first + count - 1}"
+        message = f"{count} blank line{'s' if count > 1 else ''} skipped ({where})"
+        if self._strict:
+            raise CorruptSessionError(self._where, first, offset, message)
+        self._diagnostics.append(
+            Diagnostic(code="blank_line", message=message, line=first, offset=offset)
+        )
+
+    def _add(self, line: RawLine, own_leaf: bool) -> bool:
+        tree = self._tree
+        derived = False
+        if self.v1_ids is not None:
+            m1 = _V1_HEAD.match(line.raw)
+            kind = m1.group(1).decode() if m1 else _parsed_type(line.raw)
+            if kind is None:
+                self.bad(line, "corrupt_line", _not_an_entry(line.raw, "a string 'type'"))
+                return False
+            entry_id = v1_entry_id(line.number - 1, line.raw, self._taken)
+            parent_id, derived = self._previous, True
+            self.v1_ids[line.number - 1] = entry_id
+        else:
+            m = _HEAD.match(line.raw)
+            if m is not None:
+                kind, entry_id = m.group(1).decode(), m.group(2).decode()
+                parent_id = m.group(3).decode() if m.group(3) is not None else None
+            else:
+                head = _parsed_head(line.raw)
+                if isinstance(head, str):
+                    self.bad(line, "corrupt_line", head)
+                    return False
+                kind, entry_id, parent_id = head
+            if entry_id in tree:
+                self.bad(line, "duplicate_id", f"id {entry_id!r} already used by an earlier line")
+                return False
+            if parent_id is not None and parent_id not in tree:
+                self.bad(
+                    line,
+                    "orphan_reattached",
+                    f"parent {parent_id!r} not found; attached to the previous entry "
+                    f"{self._previous!r}",
+                )
+                parent_id, derived = self._previous, True
+        if kind == "session":
+            self.bad(line, "misplaced_header", "a session header after line 1; skipped")
+            return False
+        row = Row(
+            id=entry_id,
+            parent_id=parent_id,
+            type=kind,
+            line=line.number,
+            span=(line.offset, len(line.raw)),
+            derived_ids=derived,
+        )
+        if kind in EAGER_TYPES:
+            try:
+                entry = tree.load(row)
+            except CorruptSessionError as exc:
+                self.bad(line, "corrupt_line", exc.reason)
+                return False
+            problem = tree.add(row, entry, own_leaf=own_leaf)
+        else:
+            problem = tree.add(row, own_leaf=own_leaf)
+        self._previous = entry_id
+        if problem is not None:
+            code, reason = problem
+            self.bad(line, code, reason)
+        return True
+
+
+def _not_an_entry(raw: bytes, needs: str) -> str:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return f"not JSON ({exc})"
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object with {needs}"
+    return f"a JSON object without {needs}"
+
+
+def _parsed_type(raw: bytes) -> str | None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _parsed_head(raw: bytes) -> tuple[str, str, str | None] | str:
+    """(type, id, parentId) of a line, or why it has none."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return f"not JSON ({exc})"
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object with string 'type' and 'id'"
+    kind, entry_id, parent_id = obj.get("type"), obj.get("id"), obj.get("parentId")
+    if not isinstance(kind, str) or not isinstance(entry_id, str):
+        if kind == "session":
+            return "a session header after line 1; skipped"
+        return "a JSON object without string 'type' and 'id'"
+    if parent_id is not None and not isinstance(parent_id, str):
+        return "'parentId' is neither a string nor null"
+    return kind, entry_id, parent_id
