@@ -140,7 +140,13 @@ def frozen_json(value: Any) -> Any:
 _ALWAYS_WRITTEN = frozenset({"parentId"})
 
 
+_NO_EXTRA = FrozenDict()
+
+
 def _extra(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    # The common case, checked in C: only known keys, none of them null. Shared: it is read-only.
+    if obj.keys() <= known and None not in obj.values():
+        return _NO_EXTRA
     # Known keys holding null stay in extra so they round-trip as null.
     return FrozenDict(
         {

@@ -6,7 +6,9 @@ DESIGN §5, which pi gets wrong in #4570 and #6832.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
 from attrs import evolve, field, frozen
@@ -130,6 +132,79 @@ def _raw_context(
         if message is not None:
             messages.append(message)
     return messages, model, thinking, tools
+
+
+# Entry types that can put a message in the context (entry_message); others only derive state.
+_MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
+
+
+def _lazy_raw_context(
+    path_ids: Sequence[str], get: Callable[[str], Entry], type_of: Callable[[str], str]
+) -> tuple[list[Message], ModelRef | None, str, tuple[str, ...] | None]:
+    """:func:`_raw_context` decoding only what it needs: the settings are the last of their kind
+    on the path (found walking back from the leaf), and only the entries from the last
+    compaction's kept window on are decoded for messages. Equal to ``_raw_context``."""
+    model: ModelRef | None = None
+    thinking: str | None = None
+    tools: tuple[str, ...] | None = None
+    have_model = have_tools = False
+    last_compaction = -1
+    for i in range(len(path_ids) - 1, -1, -1):
+        kind = type_of(path_ids[i])
+        if kind == "compaction" and last_compaction < 0:
+            last_compaction = i
+        elif kind == "thinking_level_change" and thinking is None:
+            entry = get(path_ids[i])
+            assert isinstance(entry, ThinkingLevelChangeEntry)
+            thinking = entry.thinking_level
+        elif kind == "active_tools_change" and not have_tools:
+            entry = get(path_ids[i])
+            assert isinstance(entry, ActiveToolsChangeEntry)
+            tools, have_tools = entry.active_tool_names, True
+        elif kind in ("model_change", "message") and not have_model:
+            entry = get(path_ids[i])
+            derived = _derive(entry, (None, "off", None))[0]
+            if derived is not None:
+                model, have_model = derived, True
+        if have_model and have_tools and thinking is not None and last_compaction >= 0:
+            break
+    messages: list[Message] = []
+    if last_compaction >= 0:
+        compaction = get(path_ids[last_compaction])
+        assert isinstance(compaction, CompactionEntry)
+        messages.append(
+            CompactionSummaryMessage(
+                summary=compaction.summary,
+                tokens_before=compaction.tokens_before,
+                timestamp=iso_ms(compaction.timestamp),
+            )
+        )
+        kept = compaction.first_kept_entry_id
+        kept_from = next(
+            (i for i in range(last_compaction) if path_ids[i] == kept), last_compaction
+        )
+        selected = [*path_ids[kept_from:last_compaction], *path_ids[last_compaction + 1 :]]
+    else:
+        selected = list(path_ids)
+    for entry_id in selected:
+        if type_of(entry_id) in _MESSAGE_TYPES:
+            message = entry_message(get(entry_id))
+            if message is not None:
+                messages.append(message)
+    return messages, model, thinking if thinking is not None else "off", tools
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: decoding thousands of entries creates millions of
+    objects, none cyclic, and collections would double the time (bench/)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def entry_message(entry: Entry) -> Message | None:
@@ -277,14 +352,21 @@ class ContextCache:
         self._split = 0
         self._closed_ids: set[str] = set()
 
-    def build(self, path_ids: list[str], get: Callable[[str], Entry]) -> SessionContext:
-        """The context of the branch ``path_ids`` (root first); ``get`` decodes an entry."""
+    def build(
+        self,
+        path_ids: list[str],
+        get: Callable[[str], Entry],
+        type_of: Callable[[str], str] | None = None,
+    ) -> SessionContext:
+        """The context of the branch ``path_ids`` (root first); ``get`` decodes an entry;
+        ``type_of`` gives an entry's type without decoding it (then only what reaches the
+        context, the last compaction and the entries deriving the settings are decoded)."""
         known = len(self._path_ids)
         if known and len(path_ids) >= known and path_ids[known - 1] == self._path_ids[-1]:
             extended = self._extend(path_ids[known:], get)
             if extended is not None:
                 return extended
-        return self._rebuild(path_ids, get)
+        return self._rebuild(path_ids, get, type_of)
 
     def build_at(
         self,
@@ -292,6 +374,7 @@ class ContextCache:
         parent_of: Callable[[str], str | None],
         path_ids: Callable[[], list[str]],
         get: Callable[[str], Entry],
+        type_of: Callable[[str], str] | None = None,
     ) -> SessionContext:
         """Like :meth:`build` for the branch ending at ``leaf_id``, walking up only to the last
         leaf when the new one descends from it (``path_ids()`` gives the whole branch
@@ -309,7 +392,7 @@ class ContextCache:
                 extended = self._extend(walk, get)
                 if extended is not None:
                     return extended
-        return self._rebuild(path_ids(), get)
+        return self._rebuild(path_ids(), get, type_of)
 
     def _extend(self, new_ids: list[str], get: Callable[[str], Entry]) -> SessionContext | None:
         """The context after appending ``new_ids`` to the known branch, or None when it must be
@@ -331,8 +414,17 @@ class ContextCache:
         self._raw.extend(new_messages)
         return self._finish()
 
-    def _rebuild(self, path_ids: list[str], get: Callable[[str], Entry]) -> SessionContext:
-        raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
+    def _rebuild(
+        self,
+        path_ids: list[str],
+        get: Callable[[str], Entry],
+        type_of: Callable[[str], str] | None = None,
+    ) -> SessionContext:
+        if type_of is None:
+            raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
+        else:
+            with gc_paused():
+                raw, model, thinking, tools = _lazy_raw_context(path_ids, get, type_of)
         self._path_ids, self._raw = list(path_ids), raw
         self._derived = (model, thinking, tools)
         self._done, self._split, self._closed_ids = [], 0, set()

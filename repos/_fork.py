@@ -74,8 +74,8 @@ def fork_lines(
                 labels_on_path[entry.target_id] = entry.label
             else:
                 labels_on_path.pop(entry.target_id, None)
-        elif isinstance(entry, SessionInfoEntry) and entry.name:
-            name_on_path = entry.name
+        elif isinstance(entry, SessionInfoEntry):
+            name_on_path = (entry.name or "").strip() or None  # the latest wins, "" clears
     parent = target
     extra_lines = []
     # The fork's labels are the source's, on the copied entries: set from other branches, or
@@ -93,15 +93,17 @@ def fork_lines(
             )
             extra_lines.append(dumps_line(encode_entry(new)))
             parent = new.id
-    if source.name and source.name != name_on_path:
+    if source.name != name_on_path:
         info = SessionInfoEntry(
-            id=_new_id(copied), parent_id=parent, timestamp=iso_now(), name=source.name
+            id=_new_id(copied), parent_id=parent, timestamp=iso_now(), name=source.name or ""
         )
         extra_lines.append(dumps_line(encode_entry(info)))
         parent = info.id
     if extra_lines:
+        # Parented on its target, like every leaf entry we write (DESIGN §2): pi's reader
+        # takes the last line as the leaf and must land where we do.
         leaf = LeafEntry(
-            id=_new_id(copied), parent_id=parent, timestamp=iso_now(), target_id=target
+            id=_new_id(copied), parent_id=target, timestamp=iso_now(), target_id=target
         )
         extra_lines.append(dumps_line(encode_entry(leaf)))
     out.extend(extra_lines)

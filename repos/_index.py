@@ -23,10 +23,13 @@ __all__ = ["Diagnostic", "Indexer", "RawLine"]
 
 # pi and we write `{"type":…,"id":…,"parentId":…` first; ids never hold quotes or backslashes.
 _HEAD = re.compile(
-    rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\]{1,128})",'
-    rb'"parentId":(?:null|"([^"\\]{1,128})")'
+    rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\\r\n]{1,128})",'
+    rb'"parentId":(?:null|"([^"\\\r\n]{1,128})")'
 )
 _V1_HEAD = re.compile(rb'\{"type":"([A-Za-z0-9_]+)"')
+# Types the fast path leaves to the general rules: decoded at once, or not an entry.
+_SLOW_TYPES = EAGER_TYPES | {"session"}
+_KIND_CACHE: dict[bytes, str] = {}
 
 
 @frozen(kw_only=True)
@@ -89,7 +92,72 @@ class Indexer:
         self._previous: str | None = None
         self._blank_run: tuple[int, int, int] | None = None  # first line, offset, count
 
-    def feed(self, lines: Iterable[RawLine], *, own_leaf: bool = True) -> int:
+    def feed_chunk(self, buf: bytes, base: int, number: int, *, own_leaf: bool = True) -> int:
+        """Index the complete lines of ``buf`` (file bytes from offset ``base``, whose first
+        line is line ``number``); a trailing partial line is left for the next chunk. Returns
+        the bytes consumed. Call :meth:`finish` after the last chunk.
+
+        The common line (a v2/v3 entry of a type the tree need not decode, whose id is new and
+        whose parent is known) is indexed inline from its first bytes; anything else goes
+        through the general rules.
+        """
+        tree = self._tree
+        rows, order, children = tree.rows, tree.order, tree.children
+        head = _HEAD.match
+        find = buf.find
+        kinds = _KIND_CACHE
+        fast = self.v1_ids is None
+        pos = 0
+        last = None
+        while True:
+            nl = find(b"\n", pos)
+            if nl < 0:
+                break
+            m = head(buf, pos) if fast and self._blank_run is None else None
+            if m is not None:
+                kind_b, id_b, parent_b = m.groups()
+                kind = kinds.get(kind_b)
+                if kind is None:
+                    kind = kinds.setdefault(kind_b, kind_b.decode())
+                entry_id = id_b.decode()
+                parent_id = parent_b.decode() if parent_b is not None else None
+                if (
+                    kind not in _SLOW_TYPES
+                    and entry_id not in rows
+                    and (parent_id is None or parent_id in rows)
+                ):
+                    rows[entry_id] = Row(entry_id, parent_id, kind, number, (base + pos, nl - pos))
+                    order.append(entry_id)
+                    siblings = children.get(parent_id)
+                    if siblings is None:
+                        children[parent_id] = [entry_id]
+                    else:
+                        siblings.append(entry_id)
+                    last = entry_id
+                    self._previous = entry_id
+                    number += 1
+                    pos = nl + 1
+                    continue
+            if last is not None:
+                self._set_leaf(last, own_leaf)
+                last = None
+            self.feed([RawLine(number, base + pos, buf[pos:nl])], own_leaf=own_leaf, flush=False)
+            number += 1
+            pos = nl + 1
+        if last is not None:
+            self._set_leaf(last, own_leaf)
+        return pos
+
+    def finish(self) -> None:
+        """After the last chunk: report a blank-line run still open."""
+        self._flush_blanks()
+
+    def _set_leaf(self, entry_id: str, own_leaf: bool) -> None:
+        self._tree.file_leaf_id = entry_id
+        if own_leaf:
+            self._tree.leaf_id = entry_id
+
+    def feed(self, lines: Iterable[RawLine], *, own_leaf: bool = True, flush: bool = True) -> int:
         """Index ``lines``; returns how many entries were added.
 
         ``own_leaf=False`` (catch-up) records where the file's leaf is but leaves the tree's
@@ -103,7 +171,8 @@ class Indexer:
             self._flush_blanks()
             if self._add(line, own_leaf):
                 added += 1
-        self._flush_blanks()
+        if flush:
+            self._flush_blanks()
         return added
 
     def bad(self, line: RawLine, code: str, reason: str) -> None:

@@ -26,7 +26,7 @@ from hooks import (
 )
 
 from ._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header
-from ._entries import Entry, MessageEntry, SessionHeader, SessionInfoEntry
+from ._entries import Entry, MessageEntry, SessionHeader
 from ._errors import (
     CorruptSessionError,
     InvalidSessionIdError,
@@ -225,14 +225,7 @@ def _info(record: _Record) -> SessionInfo:
         if isinstance(e.message, UserMessage | AssistantMessage)
     ]
     first_user = next((e.message for e in messages if e.message.role == "user"), None)
-    name = next(
-        (
-            e.name
-            for e in reversed(list(session.entries()))
-            if isinstance(e, SessionInfoEntry) and e.name
-        ),
-        None,
-    )
+    name = session.name  # the latest session_info wins, an empty one clears it
     return SessionInfo(
         id=record.header.id,
         path=None,

@@ -341,6 +341,7 @@ class Session:
                 lambda entry_id: rows[entry_id].parent_id,
                 lambda: self._tree.path_ids(leaf),
                 self._tree.get,
+                lambda entry_id: rows[entry_id].type,
             )
             self._context_cache = (key, context)
         return self._context_cache[1]

@@ -111,6 +111,7 @@ class Tree:
         for child in self.children.pop(entry_id, []):
             self.rows[child].parent_id = previous
             self.rows[child].derived_ids = True
+            self.cache.pop(child, None)  # decoded again, with the new parent
             self.children.setdefault(previous, []).append(child)
         if previous is not None:
             # Keep children in file order after the merge.

@@ -13,7 +13,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from . import _tree_ops  # noqa: F401  (registers compact, checkout, label on `sessions`)
+# Imported for their side effect: they register commands on `sessions` (_tree_ops: compact,
+# checkout, label; _maintenance: verify, repair, migrate).
+from . import _maintenance, _tree_ops  # noqa: F401
 from ._common import (
     HarnessCliError,
     HarnessGroup,

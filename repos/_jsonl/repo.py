@@ -448,8 +448,10 @@ def _accumulate(state: _ListState, raw: bytes) -> None:
     if not isinstance(obj, dict):
         return
     kind = obj.get("type")
-    if kind == "session_info" and isinstance(obj.get("name"), str) and obj["name"].strip():
-        state.name = obj["name"].strip()
+    if kind == "session_info":
+        # The latest session_info wins, an empty or missing name included: it clears the name.
+        name = obj.get("name")
+        state.name = name.strip() or None if isinstance(name, str) else None
     if kind != "message" or not isinstance(obj.get("message"), dict):
         return
     message = obj["message"]

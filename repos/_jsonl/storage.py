@@ -11,6 +11,7 @@ import fcntl
 import gc
 import logging
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,6 +97,10 @@ class JsonlStore:
     @property
     def path(self) -> Path:
         return self._path
+
+    def set_extent(self, end: int, lines: int) -> None:
+        """What the initial read indexed: bytes of complete lines, and how many (header too)."""
+        self._end, self._lines = end, lines
 
     def set_v1_line_ids(self, ids: dict[int, str] | None) -> None:
         """The v1 line-index-to-id map the indexer fills (to resolve ``firstKeptEntryIndex``)."""
@@ -359,57 +364,72 @@ def load_file(source: Path, path: Path, *, strict: bool, fsync: FsyncPolicy) -> 
     """:func:`open_session` reading ``source``, for a session whose file is ``path``: a fork is
     read from its temp file, then hard-linked to ``path`` (the same inode) once it passed."""
     try:
-        with open(source, "rb") as f:
-            data = f.read()
-            # Bodies are read later by byte span: keep reading the file that was indexed, even
-            # if that name is deleted or replaced meanwhile.
-            read_fd = os.dup(f.fileno())
+        # Bodies are read later by byte span through this descriptor: the file that was indexed
+        # keeps being read, even if that name is deleted or replaced meanwhile.
+        fd = os.open(source, os.O_RDONLY)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise SessionNotFoundError(str(source)) from None
     except OSError as exc:
         raise StorageError.wrap(source, exc, "reading") from exc
     try:
-        return _load(path, data, read_fd, strict=strict, fsync=fsync)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionNotFoundError(str(source), "not a regular file")
+        return _load(path, fd, strict=strict, fsync=fsync)
     except BaseException:
-        os.close(read_fd)
+        os.close(fd)
         raise
 
 
-def _split(data: bytes, end: int) -> Iterator[RawLine]:
-    pos, number = 0, 1
-    while pos < end:
-        nl = data.index(b"\n", pos)
-        yield RawLine(number, pos, data[pos:nl])
-        pos, number = nl + 1, number + 1
+# Indexing reads the file in chunks and keeps no copy of it: memory at open is the index, not
+# the file (a 200 MB session must not cost 200 MB more to open).
+_CHUNK = 8 << 20
 
 
-def _load(path: Path, data: bytes, read_fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
+def _read(fd: int, path: Path) -> bytes:
+    try:
+        return os.read(fd, _CHUNK)
+    except OSError as exc:
+        raise StorageError.wrap(path, exc, "reading") from exc
+
+
+def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     diagnostics: list[Diagnostic] = []
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        torn_line = data.count(b"\n", 0, end) + 1
-        reason = f"unterminated last line ({len(data) - end} bytes) ignored"
-        if strict and end > 0:
-            raise CorruptSessionError(path, torn_line, end, reason)
-        diagnostics.append(Diagnostic(code="torn_tail", message=reason, line=torn_line, offset=end))
-    lines = _split(data, end)
-    first = next(lines, None)
-    if first is None:
-        raise CorruptSessionError(path, 1, 0, "no session header (empty file or torn first line)")
-    header = _header(path, first.raw, data, end)
-    stat = os.fstat(read_fd)
-    store = JsonlStore(
-        path,
-        identity=(stat.st_dev, stat.st_ino),
-        end=end,
-        lines=data.count(b"\n", 0, end),
-        read_fd=read_fd,
-    )
+    buf = _read(fd, path)
+    while b"\n" not in buf:
+        more = _read(fd, path)
+        if not more:
+            raise CorruptSessionError(
+                path, 1, 0, "no session header (empty file or torn first line)"
+            )
+        buf += more
+    first_end = buf.index(b"\n")
+    header = _header(path, fd, buf[:first_end])
+    info = os.fstat(fd)
+    store = JsonlStore(path, identity=(info.st_dev, info.st_ino), end=0, lines=0, read_fd=fd)
     tree = Tree(load=store.read)
     indexer = Indexer(path, tree, diagnostics, v1=header.version < 2, strict=strict)
     store.set_v1_line_ids(indexer.v1_ids)
+    base, number = first_end + 1, 2
+    buf = buf[first_end + 1 :]
     with _gc_paused():
-        indexer.feed(lines)
+        while True:
+            consumed = indexer.feed_chunk(buf, base, number)
+            number += buf.count(b"\n", 0, consumed)
+            base += consumed
+            more = _read(fd, path)
+            if not more:
+                buf = buf[consumed:]
+                break
+            buf = buf[consumed:] + more
+        indexer.finish()
+        if buf:
+            reason = f"unterminated last line ({len(buf)} bytes) ignored"
+            if strict:
+                raise CorruptSessionError(path, number, base, reason)
+            diagnostics.append(
+                Diagnostic(code="torn_tail", message=reason, line=number, offset=base)
+            )
+        store.set_extent(base, number - 1)
         if strict:
             for entry_id in tree.order:
                 tree.get(entry_id)  # every body, so a damaged one raises now
@@ -424,17 +444,27 @@ def _load(path: Path, data: bytes, read_fd: int, *, strict: bool, fsync: FsyncPo
     )
 
 
-def _header(path: Path, raw: bytes, data: bytes, end: int) -> SessionHeader:
+def _header(path: Path, fd: int, raw: bytes) -> SessionHeader:
     try:
         return decode_header(orjson.loads(raw))
     except (orjson.JSONDecodeError, CodecError) as exc:
         reason = f"bad header: {exc}"
     # Say where a header is, when one is further down (a file whose first lines were lost or
     # that had lines glued in front of it).
-    at = data.find(b'{"type":"session"', 0, end)
-    if at > 0:
-        line = data.count(b"\n", 0, at) + 1
-        reason += f"; a session header is on line {line} (byte {at}), not line 1"
+    offset, line, tail = 0, 1, b""
+    while chunk := os.pread(fd, _CHUNK, offset):
+        data = tail + chunk
+        at = data.find(b'{"type":"session"', 1 if offset == 0 else 0)
+        if at >= 0:
+            start = offset - len(tail)
+            where = start + at
+            line += data.count(b"\n", 0, at)
+            reason += f"; a session header is on line {line} (byte {where}), not line 1"
+            break
+        line += chunk.count(b"\n")
+        tail = chunk[-20:]
+        line -= tail.count(b"\n")
+        offset += len(chunk)
     raise CorruptSessionError(path, 1, 0, reason)
 
 

@@ -66,4 +66,8 @@ def test_incremental_context_equals_a_full_rebuild(ops: list[tuple[object, ...]]
         expected = build_context(session.get_branch())
         got = cache.build(session.path_ids(session.leaf_id), session.get_entry)
         assert got == expected
+        lazy = ContextCache().build(
+            session.path_ids(session.leaf_id), session.get_entry, session.entry_type
+        )
+        assert lazy == expected  # decoding only what is needed gives the same context
         assert session.build_context() == expected  # build_at, through the session
