@@ -92,61 +92,63 @@ class Indexer:
         self._previous: str | None = None
         self._blank_run: tuple[int, int, int] | None = None  # first line, offset, count
 
-    def feed_chunk(self, buf: bytes, base: int, number: int, *, own_leaf: bool = True) -> int:
+    def feed_chunk(
+        self, buf: bytes, base: int, number: int, *, own_leaf: bool = True
+    ) -> tuple[int, int]:
         """Index the complete lines of ``buf`` (file bytes from offset ``base``, whose first
         line is line ``number``); a trailing partial line is left for the next chunk. Returns
-        the bytes consumed. Call :meth:`finish` after the last chunk.
+        (bytes consumed, the number of the next line). Call :meth:`finish` after the last chunk.
 
         The common line (a v2/v3 entry of a type the tree need not decode, whose id is new and
         whose parent is known) is indexed inline from its first bytes; anything else goes
         through the general rules.
         """
         tree = self._tree
-        rows, order, children = tree.rows, tree.order, tree.children
-        head = _HEAD.match
+        rows, order = tree.rows, tree.order
+        # Child lists are kept only once something asked for them (Tree.children).
+        children = tree._children
+        head = _HEAD.match if self.v1_ids is None else None
         find = buf.find
         kinds = _KIND_CACHE
-        fast = self.v1_ids is None
+        slow_types = _SLOW_TYPES
+        append_order = order.append
         pos = 0
-        last = None
-        while True:
-            nl = find(b"\n", pos)
-            if nl < 0:
-                break
-            m = head(buf, pos) if fast and self._blank_run is None else None
+        last: str | None = None
+        while (nl := find(b"\n", pos)) >= 0:
+            m = head(buf, pos) if head is not None and self._blank_run is None else None
             if m is not None:
                 kind_b, id_b, parent_b = m.groups()
-                kind = kinds.get(kind_b)
-                if kind is None:
-                    kind = kinds.setdefault(kind_b, kind_b.decode())
+                kind = kinds.get(kind_b) or kinds.setdefault(kind_b, kind_b.decode())
                 entry_id = id_b.decode()
-                parent_id = parent_b.decode() if parent_b is not None else None
+                parent_id = None if parent_b is None else parent_b.decode()
                 if (
-                    kind not in _SLOW_TYPES
+                    kind not in slow_types
                     and entry_id not in rows
                     and (parent_id is None or parent_id in rows)
                 ):
                     rows[entry_id] = Row(entry_id, parent_id, kind, number, (base + pos, nl - pos))
-                    order.append(entry_id)
-                    siblings = children.get(parent_id)
-                    if siblings is None:
-                        children[parent_id] = [entry_id]
-                    else:
-                        siblings.append(entry_id)
+                    append_order(entry_id)
+                    if children is not None:
+                        siblings = children.get(parent_id)
+                        if siblings is None:
+                            children[parent_id] = [entry_id]
+                        else:
+                            siblings.append(entry_id)
                     last = entry_id
-                    self._previous = entry_id
                     number += 1
                     pos = nl + 1
                     continue
             if last is not None:
+                self._previous = last
                 self._set_leaf(last, own_leaf)
                 last = None
             self.feed([RawLine(number, base + pos, buf[pos:nl])], own_leaf=own_leaf, flush=False)
             number += 1
             pos = nl + 1
         if last is not None:
+            self._previous = last
             self._set_leaf(last, own_leaf)
-        return pos
+        return pos, number
 
     def finish(self) -> None:
         """After the last chunk: report a blank-line run still open."""

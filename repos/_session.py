@@ -4,6 +4,8 @@ into the in-memory tree, so memory never holds what the file does not (pi ``stor
 from __future__ import annotations
 
 import logging
+import os
+import random
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -48,6 +50,9 @@ from ._tree import Row, Tree
 __all__ = ["Diagnostic", "FsyncPolicy", "Session", "SessionStore", "TreeNode", "iso_now"]
 
 log = logging.getLogger("repos")
+# Seeded from the OS once per process (and again in a forked child, below).
+_ids = random.Random()
+os.register_at_fork(after_in_child=_ids.seed)
 
 FsyncPolicy: TypeAlias = Literal["never", "turn", "always"]
 E = TypeVar("E", bound=Entry)
@@ -551,8 +556,9 @@ class Session:
 
     def _new_id(self) -> str:
         # Called under the store's lock after catch-up: unique among every line in the file.
+        # Ids need not be secret, only unique here: a seeded PRNG, not a syscall per id.
         for _ in range(100):
-            candidate = secrets.token_hex(4)
+            candidate = f"{_ids.getrandbits(32):08x}"
             if candidate not in self._tree:
                 return candidate
         return secrets.token_hex(16)
@@ -596,16 +602,11 @@ class Session:
                 stored = store.write(line)
             finally:
                 store.end_append()
-            # The session keeps what the line holds, not the caller's objects.
+            # The session keeps, and returns, what the line holds: decoded back from it, never
+            # the caller's objects (a dict changed after the append changes nothing here).
             fresh = decode_entry(orjson.loads(stored.raw))
-            row = Row(
-                id=fresh.id,
-                parent_id=fresh.parent_id,
-                type=fresh.type,
-                line=stored.number,
-                span=(stored.offset, len(stored.raw)),
-            )
-            self._tree.add(row, fresh)
+            span = (stored.offset, len(stored.raw))
+            self._tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
             if self._fsync == "always":
                 store.sync()
             return fresh  # type: ignore[return-value]

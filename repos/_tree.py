@@ -46,7 +46,7 @@ class Tree:
     sessions leave it None, and the error propagates with the row kept)."""
     rows: dict[str, Row] = field(factory=dict)
     order: list[str] = field(factory=list)
-    children: dict[str | None, list[str]] = field(factory=dict)
+    _children: dict[str | None, list[str]] | None = field(default=None, alias="_children")
     cache: dict[str, Entry] = field(factory=dict)
     labels: dict[str, str] = field(factory=dict)
     name: str | None = None
@@ -65,7 +65,8 @@ class Tree:
         a label or leaf move whose target is not in the tree (ignored)."""
         self.rows[row.id] = row
         self.order.append(row.id)
-        self.children.setdefault(row.parent_id, []).append(row.id)
+        if self._children is not None:
+            self._children.setdefault(row.parent_id, []).append(row.id)
         if entry is not None:
             self.cache[row.id] = entry
         elif row.type in EAGER_TYPES:
@@ -101,22 +102,23 @@ class Tree:
     def drop(self, entry_id: str) -> None:
         """Remove a row whose body cannot be decoded: its children re-attach to the previous
         row in file order (as an orphan's would), a leaf on it moves there, labels on it go."""
+        children = self.children  # built (if it was not) while the row is still there
         row = self.rows.pop(entry_id)
         index = self.order.index(entry_id)
         del self.order[index]
         previous = self.order[index - 1] if index > 0 else None
-        siblings = self.children.get(row.parent_id, [])
+        siblings = children.get(row.parent_id, [])
         if entry_id in siblings:
             siblings.remove(entry_id)
-        for child in self.children.pop(entry_id, []):
+        orphans = children.pop(entry_id, [])
+        for child in orphans:
             self.rows[child].parent_id = previous
             self.rows[child].derived_ids = True
             self.cache.pop(child, None)  # decoded again, with the new parent
-            self.children.setdefault(previous, []).append(child)
-        if previous is not None:
+            children.setdefault(previous, []).append(child)
+        if orphans:
             # Keep children in file order after the merge.
-            kids = self.children[previous]
-            kids.sort(key=lambda c: self.rows[c].line)
+            children[previous].sort(key=lambda c: self.rows[c].line)
         self.labels.pop(entry_id, None)
         if self.leaf_id == entry_id:
             self.leaf_id = previous
@@ -124,6 +126,21 @@ class Tree:
             self.file_leaf_id = previous
         self.cache.pop(entry_id, None)
         self.dropped += 1
+
+    @property
+    def children(self) -> dict[str | None, list[str]]:
+        """Child ids by parent id (None: the roots), in file order. Built on first use: opening
+        and resuming a session never need it."""
+        if self._children is None:
+            children: dict[str | None, list[str]] = {}
+            for row in self.rows.values():
+                siblings = children.get(row.parent_id)
+                if siblings is None:
+                    children[row.parent_id] = [row.id]
+                else:
+                    siblings.append(row.id)
+            self._children = children
+        return self._children
 
     def __contains__(self, entry_id: object) -> bool:
         return entry_id in self.rows

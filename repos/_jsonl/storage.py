@@ -148,8 +148,8 @@ class JsonlStore:
             raise StorageError.wrap(self._path, exc, "locking for append") from exc
         self._locked = True
         try:
-            self._check_identity(fd)
-            return self._catch_up(fd, set_aside=True)
+            size = self._check_identity(fd)
+            return self._catch_up(fd, set_aside=True, size=size)
         except BaseException:
             self.end_append()
             raise
@@ -193,13 +193,13 @@ class JsonlStore:
             SessionGoneError: the file was deleted, replaced or cut shorter.
         """
         fd = self._reader()
-        self._check_identity(fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
         except OSError as exc:
             raise StorageError.wrap(self._path, exc, "locking for refresh") from exc
         try:
-            return self._catch_up(fd, set_aside=False).lines
+            size = self._check_identity(fd)
+            return self._catch_up(fd, set_aside=False, size=size).lines
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -240,11 +240,7 @@ class JsonlStore:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _catch_up(self, fd: int, *, set_aside: bool) -> CatchUp:
-        try:
-            size = os.fstat(fd).st_size
-        except OSError as exc:
-            raise StorageError.wrap(self._path, exc, "stat") from exc
+    def _catch_up(self, fd: int, *, set_aside: bool, size: int) -> CatchUp:
         if size < self._end:
             raise SessionGoneError(self._path, "truncated")
         if size == self._end:
@@ -297,7 +293,8 @@ class JsonlStore:
         except OSError:
             log.warning("%s: could not remove a partial line; the next append sets it aside", self)
 
-    def _check_identity(self, fd: int) -> None:
+    def _check_identity(self, fd: int) -> int:
+        """Raise unless the name still leads to the indexed file; returns the file's size."""
         try:
             opened = os.fstat(fd)
             named = os.stat(self._path)
@@ -310,6 +307,7 @@ class JsonlStore:
             self._identity = mine
         if mine != self._identity or (named.st_dev, named.st_ino) != self._identity:
             raise SessionGoneError(self._path, "replaced")
+        return opened.st_size
 
     def _reader(self) -> int:
         if self._closed:
@@ -413,8 +411,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     buf = buf[first_end + 1 :]
     with _gc_paused():
         while True:
-            consumed = indexer.feed_chunk(buf, base, number)
-            number += buf.count(b"\n", 0, consumed)
+            consumed, number = indexer.feed_chunk(buf, base, number)
             base += consumed
             more = _read(fd, path)
             if not more:
