@@ -233,7 +233,7 @@ def _info(record: _Record) -> SessionInfo:
         name=name,
         parent_session=record.header.parent_session,
         created=created,
-        modified=datetime.fromtimestamp(max(active) / 1000, UTC) if active else created,
+        modified=datetime.fromtimestamp(active[-1] / 1000, UTC) if active else created,
         message_count=len(messages),
         first_message=getattr(first_user, "text", "") if first_user is not None else "",
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import tempfile
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -49,6 +50,9 @@ from replay_server import ReplayServer  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The list cache lives in the user's cache folder: tests, and the CLI they start, use a
+    # folder of their own (subprocesses inherit the variable).
+    os.environ.setdefault("HARNESS_CACHE_DIR", tempfile.mkdtemp(prefix="harness-test-cache-"))
     config.addinivalue_line(
         "markers",
         "corpus: reads real inputs from the corpus ($HARNESS_TEST_CORPUS or ../shared/fixtures); "
@@ -175,3 +179,19 @@ def pi_copy(fixtures_dir: Path, tmp_path: Path) -> Callable[[str], Path]:
         return target
 
     return copy
+
+
+# --- isolation from the developer's own folders --------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _user_config_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """An empty ``$XDG_CONFIG_HOME``: an ``AgentHarness`` discovers skills, templates and
+    ``AGENTS.md`` from ``platformdirs.user_config_path("harness")`` by default, and a
+    developer's real ``~/.config/harness`` must not leak into any test (subprocesses inherit
+    it too)."""
+    folder = tmp_path_factory.mktemp("config-home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
+    return folder

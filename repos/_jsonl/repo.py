@@ -9,11 +9,14 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
+from typing import Any
 
 import orjson
-from attrs import define
+from attrs import define, evolve
 
 from hooks import (
     SessionCreatedEvent,
@@ -35,6 +38,7 @@ from .._fork import check_fork_allowed, fork_header, fork_lines
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, iso_now
 from .._tree import Tree
+from . import list_cache
 from .atomic import make_folders, publish_atomically, sweep_temp_files
 from .paths import (
     absolute_cwd,
@@ -63,6 +67,37 @@ class _ListState:
     message_count: int = 0
     last_activity_ms: int | None = None
     first_message: str = ""
+    info: SessionInfo | None = None  # built from the fields above, dropped when they change
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "identity": list(self.identity),
+            "offset": self.offset,
+            "header": encode_header(self.header),
+            "fingerprint": self.fingerprint.hex(),
+            "name": self.name,
+            "message_count": self.message_count,
+            "last_activity_ms": self.last_activity_ms,
+            "first_message": self.first_message,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> _ListState | None:
+        """A state from the persistent cache, or None if the entry is not one we wrote."""
+        try:
+            ino, size, mtime = obj["identity"]
+            return cls(
+                identity=(int(ino), int(size), int(mtime)),
+                offset=int(obj["offset"]),
+                header=decode_header(obj["header"]),
+                fingerprint=bytes.fromhex(obj["fingerprint"]),
+                name=obj["name"],
+                message_count=int(obj["message_count"]),
+                last_activity_ms=obj["last_activity_ms"],
+                first_message=str(obj["first_message"]),
+            )
+        except (KeyError, TypeError, ValueError, CodecError):
+            return None
 
 
 class JsonlSessionRepo:
@@ -80,15 +115,25 @@ class JsonlSessionRepo:
         fsync: durability policy of opened sessions: ``never``, ``turn`` (default: at each save
             point) or ``always`` (every append).
         strict: raise ``CorruptSessionError`` on any malformed line instead of skipping it.
+        list_cache: keep what ``list`` learnt of each file in the user cache folder
+            (``$HARNESS_CACHE_DIR``, else ``platformdirs.user_cache_path("harness")``), so the
+            first ``list`` of a new process reads only files that changed. False: memory only.
     """
 
     def __init__(
-        self, root: str | Path | None = None, *, fsync: FsyncPolicy = "turn", strict: bool = False
+        self,
+        root: str | Path | None = None,
+        *,
+        fsync: FsyncPolicy = "turn",
+        strict: bool = False,
+        list_cache: bool = True,
     ) -> None:
         self._root = Path(root).expanduser() if root is not None else default_root()
         self._fsync: FsyncPolicy = fsync
         self._strict = strict
         self._list_cache: dict[Path, _ListState] = {}
+        self._persistent = list_cache
+        self._persisted_loaded = False
         # create and fork check that an id is free, then publish: one at a time per repo.
         self._publish_lock = threading.Lock()
         self.list_problems: tuple[tuple[Path, str], ...] = ()
@@ -340,32 +385,98 @@ class JsonlSessionRepo:
     def _list(self, cwd: str | None) -> builtins.list[SessionInfo]:
         problems: list[tuple[Path, str]] = []
         infos: list[SessionInfo] = []
-        files = sorted(self._root.glob("*/*.jsonl")) if self._root.is_dir() else []
-        for folder in {p.parent for p in self._root.glob("*/.*.tmp")} if files else ():
-            sweep_temp_files(folder)
-        for path in files:
-            try:
-                check_under_root(self._root, path)
-                state = self._scan(path)
-            except (OSError, SessionError) as exc:
-                problems.append((path, str(exc)))
-                log.warning("skipping %s: %s", path, exc)
-                continue
-            if cwd is not None and state.header.cwd != cwd:
-                continue
-            infos.append(_info(path, state))
-        self._list_cache = {p: s for p, s in self._list_cache.items() if p.exists()}
+        if self._persistent and not self._persisted_loaded:
+            self._load_persisted()
+        before = dict(self._list_cache)
+        seen: dict[Path, _ListState] = {}
+        for files in self._session_files(problems):
+            for path, stat in files:
+                try:
+                    state = self._scan(path, stat)
+                except (OSError, SessionError) as exc:
+                    problems.append((path, str(exc)))
+                    log.warning("skipping %s: %s", path, exc)
+                    continue
+                seen[path] = state
+                if cwd is not None and state.header.cwd != cwd:
+                    continue
+                if state.info is None:
+                    state.info = _info(path, state)
+                infos.append(state.info)
+        self._list_cache = seen
         self.list_problems = tuple(problems)
+        if self._persistent and (
+            seen.keys() != before.keys() or any(before[p] is not s for p, s in seen.items())
+        ):
+            list_cache.save(
+                list_cache.cache_file(self._root),
+                self._root,
+                {str(p): s.to_json() for p, s in seen.items()},
+            )
         infos.sort(key=lambda i: i.modified, reverse=True)
         return infos
 
-    def _scan(self, path: Path) -> _ListState:
+    def _session_files(
+        self, problems: builtins.list[tuple[Path, str]]
+    ) -> Iterator[Iterator[tuple[Path, os.stat_result]]]:
+        """Each cwd folder under the root with its ``*.jsonl`` files and their stat results.
+
+        One ``scandir`` per folder; only symlinks are resolved (to refuse what leads out of the
+        root). Temp files killed writers left behind are swept on the way.
+        """
+        try:
+            folders = list(os.scandir(self._root))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StorageError.wrap(self._root, exc, "listing the sessions folder") from exc
+        for folder in folders:
+            try:
+                if not folder.is_dir():
+                    continue
+                if folder.is_symlink():
+                    check_under_root(self._root, Path(folder.path))
+                entries = list(os.scandir(folder.path))
+            except (OSError, SessionError) as exc:
+                problems.append((Path(folder.path), str(exc)))
+                continue
+            if any(e.name.startswith(".") and e.name.endswith(".tmp") for e in entries):
+                sweep_temp_files(Path(folder.path))
+            yield self._folder_files(entries, problems)
+
+    def _folder_files(
+        self, entries: builtins.list[os.DirEntry[str]], problems: builtins.list[tuple[Path, str]]
+    ) -> Iterator[tuple[Path, os.stat_result]]:
+        for entry in entries:
+            if not entry.name.endswith(".jsonl") or entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                if entry.is_symlink():
+                    check_under_root(self._root, path)
+                stat = entry.stat()
+            except (OSError, SessionError) as exc:
+                problems.append((path, str(exc)))
+                continue
+            if not S_ISREG(stat.st_mode):
+                continue
+            yield path, stat
+
+    def _load_persisted(self) -> None:
+        self._persisted_loaded = True
+        for name, obj in list_cache.load(list_cache.cache_file(self._root), self._root).items():
+            state = _ListState.from_json(obj)
+            if state is not None:
+                self._list_cache.setdefault(Path(name), state)
+
+    def _scan(self, path: Path, known: os.stat_result | None = None) -> _ListState:
         cached = self._list_cache.get(path)
-        if cached is not None and _identity(path.stat()) == cached.identity:
+        identity = _identity(known if known is not None else path.stat())
+        if cached is not None and identity == cached.identity:
             return cached
         with open(path, "rb") as f:
             stat = os.fstat(f.fileno())  # of the file actually read, even if renamed over since
-            state = cached
+            state = None if cached is None else evolve(cached, info=None)
             # A replaced file (migrated, repaired: a new inode), a shorter one, or one rewritten
             # in place (the bytes already read changed) is read afresh.
             if state is not None and (
@@ -386,8 +497,7 @@ class JsonlSessionRepo:
             f.seek(state.offset)
             data = f.read()
             end = data.rfind(b"\n") + 1
-            for raw in data[:end].splitlines():
-                _accumulate(state, raw)
+            _scan_lines(state, data, end)
             state.offset += end
             state.fingerprint = _fingerprint(f.fileno(), state.offset)
         state.identity = _identity(stat)
@@ -440,7 +550,79 @@ def _unlink(path: Path) -> bool:
     return True
 
 
-def _accumulate(state: _ListState, raw: bytes) -> None:
+_MESSAGE_HEAD = b'{"type":"message"'
+_INFO_HEAD = b'{"type":"session_info"'
+
+
+def _scan_lines(state: _ListState, data: bytes, end: int) -> None:
+    """Fold the complete lines ``data[:end]`` into ``state`` without parsing most of them.
+
+    When every line starts with ``{"type":"`` (as pi and we write them), counting message lines
+    and finding the first user message, the last user/assistant message and the last name take
+    C-speed byte scans and a few parses; any other file is parsed line by line.
+    """
+    if end == 0:
+        return
+    if _count_heads(data, end, b'{"type":"') != data.count(b"\n", 0, end):
+        for raw in data[:end].splitlines():
+            _accumulate(state, raw)
+        return
+    state.message_count += _count_heads(data, end, _MESSAGE_HEAD)
+    last_info = next(_heads_backward(data, end, _INFO_HEAD), None)
+    if last_info is not None:
+        _accumulate(state, _line_at(data, last_info))
+    if not state.first_message:
+        for start in _heads(data, end, _MESSAGE_HEAD):
+            raw = _line_at(data, start)
+            if _role(raw) == "user":
+                _accumulate(state, raw, count=False)
+                break
+    for start in _heads_backward(data, end, _MESSAGE_HEAD):
+        raw = _line_at(data, start)
+        if _role(raw) in ("user", "assistant"):
+            _accumulate(state, raw, count=False)
+            break
+
+
+def _count_heads(data: bytes, end: int, head: bytes) -> int:
+    """How many lines of ``data[:end]`` start with ``head``."""
+    return data.count(b"\n" + head, 0, end) + data.startswith(head)
+
+
+def _heads(data: bytes, end: int, head: bytes) -> Iterator[int]:
+    """Offsets of the lines of ``data[:end]`` starting with ``head``, first to last."""
+    if data.startswith(head):
+        yield 0
+    needle, pos = b"\n" + head, 0
+    while (at := data.find(needle, pos, end)) >= 0:
+        yield at + 1
+        pos = at + 1
+
+
+def _heads_backward(data: bytes, end: int, head: bytes) -> Iterator[int]:
+    """Offsets of the lines of ``data[:end]`` starting with ``head``, last to first."""
+    needle, stop = b"\n" + head, end
+    while (at := data.rfind(needle, 0, stop)) >= 0:
+        yield at + 1
+        stop = at
+    if data.startswith(head):
+        yield 0
+
+
+def _line_at(data: bytes, start: int) -> bytes:
+    return data[start : data.index(b"\n", start)]
+
+
+def _role(raw: bytes) -> str | None:
+    """A message line's role, read without parsing the line (pi and we write it first)."""
+    at = raw.find(b'"message":{"role":"')
+    if at < 0:
+        return None
+    at += 19
+    return raw[at : raw.find(b'"', at)].decode(errors="replace")
+
+
+def _accumulate(state: _ListState, raw: bytes, *, count: bool = True) -> None:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -455,7 +637,8 @@ def _accumulate(state: _ListState, raw: bytes) -> None:
     if kind != "message" or not isinstance(obj.get("message"), dict):
         return
     message = obj["message"]
-    state.message_count += 1
+    if count:
+        state.message_count += 1
     role = message.get("role")
     if role not in ("user", "assistant"):
         return

@@ -390,21 +390,26 @@ async def test_list_reads_only_what_was_appended(
     seen: list[bytes] = []
     real = jsonl_repo_module._accumulate
 
-    def counting(state: Any, raw: bytes) -> None:
+    def counting(state: Any, raw: bytes, **kwargs: Any) -> None:
         seen.append(raw)
-        real(state, raw)
+        real(state, raw, **kwargs)
+
+    def contents() -> list[str]:
+        return [orjson.loads(x)["message"]["content"] for x in seen]
 
     monkeypatch.setattr(jsonl_repo_module, "_accumulate", counting)
     [info] = await repo.list()
-    assert info.message_count == 5 and len(seen) == 5
+    # Lines are counted by byte scans; only the first user message and the last one are parsed.
+    assert info.message_count == 5 and contents() == ["m0", "m4"]
+    assert info.first_message == "m0"
     seen.clear()
     [info] = await repo.list()
     assert seen == []  # unchanged file: nothing read
     s.append_message(user("m5"))
     s.append_message(user("m6"))
     [info] = await repo.list()
-    assert info.message_count == 7
-    assert [orjson.loads(x)["message"]["content"] for x in seen] == ["m5", "m6"]
+    assert info.message_count == 7 and info.first_message == "m0"
+    assert contents() == ["m6"]  # only what was appended is looked at
     s.close()
 
 
@@ -712,3 +717,41 @@ async def test_list_reports_a_forks_parent(tmp_path: Path) -> None:
     assert infos["source"].parent_session is None
     fork.close()
     source.close()
+
+
+def _summary_by_full_parse(path: Path) -> tuple[int, str, int | None, str | None]:
+    """What list() reports, computed the slow way: every line parsed."""
+    count, first, last, name = 0, "", None, None
+    for raw in path.read_bytes().splitlines()[1:]:
+        obj = orjson.loads(raw)
+        if obj["type"] == "session_info":
+            name = (obj.get("name") or "").strip() or None
+        if obj["type"] != "message":
+            continue
+        count += 1
+        message = obj["message"]
+        if message["role"] not in ("user", "assistant"):
+            continue
+        last = message["timestamp"]
+        content = message["content"]
+        if message["role"] == "user" and not first:
+            first = content if isinstance(content, str) else content[0]["text"]
+    return count, first, last, name
+
+
+@pytest.mark.parametrize("kind", sorted(pi_sessions.KINDS))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+async def test_list_by_byte_scans_agrees_with_a_full_parse(
+    kind: str, seed: int, tmp_path: Path, pi_file: Callable[..., pi_sessions.PiSession]
+) -> None:
+    record = pi_file(kind, seed)
+    assert record.path is not None
+    root = tmp_path / "root"
+    (root / "--w--").mkdir(parents=True)
+    target = root / "--w--" / record.path.name
+    target.write_bytes(record.path.read_bytes())
+    [info] = await JsonlSessionRepo(root).list()
+    count, first, last, name = _summary_by_full_parse(target)
+    assert (info.message_count, info.first_message, info.name) == (count, first, name)
+    if last is not None:
+        assert int(info.modified.timestamp() * 1000) == last
