@@ -46,7 +46,7 @@ def fork_lines(
     if scope == "tree":
         if entry_id is not None:
             raise InvalidForkTargetError(entry_id, "a tree fork copies everything; give no entry")
-        out.extend(source.raw_line(i) for i in source.entry_ids())
+        out.extend(source.raw_lines(source.entry_ids()))
         return out
 
     target = entry_id if entry_id is not None else source.leaf_id
@@ -60,7 +60,7 @@ def fork_lines(
     if target is not None and effective == "before":
         target = source.get_entry(target).parent_id
     ids = source.path_ids(target)
-    out.extend(source.raw_line(i) for i in ids)
+    out.extend(source.raw_lines(ids))
 
     copied = set(ids)
     labels_on_path: dict[str, str] = {}

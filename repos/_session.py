@@ -274,6 +274,20 @@ class Session:
         raw = None if row.derived_ids else self._store.raw(row)
         return raw if raw is not None else dumps_line(encode_entry(self._tree.get(entry_id)))
 
+    def raw_lines(self, entry_ids: Sequence[str]) -> list[bytes]:
+        """:meth:`raw_line` of many entries, read together where the store can (a fork)."""
+        rows = self._tree.rows
+        try:
+            wanted = [rows[i] for i in entry_ids]
+        except KeyError as exc:
+            raise EntryNotFoundError(str(exc.args[0])) from None
+        many = getattr(self._store, "raw_many", None)
+        stored = many(wanted) if many is not None else [self._store.raw(r) for r in wanted]
+        return [
+            raw if raw is not None else dumps_line(encode_entry(self._tree.get(row.id)))
+            for row, raw in zip(wanted, stored, strict=True)
+        ]
+
     def path_ids(self, leaf_id: str | None) -> list[str]:
         """Ids from the root down to ``leaf_id`` (empty for None), without decoding entries.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import hashlib
 import logging
 import os
@@ -48,7 +49,7 @@ from .paths import (
     file_name,
     validate_session_id,
 )
-from .storage import JsonlStore, load_file, open_session
+from .storage import JsonlStore, index_written, load_file, open_session
 
 __all__ = ["JsonlSessionRepo"]
 
@@ -224,7 +225,7 @@ class JsonlSessionRepo:
 
     async def fork(
         self,
-        source: str | Path,
+        source: str | Path | Session,
         *,
         entry_id: str | None = None,
         position: ForkPosition | None = None,
@@ -238,7 +239,8 @@ class JsonlSessionRepo:
         path, its id equals the id in its file name, and the source is never modified.
 
         Args:
-            source: id or path of the session to fork.
+            source: id or path of the session to fork, or an open file ``Session`` (forked from
+                what it has indexed, without reading the file again; left open).
             entry_id: the entry to cut at; None means the source's current leaf.
             position: ``before`` stops at the entry's parent, ``at`` includes it (default: ``at``
                 for the leaf, ``before`` for a given entry).
@@ -260,11 +262,22 @@ class JsonlSessionRepo:
         Events (sender: this repo): ``session_before_fork`` before anything is written, then
         ``session_fork``.
         """
-        path = self.resolve(source)
         if session_id is not None:
             validate_session_id(session_id)  # before any file is read
-        src = await asyncio.to_thread(open_session, path, strict=self._strict, fsync=self._fsync)
-        with src:
+        if isinstance(source, Session):
+            # An open session forks from what it has indexed: nothing is read again.
+            if source.path is None:
+                raise InvalidSessionIdError(source.id, "an in-memory session has no file to fork")
+            path = source.path
+            src = source
+            owned: contextlib.AbstractContextManager[Session] = contextlib.nullcontext(source)
+        else:
+            path = self.resolve(source)
+            src = await asyncio.to_thread(
+                open_session, path, strict=self._strict, fsync=self._fsync
+            )
+            owned = src
+        with owned:
             await check_fork_allowed(self, src, entry_id=entry_id, position=position, scope=scope)
             header = fork_header(
                 src, session_id=session_id, cwd=cwd, parent_session=str(path.resolve())
@@ -355,15 +368,20 @@ class JsonlSessionRepo:
             sweep_temp_files(folder)
             opened: builtins.list[Session] = []
 
+            body = b"".join(lines[1:])  # one write, and indexed as it is
+
             def read_back(tmp: Path) -> None:
-                # A fork is read back (strictly, in strict mode) before it is published, so a
-                # failing check leaves no file; the session reads the same inode once linked.
-                if len(lines) > 1:
-                    opened.append(load_file(tmp, path, strict=self._strict, fsync=self._fsync))
+                # A fork is checked before it is published, so a failing check leaves no file;
+                # the session reads the same inode once linked. A strict repo reads the file
+                # back (every body decoded); otherwise the lines just written are indexed.
+                if len(lines) > 1 and self._strict:
+                    opened.append(load_file(tmp, path, strict=True, fsync=self._fsync))
+                elif len(lines) > 1:
+                    opened.append(index_written(tmp, path, lines[0], body, fsync=self._fsync))
 
             try:
                 check_under_root(self._root, folder)
-                publish_atomically(path, lines, exclusive=True, check=read_back)
+                publish_atomically(path, [lines[0], body], exclusive=True, check=read_back)
             except BaseException as exc:
                 for session in opened:
                     session.close()

@@ -131,6 +131,39 @@ class JsonlStore:
         offset, length = row.span
         return os.pread(self._reader(), length, offset) + b"\n"
 
+    def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
+        """:meth:`raw` of many rows, reading neighbouring lines with one ``pread`` (a fork of a
+        long path would otherwise cost a system call per line)."""
+        out: list[bytes | None] = [None] * len(rows)
+        fd = self._reader()
+        i = 0
+        while i < len(rows):
+            row = rows[i]
+            if row.span is None or row.derived_ids:
+                i += 1
+                continue
+            start = row.span[0]
+            end = start + row.span[1]
+            j = i + 1
+            while j < len(rows):
+                span = rows[j].span
+                if (
+                    span is None
+                    or rows[j].derived_ids
+                    or not end <= span[0] <= end + _GAP
+                    or span[0] + span[1] - start > _BATCH
+                ):
+                    break
+                end = span[0] + span[1]
+                j += 1
+            # Each stored line is followed by its newline in the file: read it with the line.
+            block = os.pread(fd, end + 1 - start, start)
+            for k in range(i, j):
+                offset, length = rows[k].span  # type: ignore[misc]
+                out[k] = block[offset - start : offset - start + length + 1]
+            i = j
+        return out
+
     # --- the append transaction --------------------------------------------------------------
 
     def begin_append(self) -> CatchUp:
@@ -381,6 +414,9 @@ def load_file(source: Path, path: Path, *, strict: bool, fsync: FsyncPolicy) -> 
 # Indexing reads the file in chunks and keeps no copy of it: memory at open is the index, not
 # the file (a 200 MB session must not cost 200 MB more to open).
 _CHUNK = 8 << 20
+# raw_many: lines this close are read together, up to this much per read.
+_GAP = 1 << 20
+_BATCH = 16 << 20
 
 
 def _read(fd: int, path: Path) -> bytes:
@@ -439,6 +475,41 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
         indexer=indexer,
         strict=strict,
     )
+
+
+def index_written(
+    source: Path, path: Path, header_line: bytes, body: bytes, *, fsync: FsyncPolicy
+) -> Session:
+    """A session over ``source`` (a file holding exactly ``header_line + body``, just written
+    and fsynced) for the session file ``path``, indexed from those bytes in memory instead of
+    reading the file again (a fork's temp file, before it is linked into place)."""
+    try:
+        fd = os.open(source, os.O_RDONLY)
+    except OSError as exc:
+        raise StorageError.wrap(source, exc, "reading") from exc
+    try:
+        info = os.fstat(fd)
+        header = decode_header(orjson.loads(header_line))
+        store = JsonlStore(path, identity=(info.st_dev, info.st_ino), end=0, lines=0, read_fd=fd)
+        tree = Tree(load=store.read)
+        diagnostics: list[Diagnostic] = []
+        indexer = Indexer(path, tree, diagnostics, v1=header.version < 2, strict=False)
+        store.set_v1_line_ids(indexer.v1_ids)
+        with _gc_paused():
+            consumed, number = indexer.feed_chunk(body, len(header_line), 2)
+            indexer.finish()
+        store.set_extent(len(header_line) + consumed, number - 1)
+        return Session(
+            header=header,
+            tree=tree,
+            store=store,
+            diagnostics=diagnostics,
+            fsync=fsync,
+            indexer=indexer,
+        )
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _header(path: Path, fd: int, raw: bytes) -> SessionHeader:

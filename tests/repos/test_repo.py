@@ -755,3 +755,40 @@ async def test_list_by_byte_scans_agrees_with_a_full_parse(
     assert (info.message_count, info.first_message, info.name) == (count, first, name)
     if last is not None:
         assert int(info.modified.timestamp() * 1000) == last
+
+
+@pytest.mark.parametrize("scope", ["branch", "tree"])
+async def test_fork_from_an_open_session_equals_a_fork_from_its_path(
+    tmp_path: Path, pi_file: Callable[..., pi_sessions.PiSession], scope: str
+) -> None:
+    record = pi_file("v3")
+    assert record.path is not None
+    repo = JsonlSessionRepo(tmp_path / "root")
+    with open_session(record.path) as source:
+        kwargs: dict[str, Any] = {"scope": scope}
+        if scope == "branch":
+            kwargs |= {"entry_id": source.get_branch()[len(source.get_branch()) // 2].id}
+        by_path = await repo.fork(record.path, **kwargs)
+        by_session = await repo.fork(source, **kwargs)
+        assert not source.closed  # the caller's session stays open
+        assert by_session.path is not None and by_path.path is not None
+        if scope == "tree":  # every line copied as it is (a branch fork adds lines of its own)
+            assert (
+                by_session.path.read_bytes().splitlines()[1:]
+                == (by_path.path.read_bytes().splitlines()[1:])
+            )
+        assert [e.id for e in by_session.get_branch()] == [e.id for e in by_path.get_branch()]
+        assert by_session.build_context() == by_path.build_context()
+        assert by_session.header.parent_session == str(record.path.resolve())
+        reopened = await repo.open(by_session.path)
+        assert reopened.build_context() == by_session.build_context()
+        assert reopened.entry_ids() == by_session.entry_ids()
+        for s in (by_path, by_session, reopened):
+            s.close()
+    assert record.path.read_bytes() == record.data
+
+
+async def test_fork_of_an_in_memory_session_object_is_refused(tmp_path: Path) -> None:
+    session = await MemorySessionRepo().create("/w")
+    with pytest.raises(InvalidSessionIdError, match="in-memory"):
+        await JsonlSessionRepo(tmp_path).fork(session)

@@ -1,0 +1,1354 @@
+"""Storage benchmarks of issue 9: ours, plain-Python floors and pi, side by side in one run.
+
+Run from the repository root:
+
+    .venv/bin/python bench/bench_storage.py [--runs 3] [--quick] [--json OUT] [--no-pi]
+
+* The workload comes from ``bench/gen_workload.py`` (generated into ``bench/.data/`` on the first
+  run, reused afterwards).
+* *ours*: ``repos`` (``open_session``, ``Session.build_context``/``append_message``/``sync``,
+  ``JsonlSessionRepo.create``/``list``/``fork``), with the garbage collector as the library leaves
+  it. *floors*: plain Python with orjson on the same files (GC paused: the best plain Python
+  does). *pi*: ``SessionManager`` of ``@mariozechner/pi-coding-agent`` 0.73.1, timed by
+  ``../shared/bench/pi_bench.mjs`` on the same files, installed with npm into
+  ``~/.cache/jsonl-harness-bench/pi-0.73.1`` when missing.
+* Every figure is the median of ``--runs`` runs (small operations: of at least 21). What depends
+  on process state (first ``list`` call, memory, the growth table) runs in a fresh subprocess
+  per run and is timed inside it (interpreter start and imports excluded); the rest runs here.
+* ``--quick`` is a smoke run on small sizes (1k-5k entries, 100 sessions), without pi.
+
+Exit status 1 when one of our operations failed (its row says why); targets missed do not
+change the exit status (speed is never asserted in tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib.util
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+SHARED_BENCH = HERE.parent.parent / "shared" / "bench"
+PI_VERSION = "0.73.1"
+PI_PACKAGE = "@mariozechner/pi-coding-agent"
+PI_DIR = Path.home() / ".cache" / "jsonl-harness-bench" / f"pi-{PI_VERSION}"
+MIB = 1048576
+DASH, TIMES = "\u2013", "\u00d7"  # en dash (nothing to show), times sign (ratios)
+
+
+def _load_generator() -> Any:
+    if "gen_workload" in sys.modules:
+        return sys.modules["gen_workload"]
+    spec = importlib.util.spec_from_file_location("gen_workload", HERE / "gen_workload.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_workload"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- sizes ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sizes:
+    profile: str
+    big: str  # the 100k file of the issue's table
+    mid: str  # the 10k file
+    growth: tuple[str, ...]
+    ref: str  # the growth table compares the largest size with this one
+    folder: int
+    append: int
+
+
+FULL = Sizes("full", "s100k", "s10k", ("s1k", "s10k", "s100k", "s300k"), "s10k", 1000, 10_000)
+QUICK = Sizes("quick", "s5k", "s1k", ("s1k", "s2k", "s5k"), "s1k", 100, 1000)
+
+
+def label(name_or_count: str | int) -> str:
+    """``s100k`` or 100000 -> ``100k``; 1000 -> ``1,000`` for session counts."""
+    if isinstance(name_or_count, str):
+        return name_or_count.removeprefix("s")
+    n = name_or_count
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}"
+
+
+def row_names(quick: bool = False) -> list[str]:
+    """The operations of the table, in order (the smoke test checks each is printed)."""
+    s = QUICK if quick else FULL
+    big, mid, n, folder = label(s.big), label(s.mid), label(s.append), f"{s.folder:,}"
+    return [
+        f"open {big}",
+        f"first build_context after open, {big}",
+        f"first build_context after open, {mid}",
+        f"resume = open + first context, {big}",
+        f"append {n}, no fsync",
+        f"append {n}, fsync each",
+        f"append {n}, fsync every 100",
+        f"list {folder}, first call in a fresh process",
+        f"list {folder}, repeat call",
+        f"fork at mid-path, {big}, from an open Session",
+        f"fork at mid-path, {big}, from a path",
+        "create + first 2 messages",
+        f"RSS held after open + first context, {big}",
+        f"peak RSS during open, {big}",
+    ]
+
+
+# --- process memory ------------------------------------------------------------------------------
+
+
+def _status_kib(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux: ``5`` into ``/proc/self/clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+# --- floors: plain Python + orjson on the same files ---------------------------------------------
+
+# pi and we write an entry's first keys in this order; a line that does not start so is parsed.
+_HEAD = re.compile(rb'\{"type":"([^"]+)","id":"([^"]+)","parentId":(?:"([^"]+)"|null)')
+
+
+@dataclass
+class LazyIndex:
+    """id -> (parent id, type, offset, length) of its line; ids and types stay bytes. Bodies
+    are read back by span (``os.pread``), as an index that holds no bodies does."""
+
+    path: Path
+    header: dict[str, Any]
+    rows: dict[bytes, tuple[bytes | None, bytes, int, int]]
+    leaf: bytes | None
+
+    def read(self, fd: int, entry_id: bytes) -> bytes:
+        _, _, offset, length = self.rows[entry_id]
+        return os.pread(fd, length, offset)
+
+
+class _GcPaused:
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was:
+            gc.enable()
+
+
+_CHUNK = 8 << 20  # reading a 200 MiB file into one bytes object costs more than indexing it
+
+
+def floor_lazy_index(path: Path) -> LazyIndex:
+    """Read the file in 8 MiB chunks; take type/id/parentId from each line's first bytes (a
+    regex), parse nothing else (a line not starting so is parsed whole)."""
+    rows: dict[bytes, tuple[bytes | None, bytes, int, int]] = {}
+    leaf: bytes | None = None
+    header: dict[str, Any] | None = None
+    match, loads = _HEAD.match, orjson.loads
+    with open(path, "rb", buffering=0) as f, _GcPaused():
+        base, tail = 0, b""
+        while chunk := f.read(_CHUNK):
+            buf = tail + chunk if tail else chunk
+            find = buf.find
+            end = buf.rfind(b"\n") + 1
+            pos = 0
+            if header is None and end:
+                pos = find(b"\n") + 1
+                header = loads(buf[: pos - 1])
+            while pos < end:
+                nl = find(b"\n", pos)
+                m = match(buf, pos)
+                if m is not None:
+                    kind, eid, parent = m.groups()
+                else:
+                    obj = loads(buf[pos:nl])
+                    kind, eid = obj["type"].encode(), obj["id"].encode()
+                    parent = obj["parentId"].encode() if obj.get("parentId") else None
+                rows[eid] = (parent, kind, base + pos, nl - pos)
+                leaf = eid
+                pos = nl + 1
+            tail = buf[end:]
+            base += end
+    if header is None:
+        raise ValueError(f"{path}: no header line")
+    return LazyIndex(path, header, rows, leaf)
+
+
+_CONTEXT_TYPES = (b"message", b"custom_message", b"branch_summary")
+
+
+def floor_lazy_context(ix: LazyIndex) -> tuple[list[Any], dict[str, Any]]:
+    """The path from the leaf, settings from the few model/thinking entries on it, and the
+    bodies from the latest compaction's first kept entry on (only those are read and parsed)."""
+    fd = os.open(ix.path, os.O_RDONLY)
+    try:
+        with _GcPaused():
+            rows, loads, read = ix.rows, orjson.loads, ix.read
+            path: list[bytes] = []
+            cur = ix.leaf
+            while cur is not None:
+                path.append(cur)
+                cur = rows[cur][0]
+            path.reverse()
+            settings: dict[str, Any] = {}
+            compaction_at = None
+            for i, eid in enumerate(path):
+                kind = rows[eid][1]
+                if kind == b"compaction":
+                    compaction_at = i
+                elif kind == b"model_change" or kind == b"thinking_level_change":
+                    settings[kind.decode()] = loads(read(fd, eid))
+            messages: list[Any] = []
+            body = path
+            if compaction_at is not None:
+                compaction = loads(read(fd, path[compaction_at]))
+                messages.append({"role": "compactionSummary", "summary": compaction["summary"]})
+                kept = path.index(compaction["firstKeptEntryId"].encode(), 0, compaction_at)
+                body = path[kept:compaction_at] + path[compaction_at + 1 :]
+            for eid in body:
+                if rows[eid][1] in _CONTEXT_TYPES:
+                    messages.append(loads(read(fd, eid)))
+    finally:
+        os.close(fd)
+    return messages, settings
+
+
+def floor_full_parse(path: Path) -> dict[str, Any]:
+    """orjson.loads of every line, GC paused; entries by id."""
+    with open(path, "rb") as f:
+        data = f.read()
+    with _GcPaused():
+        lines = data.split(b"\n")
+        entries = {}
+        for line in lines[1:]:
+            if line:
+                obj = orjson.loads(line)
+                entries[obj["id"]] = obj
+    return entries
+
+
+def floor_fork(ix: LazyIndex, mid: bytes, dest: Path, *, fsync: bool) -> int:
+    """Copy the raw lines of the path root -> ``mid`` (read by span) after a new header."""
+    rows = ix.rows
+    ids: list[bytes] = []
+    cur: bytes | None = mid
+    while cur is not None:
+        ids.append(cur)
+        cur = rows[cur][0]
+    ids.reverse()
+    header = dict(ix.header, id=secrets.token_hex(16), timestamp=_iso_now())
+    chunks = [orjson.dumps(header) + b"\n"]
+    fd = os.open(ix.path, os.O_RDONLY)
+    try:
+        for i in ids:
+            _, _, offset, length = rows[i]
+            chunks.append(os.pread(fd, length + 1, offset))
+    finally:
+        os.close(fd)
+    with open(dest, "wb") as f:
+        f.write(b"".join(chunks))
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
+    if fsync:
+        _fsync_dir(dest.parent)
+    return len(ids)
+
+
+def floor_append(dest: Path, messages: list[dict[str, Any]], *, fsync_every: int) -> None:
+    """One ``orjson.dumps`` + one ``write`` per entry on an O_APPEND descriptor; ``fsync_every``
+    0 never fsyncs."""
+    fd = os.open(dest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        parent = None
+        for n, message in enumerate(messages, 1):
+            eid = secrets.token_hex(4)
+            entry = {
+                "type": "message",
+                "id": eid,
+                "parentId": parent,
+                "timestamp": _iso_now(),
+                "message": message,
+            }
+            os.write(fd, orjson.dumps(entry) + b"\n")
+            parent = eid
+            if fsync_every and n % fsync_every == 0:
+                os.fsync(fd)
+        if fsync_every:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def floor_create(folder: Path, cwd: str, user: Any, assistant: Any, *, fsync: bool) -> Path:
+    """A new file, created exclusively, holding the header and two message lines."""
+    sid = secrets.token_hex(16)
+    stamp = _iso_now()
+    path = folder / f"{stamp.replace(':', '-').replace('.', '-')}_{sid}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+    try:
+        header = {"type": "session", "version": 3, "id": sid, "timestamp": stamp, "cwd": cwd}
+        os.write(fd, orjson.dumps(header) + b"\n")
+        parent = None
+        for message in (user, assistant):
+            eid = secrets.token_hex(4)
+            entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": _iso_now()}
+            entry["message"] = message
+            os.write(fd, orjson.dumps(entry) + b"\n")
+            parent = eid
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    if fsync:
+        _fsync_dir(folder)
+    return path
+
+
+def floor_list_head(root: Path) -> list[tuple[str, str, str, float]]:
+    """Per file: read the first 16 KiB, parse the header and the first user message; fstat."""
+    out = []
+    for sub in os.scandir(root):
+        if not sub.is_dir():
+            continue
+        for entry in os.scandir(sub.path):
+            if not entry.name.endswith(".jsonl"):
+                continue
+            with open(entry.path, "rb") as f:
+                head = f.read(16384)
+                st = os.fstat(f.fileno())
+            lines = head.split(b"\n")
+            header = orjson.loads(lines[0])
+            first = ""
+            for line in lines[1:-1]:
+                if b'"role":"user"' in line:
+                    first = orjson.loads(line)["message"]["content"][0]["text"]
+                    break
+            out.append((header["id"], header["cwd"], first, st.st_mtime))
+    out.sort(key=lambda t: t[3], reverse=True)
+    return out
+
+
+def floor_list_stat(root: Path) -> list[tuple[str, int, float]]:
+    """Only a stat of each file (what a cache keyed by size and mtime needs)."""
+    out = []
+    for sub in os.scandir(root):
+        if sub.is_dir():
+            for entry in os.scandir(sub.path):
+                if entry.name.endswith(".jsonl"):
+                    st = entry.stat()
+                    out.append((entry.path, st.st_size, st.st_mtime))
+    return out
+
+
+def _iso_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- subprocess workers --------------------------------------------------------------------------
+
+
+def worker(kind: str, target: str, expect: int) -> dict[str, Any]:
+    """Runs in a fresh interpreter (``--worker``); returns one JSON object."""
+    from repos import JsonlSessionRepo, open_session
+
+    path = Path(target)
+    if kind == "list":
+        repo = JsonlSessionRepo(path, fsync="never")
+
+        async def timed() -> tuple[float, int]:
+            start = time.perf_counter()
+            infos = await repo.list()
+            return (time.perf_counter() - start) * 1e3, len(infos)
+
+        ms, count = asyncio.run(timed())
+        if count != expect:
+            raise SystemExit(f"list gave {count} sessions, expected {expect}")
+        return {"ms": ms}
+    if kind == "list-head":
+        start = time.perf_counter()
+        count = len(floor_list_head(path))
+        ms = (time.perf_counter() - start) * 1e3
+        if count != expect:
+            raise SystemExit(f"head floor saw {count} sessions, expected {expect}")
+        return {"ms": ms}
+    # memory and growth: one open + first context in this fresh process
+    gc.collect()
+    base = _status_kib("VmRSS")
+    peak_ok = _reset_peak()
+    start = time.perf_counter()
+    held: Any
+    if kind == "ours":
+        session = open_session(path, fsync="never")
+        opened = time.perf_counter()
+        peak_open = _status_kib("VmHWM")
+        context = session.build_context()
+        if len(session) != expect or not context.messages:
+            raise SystemExit(f"open saw {len(session)} entries, expected {expect}")
+        held = (session, context)
+    elif kind == "lazy":
+        ix = floor_lazy_index(path)
+        opened = time.perf_counter()
+        peak_open = _status_kib("VmHWM")
+        held = (ix, floor_lazy_context(ix))
+    elif kind == "full":
+        entries = floor_full_parse(path)
+        opened = time.perf_counter()
+        peak_open = _status_kib("VmHWM")
+        held = entries
+    else:
+        raise SystemExit(f"unknown worker {kind}")
+    done = time.perf_counter()
+    rss = _status_kib("VmRSS")
+    del held
+    return {
+        "open_ms": (opened - start) * 1e3,
+        "context_ms": (done - opened) * 1e3,
+        "rss_mib": (rss - base) / 1024,
+        "peak_open_mib": (peak_open - base) / 1024 if peak_ok else None,
+    }
+
+
+def run_worker(kind: str, target: Path, expect: int) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(target)]
+    cmd += ["--expect", str(expect)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"worker {kind} failed: {tail[0]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def timed_runs(
+    runs: int,
+    fn: Callable[[Any], Any],
+    setup: Callable[[], Any] | None = None,
+    teardown: Callable[[Any], Any] | None = None,
+) -> list[float]:
+    times = []
+    for _ in range(runs):
+        ctx = setup() if setup else None
+        gc.collect()  # between runs only; never around the timed call
+        start = time.perf_counter()
+        result = fn(ctx)
+        times.append((time.perf_counter() - start) * 1e3)
+        if teardown:
+            teardown(result)  # what the timed call returned
+    return times
+
+
+async def atimed_runs(
+    runs: int,
+    fn: Callable[[Any], Awaitable[Any]],
+    setup: Callable[[], Awaitable[Any]] | None = None,
+    teardown: Callable[[Any], Awaitable[Any]] | None = None,
+) -> list[float]:
+    times = []
+    for _ in range(runs):
+        ctx = await setup() if setup else None
+        gc.collect()
+        start = time.perf_counter()
+        await fn(ctx)
+        times.append((time.perf_counter() - start) * 1e3)
+        if teardown:
+            await teardown(ctx)
+    return times
+
+
+@dataclass
+class Figures:
+    """Medians by key; a failed measurement keeps its error instead."""
+
+    values: dict[str, float | None] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    spread: dict[str, tuple[float, float]] = field(default_factory=dict)
+    unsupported: dict[str, str] = field(default_factory=dict)
+
+    def put(self, key: str, samples: list[float]) -> float:
+        value = statistics.median(samples)
+        self.values[key] = value
+        self.spread[key] = (min(samples), max(samples))
+        log(f"  {key:<34} {fmt(value):>9}   (min {fmt(min(samples))}, max {fmt(max(samples))})")
+        return value
+
+    def fail(self, key: str, exc: BaseException) -> None:
+        self.values[key] = None
+        self.errors[key] = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
+        log(f"  {key:<34} FAILED {self.errors[key]}")
+
+    def get(self, key: str) -> float | None:
+        return self.values.get(key)
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return DASH
+    if abs(value) >= 100:
+        text = f"{value:,.0f}"
+    elif abs(value) >= 10:
+        text = f"{value:.1f}"
+    elif abs(value) >= 1:
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.3f}"
+    return text + unit
+
+
+# --- the benchmark -------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, data: Path, sizes: Sizes, runs: int) -> None:
+        self.data = data
+        self.sizes = sizes
+        self.runs = runs
+        self.small_runs = max(runs, 21)
+        self.manifest = json.loads((data / "manifest.json").read_text())
+        self.fig = Figures()
+        self.work = data / f"work-{os.getpid()}"
+        self.growth: list[dict[str, Any]] = []
+
+    def file(self, name: str) -> Path:
+        return self.data / self.manifest["sessions"][name]["file"]
+
+    def facts(self, name: str) -> dict[str, Any]:
+        facts: dict[str, Any] = self.manifest["sessions"][name]
+        return facts
+
+    def scratch(self, name: str) -> Path:
+        folder = self.work / name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        return folder
+
+    def attempt(self, key: str, measure: Callable[[], list[float]]) -> None:
+        try:
+            self.fig.put(key, measure())
+        except Exception as exc:
+            self.fig.fail(key, exc)
+
+    async def aattempt(self, key: str, measure: Callable[[], Awaitable[list[float]]]) -> None:
+        try:
+            self.fig.put(key, await measure())
+        except Exception as exc:
+            self.fig.fail(key, exc)
+
+    def warm_page_cache(self) -> None:
+        for path in self.data.rglob("*.jsonl"):
+            with open(path, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+
+    # --- open and context ---
+
+    def bench_open_context(self) -> None:
+        for name in (self.sizes.big, self.sizes.mid):
+            self._open_context(name, whole=name == self.sizes.big)
+
+    def _open_context(self, name: str, *, whole: bool) -> None:
+        from repos import open_session
+
+        runs, path, facts, n = self.runs, self.file(name), self.facts(name), label(name)
+
+        def open_it(_: Any = None) -> Any:
+            session = open_session(path, fsync="never")
+            if session.leaf_id != facts["leaf"] or len(session) != facts["entries"]:
+                raise RuntimeError(f"open gave leaf {session.leaf_id}, {len(session)} entries")
+            return session
+
+        def context(session: Any) -> Any:
+            session.build_context()
+            return session
+
+        def close(session: Any) -> None:
+            session.close()
+
+        if whole:
+            self.attempt(f"ours.open.{n}", lambda: timed_runs(runs, open_it, teardown=close))
+            self.attempt(
+                f"ours.resume.{n}",
+                lambda: timed_runs(runs, lambda _: context(open_it()), teardown=close),
+            )
+        self.attempt(
+            f"ours.context.{n}",
+            lambda: timed_runs(runs, context, setup=open_it, teardown=close),
+        )
+        if whole:
+            self.attempt(
+                f"floor.lazy.{n}", lambda: timed_runs(runs, lambda _: floor_lazy_index(path))
+            )
+            self.attempt(
+                f"floor.full.{n}", lambda: timed_runs(runs, lambda _: floor_full_parse(path))
+            )
+            self.attempt(
+                f"floor.resume.{n}",
+                lambda: timed_runs(runs, lambda _: floor_lazy_context(floor_lazy_index(path))),
+            )
+        self.attempt(
+            f"floor.context.{n}",
+            lambda: timed_runs(runs, floor_lazy_context, setup=lambda: floor_lazy_index(path)),
+        )
+
+    # --- appends ---
+
+    def append_sources(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        from repos import decode_message
+
+        raw = []
+        with open(self.file("appendsrc"), "rb") as f:
+            next(f)
+            for line in f:
+                obj = orjson.loads(line)
+                if obj.get("type") == "message":
+                    raw.append(obj["message"])
+        n = self.sizes.append
+        raw = [raw[i % len(raw)] for i in range(n)]
+        return [decode_message(m) for m in raw], raw
+
+    async def bench_append(self) -> None:
+        typed, raw = self.append_sources()
+        for policy, every, key in (
+            ("never", 0, "nofsync"),
+            ("always", 0, "fsync_each"),
+            ("never", 100, "fsync_100"),
+        ):
+            await self._append(typed, raw, policy, every, key)
+
+    async def _append(
+        self, typed: list[Any], raw: list[Any], policy: Any, every: int, key: str
+    ) -> None:
+        """``every`` > 0: fsync="never" and ``session.sync()`` every ``every`` appends."""
+        from repos import JsonlSessionRepo
+
+        cwd, n, runs = self.manifest["cwd"], label(self.sizes.append), self.runs
+        folder = self.scratch(f"append-{key}")
+        repo = JsonlSessionRepo(folder, fsync=policy)
+
+        async def setup() -> Any:
+            return await repo.create(cwd)
+
+        async def run(session: Any) -> None:
+            append = session.append_message
+            if every:
+                for i, message in enumerate(typed, 1):
+                    append(message)
+                    if i % every == 0:
+                        session.sync()
+                session.sync()
+            else:
+                for message in typed:
+                    append(message)
+
+        async def teardown(session: Any) -> None:
+            if len(session) != len(typed):
+                raise RuntimeError(f"append stored {len(session)} entries")
+            session.close()
+            os.unlink(session.path)
+
+        await self.aattempt(
+            f"ours.append_{key}.{n}", lambda: atimed_runs(runs, run, setup, teardown)
+        )
+        dest = folder / "floor.jsonl"
+        floor_every = {"nofsync": 0, "fsync_each": 1, "fsync_100": 100}[key]
+        self.attempt(
+            f"floor.append_{key}.{n}",
+            lambda: timed_runs(
+                runs,
+                lambda _: floor_append(dest, raw, fsync_every=floor_every),
+                teardown=lambda _: dest.unlink(),
+            ),
+        )
+
+    # --- list ---
+
+    async def bench_list(self) -> None:
+        from repos import JsonlSessionRepo
+
+        folder = self.manifest[f"folder{self.sizes.folder}"]
+        root = self.data / folder["root"]
+        count = folder["sessions"]
+        n = f"{count}"
+        runs = self.runs
+
+        def fresh(kind: str) -> list[float]:
+            return [run_worker(kind, root, count)["ms"] for _ in range(runs)]
+
+        self.attempt(f"ours.list_first.{n}", lambda: fresh("list"))
+        self.attempt(f"floor.list_head.{n}", lambda: fresh("list-head"))
+        repo = JsonlSessionRepo(root, fsync="never")
+
+        async def repeat() -> list[float]:
+            if len(await repo.list()) != count:
+                raise RuntimeError("list missed sessions")
+
+            async def once(_: Any) -> None:
+                await repo.list()
+
+            return await atimed_runs(max(runs, 5), once)
+
+        await self.aattempt(f"ours.list_repeat.{n}", repeat)
+        self.attempt(
+            f"floor.list_stat.{n}",
+            lambda: timed_runs(max(runs, 5), lambda _: floor_list_stat(root)),
+        )
+
+    # --- fork ---
+
+    async def bench_fork(self) -> None:
+        from repos import JsonlSessionRepo, open_session
+
+        name = self.sizes.big
+        path, facts = self.file(name), self.facts(name)
+        n = label(name)
+        mid = facts["mid_id"]
+        expected = facts["active_path_len"] - facts["active_path_len"] // 2
+        folder = self.scratch("fork")
+        repo = JsonlSessionRepo(folder, fsync="never")
+        runs = self.runs
+
+        async def drop(fork: Any) -> None:
+            if len(fork) < expected:
+                raise RuntimeError(f"fork holds {len(fork)} entries, expected {expected}")
+            fork.close()
+            os.unlink(fork.path)
+
+        source = open_session(path, fsync="never")
+        try:
+
+            async def measure_session() -> list[float]:
+                times = []
+                for _ in range(runs):
+                    gc.collect()
+                    start = time.perf_counter()
+                    fork = await repo.fork(source, entry_id=mid, position="at")
+                    times.append((time.perf_counter() - start) * 1e3)
+                    await drop(fork)
+                return times
+
+            key = f"ours.fork_session.{n}"
+            try:
+                self.fig.put(key, await measure_session())
+            except (AttributeError, TypeError) as exc:
+                # repo.fork(ref) resolving a Session as if it were an id or a path
+                self.fig.values[key] = None
+                self.fig.unsupported[key] = "repo.fork does not take a Session yet"
+                log(f"  {key:<34} not supported ({type(exc).__name__}: {exc})")
+            except Exception as exc:
+                self.fig.fail(key, exc)
+        finally:
+            source.close()
+
+        async def measure_path() -> list[float]:
+            times = []
+            for _ in range(runs):
+                gc.collect()
+                start = time.perf_counter()
+                fork = await repo.fork(path, entry_id=mid, position="at")
+                times.append((time.perf_counter() - start) * 1e3)
+                await drop(fork)
+            return times
+
+        await self.aattempt(f"ours.fork_path.{n}", measure_path)
+        ix = floor_lazy_index(path)
+        dest = folder / "floor.jsonl"
+        for fsync in (False, True):
+
+            def copy(_: Any, fsync: bool = fsync, ix: LazyIndex = ix) -> None:
+                if floor_fork(ix, mid.encode(), dest, fsync=fsync) != expected:
+                    raise RuntimeError("floor fork copied a wrong path")
+
+            key = "fork_copy_fsync" if fsync else "fork_copy"
+            self.attempt(f"floor.{key}.{n}", lambda copy=copy: timed_runs(runs, copy))  # type: ignore[misc]
+        del ix
+
+    # --- create ---
+
+    async def bench_create(self) -> None:
+        from repos import JsonlSessionRepo
+
+        typed, raw = self.append_sources()
+        iu = next(i for i, m in enumerate(raw) if m["role"] == "user")
+        ia = next(i for i, m in enumerate(raw) if m["role"] == "assistant")
+        cwd = self.manifest["cwd"]
+        folder = self.scratch("create")
+        repo = JsonlSessionRepo(folder, fsync="never")
+        reps = self.small_runs
+
+        async def create(_: Any) -> Any:
+            session = await repo.create(cwd)
+            session.append_message(typed[iu])
+            session.append_message(typed[ia])
+            return session
+
+        async def measure() -> list[float]:
+            times = []
+            for i in range(reps + 3):
+                gc.collect()
+                start = time.perf_counter()
+                session = await create(None)
+                took = (time.perf_counter() - start) * 1e3
+                session.close()
+                os.unlink(session.path)
+                if i >= 3:
+                    times.append(took)
+            return times
+
+        await self.aattempt("ours.create", measure)
+        plain = self.scratch("create-floor")
+        for fsync in (False, True):
+
+            def make(_: Any, fsync: bool = fsync) -> None:
+                floor_create(plain, cwd, raw[iu], raw[ia], fsync=fsync).unlink()
+
+            key = "floor.create_fsync" if fsync else "floor.create"
+            self.attempt(key, lambda make=make: timed_runs(reps, make))  # type: ignore[misc]
+
+    # --- memory and growth (fresh processes) ---
+
+    def bench_growth(self) -> None:
+        ref_per: dict[str, float] = {}
+        for name in self.sizes.growth:
+            path, facts, n = self.file(name), self.facts(name), label(name)
+            try:
+                samples = [run_worker("ours", path, facts["entries"]) for _ in range(self.runs)]
+            except Exception as exc:
+                self.fig.fail(f"growth.{n}", exc)
+                self.growth.append({"name": name, "error": self.fig.errors[f"growth.{n}"]})
+                continue
+            med = {
+                k: statistics.median(s[k] for s in samples)
+                for k in ("open_ms", "context_ms", "rss_mib")
+            }
+            peaks = [s["peak_open_mib"] for s in samples if s["peak_open_mib"] is not None]
+            lazy = statistics.median(timed_runs(self.runs, lambda _, p=path: floor_lazy_index(p)))
+            gc.collect()
+            row = {
+                "name": name,
+                "entries": facts["entries"],
+                "path": facts["active_path_len"],
+                "mib": facts["bytes"] / MIB,
+                **med,
+                "peak_open_mib": statistics.median(peaks) if peaks else None,
+                "open_us": med["open_ms"] * 1e3 / facts["entries"],
+                "context_us": med["context_ms"] * 1e3 / facts["active_path_len"],
+                "lazy_us": lazy * 1e3 / facts["entries"],
+            }
+            self.growth.append(row)
+            log(
+                f"  growth {label(name):>5}: open {row['open_us']:.2f} µs/entry, context "
+                f"{row['context_us']:.2f} µs/path entry, RSS +{row['rss_mib']:.0f} MiB"
+            )
+            if name == self.sizes.ref:
+                ref_per = {"open": row["open_us"], "context": row["context_us"]}
+            if name == self.sizes.big:
+                self.fig.put(f"ours.rss.{n}", [s["rss_mib"] for s in samples])
+                if peaks:
+                    self.fig.put(f"ours.peak.{n}", peaks)
+        self.growth_ref = ref_per
+
+    def bench_memory_floors(self) -> None:
+        name = self.sizes.big
+        path, n = self.file(name), label(name)
+        for kind in ("lazy", "full"):
+            try:
+                samples = [run_worker(kind, path, 0) for _ in range(self.runs)]
+            except Exception as exc:
+                self.fig.fail(f"floor.rss_{kind}.{n}", exc)
+                continue
+            self.fig.put(f"floor.rss_{kind}.{n}", [s["rss_mib"] for s in samples])
+            peaks = [s["peak_open_mib"] for s in samples if s["peak_open_mib"] is not None]
+            if peaks:
+                self.fig.put(f"floor.peak_{kind}.{n}", peaks)
+
+    async def run_all(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        try:
+            log("warming the page cache")
+            self.warm_page_cache()
+            log("open and first context")
+            self.bench_open_context()
+            log("append")
+            await self.bench_append()
+            log("list")
+            await self.bench_list()
+            log("fork")
+            await self.bench_fork()
+            log("create")
+            await self.bench_create()
+            log("memory and growth (fresh processes)")
+            self.bench_growth()
+            self.bench_memory_floors()
+        finally:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+# --- pi ------------------------------------------------------------------------------------------
+
+
+def pi_results(data: Path, runs: int, quick: bool) -> tuple[dict[str, Any] | None, str]:
+    """pi_bench.mjs's results by ``op_size`` key, or None and the reason."""
+    if quick:
+        return None, "--quick: pi_bench.mjs needs the full workload"
+    script = SHARED_BENCH / "pi_bench.mjs"
+    if not script.is_file():
+        return None, f"{script} is missing"
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        return None, "node or npm not found"
+    package = PI_DIR / "node_modules" / PI_PACKAGE / "package.json"
+    if not package.is_file():
+        log(f"installing {PI_PACKAGE}@{PI_VERSION} into {PI_DIR}")
+        PI_DIR.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [
+                *(npm, "install", "--prefix", str(PI_DIR), "--no-audit", "--no-fund"),
+                *("--loglevel=error", f"{PI_PACKAGE}@{PI_VERSION}"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0 or not package.is_file():
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            return None, f"npm install failed: {tail[0]}"
+    out = data / f"pi-{os.getpid()}.json"
+    log("pi: running pi_bench.mjs (pi's SessionManager on the same files)")
+    try:
+        done = subprocess.run(
+            [
+                *(node, "--expose-gc", str(script), "--pi", str(PI_DIR), "--data", str(data)),
+                *("--reps", str(runs), "--json", str(out)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        for line in done.stdout.splitlines():
+            log(f"  pi {line}")
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            return None, f"pi_bench.mjs failed: {tail[0]}"
+        report = json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+    by_key = {f"{r['op']}_{r['size']}": r for r in report["results"]}
+    return {"report": report, "by_key": by_key}, ""
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    name: str
+    ours: float | None
+    floors: list[tuple[str, float | None]]
+    pi: float | str | None
+    target: str
+    met: str
+    unit: str = "ms"
+    error: str = ""
+    pi_note: str = ""
+    unsupported: str = ""
+
+
+def ratio(a: float | None, b: float | str | None) -> str:
+    if a is None or not isinstance(b, float | int) or b == 0:
+        return DASH
+    return f"{a / b:.2f}{TIMES}"
+
+
+def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason: str) -> list[Row]:
+    names = row_names(sizes is QUICK)
+    big, mid, ap = label(sizes.big), label(sizes.mid), label(sizes.append)
+    folder = f"{sizes.folder}"
+    pim = pi["by_key"] if pi else {}
+    absent = "not measured" if pi is None else DASH
+
+    def p(key: str) -> float | str:
+        r = pim.get(key)
+        return float(r["median_ms"]) if r and r.get("median_ms") is not None else absent
+
+    def v(key: str) -> float | None:
+        return fig.get(key)
+
+    rows: list[Row] = []
+
+    def add(
+        i: int,
+        ours_key: str,
+        floors: list[tuple[str, str]],
+        pi_value: float | str,
+        target: str,
+        check: Callable[[float, list[float | None], float | str], bool | None],
+        unit: str = "ms",
+        pi_note: str = "",
+    ) -> None:
+        ours = v(ours_key)
+        floor_values = [(lbl, v(k)) for lbl, k in floors]
+        if ours is None:
+            met = "error" if ours_key in fig.errors else "not measured"
+        else:
+            verdict = check(ours, [f for _, f in floor_values], pi_value)
+            met = DASH if verdict is None else ("yes" if verdict else "NO")
+        rows.append(
+            Row(
+                names[i],
+                ours,
+                floor_values,
+                pi_value,
+                target,
+                met,
+                unit,
+                fig.errors.get(ours_key, ""),
+                pi_note,
+                fig.unsupported.get(ours_key, ""),
+            )
+        )
+
+    def vs_floor(factor: float) -> Callable[[float, list[float | None], float | str], bool | None]:
+        def check(ours: float, floors: list[float | None], _pi: float | str) -> bool | None:
+            return None if floors[0] is None else ours <= factor * floors[0]
+
+        return check
+
+    def vs_pi(share: float) -> Callable[[float, list[float | None], float | str], bool | None]:
+        def check(ours: float, _floors: list[float | None], pi_value: float | str) -> bool | None:
+            return ours <= share * pi_value if isinstance(pi_value, float) else None
+
+        return check
+
+    def at_most(limit: float) -> Callable[[float, list[float | None], float | str], bool | None]:
+        return lambda ours, _f, _p: ours <= limit
+
+    resume_pi: float | str = absent
+    if isinstance(p(f"open_{big}"), float) and isinstance(p(f"context_{big}"), float):
+        resume_pi = float(p(f"open_{big}")) + float(p(f"context_{big}"))
+    add(
+        0,
+        f"ours.open.{big}",
+        [("lazy index", f"floor.lazy.{big}"), ("full parse", f"floor.full.{big}")],
+        p(f"open_{big}"),
+        f"≤ 1.3{TIMES} lazy floor",
+        vs_floor(1.3),
+    )
+    add(
+        1,
+        f"ours.context.{big}",
+        [("lazy", f"floor.context.{big}")],
+        p(f"context_{big}"),
+        f"≤ 1.0{TIMES} lazy floor",
+        vs_floor(1.0),
+    )
+    add(
+        2,
+        f"ours.context.{mid}",
+        [("lazy", f"floor.context.{mid}")],
+        p(f"context_{mid}"),
+        f"≤ 1.1{TIMES} lazy floor",
+        vs_floor(1.1),
+    )
+    add(
+        3,
+        f"ours.resume.{big}",
+        [("lazy", f"floor.resume.{big}")],
+        resume_pi,
+        "≤ 1/8 of pi",
+        vs_pi(1 / 8),
+        pi_note="pi: open + context",
+    )
+    add(
+        4,
+        f"ours.append_nofsync.{ap}",
+        [("orjson.dumps + write", f"floor.append_nofsync.{ap}")],
+        p(f"append_{ap}"),
+        f"≤ 1.4{TIMES} floor",
+        vs_floor(1.4),
+    )
+    add(
+        5,
+        f"ours.append_fsync_each.{ap}",
+        [("dumps + write + fsync", f"floor.append_fsync_each.{ap}")],
+        "never fsyncs" if pi else absent,
+        f"≤ 1.1{TIMES} floor",
+        vs_floor(1.1),
+    )
+    add(
+        6,
+        f"ours.append_fsync_100.{ap}",
+        [("dumps + write, fsync/100", f"floor.append_fsync_100.{ap}")],
+        DASH if pi else absent,
+        f"≤ 1.4{TIMES} floor",
+        vs_floor(1.4),
+    )
+    add(
+        7,
+        f"ours.list_first.{folder}",
+        [("head of each file", f"floor.list_head.{folder}")],
+        p(f"list_{folder}"),
+        f"≤ 1.5{TIMES} head floor",
+        vs_floor(1.5),
+    )
+    add(
+        8,
+        f"ours.list_repeat.{folder}",
+        [("stat only", f"floor.list_stat.{folder}")],
+        "no cache" if pi else absent,
+        "≤ 20 ms",
+        at_most(20.0),
+    )
+    add(
+        9,
+        f"ours.fork_session.{big}",
+        [("raw line copy", f"floor.fork_copy.{big}"), ("+ fsync", f"floor.fork_copy_fsync.{big}")],
+        p(f"fork_{big}"),
+        f"≤ 1.2{TIMES} raw-copy floor",
+        vs_floor(1.2),
+        pi_note="pi: from an opened session",
+    )
+    add(
+        10,
+        f"ours.fork_path.{big}",
+        [("raw line copy", f"floor.fork_copy.{big}"), ("+ fsync", f"floor.fork_copy_fsync.{big}")],
+        p(f"fork_{big}"),
+        "(comparison)",
+        lambda _o, _f, _p: None,
+    )
+    add(
+        11,
+        "ours.create",
+        [("no fsync", "floor.create"), ("+ fsync", "floor.create_fsync")],
+        p("create_1"),
+        f"≤ 2{TIMES} floor (no fsync)",
+        vs_floor(2.0),
+    )
+    pi_rss: float | str = absent
+    mem = pim.get(f"open_mem_{big}")
+    if mem is not None:
+        pi_rss = float(mem["rss_mib"])
+    limit = 300.0 if sizes is FULL else 300.0 * int(big.rstrip("k")) / 100
+    add(
+        12,
+        f"ours.rss.{big}",
+        [("lazy", f"floor.rss_lazy.{big}"), ("full parse", f"floor.rss_full.{big}")],
+        pi_rss,
+        f"≤ +{limit:.0f} MiB",
+        at_most(limit),
+        unit="MiB",
+        pi_note="pi: after open only",
+    )
+    add(
+        13,
+        f"ours.peak.{big}",
+        [("file size", f"file.{big}"), ("lazy", f"floor.peak_lazy.{big}")],
+        DASH if pi else absent,
+        f"≤ 1.0{TIMES} file size",
+        vs_floor(1.0),
+        unit="MiB",
+    )
+    return rows
+
+
+def render(
+    rows: list[Row],
+    growth: list[dict[str, Any]],
+    sizes: Sizes,
+    pi_reason: str,
+    meta: dict[str, Any],
+) -> str:
+    out = []
+    out.append(
+        f"Storage benchmarks ({meta['profile']} workload, medians of --runs {meta['runs']}; "
+        f"{meta['nproc']} cores, {meta['cpu']}, Python {meta['python']}, orjson "
+        f"{meta['orjson']}; {meta['date']}; load average {meta['load_start']} -> "
+        f"{meta['load_end']})"
+    )
+    out.append(f"pi: {meta['pi']}" if not pi_reason else f"pi: not measured ({pi_reason})")
+    out.append("")
+    out.append("| operation | pi | floor | ours | ours/floor | ours/pi | target | met |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        unit = " MiB" if r.unit == "MiB" else ""
+        plus = "+" if r.unit == "MiB" else ""
+        floors = " / ".join(f"{plus}{fmt(val)} {lbl}" for lbl, val in r.floors)
+        if isinstance(r.pi, float):
+            pi_cell = f"{plus}{fmt(r.pi)}{unit}" + (f" ({r.pi_note[4:]})" if r.pi_note else "")
+        else:
+            pi_cell = str(r.pi)
+        ours = f"{plus}{fmt(r.ours)}{unit}" if r.ours is not None else f"error: {r.error}"
+        if r.ours is None and not r.error:
+            ours = r.unsupported or DASH
+        out.append(
+            f"| {r.name} | {pi_cell} | {floors} | {ours} | {ratio(r.ours, r.floors[0][1])} | "
+            f"{ratio(r.ours, r.pi)} | {r.target} | {r.met} |"
+        )
+    out.append("")
+    out.append("Growth: open and first context in a fresh process (median of the runs)")
+    out.append("")
+    out.append(
+        "| entries | MiB | active path | open ms | µs/entry | lazy floor µs/entry | "
+        "context ms | µs/path entry | RSS held | peak in open |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for g in growth:
+        if "error" in g:
+            out.append(f"| {label(g['name'])} | error: {g['error']} | | | | | | | | |")
+            continue
+        peak = f"+{g['peak_open_mib']:.0f} MiB" if g["peak_open_mib"] is not None else DASH
+        out.append(
+            f"| {g['entries']:,} | {g['mib']:.0f} | {g['path']:,} | {fmt(g['open_ms'])} | "
+            f"{g['open_us']:.2f} | {g['lazy_us']:.2f} | {fmt(g['context_ms'])} | "
+            f"{g['context_us']:.2f} | +{g['rss_mib']:.0f} MiB | {peak} |"
+        )
+    by = {g["name"]: g for g in growth if "error" not in g}
+    last, ref = sizes.growth[-1], sizes.ref
+    if last in by and ref in by:
+        for what, key in (("open", "open_us"), ("first context", "context_us")):
+            r = by[last][key] / by[ref][key]
+            verdict = "flat (target met)" if r <= 1.2 else f"NOT flat (target: ≤ 1.2{TIMES})"
+            out.append(
+                f"{what}: per-entry cost at {label(last)} is {r:.2f}{TIMES} that at {label(ref)}: "
+                f"{verdict}"
+            )
+    return "\n".join(out)
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "orjson": orjson.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def _load() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    sizes = QUICK if a.quick else FULL
+    gen = _load_generator()
+    log(f"workload: {sizes.profile} (bench/gen_workload.py, seed {a.seed})")
+    data = gen.ensure(sizes.profile, a.seed, a.data)
+    meta: dict[str, Any] = {
+        "profile": sizes.profile,
+        "runs": a.runs,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_start": _load(),
+        "data": str(data),
+        **machine(),
+    }
+    bench = Bench(data, sizes, a.runs)
+    await bench.run_all()
+    bench.fig.values[f"file.{label(sizes.big)}"] = bench.facts(sizes.big)["bytes"] / MIB
+    pi_reason = "--no-pi" if a.no_pi else ""
+    pi: dict[str, Any] | None = None
+    if not a.no_pi:
+        pi, pi_reason = pi_results(data, a.runs, a.quick)
+    if pi:
+        rep = pi["report"]
+        meta["pi"] = f"{PI_PACKAGE} {rep['pi_version']} on node {rep['node']} (pi_bench.mjs)"
+    meta["load_end"] = _load()
+    rows = build_rows(bench.fig, sizes, pi, pi_reason)
+    print(render(rows, bench.growth, sizes, pi_reason, meta))
+    report = {
+        "meta": meta,
+        "pi_reason": pi_reason,
+        "rows": [r.__dict__ for r in rows],
+        "figures": bench.fig.values,
+        "spread": bench.fig.spread,
+        "errors": bench.fig.errors,
+        "unsupported": bench.fig.unsupported,
+        "growth": bench.growth,
+        "pi": pi["report"] if pi else None,
+    }
+    return (1 if bench.fig.errors else 0), report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--runs", type=int, default=3, help="runs per figure (median; default 3)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, no pi: a smoke run")
+    ap.add_argument("--json", metavar="OUT", help="also write every figure to OUT")
+    ap.add_argument("--no-pi", action="store_true", help="do not run pi_bench.mjs")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--data", type=Path, help="workload folder (default bench/.data/...)")
+    ap.add_argument("--worker", nargs=1, metavar=("KIND"), help=argparse.SUPPRESS)
+    ap.add_argument("target", nargs="?", help=argparse.SUPPRESS)
+    ap.add_argument("--expect", type=int, default=0, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker:
+        print(json.dumps(worker(a.worker[0], a.target, a.expect)))
+        return 0
+    if a.runs < 1:
+        ap.error("--runs must be at least 1")
+    status, report = asyncio.run(amain(a))
+    if a.json:
+        Path(a.json).write_text(json.dumps(report, indent=1, default=str) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
