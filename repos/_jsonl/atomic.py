@@ -67,6 +67,7 @@ def publish_atomically(
     *,
     exclusive: bool,
     check: Callable[[Path], object] | None = None,
+    durable: bool = True,
 ) -> None:
     """Write ``lines`` to a temp file beside ``destination``, fsync, rename, fsync the folder.
 
@@ -76,23 +77,25 @@ def publish_atomically(
             keeps its permissions.
         check: called with the written temp file before it is published; if it raises, nothing
             is published (the temp file is removed) and the error propagates.
+        durable: fsync the file and its folder (False for an ``fsync="never"`` repository:
+            still atomic for readers and other processes, not across a power loss).
     """
     folder = destination.parent
     make_folders(folder)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
     tmp = Path(tmp_name)
     # Held until the temp file is gone: marks it as a live writer's for sweep_temp_files.
-    lock_fd = os.open(tmp, os.O_RDONLY)
-    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         if not exclusive and destination.exists():
             # A rewrite keeps the file's permissions (mkstemp makes 0600 files).
             os.chmod(fd, stat.S_IMODE(destination.stat().st_mode))
-        with os.fdopen(fd, "wb") as out:
-            for line in lines:
-                out.write(line)
-            out.flush()
-            os.fsync(out.fileno())
+        data = b"".join(lines)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
         if check is not None:
             check(tmp)
         if exclusive:
@@ -105,8 +108,9 @@ def publish_atomically(
         tmp.unlink(missing_ok=True)
         raise
     finally:
-        os.close(lock_fd)
-    fsync_dir(folder)
+        os.close(fd)
+    if durable:
+        fsync_dir(folder)
 
 
 def sweep_temp_files(folder: Path, *, min_age_s: float = 1.0) -> list[Path]:

@@ -135,6 +135,7 @@ class JsonlSessionRepo:
         self._list_cache: dict[Path, _ListState] = {}
         self._persistent = list_cache
         self._persisted_loaded = False
+        self._swept: set[Path] = set()
         # create and fork check that an id is free, then publish: one at a time per repo.
         self._publish_lock = threading.Lock()
         self.list_problems: tuple[tuple[Path, str], ...] = ()
@@ -182,9 +183,14 @@ class JsonlSessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        session = await asyncio.to_thread(
-            self._publish, header, [dumps_line(encode_header(header))]
-        )
+        lines = [dumps_line(encode_header(header))]
+        # A fresh UUID4 cannot be taken: only an id the caller chose is looked for on disk.
+        check = session_id is not None
+        if self._fsync == "never":
+            # No fsync: a few system calls, cheaper than handing them to a thread.
+            session = self._publish(header, lines, check_id=check)
+        else:
+            session = await asyncio.to_thread(self._publish, header, lines, check_id=check)
         await notify(self, SessionCreatedEvent(session_id=session.id, path=str(session.path)))
         return session
 
@@ -351,21 +357,28 @@ class JsonlSessionRepo:
 
     # --- file work (runs in a thread) ---------------------------------------------------------
 
-    def _publish(self, header: SessionHeader, lines: builtins.list[bytes]) -> Session:
+    def _publish(
+        self, header: SessionHeader, lines: builtins.list[bytes], *, check_id: bool = True
+    ) -> Session:
         folder = self._root / encode_cwd(header.cwd)
         path = folder / file_name(header.timestamp, header.id)
         # File names differ by timestamp, so the exclusive link alone cannot stop two creates
         # of one id: the check and the publish happen under one lock (per repo object; other
         # processes can still race).
         with self._publish_lock:
-            if self._find(header.id):
+            if check_id and self._find(header.id):
                 raise SessionExistsError(header.id)
             check_under_root(self._root, folder)
             try:
                 created = make_folders(folder)
             except OSError as exc:
                 raise StorageError.wrap(folder, exc, "creating the session folder") from exc
-            sweep_temp_files(folder)
+            if folder not in self._swept:
+                # Once per folder and repository object (list() sweeps whenever it sees some):
+                # listing a folder of a thousand sessions on every create would cost more
+                # than the create.
+                sweep_temp_files(folder)
+                self._swept.add(folder)
             opened: builtins.list[Session] = []
 
             body = b"".join(lines[1:])  # one write, and indexed as it is
@@ -381,7 +394,13 @@ class JsonlSessionRepo:
 
             try:
                 check_under_root(self._root, folder)
-                publish_atomically(path, [lines[0], body], exclusive=True, check=read_back)
+                publish_atomically(
+                    path,
+                    [lines[0], body],
+                    exclusive=True,
+                    check=read_back,
+                    durable=self._fsync != "never",
+                )
             except BaseException as exc:
                 for session in opened:
                     session.close()
