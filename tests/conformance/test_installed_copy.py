@@ -28,7 +28,7 @@ import pytest
 import pytest_asyncio
 
 import repos.testing
-from repos import MemorySessionRepo
+from repos import JsonlSessionRepo, MemorySessionRepo
 from repos.testing import ConformanceSuite
 
 
@@ -51,6 +51,12 @@ class TestWithAnAsyncFixture(ConformanceSuite):
     @pytest_asyncio.fixture
     async def session_repo(self):
         yield MemorySessionRepo()
+
+
+class TestJsonlSessionRepo(ConformanceSuite):
+    @pytest.fixture
+    def session_repo(self, tmp_path):
+        return JsonlSessionRepo(tmp_path / "sessions")
 """
 
 PYTEST_INI = """\
