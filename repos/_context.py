@@ -139,7 +139,10 @@ _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
 
 
 def _lazy_raw_context(
-    path_ids: Sequence[str], get: Callable[[str], Entry], type_of: Callable[[str], str]
+    path_ids: Sequence[str],
+    get: Callable[[str], Entry],
+    type_of: Callable[[str], str],
+    get_many: Callable[[list[str]], list[Entry]] | None = None,
 ) -> tuple[list[Message], ModelRef | None, str, tuple[str, ...] | None]:
     """:func:`_raw_context` decoding only what it needs: the settings are the last of their kind
     on the path (found walking back from the leaf), and only the entries from the last
@@ -186,11 +189,11 @@ def _lazy_raw_context(
         selected = [*path_ids[kept_from:last_compaction], *path_ids[last_compaction + 1 :]]
     else:
         selected = list(path_ids)
-    for entry_id in selected:
-        if type_of(entry_id) in _MESSAGE_TYPES:
-            message = entry_message(get(entry_id))
-            if message is not None:
-                messages.append(message)
+    wanted = [i for i in selected if type_of(i) in _MESSAGE_TYPES]
+    for entry in get_many(wanted) if get_many is not None else map(get, wanted):
+        message = entry_message(entry)
+        if message is not None:
+            messages.append(message)
     return messages, model, thinking if thinking is not None else "off", tools
 
 
@@ -375,6 +378,7 @@ class ContextCache:
         path_ids: Callable[[], list[str]],
         get: Callable[[str], Entry],
         type_of: Callable[[str], str] | None = None,
+        get_many: Callable[[list[str]], list[Entry]] | None = None,
     ) -> SessionContext:
         """Like :meth:`build` for the branch ending at ``leaf_id``, walking up only to the last
         leaf when the new one descends from it (``path_ids()`` gives the whole branch
@@ -392,7 +396,7 @@ class ContextCache:
                 extended = self._extend(walk, get)
                 if extended is not None:
                     return extended
-        return self._rebuild(path_ids(), get, type_of)
+        return self._rebuild(path_ids(), get, type_of, get_many)
 
     def _extend(self, new_ids: list[str], get: Callable[[str], Entry]) -> SessionContext | None:
         """The context after appending ``new_ids`` to the known branch, or None when it must be
@@ -419,12 +423,13 @@ class ContextCache:
         path_ids: list[str],
         get: Callable[[str], Entry],
         type_of: Callable[[str], str] | None = None,
+        get_many: Callable[[list[str]], list[Entry]] | None = None,
     ) -> SessionContext:
         if type_of is None:
             raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
         else:
             with gc_paused():
-                raw, model, thinking, tools = _lazy_raw_context(path_ids, get, type_of)
+                raw, model, thinking, tools = _lazy_raw_context(path_ids, get, type_of, get_many)
         self._path_ids, self._raw = list(path_ids), raw
         self._derived = (model, thinking, tools)
         self._done, self._split, self._closed_ids = [], 0, set()

@@ -361,6 +361,7 @@ class Session:
                 lambda: self._tree.path_ids(leaf),
                 self._tree.get,
                 lambda entry_id: rows[entry_id].type,
+                self._tree.get_many,
             )
             self._context_cache = (key, context)
         return self._context_cache[1]

@@ -41,6 +41,8 @@ class Tree:
     """
 
     load: Callable[[Row], Entry]
+    load_many: Callable[[list[Row]], list[Entry | CorruptSessionError]] | None = None
+    """Decodes many rows at once (a file store reads neighbouring lines together)."""
     on_bad_body: Callable[[str, CorruptSessionError], None] | None = None
     """Recover mode: called after a row whose body cannot be decoded was dropped (strict
     sessions leave it None, and the error propagates with the row kept)."""
@@ -168,6 +170,27 @@ class Tree:
                 raise
             self.cache[entry_id] = entry
         return entry
+
+    def get_many(self, entry_ids: list[str]) -> list[Entry]:
+        """:meth:`get` of many entries, decoding the uncached ones together.
+
+        Raises:
+            EntryNotFoundError, CorruptSessionError: as :meth:`get` (in recover mode, after the
+            damaged row was dropped).
+        """
+        cache = self.cache
+        missing = [i for i in entry_ids if i not in cache]
+        if self.load_many is not None and len(missing) > 1:
+            rows = []
+            for entry_id in missing:
+                row = self.rows.get(entry_id)
+                if row is None:
+                    raise EntryNotFoundError(entry_id)
+                rows.append(row)
+            for row, decoded in zip(rows, self.load_many(rows), strict=True):
+                if not isinstance(decoded, CorruptSessionError):
+                    cache[row.id] = decoded
+        return [self.get(i) for i in entry_ids]  # the failures raise here, one by one
 
     def path_ids(self, leaf_id: str | None) -> list[str]:
         """Ids from the root down to ``leaf_id`` (empty for None). A cycle ends the walk."""

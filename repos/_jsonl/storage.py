@@ -131,6 +131,24 @@ class JsonlStore:
         offset, length = row.span
         return os.pread(self._reader(), length, offset) + b"\n"
 
+    def read_many(self, rows: Sequence[Row]) -> list[Entry | CorruptSessionError]:
+        """:meth:`read` of many rows (neighbouring lines read together); a row that cannot be
+        decoded gets its error in its place instead of raising."""
+        out: list[Entry | CorruptSessionError] = []
+        for row, raw in zip(rows, self.raw_many(rows), strict=True):
+            if raw is None or row.derived_ids:
+                try:
+                    out.append(self.read(row))
+                except CorruptSessionError as exc:
+                    out.append(exc)
+                continue
+            try:
+                out.append(decode_entry(orjson.loads(raw)))
+            except (orjson.JSONDecodeError, CodecError) as exc:
+                offset = row.span[0] if row.span is not None else 0
+                out.append(CorruptSessionError(self._path, row.line, offset, str(exc)))
+        return out
+
     def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
         """:meth:`raw` of many rows, reading neighbouring lines with one ``pread`` (a fork of a
         long path would otherwise cost a system call per line)."""
@@ -440,7 +458,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     header = _header(path, fd, buf[:first_end])
     info = os.fstat(fd)
     store = JsonlStore(path, identity=(info.st_dev, info.st_ino), end=0, lines=0, read_fd=fd)
-    tree = Tree(load=store.read)
+    tree = Tree(load=store.read, load_many=store.read_many)
     indexer = Indexer(path, tree, diagnostics, v1=header.version < 2, strict=strict)
     store.set_v1_line_ids(indexer.v1_ids)
     base, number = first_end + 1, 2
