@@ -17,6 +17,7 @@ from harness import (
     FauxToolCall,
     JsonlSessionRepo,
     PatchInput,
+    SecuritySupervisor,
     ToolCallEvent,
     ToolResultMessage,
     bash_tool,
@@ -48,7 +49,13 @@ async def main() -> None:
             "Done: I did not delete anything, and the report is written.",
         ]
     )
-    harness = AgentHarness(session=session, model=model, tools=[bash_tool(), write_tool()])
+    # accept_edits: the supervisor approves writes inside the working folder (hooks run first).
+    harness = AgentHarness(
+        session=session,
+        model=model,
+        tools=[bash_tool(), write_tool()],
+        supervisor=SecuritySupervisor(mode="accept_edits"),
+    )
     harness.connect(ToolCallEvent, guard)
     await harness.prompt("Clean up, then write a report")
     for message in session.build_context().messages:

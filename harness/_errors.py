@@ -6,6 +6,11 @@ Tree::
     ├── BusyError                 another operation is running on this harness ("busy")
     ├── HarnessStateError         a call that needs another state, e.g. steer() when idle
     │                             ("invalid_state")
+    ├── SessionNotEmptyError      prompt(initial_history=...) on a session with entries
+    │                             ("session_not_empty")
+    ├── SkillNotFoundError, SkillDisabledError, TemplateNotFoundError, SkillWriteRefusedError
+    │                             (harness._resources) a skill or template call that does not
+    │                             fit ("skill_not_found", "skill_disabled", ...)
     ├── ProviderError             a model request failed ("provider_error"); ``retryable``,
     │                             ``status``, ``error_type``, ``retry_after_s``
     │   └── MissingApiKeyError    a model was made with no key to send ("missing_api_key")
@@ -34,6 +39,7 @@ __all__ = [
     "InvalidRequestError",
     "MissingApiKeyError",
     "ProviderError",
+    "SessionNotEmptyError",
     "SyncInLoopError",
     "ToolError",
 ]
@@ -131,6 +137,20 @@ class HarnessStateError(HarnessError, RuntimeError):
     """A call that needs another state, e.g. ``steer()`` with nothing running."""
 
     code = "invalid_state"
+
+
+class SessionNotEmptyError(HarnessError, ValueError):
+    """``initial_history`` hydrates only a new, empty session (the Achilles seed): the session
+    already has ``entry_count`` entries, and history given twice would be duplicated."""
+
+    code = "session_not_empty"
+
+    def __init__(self, session_id: str, entry_count: int) -> None:
+        super().__init__(
+            f"initial_history is only for a new, empty session; session {session_id} already "
+            f"has {entry_count} entries (prompt without initial_history to continue it)"
+        )
+        self.session_id, self.entry_count = session_id, entry_count
 
 
 class InvalidRequestError(HarnessError, ValueError):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from attrs import frozen
 
 from hooks import (
+    DEFAULT_HOOK_TIMEOUT_S,
     AbortEvent,
     AgentEndEvent,
     AssistantMessage,
@@ -42,6 +43,7 @@ from repos import (
     CompactionEntry,
     Session,
     SessionBusyError,
+    SessionRepo,
 )
 
 from ._compaction.errors import SummarizationError
@@ -53,21 +55,58 @@ from ._errors import (
     CompactionCancelledError,
     ContextOverflowError,
     HarnessStateError,
+    SessionNotEmptyError,
     SyncInLoopError,
 )
 from ._loop import Run, TurnSettings, run_agent
 from ._operations import NavigationResult, compact_session, navigate_session
+from ._permissions import Gate, SecuritySupervisor, Supervisor, remembered_approvals
 from ._providers.base import Model, ThinkingLevel
 from ._providers.faux import FauxModel, FauxReply
+from ._resources import (
+    SKILL_CATALOG_TYPE,
+    SKILL_RUN_TYPE,
+    SKILL_TOOL_NAME,
+    ContextFile,
+    PromptParts,
+    PromptTemplate,
+    RefreshReport,
+    ResourceOptions,
+    Resources,
+    SkillBuildResult,
+    SkillContext,
+    SkillJournal,
+    SkillListing,
+    SkillOffer,
+    SkillRecord,
+    SkillRunResult,
+    SkillWriteRequest,
+    SystemPromptBuilder,
+    compose_system_prompt,
+    default_child_repo,
+    run_skill,
+    serve_skill,
+    skill_tool,
+    split_command,
+)
 from ._restore import THINKING_LEVELS, restore_settings
 from ._tokens import estimate_tokens
-from ._tools.base import Tool
+from ._tools.base import Tool, ToolResult
 
 log = logging.getLogger("harness")
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "THINKING_LEVELS", "AbortResult", "AgentHarness", "QueueMode"]
+__all__ = [
+    "DEFAULT_RESOURCES",
+    "DEFAULT_SYSTEM_PROMPT",
+    "THINKING_LEVELS",
+    "AbortResult",
+    "AgentHarness",
+    "QueueMode",
+]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+DEFAULT_RESOURCES = ResourceOptions()
+"""Discover skills, templates and context files from the working folder and the user's."""
 
 QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
 F = TypeVar("F", bound=Receiver)
@@ -112,7 +151,12 @@ class AgentHarness:
         tools: tools the model may call; names must be unique.
         active_tools: names of the tools offered to the model (default: all).
         system_prompt: sent with every request (``before_agent_start`` hooks may replace it for
-            one run).
+            one run). A string gets the context files and the skills catalog appended; a
+            function of :class:`PromptParts` builds the whole prompt (docs/resources.md).
+        resources: where skills, prompt templates and context files come from
+            (:class:`ResourceOptions`); the default discovers them from the working folder up
+            to the repository root and from the user's config folder. ``None`` turns all of it
+            off (no discovery, no catalog, no ``skill`` tool), for embedding.
         cwd: working directory for tools; default the session's cwd if it exists, else the
             process's.
         thinking_level: reasoning effort (``off``, ``minimal``, ``low``, ``medium``, ``high``,
@@ -135,9 +179,18 @@ class AgentHarness:
             401, 403, 404 or 400, or retries exhausted) makes :meth:`prompt` raise
             :class:`ProviderError` once the error reply is persisted. False follows pi: the
             error reply is returned and nothing raises.
+        supervisor: decides every tool call the ``tool_call`` hooks let through
+            (docs/permissions.md); default a :class:`SecuritySupervisor` in ``default`` mode
+            with no approver, reading ``.harness/settings.json`` and the user settings: calls
+            of controlled tools (``bash``, ``write``, ``edit``) and paths outside ``cwd`` are
+            denied unless a rule allows them.
+        depth: nesting depth (0: top level); a nested skill run passes its parent's + 1.
+        approvals: operation keys already approved always (a nested run gets its parent's
+            :attr:`approvals`); the session's own ``permission`` entries are added.
 
     Raises:
-        ValueError: two tools share a name, an active tool is unknown, or a bad thinking level.
+        ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
+            or a tool named ``skill`` while resources are on (the name is the built-in's).
     """
 
     def __init__(
@@ -148,7 +201,8 @@ class AgentHarness:
         models: Sequence[Model] = (),
         tools: Sequence[Tool] = (),
         active_tools: Sequence[str] | None = None,
-        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        system_prompt: str | SystemPromptBuilder = DEFAULT_SYSTEM_PROMPT,
+        resources: ResourceOptions | None = DEFAULT_RESOURCES,
         cwd: str | Path | None = None,
         thinking_level: ThinkingLevel = "off",
         stream_options: StreamOptions | None = None,
@@ -161,9 +215,17 @@ class AgentHarness:
         summarizer: Summarizer | None = None,
         context_window: int | None = None,
         raise_on_error: bool = True,
+        supervisor: Supervisor | None = None,
+        depth: int = 0,
+        approvals: Iterable[str] = (),
     ) -> None:
         self._session = session
         self._raise_on_error = raise_on_error
+        self._supervisor: Supervisor = (
+            supervisor if supervisor is not None else SecuritySupervisor()
+        )
+        self._depth = depth
+        self._approvals = {*approvals, *remembered_approvals(session)}
         self._model: Model = model if model is not None else FauxModel(_echo)
         self._models = [self._model, *models]
         self._tools = _tool_map(tools)
@@ -182,7 +244,16 @@ class AgentHarness:
         self._sequential = tool_execution == "sequential"
         self._steering_mode: QueueMode = steering_mode
         self._follow_up_mode: QueueMode = follow_up_mode
-        self._resources: Mapping[str, JSONValue] = {}
+        self._resources = Resources(self._cwd, resources) if resources is not None else None
+        if self._resources is not None and SKILL_TOOL_NAME in self._tools:
+            raise ValueError(
+                f"a tool is named {SKILL_TOOL_NAME!r}, the built-in skill tool's name; rename it "
+                "or pass resources=None"
+            )
+        self._skill_tool = skill_tool(self._serve_skill)
+        self._journal = SkillJournal()
+        self._offer_stale = False
+        self._metadata: Mapping[str, JSONValue] = {}  # the running prompt's, for SkillContext
         self._compaction = compaction if compaction is not None else CompactionSettings()
         self._summarizer = summarizer
         self._context_window = context_window
@@ -198,8 +269,11 @@ class AgentHarness:
         self._idle = asyncio.Event()
         self._idle.set()
         self._disconnects: list[Callable[[], None]] = []
+        branch = session.get_branch()
+        if self._resources is not None:
+            self._journal.restore(branch)
         restored = restore_settings(
-            session.get_branch(),
+            branch,
             model=self._model,
             models=self._models,
             thinking_level=self._thinking,
@@ -239,7 +313,23 @@ class AgentHarness:
 
     @property
     def system_prompt(self) -> str:
-        return self._system_prompt
+        """The system prompt the next request gets (with context files and the catalog)."""
+        return compose_system_prompt(self._system_prompt, self._prompt_parts())
+
+    @property
+    def supervisor(self) -> Supervisor:
+        """The supervisor of this harness's tool calls; hand it to nested runs."""
+        return self._supervisor
+
+    @property
+    def depth(self) -> int:
+        """Nesting depth: 0 for a top-level harness."""
+        return self._depth
+
+    @property
+    def approvals(self) -> frozenset[str]:
+        """Operation keys approved always: the session's and those handed down."""
+        return frozenset(self._approvals)
 
     @property
     def cwd(self) -> Path:
@@ -254,8 +344,24 @@ class AgentHarness:
         self._options = options
 
     @property
-    def resources(self) -> Mapping[str, JSONValue]:
-        return self._resources
+    def resources(self) -> ResourceOptions | None:
+        """The resource options in effect (None: resources are off)."""
+        return None if self._resources is None else self._resources.options
+
+    @property
+    def skill_offer(self) -> SkillOffer:
+        """The catalog offered to the model: read back from the session's journal when
+        reopened, resolved again at a prompt after a change to the skills."""
+        return self._journal.offer or SkillOffer(scopes=(), entries=())
+
+    @property
+    def templates(self) -> tuple[PromptTemplate, ...]:
+        return () if self._resources is None else self._resources.templates
+
+    @property
+    def context_files(self) -> tuple[ContextFile, ...]:
+        """In system prompt order: the user's, then from the repository root down to cwd."""
+        return () if self._resources is None else self._resources.context_files
 
     @property
     def compaction(self) -> CompactionSettings:
@@ -288,30 +394,65 @@ class AgentHarness:
     # --- subscribing -------------------------------------------------------------------------
 
     def connect(
-        self, event: str | type[Event], receiver: Receiver, *, priority: int = 0
+        self,
+        event: str | type[Event],
+        receiver: Receiver,
+        *,
+        priority: int = 0,
+        timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
     ) -> Callable[[], None]:
         """Connect ``receiver(sender, event=...)`` to this harness's ``event``; returns a
-        function that disconnects it. Higher ``priority`` runs first (see docs/events.md)."""
-        disconnect = connect(event, receiver, sender=self, priority=priority)
+        function that disconnects it. Higher ``priority`` runs first; an async receiver slower
+        than ``timeout_s`` seconds (None: no limit) is cancelled and reported as
+        ``handler_error``, and at ``tool_call`` blocks the call (see docs/events.md)."""
+        disconnect = connect(event, receiver, sender=self, priority=priority, timeout_s=timeout_s)
         self._disconnects.append(disconnect)
         return disconnect
 
-    def on(self, event: str | type[Event], *, priority: int = 0) -> Callable[[F], F]:
+    def on(
+        self,
+        event: str | type[Event],
+        *,
+        priority: int = 0,
+        timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
+    ) -> Callable[[F], F]:
         """Decorator form of :meth:`connect`: ``@harness.on("tool_call")``."""
 
         def register(fn: F) -> F:
-            self.connect(event, fn, priority=priority)
+            self.connect(event, fn, priority=priority, timeout_s=timeout_s)
             return fn
 
         return register
 
     # --- running -----------------------------------------------------------------------------
 
-    async def prompt(self, text: str | Sequence[UserContent]) -> AssistantMessage:
+    async def prompt(
+        self,
+        text: str | Sequence[UserContent],
+        *,
+        model: Model | None = None,
+        thinking_level: ThinkingLevel | None = None,
+        metadata: Mapping[str, JSONValue] | None = None,
+        initial_history: Sequence[Message] = (),
+    ) -> AssistantMessage:
         """Send a user message and run until the model stops and no queued message is left.
 
         Messages queued with :meth:`next_turn` go first, then the prompt, then what
-        ``before_agent_start`` hooks add. Every message is persisted as it ends.
+        ``before_agent_start`` hooks add. Every message is persisted as it ends. A text
+        starting ``/name args``, where ``name`` is a prompt template, is sent expanded
+        (:meth:`prompt_from_template`); any other ``/...`` text is sent as written.
+
+        The skills catalog is offered at the start (docs/resources.md): the one journaled in
+        the session is kept unless the skills changed since or the scopes differ.
+
+        Args:
+            model, thinking_level: for this call only (the Achilles seed's per-prompt
+                overrides); the harness's settings and the session's entries are unchanged.
+            metadata: merged into this call's ``StreamOptions.metadata`` (so
+                ``before_provider_request`` hooks see it) and given to the scope resolver as
+                ``SkillContext.metadata``.
+            initial_history: messages written to a new, empty session before this prompt
+                (no message events), to hydrate it from elsewhere.
 
         Returns:
             The model's last reply. After :meth:`abort`, the last reply:
@@ -326,6 +467,9 @@ class AgentHarness:
                 message; ``error.reply`` is the persisted reply. With
                 ``AgentHarness(raise_on_error=False)`` the reply is returned instead.
             BusyError: another operation is running on this harness (code ``busy``).
+            SessionNotEmptyError: ``initial_history`` given for a session that has entries
+                (code ``session_not_empty``); nothing was written.
+            ValueError: a bad ``thinking_level``.
             ContextOverflowError: the context does not fit even after compacting once.
             InvalidRequestError: a ``context`` hook returned messages that cannot be sent.
             SummarizationError, CompactionError: the compaction after a context overflow
@@ -336,20 +480,30 @@ class AgentHarness:
         A cancellation other than :meth:`abort` (a caller's timeout) persists the partial reply
         as ``aborted`` and propagates.
         """
-        content = text if isinstance(text, str) else tuple(text)
+        content = self._expand_command(text) if isinstance(text, str) else tuple(text)
+        level = None if thinking_level is None else _checked_level(thinking_level)
+        if initial_history:
+            count = sum(1 for _ in self._session.entries())
+            if count:
+                raise SessionNotEmptyError(self._session.id, count)
         self._claim("prompt")
         run: Run | None = None
         try:
             try:
+                self._metadata = dict(metadata or {})
+                for message in initial_history:
+                    self._session.append_message(message)
                 await self._emit_restore_events()
+                await self._offer_skills()
                 queued, self._next_turn = self._next_turn, []
                 if queued:
                     await self._queue_update()
                 prompt_messages: list[Message] = [*queued, UserMessage(content=content)]
+                system_prompt = self.system_prompt
                 start = await emit_before_agent_start(
                     self,
                     BeforeAgentStartEvent(
-                        prompt=tuple(prompt_messages), system_prompt=self._system_prompt
+                        prompt=tuple(prompt_messages), system_prompt=system_prompt
                     ),
                 )
                 run = Run(
@@ -357,9 +511,21 @@ class AgentHarness:
                     host=self,
                     session=self._session,
                     cwd=self._cwd,
+                    gate=Gate(
+                        supervisor=self._supervisor,
+                        sender=self,
+                        session=self._session,
+                        cwd=self._cwd,
+                        depth=self._depth,
+                        approvals=self._approvals,
+                        write=self._write,
+                    ),
                     system_prompt=start.system_prompt
-                    if start.system_prompt != self._system_prompt
+                    if start.system_prompt != system_prompt
                     else None,
+                    model=model,
+                    thinking_level=level,
+                    metadata=self._metadata,
                 )
                 self._accepting = True
                 reply = await run_agent(run, [*prompt_messages, *start.messages])
@@ -369,6 +535,7 @@ class AgentHarness:
                 reply = await self._finish_aborted_run(run)
         finally:
             self._accepting = False
+            self._metadata = {}
             self.flush_pending_writes()
             self._release()
             # However the run ended: the harness is idle now.
@@ -643,12 +810,196 @@ class AgentHarness:
         self._active = self._checked_active(names)
         await self._tools_changed(tuple(self._tools), previous_active)
 
-    async def set_resources(self, resources: Mapping[str, JSONValue]) -> None:
-        """Replace the application's resources (e.g. skills, prompt templates); not persisted."""
-        previous, self._resources = self._resources, dict(resources)
-        await notify(
-            self, ResourcesUpdateEvent(resources=self._resources, previous_resources=previous)
+    # --- resources: skills, prompt templates, context files (logic in _resources/) ----------
+
+    async def set_resources(self, resources: ResourceOptions | None) -> None:
+        """Discover again with other options (None: turn resources off); disabled skills stay
+        disabled. Sends ``resources_update`` (``source="set"``).
+
+        Raises:
+            ValueError: resources turned on while a tool is named ``skill``.
+        """
+        if resources is not None and SKILL_TOOL_NAME in self._tools:
+            raise ValueError(f"a tool is named {SKILL_TOOL_NAME!r}, the built-in skill tool's name")
+        disabled = () if self._resources is None else self._resources.disabled
+        fresh = None
+        if resources is not None:
+            fresh = await asyncio.to_thread(Resources, self._cwd, resources)
+            fresh.keep_disabled(disabled)
+        self._resources = fresh
+        await self._resources_changed("set", RefreshReport())
+
+    async def get_skills(self) -> tuple[SkillRecord, ...]:
+        """Every skill after scope precedence (disabled ones too), most specific scope first,
+        then by name; each says which scopes it ``shadows``."""
+        return (await self.get_skill_listing()).records
+
+    async def get_skill_listing(self) -> SkillListing:
+        """The skills and every diagnostic: bad names, missing descriptions, bad frontmatter,
+        unreadable files, collisions (winner and loser paths and why), failed roots."""
+        if self._resources is None:
+            return SkillListing(scopes=(), records=(), resolved=(), diagnostics=())
+        return await self._resources.listing(self._skill_context())
+
+    async def get_skill_record(self, name_or_alias: str) -> SkillRecord | None:
+        """The skill with this name, else the one with this alias; None when there is none."""
+        if self._resources is None:
+            return None
+        return await self._resources.record(name_or_alias, self._skill_context())
+
+    async def enable_skills(self, names: Sequence[str]) -> tuple[str, ...]:
+        """Enable skills (names or aliases); returns the names whose state changed.
+
+        The whole batch is checked first. A live run gets the new catalog and ``skill`` tool
+        from its next request. Sends ``resources_update`` (``source="enable"``).
+
+        Raises:
+            SkillNotFoundError: a name is unknown (code ``skill_not_found``); nothing changed.
+        """
+        resources = self._require_resources("enable_skills")
+        changed = await resources.enable(names, self._skill_context())
+        await self._resources_changed("enable", RefreshReport())
+        return changed
+
+    async def disable_skills(self, names: Sequence[str]) -> tuple[str, ...]:
+        """Disable skills: left out of the catalog, refused by the ``skill`` tool, not run by
+        :meth:`run_skill` nor built. Like :meth:`enable_skills` otherwise."""
+        resources = self._require_resources("disable_skills")
+        changed = await resources.disable(names, self._skill_context())
+        await self._resources_changed("disable", RefreshReport())
+        return changed
+
+    async def refresh_skills(self) -> RefreshReport:
+        """Discover again (re-running a roots resolver) and report added, updated and removed
+        skills by name. Disabled skills stay disabled; the next prompt is offered the new
+        catalog, and bodies are served (and journaled) fresh from the files. When the roots
+        cannot be resolved nothing changes and ``error`` says why. Sends ``resources_update``
+        (``source="refresh"``)."""
+        if self._resources is None:
+            return RefreshReport()
+        report = await self._resources.refresh(self._skill_context())
+        self._journal.forget_bodies()
+        await self._resources_changed("refresh", report)
+        return report
+
+    async def build_skills(self) -> tuple[SkillBuildResult, ...]:
+        """Run every enabled skill's ``build`` command (frontmatter ``build``) in parallel, in
+        its folder; each failure is reported in its own result and stops no other build."""
+        if self._resources is None:
+            return ()
+        return await self._resources.build(self._skill_context())
+
+    async def write_skill(
+        self,
+        request: SkillWriteRequest,
+        *,
+        name: str,
+        description: str,
+        body: str,
+        disable_model_invocation: bool = False,
+    ) -> Path:
+        """Write a skill into the first folder of ``request.scope`` (atomically), after
+        :func:`skill_write_verdict` allows it, then refresh. Sends ``resources_update``
+        (``source="write"``).
+
+        Raises:
+            SkillWriteRefusedError: the verdict refused, or no folder serves the scope
+                (code ``skill_write_refused``); nothing was written.
+            HarnessStateError: resources are off.
+        """
+        resources = self._require_resources("write_skill")
+        path = await resources.write_skill(
+            request,
+            name=name,
+            description=description,
+            body=body,
+            disable_model_invocation=disable_model_invocation,
         )
+        report = await resources.refresh(self._skill_context())
+        self._journal.forget_bodies()
+        await self._resources_changed("write", report)
+        return path
+
+    async def run_skill(
+        self,
+        name: str,
+        prompt: str,
+        *,
+        model: Model | None = None,
+        repo: SessionRepo | None = None,
+    ) -> SkillRunResult:
+        """Run one skill directly (the seeds' ``executeSkill``): a nested run whose
+        instructions are the skill's body, in a child session.
+
+        Works for skills the model is not offered (``disable_model_invocation``). The child
+        harness has this one's supervisor (at ``depth + 1``), model (or ``model``), active
+        tools, thinking level, stream options and ``tool_context``, and no skills of its own.
+        Its session's header links this session (``parentSession``); this session gets a
+        ``harness.skills.run`` custom entry linking the child (at the next turn boundary when
+        called during a run), and nothing that reaches the model.
+
+        Args:
+            repo: where the child session is created; default the parent's sessions root for
+                a JSONL parent, else a new in-memory repo.
+
+        Raises:
+            SkillNotFoundError: no such skill (code ``skill_not_found``).
+            SkillDisabledError: the skill is disabled (code ``skill_disabled``).
+            HarnessStateError: resources are off.
+        """
+        resources = self._require_resources("run_skill")
+
+        def make_child(session: Session, instructions: str) -> AgentHarness:
+            # The same supervisor decides the nested run's tool calls (DESIGN §7), one level
+            # deeper, so an approve-always given to the parent holds for the skill too.
+            return AgentHarness(
+                session=session,
+                supervisor=self._supervisor,
+                depth=self._depth + 1,
+                model=model or self._model,
+                models=self._models,
+                tools=[self._tools[n] for n in self._active],
+                system_prompt=instructions,
+                resources=None,
+                cwd=self._cwd,
+                thinking_level=self._thinking,
+                stream_options=self._options,
+                retry_base_delay_s=self._retry_base_delay_s,
+                tool_context=self._tool_context,
+                tool_execution="sequential" if self._sequential else "parallel",
+                compaction=self._compaction,
+                summarizer=self._summarizer,
+                context_window=self._context_window,
+                raise_on_error=self._raise_on_error,
+            )
+
+        return await run_skill(
+            name,
+            prompt,
+            resources=resources,
+            ctx=self._skill_context(),
+            parent=self._session,
+            repo=repo if repo is not None else default_child_repo(self._session),
+            make_child=make_child,
+            link=lambda data: self._write(
+                lambda: self._session.append_custom(SKILL_RUN_TYPE, data)
+            ),
+        )
+
+    def get_template(self, name: str) -> PromptTemplate:
+        """Raises :class:`TemplateNotFoundError` (code ``template_not_found``)."""
+        return self._require_resources("get_template").template(name)
+
+    async def prompt_from_template(
+        self, name: str, args: str | Sequence[str] = "", **options: Any
+    ) -> AssistantMessage:
+        """:meth:`prompt` with template ``name`` expanded with ``args`` (a string, split like
+        a shell without escapes, or a list); ``options`` are :meth:`prompt`'s.
+
+        Raises:
+            TemplateNotFoundError: no template has this name; and what :meth:`prompt` raises.
+        """
+        return await self.prompt(self.get_template(name).expand(args), **options)
 
     def set_steering_mode(self, mode: QueueMode) -> None:
         self._steering_mode = mode
@@ -661,8 +1012,8 @@ class AgentHarness:
     def turn_settings(self) -> TurnSettings:
         return TurnSettings(
             model=self._model,
-            tools={n: self._tools[n] for n in self._active},
-            system_prompt=self._system_prompt,
+            tools=self._offered_tools(),
+            system_prompt=self.system_prompt,
             thinking_level=self._thinking,
             options=self._options,
             sequential=self._sequential,
@@ -807,6 +1158,90 @@ class AgentHarness:
         if unknown:
             raise ValueError(f"unknown tools {unknown}; known: {sorted(self._tools)}")
         return tuple(dict.fromkeys(names))
+
+    def _offered_tools(self) -> dict[str, Tool]:
+        """The active tools, and the built-in ``skill`` tool while a skill is offered."""
+        tools = {n: self._tools[n] for n in self._active}
+        if self._journal.offer is not None and self._journal.offer.entries:
+            tools[SKILL_TOOL_NAME] = self._skill_tool
+        return tools
+
+    def _prompt_parts(self) -> PromptParts:
+        return PromptParts(
+            context_files=self.context_files,
+            catalog=self.skill_offer,
+            templates=self.templates,
+            tools=tuple(self._offered_tools()),
+        )
+
+    def _skill_context(self) -> SkillContext:
+        return SkillContext(session_id=self._session.id, cwd=self._cwd, metadata=self._metadata)
+
+    def _require_resources(self, what: str) -> Resources:
+        if self._resources is None:
+            raise HarnessStateError(f"{what}() needs resources; this harness has resources=None")
+        return self._resources
+
+    def _expand_command(self, text: str) -> str:
+        """``/name args`` with ``name`` a template: the expanded template; else ``text``."""
+        command = split_command(text)
+        if command is None or self._resources is None:
+            return text
+        found = next((t for t in self._resources.templates if t.name == command[0]), None)
+        return text if found is None else found.expand(command[1])
+
+    async def _offer_skills(self) -> None:
+        """At a prompt's start: keep the journaled catalog unless the skills changed or the
+        scopes differ; a new one is journaled before the prompt's message."""
+        if self._resources is None:
+            return
+        ctx = self._skill_context()
+        offer = self._journal.offer
+        if offer is None or self._offer_stale or offer.scopes != self._resources.scopes(ctx):
+            data = self._journal.set_offer(await self._resources.offer(ctx))
+            if data is not None:
+                self._session.append_custom(SKILL_CATALOG_TYPE, data)
+            self._offer_stale = False
+
+    async def _resources_changed(
+        self, source: Literal["refresh", "enable", "disable", "set", "write"], report: RefreshReport
+    ) -> None:
+        """After a change: the catalog is offered again (at once during a run, so its next
+        request sees it; else at the next prompt), then ``resources_update`` is sent."""
+        self._offer_stale = True
+        if self._accepting and self._resources is not None:
+            data = self._journal.set_offer(await self._resources.offer(self._skill_context()))
+            if data is not None:
+                self._write(lambda: self._session.append_custom(SKILL_CATALOG_TYPE, data))
+            self._offer_stale = False
+        elif self._resources is None:
+            self._journal.set_offer(SkillOffer(scopes=(), entries=()))
+        listing = await self.get_skill_listing()
+        await notify(
+            self,
+            ResourcesUpdateEvent(
+                source=source,
+                skills=[r.name for r in listing.records],
+                disabled=[r.name for r in listing.records if not r.enabled],
+                added=report.added,
+                updated=report.updated,
+                removed=report.removed,
+                templates=[t.name for t in self.templates],
+                context_files=[f.path for f in self.context_files],
+                diagnostics=[d.message for d in listing.diagnostics],
+            ),
+        )
+
+    async def _serve_skill(self, name: str) -> ToolResult:
+        """The built-in ``skill`` tool (see ``_resources/skill_tool.py``)."""
+        resources = self._require_resources("skill")
+        return await serve_skill(
+            name,
+            journal=self._journal,
+            load=resources.load,
+            ctx=self._skill_context(),
+            session=self._session,
+        )
 
     async def _emit_restore_events(self) -> None:
         events, self._restore_events = self._restore_events, ()

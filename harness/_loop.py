@@ -33,6 +33,7 @@ from hooks import (
     RetryEvent,
     SavePointEvent,
     StreamOptions,
+    StreamOptionsPatch,
     ToolCall,
     ToolCallEvent,
     ToolExecutionEndEvent,
@@ -56,6 +57,7 @@ from repos import Session, encode_message, normalize_messages
 
 from ._convert import to_llm_messages
 from ._errors import ProviderError
+from ._permissions.gate import Gate
 from ._providers.base import (
     LlmMessage,
     Model,
@@ -124,7 +126,14 @@ class Run:
     host: RunHost
     session: Session
     cwd: Path
+    gate: Gate
+    """Asks the supervisor about every call the ``tool_call`` hooks let through."""
     system_prompt: str | None = None
+    model: Model | None = None
+    """``prompt(model=...)``: this run's model instead of the harness's (None: the harness's)."""
+    thinking_level: ThinkingLevel | None = None
+    metadata: Mapping[str, JSONValue] = field(factory=dict)
+    """``prompt(metadata=...)``: merged into every request's ``StreamOptions.metadata``."""
     added: list[Message] = field(factory=list)
     turn_index: int = 0
     last_reply: AssistantMessage | None = None
@@ -140,6 +149,20 @@ class Run:
     """Messages persisted while being cancelled, with their entry id and whether their tool
     execution still needs its end event: the harness announces them once it has absorbed its
     own ``abort()`` (no event could be sent while cancelling)."""
+
+    def overridden(self, settings: TurnSettings) -> TurnSettings:
+        """``settings`` with this run's own model, thinking level and metadata (one call's
+        overrides: the harness's settings are left as they are)."""
+        changes: dict[str, Any] = {}
+        if self.model is not None:
+            changes["model"] = self.model
+        if self.thinking_level is not None:
+            changes["thinking_level"] = self.thinking_level
+        if self.metadata:
+            changes["options"] = settings.options.patched(
+                StreamOptionsPatch(metadata=dict(self.metadata))
+            )
+        return evolve(settings, **changes) if changes else settings
 
     def persist_aborted(self, message: Message, *, execution_ended: bool = True) -> None:
         """Persist ``message`` synchronously during a cancellation, to be announced later."""
@@ -161,7 +184,7 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
     for message in prompt:
         await _emit_message(run, message)
     while True:
-        settings = run.host.turn_settings()
+        settings = run.overridden(run.host.turn_settings())
         context = (
             settings.tool_context() if callable(settings.tool_context) else settings.tool_context
         )
@@ -380,7 +403,12 @@ class _Pending:
     input: Mapping[str, JSONValue]
     error: str | None = None
     patched: bool = False
+    confined: bool = True
     result: ToolResultMessage | None = None
+    terminate: bool = False
+    fatal: BaseException | None = None
+    """A ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``, ...) the tool raised: re-raised
+    once every call of the batch has its result stored."""
 
 
 async def _run_tools(
@@ -398,13 +426,7 @@ async def _run_tools(
                 ),
             )
             pending.append(await _preflight(run, settings, reply, call))
-
-        if settings.sequential or any(p.tool is not None and p.tool.sequential for p in pending):
-            flags = [await _finish(run, p, context) for p in pending]
-        else:
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(_finish(run, p, context)) for p in pending]
-            flags = [t.result() for t in tasks]
+        await _execute_batch(run, settings, pending, context)
     except asyncio.CancelledError:
         _persist_aborted_results(run, reply, pending, set())
         raise
@@ -424,7 +446,53 @@ async def _run_tools(
     except asyncio.CancelledError:
         _persist_aborted_results(run, reply, pending, stored)
         raise
-    return results, bool(flags) and all(flags)
+    fatal = next((p.fatal for p in pending if p.fatal is not None), None)
+    if fatal is not None:
+        raise fatal  # every call has its result line now
+    return results, bool(pending) and all(p.terminate for p in pending)
+
+
+async def _execute_batch(
+    run: Run, settings: TurnSettings, pending: list[_Pending], context: Any
+) -> None:
+    """Run the preflighted calls, in parallel unless a tool or the harness asks for sequential.
+
+    A tool that raises a ``BaseException`` stops the batch: calls not started yet (sequential)
+    or still running (parallel, cancelled) get an error result saying so, and the exception is
+    re-raised by the caller once every result is stored.
+    """
+    if settings.sequential or any(p.tool is not None and p.tool.sequential for p in pending):
+        for p in pending:
+            if not any(q.fatal is not None for q in pending):
+                p.terminate = await _finish(run, p, context)
+    else:
+        tasks: list[asyncio.Task[None]] = []
+
+        async def finish(p: _Pending) -> None:
+            p.terminate = await _finish(run, p, context)
+            if p.fatal is not None:
+                for task in tasks:
+                    if task is not asyncio.current_task():
+                        task.cancel("a sibling tool raised " + type(p.fatal).__name__)
+
+        async with asyncio.TaskGroup() as group:
+            tasks.extend(group.create_task(finish(p)) for p in pending)
+    fatal = next((p.fatal for p in pending if p.fatal is not None), None)
+    for p in pending:
+        if p.result is None and fatal is not None:
+            p.result = ToolResultMessage(
+                tool_call_id=p.call.id,
+                tool_name=p.call.name,
+                content=f"Not run to the end: another tool of this batch raised "
+                f"{type(fatal).__name__}.",
+                is_error=True,
+            )
+            await notify(
+                run.sender,
+                ToolExecutionEndEvent(
+                    tool_call_id=p.call.id, tool_name=p.call.name, result=p.result, is_error=True
+                ),
+            )
 
 
 def _persist_aborted_results(
@@ -474,9 +542,32 @@ async def _preflight(
     )
     if outcome.blocked:
         return _Pending(call, tool, outcome.input, error=outcome.reason or "Tool call was blocked")
-    patched = outcome.input != call.arguments
-    invalid = validate_input(tool, outcome.input) if patched else None
-    return _Pending(call, tool, outcome.input, error=invalid, patched=patched)
+    # A receiver may have changed the input in place, or kept a reference to change it later:
+    # from here on the call uses a fresh JSON copy nobody else holds, checked right before the
+    # supervisor and the tool see it.
+    final, invalid = _final_input(tool, outcome.input)
+    patched = final != call.arguments
+    if invalid is not None:
+        return _Pending(call, tool, final, error=invalid, patched=patched)
+    # An abort() a receiver requested lands here, before the call runs: a receiver that awaits
+    # nothing real gives the task no other chance to be cancelled.
+    await asyncio.sleep(0)
+    verdict = await run.gate.check(call, tool, final)
+    await asyncio.sleep(0)  # the same for an approver that aborted
+    return _Pending(
+        call, tool, final, error=verdict.denied, patched=patched, confined=not verdict.leaves_cwd
+    )
+
+
+def _final_input(
+    tool: Tool, value: Mapping[str, JSONValue]
+) -> tuple[Mapping[str, JSONValue], str | None]:
+    """A JSON copy of the input the hooks settled on, and why it cannot run (None: it can)."""
+    try:
+        copied: dict[str, JSONValue] = orjson.loads(orjson.dumps(value))
+    except TypeError as exc:
+        return dict(value), f"invalid arguments for {tool.name}: input is not JSON ({exc})"
+    return copied, validate_input(tool, copied)
 
 
 async def _finish(run: Run, p: _Pending, context: Any) -> bool:
@@ -528,11 +619,29 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
             ToolExecutionUpdateEvent(tool_call_id=p.call.id, tool_name=tool.name, partial=partial),
         )
 
-    run_info = ToolRun(tool_call_id=p.call.id, cwd=run.cwd, context=context, on_update=on_update)
+    run_info = ToolRun(
+        tool_call_id=p.call.id,
+        cwd=run.cwd,
+        context=context,
+        confined=p.confined,
+        on_update=on_update,
+    )
     try:
         value = await tool.execute(p.input, run_info)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the run (or this batch) is being cancelled
+        # Nobody cancelled this task: the tool's own await was cancelled, which is its failure.
+        return ToolResult(
+            content=f"The tool failed: an operation inside it was cancelled ({exc or 'no reason'})",
+            is_error=True,
+        )
     except Exception as exc:  # a failing tool is the model's to handle, not the run's end
         return ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit, GeneratorExit, ...
+        p.fatal = exc
+        return ToolResult(content=f"The tool raised {type(exc).__name__}: {exc}", is_error=True)
     return value if isinstance(value, ToolResult) else ToolResult(content=str(value))
 
 

@@ -7,6 +7,7 @@ The bottom layer: imports nothing else of this project. Everything public is als
 from blinker import ANY
 
 from ._bus import (
+    DEFAULT_HOOK_TIMEOUT_S,
     Receiver,
     connect,
     emit_before_agent_start,
@@ -22,7 +23,7 @@ from ._bus import (
     notify,
     on,
 )
-from ._errors import HarnessError
+from ._errors import HarnessError, HookTimeoutError
 from ._events import (
     AbortEvent,
     AfterProviderResponseEvent,
@@ -40,6 +41,8 @@ from ._events import (
     MessageUpdateEvent,
     ModelUpdateEvent,
     ObserverEvent,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
     QueueUpdateEvent,
     ResourcesUpdateEvent,
     RetryEvent,
@@ -112,6 +115,7 @@ from ._signals import EVENT_CLASSES, signal_for
 
 __all__ = [
     "ANY",
+    "DEFAULT_HOOK_TIMEOUT_S",
     "EVENT_CLASSES",
     "UNSET",
     "AbortEvent",
@@ -142,6 +146,7 @@ __all__ = [
     "HandlerErrorEvent",
     "HarnessError",
     "HookEvent",
+    "HookTimeoutError",
     "ImageContent",
     "JSONValue",
     "Message",
@@ -152,6 +157,8 @@ __all__ = [
     "ObserverEvent",
     "PatchInput",
     "PatchResult",
+    "PermissionDecisionEvent",
+    "PermissionRequestEvent",
     "QueueUpdateEvent",
     "Receiver",
     "ReplaceMessages",

@@ -11,10 +11,15 @@ Receiver convention (blinker's): ``receiver(sender, event=event)``, so write
 ``def r(sender, event): ...`` or ``async def r(sender, *, event): ...``. Order: higher ``priority``
 first, then the order in which receivers were first connected to the signal, whether through
 :func:`connect`, :func:`on` or blinker itself (``signal.connect``, ``signal.connected_to``).
+
+Each async receiver gets at most ``timeout_s`` (default :data:`DEFAULT_HOOK_TIMEOUT_S`) to return;
+one that does not is cancelled and treated as a receiver that raised :class:`HookTimeoutError`.
+A sync receiver cannot be interrupted: it blocks the event loop until it returns.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
 import logging
@@ -28,6 +33,7 @@ from blinker import ANY, NamedSignal, Signal
 # make_id is the key blinker files receivers under; ordering by the same key keeps us in step.
 from blinker._utilities import make_id, make_ref
 
+from ._errors import HookTimeoutError
 from ._events import (
     BeforeAgentStartEvent,
     BeforeProviderPayloadEvent,
@@ -67,6 +73,7 @@ from ._results import (
 from ._signals import EVENT_CLASSES, signal_for
 
 __all__ = [
+    "DEFAULT_HOOK_TIMEOUT_S",
     "Receiver",
     "connect",
     "emit_before_agent_start",
@@ -91,6 +98,10 @@ F = TypeVar("F", bound=Receiver)
 E = TypeVar("E", bound=Event)
 R = TypeVar("R")
 
+DEFAULT_HOOK_TIMEOUT_S: Final = 30.0
+"""Seconds an async receiver may take unless connected with another ``timeout_s``: long enough
+for a network call or a human glance, short enough that a hung hook cannot stall a run for ever."""
+
 _log = logging.getLogger(__name__)
 _sequence = itertools.count()
 
@@ -106,6 +117,7 @@ class _Ledger:
     def __init__(self, signal: Signal) -> None:
         self.order: dict[Hashable, int] = {}
         self.priority: dict[Hashable, int] = {}
+        self.timeout_s: dict[Hashable, float | None] = {}
         self.senders: dict[Hashable, set[Hashable]] = {}
         self._refs: dict[Hashable, weakref.ref[Any]] = {}
         signal.receiver_connected.connect(self._connected, weak=False)
@@ -114,6 +126,9 @@ class _Ledger:
     def sort_key(self, receiver: Receiver) -> tuple[int, int]:
         rid = make_id(receiver)
         return -self.priority.get(rid, 0), self.order.get(rid, 0)
+
+    def timeout_for(self, receiver: Receiver) -> float | None:
+        return self.timeout_s.get(make_id(receiver), DEFAULT_HOOK_TIMEOUT_S)
 
     def _connected(self, signal: Signal, *, receiver: Receiver, sender: Any, weak: bool) -> None:
         rid = make_id(receiver)
@@ -132,7 +147,7 @@ class _Ledger:
             self.senders[rid].discard(make_id(sender))
 
     def _forget(self, rid: Hashable) -> None:
-        for table in (self.order, self.priority, self.senders, self._refs):
+        for table in (self.order, self.priority, self.timeout_s, self.senders, self._refs):
             table.pop(rid, None)
 
 
@@ -153,6 +168,7 @@ def connect(
     *,
     sender: object = ANY,
     priority: int = 0,
+    timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
 ) -> Callable[[], None]:
     """Connect a receiver to an event's signal, strongly (it lives until disconnected).
 
@@ -162,6 +178,9 @@ def connect(
         sender: only events from this sender (e.g. one harness); :data:`blinker.ANY` for all.
         priority: higher runs first; ties run in connection order. It belongs to the receiver,
             not to one connection: connecting it again with another priority replaces it.
+        timeout_s: seconds an async receiver may run before it is cancelled and reported as
+            ``handler_error`` (:class:`HookTimeoutError`; a ``tool_call`` receiver then blocks
+            the call). None: no limit. Like ``priority``, it belongs to the receiver.
 
     Returns:
         A function that disconnects what this call connected: from ``sender`` only (dropping the
@@ -175,6 +194,7 @@ def connect(
     ledger = _LEDGERS[signal.name]
     rid = make_id(receiver)
     ledger.priority[rid] = priority
+    ledger.timeout_s[rid] = timeout_s
 
     def disconnect() -> None:
         signal.disconnect(receiver, sender=sender)
@@ -185,7 +205,13 @@ def connect(
     return disconnect
 
 
-def on(event: str | type[Event], *, sender: object = ANY, priority: int = 0) -> Callable[[F], F]:
+def on(
+    event: str | type[Event],
+    *,
+    sender: object = ANY,
+    priority: int = 0,
+    timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
+) -> Callable[[F], F]:
     """Decorator form of :func:`connect`; returns the function unchanged.
 
     Disconnect later with ``signal_for(event).disconnect(function)``.
@@ -195,7 +221,7 @@ def on(event: str | type[Event], *, sender: object = ANY, priority: int = 0) -> 
     """
 
     def decorator(function: F) -> F:
-        connect(event, function, sender=sender, priority=priority)
+        connect(event, function, sender=sender, priority=priority, timeout_s=timeout_s)
         return function
 
     return decorator
@@ -226,7 +252,9 @@ class _Chain(Generic[E, R]):
     stop iterating (they do not run). A receiver that raises, or returns something that is not
     None nor an instance of ``expected``, is reported as ``handler_error`` and skipped; with
     ``fail_closed`` the walk ends there instead and :attr:`failure` says why.
-    ``asyncio.CancelledError`` and other non-``Exception`` errors propagate.
+    An async receiver slower than its timeout counts as one that raised
+    :class:`HookTimeoutError`. ``asyncio.CancelledError`` and other non-``Exception`` errors
+    propagate.
     """
 
     def __init__(
@@ -244,6 +272,7 @@ class _Chain(Generic[E, R]):
         self._receivers = iter(receivers)
         self._expected = expected
         self._fail_closed = fail_closed
+        self._ledger = _LEDGERS[event.name]
 
     def __aiter__(self) -> _Chain[E, R]:
         return self
@@ -251,7 +280,7 @@ class _Chain(Generic[E, R]):
     async def __anext__(self) -> R:
         for receiver in self._receivers:
             try:
-                result = await _call(receiver, self.sender, self.event, self._expected)
+                result = await self._call(receiver)
             except Exception as error:
                 await _report(self.sender, self.event.name, receiver, error)
                 if self._fail_closed:
@@ -262,6 +291,19 @@ class _Chain(Generic[E, R]):
             if result is not None:
                 return result
         raise StopAsyncIteration
+
+    async def _call(self, receiver: Receiver) -> R | None:
+        timeout_s = self._ledger.timeout_for(receiver)
+        if timeout_s is None:
+            return await _call(receiver, self.sender, self.event, self._expected)
+        limit = asyncio.timeout(timeout_s)
+        try:
+            async with limit:
+                return await _call(receiver, self.sender, self.event, self._expected)
+        except TimeoutError:
+            if not limit.expired():  # the receiver's own TimeoutError, reported as it is
+                raise
+            raise HookTimeoutError(self.event.name, _name(receiver), timeout_s) from None
 
 
 def _hook(

@@ -36,6 +36,8 @@ __all__ = [
     "MessageUpdateEvent",
     "ModelUpdateEvent",
     "ObserverEvent",
+    "PermissionDecisionEvent",
+    "PermissionRequestEvent",
     "QueueUpdateEvent",
     "ResourcesUpdateEvent",
     "RetryEvent",
@@ -274,6 +276,45 @@ class ToolCallEvent:
 
 
 @frozen(kw_only=True)
+class PermissionRequestEvent:
+    """A tool call reached the supervisor, after the ``tool_call`` hooks let it through.
+
+    ``input`` is the input the tool would run with (read-only); ``operation_key`` is what an
+    approve-always remembers and a rule matches (``bash(git status:*)``, ``write(src/a.py)``);
+    ``cwd`` the working folder; ``leaves_cwd`` whether a path of the call resolves outside it;
+    ``depth`` the nesting depth (0: the top-level harness, 1: a skill run by it, ...).
+    """
+
+    name: ClassVar[str] = "permission_request"
+
+    tool_call_id: str
+    tool_name: str
+    input: Mapping[str, JSONValue]
+    operation_key: str
+    cwd: str
+    leaves_cwd: bool
+    session_id: str
+    depth: int
+
+
+@frozen(kw_only=True)
+class PermissionDecisionEvent:
+    """The supervisor decided a tool call: ``decision`` is ``approve``, ``deny`` or
+    ``approve_always``; ``reason`` says why (the rule, the mode, the approver, a remembered
+    approval); ``remembered`` where an approve-always was stored (``session`` or ``project``;
+    None otherwise)."""
+
+    name: ClassVar[str] = "permission_decision"
+
+    tool_call_id: str
+    tool_name: str
+    operation_key: str
+    decision: Literal["approve", "deny", "approve_always"]
+    reason: str | None
+    remembered: Literal["session", "project"] | None = None
+
+
+@frozen(kw_only=True)
 class ToolResultEvent:
     """Hook, sent after a tool ran. Receivers may return ``PatchResult``.
 
@@ -489,12 +530,26 @@ class ToolsUpdateEvent:
 
 @frozen(kw_only=True)
 class ResourcesUpdateEvent:
-    """The harness's resources (free-form JSON, never persisted) changed."""
+    """The harness's skills, prompt templates or context files changed: ``refresh_skills``,
+    ``enable_skills``/``disable_skills``, ``set_resources`` or ``write_skill`` (``source``).
+
+    ``skills`` are every known skill's name after scope precedence, ``disabled`` those turned
+    off; ``added``/``updated``/``removed`` are what this change did (by skill name);
+    ``context_files`` are paths in system prompt order; ``diagnostics`` are the messages of
+    every diagnostic discovery reported.
+    """
 
     name: ClassVar[str] = "resources_update"
 
-    resources: Mapping[str, JSONValue]
-    previous_resources: Mapping[str, JSONValue]
+    source: Literal["refresh", "enable", "disable", "set", "write"]
+    skills: tuple[str, ...] = field(converter=_strings)
+    disabled: tuple[str, ...] = field(default=(), converter=_strings)
+    added: tuple[str, ...] = field(default=(), converter=_strings)
+    updated: tuple[str, ...] = field(default=(), converter=_strings)
+    removed: tuple[str, ...] = field(default=(), converter=_strings)
+    templates: tuple[str, ...] = field(default=(), converter=_strings)
+    context_files: tuple[str, ...] = field(default=(), converter=_strings)
+    diagnostics: tuple[str, ...] = field(default=(), converter=_strings)
 
 
 # --- other ----------------------------------------------------------------------------------
@@ -563,6 +618,8 @@ ObserverEvent: TypeAlias = (
     | ToolExecutionStartEvent
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
+    | PermissionRequestEvent
+    | PermissionDecisionEvent
     | SavePointEvent
     | QueueUpdateEvent
     | SettledEvent

@@ -16,8 +16,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import tempfile
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any

@@ -6,7 +6,7 @@ import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import jsonschema
 from attrs import field, frozen
@@ -18,6 +18,7 @@ from .._errors import ToolError
 __all__ = [
     "Tool",
     "ToolExecute",
+    "ToolKind",
     "ToolResult",
     "ToolRun",
     "resolve_in_cwd",
@@ -43,6 +44,11 @@ class ToolResult:
     is_error: bool = False
 
 
+ToolKind: TypeAlias = Literal["read", "edit", "execute", "other"]
+"""What a tool does, for the supervisor's modes: ``plan`` denies ``edit`` and ``execute`` tools,
+``accept_edits`` approves ``edit`` tools inside the working folder."""
+
+
 @frozen(kw_only=True)
 class ToolRun:
     """What a running tool is given besides its input.
@@ -51,11 +57,14 @@ class ToolRun:
         tool_call_id: the model's id for this call.
         cwd: the working directory; built-in tools refuse paths outside it.
         context: the harness's ``tool_context`` for this turn (application state), or None.
+        confined: True unless the supervisor approved this call going outside ``cwd``; the
+            built-in file tools then refuse any path that resolves outside it.
     """
 
     tool_call_id: str
     cwd: Path
     context: Any = None
+    confined: bool = True
     _on_update: Callable[[JSONValue], Awaitable[None]] = field(alias="on_update")
 
     async def update(self, partial: JSONValue) -> None:
@@ -79,6 +88,12 @@ class Tool:
             ``tool_call`` hooks run, and a mismatch becomes an error result the model can fix.
         execute: the implementation (see :data:`ToolExecute`).
         sequential: run this tool alone, never alongside other calls of the same turn.
+        kind: what the tool does (:data:`ToolKind`), for the supervisor's permission modes.
+        controlled: every call needs the supervisor's approval (``bash``, ``write``, ``edit``);
+            an uncontrolled call needs it only when a path of it leaves the working folder.
+        target: name of the input property saying what a call touches, for operation keys and
+            rules: a path (relative to the working folder) or, for ``execute`` tools, a command.
+            None: the tool name alone is the operation key.
     """
 
     name: str
@@ -86,6 +101,9 @@ class Tool:
     parameters: Mapping[str, JSONValue] = field(factory=lambda: {"type": "object"})
     execute: ToolExecute
     sequential: bool = False
+    kind: ToolKind = "other"
+    controlled: bool = False
+    target: str | None = None
 
 
 def tool(
@@ -94,8 +112,12 @@ def tool(
     parameters: Mapping[str, JSONValue] | None = None,
     *,
     sequential: bool = False,
+    kind: ToolKind = "other",
+    controlled: bool = False,
+    target: str | None = None,
 ) -> Callable[[ToolExecute], Tool]:
-    """Decorator sugar: turn ``async def f(input, run)`` into a :class:`Tool`."""
+    """Decorator sugar: turn ``async def f(input, run)`` into a :class:`Tool` (the keyword
+    arguments are :class:`Tool`'s)."""
 
     def wrap(fn: ToolExecute) -> Tool:
         if not inspect.iscoroutinefunction(fn):
@@ -106,6 +128,9 @@ def tool(
             parameters=parameters if parameters is not None else {"type": "object"},
             execute=fn,
             sequential=sequential,
+            kind=kind,
+            controlled=controlled,
+            target=target,
         )
 
     return wrap
@@ -142,8 +167,11 @@ def safe_text(value: str | os.PathLike[str]) -> str:
 def resolve_in_cwd(cwd: Path, path: str) -> Path:
     """Resolve ``path`` (relative to ``cwd`` or absolute) and refuse anything outside ``cwd``.
 
-    Symlinks are resolved first, so a link pointing outside is refused too. The returned path
-    may hold undecodable bytes; pass it through :func:`safe_text` before putting it in a result.
+    Symlinks are resolved first, so a link pointing outside is refused too. This is a check
+    only: a folder on the path can be swapped for a symlink before the caller opens it. The
+    built-in tools therefore open beneath the working directory instead (``openat2`` with
+    ``RESOLVE_BENEATH``), which leaves no such window. The returned path may hold undecodable
+    bytes; pass it through :func:`safe_text` before putting it in a result.
 
     Raises:
         ToolError: the path leaves the working directory (its message is UTF-8 safe).

@@ -7,8 +7,10 @@ import codecs
 import contextlib
 import os
 import signal
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from hooks import JSONValue
 
@@ -43,7 +45,9 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     every 50 ms, so under a flood (more than ``max(2 * max_bytes, 64 KiB)`` per 50 ms) the updates
     skip to recent output. Only the last ``max_bytes`` are kept in memory (about twice that
     while reading) and returned, with a note when the start was cut: the end of a log is what
-    matters. A non-zero exit (or death by a signal) is an error result.
+    matters. The whole output also goes to a temporary file, kept only when the output was cut:
+    the note and ``details["fullOutputPath"]`` name it, so the model can ``read`` or ``grep`` it
+    (pi's bash does the same). A non-zero exit (or death by a signal) is an error result.
 
     The command is done when bash exits: output still in the pipe is collected for up to 100 ms,
     then reading stops. Background jobs (``server &``) keep running after that, but what they
@@ -52,14 +56,16 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     the group (``setsid``) survives the kill on timeout.
 
     Starting in the working directory is not a sandbox: a command can still ``cd`` elsewhere.
-    Gate commands with a ``tool_call`` hook (see the README) when that matters.
+    The tool is controlled: the supervisor approves each command (rules such as
+    ``bash(git status:*)``, see docs/permissions.md), and ``tool_call`` hooks may block it.
 
     Args:
         timeout_s: default limit per command, in seconds (the model may pass ``timeout``).
         max_bytes: most output returned.
 
-    The result's ``details`` is ``{"exitCode", "truncated", "timedOut"}``; ``exitCode`` is
-    negative (``-signal``) when a signal ended bash, as after a timeout's kill.
+    The result's ``details`` is ``{"exitCode", "truncated", "timedOut"}``, plus
+    ``fullOutputPath`` when the output was cut; ``exitCode`` is negative (``-signal``) when a
+    signal ended bash, as after a timeout's kill.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
@@ -82,14 +88,23 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
             _kill(proc)
             pipe.close()
             streamer.cancel()
+            out.discard()
             await _reap(proc)
             raise
         pipe.close()  # never wait on the pipe: a background job may hold it open for ever
         out.finish()
         await streamer
         text, truncated = out.result()
+        full_path = out.keep_file() if truncated else None
+        if not truncated:
+            out.discard()
         if truncated:
-            text = f"[output truncated: showing the last {max_bytes} bytes]\n" + text
+            saved = (
+                f"[full output in {safe_text(full_path)}; read or grep it for the rest]\n"
+                if full_path
+                else ""
+            )
+            text = f"[output truncated: showing the last {max_bytes} bytes]\n{saved}{text}"
         code = proc.returncode
         notes = []
         if timed_out:
@@ -104,7 +119,12 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
             text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes)
         return ToolResult(
             content=text if text else "(no output)",
-            details={"exitCode": code, "truncated": truncated, "timedOut": timed_out},
+            details={
+                "exitCode": code,
+                "truncated": truncated,
+                "timedOut": timed_out,
+                **({"fullOutputPath": safe_text(full_path)} if full_path else {}),
+            },
             is_error=timed_out or bool(code),
         )
 
@@ -113,6 +133,9 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
         description="Run a bash command in the working directory; returns its output.",
         parameters=_PARAMETERS,
         execute=execute,
+        kind="execute",
+        controlled=True,
+        target="command",
     )
 
 
@@ -130,8 +153,12 @@ class _Output(asyncio.Protocol):
         self.arrived = asyncio.Event()  # new output, or finish()
         self.eof = asyncio.Event()  # every writer closed the pipe (or it failed)
         self.finished = asyncio.Event()  # reading stopped; the streamer sends what is left
+        self._file: BinaryIO | None = None  # every byte, for the model to read when cut
+        self._file_name = ""
+        self._file_failed = False
 
     def data_received(self, data: bytes) -> None:
+        self._save(data)
         self._total += len(data)
         self._tail += data
         if len(self._tail) > 2 * self._keep:
@@ -141,6 +168,35 @@ class _Output(asyncio.Protocol):
             del self._pending[: len(self._pending) - self._pending_cap // 2]
             self._skipped = True
         self.arrived.set()
+
+    def _save(self, data: bytes) -> None:
+        if self._file_failed:
+            return
+        try:
+            if self._file is None:
+                fd, name = tempfile.mkstemp(prefix="harness-bash-", suffix=".log")
+                self._file = os.fdopen(fd, "wb")
+                self._file_name = name
+            self._file.write(data)
+        except OSError:  # a full disk loses the full copy, never the command's result
+            self._file_failed = True
+
+    def keep_file(self) -> str | None:
+        """Close the full-output file and return its path (None if it could not be written)."""
+        if self._file is None or self._file_failed:
+            self.discard()
+            return None
+        self._file.close()
+        self._file = None
+        return self._file_name
+
+    def discard(self) -> None:
+        """Close and delete the full-output file."""
+        if self._file is not None:
+            self._file.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self._file_name)
+            self._file = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof.set()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 
 from hooks import JSONValue
 
 from .._errors import ToolError
-from .base import Tool, ToolResult, ToolRun, resolve_in_cwd, safe_text
+from ._fs import open_parent, replace_file
+from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["write_tool"]
 
@@ -26,29 +25,35 @@ _PARAMETERS: dict[str, JSONValue] = {
 
 
 def write_tool() -> Tool:
-    """A ``write`` tool confined to the working directory (symlinks resolved).
+    """A ``write`` tool confined to the working directory, with pi's name and parameters
+    (``path``, ``content``). Controlled: every call needs the supervisor's approval.
 
     Creates missing parent folders and replaces the file atomically (temp file + rename), so a
-    reader never sees half a file. The result's ``details`` is ``{"path", "bytes", "created"}``;
-    paths in the result show undecodable bytes as ``\\xNN`` escapes, so it always encodes as JSON.
+    reader never sees half a file. Folders are created and opened beneath the working directory
+    by the kernel (see ``_fs``), so a folder swapped for a symlink cannot move the write
+    outside; a symlink at the file's own name is replaced, not followed. The result's ``details``
+    is ``{"path", "bytes", "created"}`` (``path`` as given, normalised); paths in the result show
+    undecodable bytes as ``\\xNN`` escapes, so it always encodes as JSON.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         name = safe_text(str(input["path"]))
-        path = resolve_in_cwd(run.cwd, str(input["path"]))
         try:
             data = str(input["content"]).encode()
         except UnicodeEncodeError as exc:  # a lone surrogate cannot be written as UTF-8
             raise ToolError(f"content is not valid text: {exc}") from exc
-        created = not path.exists()
         try:
-            _replace(path, data)
+            created = write_bytes(run, str(input["path"]), data)
         except OSError as exc:
             raise ToolError(f"cannot write {name}: {exc.strerror or exc}") from exc
         verb = "Created" if created else "Wrote"
         return ToolResult(
             content=f"{verb} {name} ({len(data)} bytes)",
-            details={"path": safe_text(path), "bytes": len(data), "created": created},
+            details={
+                "path": safe_text(os.path.join(run.cwd, str(input["path"]))),
+                "bytes": len(data),
+                "created": created,
+            },
         )
 
     return Tool(
@@ -57,16 +62,21 @@ def write_tool() -> Tool:
         parameters=_PARAMETERS,
         execute=execute,
         sequential=True,  # two writes to one file in one batch must not race
+        kind="edit",
+        controlled=True,
+        target="path",
     )
 
 
-def _replace(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def write_bytes(run: ToolRun, path: str, data: bytes) -> bool:
+    """Replace ``path`` with ``data`` (confined as ``run`` says); True if it was created."""
+    parent, name = open_parent(run.cwd, path, confined=run.confined)
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            before = None
+        replace_file(parent, name, data, mode=None if before is None else before.st_mode & 0o7777)
+    finally:
+        os.close(parent)
+    return before is None

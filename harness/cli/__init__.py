@@ -26,6 +26,7 @@ from ._common import (
     run_async,
 )
 from ._demo import demo
+from ._resources import skills, templates
 from ._sessions import sessions
 
 __all__ = [
@@ -64,3 +65,5 @@ def main(verbose: bool) -> None:
 
 main.add_command(sessions)
 main.add_command(demo)
+main.add_command(skills)
+main.add_command(templates)

@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 import orjson
 
+from harness import PERMISSION_ENTRY, remembered_approvals
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -149,6 +150,11 @@ def context_lines(
         f"thinking level: {context.thinking_level}",
         "active tools: " + ("(not set)" if tools is None else ", ".join(tools) or "(none)"),
         f"leaf: {session.leaf_id or '(before the first entry)'}",
+    ]
+    approved = sorted(remembered_approvals(session))
+    if approved:  # approve-always decisions of the supervisor (docs/permissions.md)
+        lines.append("approved always: " + ", ".join(approved))
+    lines += [
         f"messages: {len(context.messages)}",
     ]
     for index, message in enumerate(context.messages, start=1):
@@ -238,6 +244,9 @@ def entry_text(entry: Entry) -> str:
     if isinstance(entry, CustomMessageEntry):
         return f"{entry.custom_type}: {short(_user_content_text(entry.content))}"
     if isinstance(entry, CustomEntry):
+        data = entry.data
+        if entry.custom_type == PERMISSION_ENTRY and isinstance(data, Mapping):
+            return f"{entry.custom_type}: {data.get('decision')} {data.get('operationKey')}"
         return entry.custom_type
     if isinstance(entry, LabelEntry):
         return (

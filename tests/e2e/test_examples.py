@@ -65,3 +65,33 @@ def test_fork_session_keeps_the_first_exchange_and_continues(tmp_path: Path) -> 
         "  user: And of Germany?",
         "  assistant: Berlin.",
     ]
+
+
+def test_skills_offers_a_catalog_the_model_loads_one_and_runs_another(tmp_path: Path) -> None:
+    out = run_example("skills.py", tmp_path)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "catalog:"
+    assert lines[1].startswith("  - release-notes [project]: Write release notes")
+    assert lines[2].startswith("  - triage [project]: Label and prioritise")
+    assert "'name': 'release-notes'" in lines[3] and "'journaled': False" in lines[3]
+    assert lines[4:6] == ["reply: Added: a skills catalog. Fixed: nothing yet.", "journaled: True"]
+    assert lines[6].startswith("run_skill triage: Reproduction first, please. (child session ")
+
+
+def test_permissions_allows_git_status_and_denies_every_other_bash_command(
+    tmp_path: Path,
+) -> None:
+    out = run_example("permissions.py", tmp_path)
+    assert out.stdout.splitlines() == [
+        "approve: bash(git status:*)",
+        "deny: bash(git push:*)",
+        "deny: bash(git status; rm -rf .)",
+        "  is_error=False",
+        "  is_error=True",
+        "  is_error=True",
+    ]
+
+
+def test_the_permissions_doc_shows_the_tested_example() -> None:
+    doc = (EXAMPLES.parent / "docs" / "permissions.md").read_text()
+    assert (EXAMPLES / "permissions.py").read_text().strip() in doc

@@ -20,6 +20,7 @@ from harness import (
     MessageEntry,
     ModelRequest,
     PatchResult,
+    SecuritySupervisor,
     Session,
     ToolResultMessage,
     ToolRun,
@@ -174,7 +175,8 @@ async def test_abort_mid_tool_kills_the_tool_and_keeps_the_session_valid(
             )
         ]
     )
-    h = AgentHarness(session=session, model=model, tools=[bash_tool()])
+    supervisor = SecuritySupervisor(mode="bypass", setting_sources=())  # bash needs approval
+    h = AgentHarness(session=session, model=model, tools=[bash_tool()], supervisor=supervisor)
     running = asyncio.Event()
     h.connect("tool_execution_start", lambda s, event: running.set())
     run = asyncio.create_task(h.prompt("work"))

@@ -18,6 +18,7 @@ from harness import (
     JsonlSessionRepo,
     MessageEntry,
     ModelChangeEntry,
+    ResourceOptions,
     ThinkingLevelChangeEntry,
     ToolRun,
     tool,
@@ -128,12 +129,14 @@ async def test_set_tools_and_resources_emit_updates(tmp_path: Path) -> None:
     h.connect("tools_update", lambda s, event: updates.append(event))
     h.connect("resources_update", lambda s, event: updates.append(event))
     await h.set_tools(TOOLS, active=["alpha"])
-    await h.set_resources({"skills": ["review"]})
+    skills = tmp_path / "skills" / "review"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("---\ndescription: Review a diff\n---\nLook for bugs.\n")
+    await h.set_resources(ResourceOptions(discover=False, skill_roots=[tmp_path / "skills"]))
     tools_event, resources_event = updates
     assert tools_event.tool_names == ("alpha", "beta")
     assert tools_event.previous_tool_names == ("alpha",)
     assert tools_event.active_tool_names == ("alpha",) and tools_event.source == "set"
-    assert resources_event.resources == {"skills": ["review"]}
-    assert resources_event.previous_resources == {}
+    assert resources_event.source == "set" and resources_event.skills == ("review",)
     last = list(session.entries())[-1]
     assert isinstance(last, ActiveToolsChangeEntry) and last.active_tool_names == ("alpha",)

@@ -224,7 +224,11 @@ async def test_bash_keeps_only_the_tail_in_memory_and_coalesces_updates(tmp_path
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.startswith("[output truncated: showing the last 1000 bytes]\n")
     assert text.endswith("a" * 100 + "\nend\n")
+    full = Path(result.details.pop("fullOutputPath"))  # type: ignore[union-attr]
     assert result.details == {"exitCode": 0, "truncated": True, "timedOut": False}
+    assert full.stat().st_size == 30_000_000 + len("\nend\n")  # every byte kept for the model
+    assert f"full output in {full}" in text
+    full.unlink()
     assert len(updates) < 1000  # coalesced, not one event per read
     assert "".join(str(u) for u in updates).endswith("a" * 100 + "\nend\n")
 

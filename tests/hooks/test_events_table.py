@@ -38,6 +38,8 @@ PROMPT_ORDER = [
     "message_update",
     "tool_execution_start",
     "tool_call",
+    "permission_request",
+    "permission_decision",
     "tool_execution_update",
     "tool_result",
     "tool_execution_end",

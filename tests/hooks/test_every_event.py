@@ -24,6 +24,8 @@ from hooks import (
     MessageStartEvent,
     MessageUpdateEvent,
     ModelUpdateEvent,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
     QueueUpdateEvent,
     ResourcesUpdateEvent,
     RetryEvent,
@@ -72,6 +74,19 @@ SAMPLES: tuple[Event, ...] = (
     MessageUpdateEvent(message=REPLY, kind="text", content_index=0, delta="hi"),
     ToolExecutionStartEvent(tool_call_id="t1", tool_name="ls", input={}),
     ToolCallEvent(tool_call_id="t1", tool_name="ls", input={}, turn_index=0),
+    PermissionRequestEvent(
+        tool_call_id="t1",
+        tool_name="ls",
+        input={},
+        operation_key="ls(.)",
+        cwd="/work",
+        leaves_cwd=False,
+        session_id="s1",
+        depth=0,
+    ),
+    PermissionDecisionEvent(
+        tool_call_id="t1", tool_name="ls", operation_key="ls(.)", decision="approve", reason=None
+    ),
     ToolExecutionUpdateEvent(tool_call_id="t1", tool_name="ls", partial={"lines": 1}),
     ToolResultEvent(
         tool_call_id="t1",
@@ -130,7 +145,7 @@ SAMPLES: tuple[Event, ...] = (
         previous_active_tool_names=[],
         source="set",
     ),
-    ResourcesUpdateEvent(resources={"skills": []}, previous_resources={}),
+    ResourcesUpdateEvent(source="refresh", skills=["review"], added=["review"]),
     AbortEvent(cleared_steer=["stop"], cleared_follow_up=[]),
     RetryEvent(
         attempt=2, max_attempts=3, delay_s=1.5, error_message="overloaded", error_type="provider"

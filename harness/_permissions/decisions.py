@@ -1,0 +1,118 @@
+"""What a supervisor is asked and what it answers: the request, the three decisions, the
+``Supervisor`` protocol and the application's ``Approver`` callback."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Literal, Protocol, TypeAlias
+
+from attrs import field, frozen
+
+from hooks import JSONValue
+
+from .._tools.base import ToolKind
+
+__all__ = [
+    "Approve",
+    "ApproveAlways",
+    "Approver",
+    "Decision",
+    "Deny",
+    "PermissionMode",
+    "PermissionRequest",
+    "Supervisor",
+]
+
+PermissionMode: TypeAlias = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
+"""Claude Code's permission modes, in our spelling: ``default`` asks for controlled calls;
+``accept_edits`` approves file edits inside the working folder; ``plan`` denies every edit and
+command (read-only); ``bypass`` approves what no deny or ask rule catches; ``dont_ask`` denies
+what would be asked."""
+
+
+@frozen(kw_only=True)
+class Approve:
+    """Run the call. ``reason`` (optional) says why, for ``permission_decision``."""
+
+    reason: str | None = None
+
+
+@frozen(kw_only=True)
+class Deny:
+    """Do not run the call; ``reason`` becomes its error result, so say what the model can do
+    instead."""
+
+    reason: str = field(validator=lambda _i, _a, v: _text(v))
+
+
+@frozen(kw_only=True)
+class ApproveAlways:
+    """Run the call, and approve the same operation key from now on without asking.
+
+    ``scope``: ``session`` remembers it as a ``permission`` entry of the session (it survives a
+    reopen); ``project`` also adds an allow rule to ``.harness/settings.json`` in the working
+    folder.
+    """
+
+    scope: Literal["session", "project"] = "session"
+    reason: str | None = None
+
+
+Decision: TypeAlias = Approve | Deny | ApproveAlways
+
+
+def _text(value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"Deny(reason=...) must be a non-empty string, not {value!r}")
+
+
+@frozen(kw_only=True)
+class PermissionRequest:
+    """One tool call, as the supervisor sees it (after the ``tool_call`` hooks).
+
+    Attributes:
+        tool_call_id, tool_name: the call.
+        input: the input the tool will run with (read-only, JSON).
+        kind: the tool's :data:`ToolKind` (``read``, ``edit``, ``execute``, ``other``).
+        controlled: the tool is controlled, or a path of the call leaves ``cwd``.
+        operation_key: what an approve-always remembers and a rule matches, in rule syntax:
+            ``bash(git status:*)`` (a simple command's first words), ``bash(<command>)`` (a
+            compound one, exactly), ``write(src/a.py)`` (a path relative to ``cwd``, absolute
+            outside it, glob characters escaped), or the tool name alone.
+        target: the command, or the path as given; None for tools without a ``target``.
+        paths: the path relative to ``cwd`` both as written and with symlinks resolved
+            (absolute when outside), which path rules are matched against.
+        cwd: the working folder.
+        leaves_cwd: a path of the call resolves outside ``cwd`` (``..``, absolute, a symlink).
+        session_id: the harness's session.
+        depth: 0 for a top-level harness, one more for each nested skill run.
+        approvals: operation keys approved always in this session (and handed down from the
+            parent of a nested run).
+    """
+
+    tool_call_id: str
+    tool_name: str
+    input: Mapping[str, JSONValue]
+    kind: ToolKind
+    controlled: bool
+    operation_key: str
+    target: str | None
+    paths: tuple[str, ...]
+    cwd: Path
+    leaves_cwd: bool
+    session_id: str
+    depth: int = 0
+    approvals: frozenset[str] = frozenset()
+
+
+Approver: TypeAlias = Callable[[PermissionRequest], Awaitable[Decision]]
+"""``async def approver(request) -> Approve | Deny | ApproveAlways``: the application's answer
+when a call needs asking (the CLI's asks y / n / always)."""
+
+
+class Supervisor(Protocol):
+    """Decides every tool call the ``tool_call`` hooks let through. The harness's default is
+    :class:`SecuritySupervisor`; pass your own with ``AgentHarness(supervisor=...)``."""
+
+    async def decide(self, request: PermissionRequest) -> Decision: ...

@@ -1,0 +1,216 @@
+"""Permission rules (``bash(git status:*)``, ``write(src/**)``, ``read(**/.env)``) and the
+settings files they are loaded from.
+
+A rule is a tool name, optionally with a specifier in parentheses, as in Claude Code:
+
+- no specifier, or ``(*)``: every call of the tool;
+- a tool with a command ``target`` (``bash``): ``prefix:*`` matches the command ``prefix`` and
+  any command that starts with ``prefix`` and a space; any other specifier is a pattern in which
+  ``*`` matches any text. A compound command (``a && b``, ``a; b``, ``a | b``) is matched part
+  by part: a deny or ask rule catches it when it matches any part, an allow rule approves it
+  only when every part matches it. A command with substitution or redirection (``$(...)``,
+  backticks, ``>``) is approved only by an allow rule that is exactly that command.
+- a tool with a path ``target``: a glob (``wcmatch``: ``**`` spans folders, hidden files
+  match) against the path relative to the working folder, as written and with symlinks
+  resolved; deny and ask rules catch either, allow rules need both. A specifier starting with
+  ``/`` or ``~`` is matched against absolute paths; a relative one also against paths outside
+  the working folder, without their leading ``/`` (so ``**/.env`` catches them everywhere).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from attrs import field, frozen
+from wcmatch import glob
+
+from .decisions import PermissionMode, PermissionRequest
+from .keys import command_parts
+
+__all__ = [
+    "PERMISSION_MODES",
+    "PermissionRules",
+    "Rule",
+    "Settings",
+    "add_project_rule",
+    "load_settings",
+]
+
+PERMISSION_MODES: tuple[PermissionMode, ...] = (
+    "default",
+    "accept_edits",
+    "plan",
+    "bypass",
+    "dont_ask",
+)
+_RULE = re.compile(r"(?P<tool>[\w.-]+)(?:\((?P<spec>.*)\))?", re.S)
+_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
+
+
+@frozen
+class Rule:
+    """One parsed rule; ``source`` says where it came from (``code``, a settings file path)."""
+
+    tool: str
+    spec: str | None
+    text: str
+    source: str = "code"
+
+    @classmethod
+    def parse(cls, text: str, source: str = "code") -> Rule:
+        """Raises ValueError: not ``tool`` or ``tool(specifier)``."""
+        found = _RULE.fullmatch(text.strip())
+        if found is None:
+            raise ValueError(f"not a permission rule: {text!r} (expected tool or tool(pattern))")
+        spec = found["spec"]
+        return cls(found["tool"], None if spec in (None, "", "*") else spec, text.strip(), source)
+
+    def matches(self, request: PermissionRequest, *, how: Literal["any", "all"]) -> bool:
+        """Whether the rule covers ``request``: ``any`` part (deny, ask) or ``all`` parts
+        (allow) of a compound command or of the path variants."""
+        if self.tool != request.tool_name:
+            return False
+        if self.spec is None:
+            return True
+        if request.target is None:
+            return False
+        if request.kind == "execute":
+            return self._matches_command(request.target, how)
+        hits = [self._matches_path(p) for p in request.paths]
+        return bool(hits) and (any(hits) if how == "any" else all(hits))
+
+    def _matches_command(self, command: str, how: Literal["any", "all"]) -> bool:
+        whole = " ".join(command.split())
+        parts, opaque = command_parts(command)
+        if how == "any":
+            return self._matches_text(whole) or any(self._matches_text(p) for p in parts)
+        if opaque:  # a pattern could match past a substitution: only the exact command allows
+            return self.spec == whole
+        # Never the whole line against a pattern: "git status ; rm x" starts with "git status".
+        return bool(parts) and all(self._matches_text(p) for p in parts)
+
+    def _matches_text(self, text: str) -> bool:
+        spec = self.spec or ""
+        if spec.endswith(":*"):
+            prefix = spec[:-2]
+            return text == prefix or text.startswith(prefix + " ")
+        pattern = ".*".join(re.escape(piece) for piece in spec.split("*"))
+        return re.fullmatch(pattern, text, re.S) is not None
+
+    def _matches_path(self, path: str) -> bool:
+        spec = self.spec or ""
+        if spec.startswith(("/", "~")):
+            return os.path.isabs(path) and glob.globmatch(
+                path, os.path.expanduser(spec), flags=_GLOB_FLAGS
+            )
+        candidate = path.lstrip("/") if os.path.isabs(path) else path
+        return glob.globmatch(candidate, spec, flags=_GLOB_FLAGS)
+
+
+def _rules(values: Iterable[str | Rule], source: str) -> tuple[Rule, ...]:
+    if isinstance(values, str):
+        raise TypeError(f"rules must be a list of strings, not the string {values!r}")
+    return tuple(v if isinstance(v, Rule) else Rule.parse(v, source) for v in values)
+
+
+def _code_rules(values: Iterable[str | Rule]) -> tuple[Rule, ...]:
+    return _rules(values, "code")
+
+
+@frozen(kw_only=True)
+class PermissionRules:
+    """Allow, deny and ask rules (strings such as ``bash(git status:*)``, parsed on creation).
+
+    Raises:
+        ValueError: a string is not a rule.
+    """
+
+    allow: tuple[Rule, ...] = field(default=(), converter=_code_rules)
+    deny: tuple[Rule, ...] = field(default=(), converter=_code_rules)
+    ask: tuple[Rule, ...] = field(default=(), converter=_code_rules)
+
+    def __add__(self, other: PermissionRules) -> PermissionRules:
+        return PermissionRules(
+            allow=(*self.allow, *other.allow),
+            deny=(*self.deny, *other.deny),
+            ask=(*self.ask, *other.ask),
+        )
+
+
+@frozen(kw_only=True)
+class Settings:
+    """The ``permissions`` of one settings file: rules and an optional ``mode``."""
+
+    rules: PermissionRules = PermissionRules()
+    mode: PermissionMode | None = None
+
+
+def load_settings(path: Path) -> Settings:
+    """Read ``{"permissions": {"allow": [...], "deny": [...], "ask": [...], "mode": ...}}``
+    from ``path`` (the layout of Claude Code's settings files; other keys are ignored).
+
+    Returns:
+        Empty settings when the file does not exist.
+
+    Raises:
+        ValueError: the file is not JSON of that shape, a rule does not parse, or the mode is
+            not one of :data:`PERMISSION_MODES` (the message names the file).
+    """
+    try:
+        data: Any = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return Settings()
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read permission settings: {exc}") from None
+    permissions = data.get("permissions", {}) if isinstance(data, Mapping) else None
+    if not isinstance(permissions, Mapping):
+        raise ValueError(f"{path}: 'permissions' must be an object")
+    try:
+        lists = {k: permissions.get(k, []) for k in ("allow", "deny", "ask")}
+        for key, values in lists.items():
+            if not isinstance(values, Sequence) or not all(isinstance(v, str) for v in values):
+                raise ValueError(f"'{key}' must be a list of strings")
+        rules = PermissionRules(
+            allow=_rules(lists["allow"], str(path)),
+            deny=_rules(lists["deny"], str(path)),
+            ask=_rules(lists["ask"], str(path)),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    mode = permissions.get("mode")
+    if mode is not None and mode not in PERMISSION_MODES:
+        raise ValueError(f"{path}: mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
+    return Settings(rules=rules, mode=mode)
+
+
+def add_project_rule(cwd: Path, rule: str) -> Path:
+    """Append ``rule`` to the allow list of ``cwd/.harness/settings.json`` (created if missing;
+    other content kept), replacing the file atomically.
+
+    Returns:
+        The settings file's path.
+
+    Raises:
+        ValueError: the existing file is not a JSON object with a ``permissions`` object.
+        OSError: the file could not be written.
+    """
+    path = cwd / ".harness" / "settings.json"
+    try:
+        data: Any = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.setdefault("permissions", {}), dict):
+        raise ValueError(f"{path}: not a settings object; not changed")
+    allow = data["permissions"].setdefault("allow", [])
+    if rule not in allow:
+        allow.append(rule)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    os.replace(tmp, path)
+    return path

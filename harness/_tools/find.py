@@ -1,0 +1,85 @@
+"""The built-in ``find`` tool: file names matching a glob, ``.gitignore`` respected."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from wcmatch import fnmatch, glob
+
+from hooks import JSONValue
+
+from .._errors import ToolError
+from ._walk import walk
+from .base import Tool, ToolResult, ToolRun, safe_text
+
+__all__ = ["find_tool"]
+
+_PARAMETERS: dict[str, JSONValue] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "description": "Glob: '*.py' matches file names anywhere, 'src/**/*.py' whole paths",
+        },
+        "path": {"type": "string", "description": "Folder to search (default: the cwd)"},
+        "limit": {"type": "integer", "minimum": 1, "description": "Most results (default 1000)"},
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
+_NAME_FLAGS = fnmatch.DOTMATCH | fnmatch.BRACE
+
+
+def find_tool(*, default_limit: int = 1000) -> Tool:
+    """A ``find`` tool with pi's name and parameters (``pattern``, ``path``, ``limit``).
+
+    A pattern without ``/`` matches file and folder names at any depth (``*.py``); one with
+    ``/`` matches paths relative to ``path`` (``src/**/test_*.py``, globbing by ``wcmatch``:
+    ``**`` spans folders, ``{a,b}`` alternates, hidden files match). ``.git`` and whatever a
+    ``.gitignore`` excludes are skipped, and symlinks are never followed. Results are sorted
+    paths relative to ``path``, folders ending in ``/``, at most ``limit`` of them with a note
+    when more matched. ``details`` is ``{"matches", "truncated"}``.
+    """
+
+    async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
+        pattern = str(input["pattern"])
+        path = str(input.get("path") or ".")
+        limit = int(input.get("limit") or default_limit)
+        try:
+            found, more = await asyncio.to_thread(_find, run, path, pattern, limit)
+        except NotADirectoryError:
+            raise ToolError(f"{safe_text(path)} is not a folder") from None
+        except OSError as exc:
+            raise ToolError(f"cannot search {safe_text(path)}: {exc.strerror or exc}") from exc
+        text = "\n".join(safe_text(f) for f in found) or "No files found"
+        if more:
+            text += f"\n[more than {limit} matches; narrow the pattern or raise limit]"
+        return ToolResult(content=text, details={"matches": len(found), "truncated": more})
+
+    return Tool(
+        name="find",
+        description="Find files by glob pattern in the working directory (respects .gitignore).",
+        parameters=_PARAMETERS,
+        execute=execute,
+        kind="read",
+        target="path",
+    )
+
+
+def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str], bool]:
+    by_name = "/" not in pattern
+    found: list[str] = []
+    for item in walk(run.cwd, path, confined=run.confined):
+        hit = (
+            fnmatch.fnmatch(item.name, pattern, flags=_NAME_FLAGS)
+            if by_name
+            else glob.globmatch(item.rel, pattern, flags=_GLOB_FLAGS)
+        )
+        if hit:
+            if len(found) == limit:
+                return found, True
+            found.append(item.rel + "/" if item.is_dir else item.rel)
+    return found, False
