@@ -3,6 +3,7 @@ the order of the Claude Agent SDK."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -13,6 +14,8 @@ from platformdirs import user_config_path
 from .decisions import Approve, Approver, Decision, Deny, PermissionMode, PermissionRequest
 from .keys import command_parts
 from .rules import PERMISSION_MODES, PermissionRules, Rule, Settings, load_settings
+
+log = logging.getLogger("harness")
 
 __all__ = ["PROJECT_SETTINGS", "SecuritySupervisor", "user_settings_path"]
 
@@ -61,6 +64,12 @@ class SecuritySupervisor:
         setting_sources: which settings files to read: ``user``, ``project`` (default both);
             ``()`` for rules from code only.
         user_settings: the user settings file (default :func:`user_settings_path`).
+        trust_project: let the project's ``.harness/settings.json`` *widen* permissions: its
+            ``allow`` rules and the modes ``accept_edits`` and ``bypass``. Off by default: the
+            file comes with the folder (a cloned repository can hold one), so untrusted it may
+            only restrict (deny and ask rules, the modes ``default``, ``plan``, ``dont_ask``);
+            what it would widen is ignored and logged. Claude Code asks the user to trust a
+            folder for the same reason.
 
     Raises:
         ValueError: an unknown mode, or a rule from code that does not parse.
@@ -74,6 +83,7 @@ class SecuritySupervisor:
         approver: Approver | None = None,
         setting_sources: Iterable[SettingSource] = ("user", "project"),
         user_settings: Path | None = None,
+        trust_project: bool = False,
     ) -> None:
         if mode is not None and mode not in PERMISSION_MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
@@ -84,6 +94,8 @@ class SecuritySupervisor:
         self.approver = approver
         self._sources = tuple(setting_sources)
         self._user_settings = user_settings
+        self._trust_project = trust_project
+        self._warned: set[Path] = set()
 
     @property
     def rules(self) -> PermissionRules:
@@ -118,8 +130,26 @@ class SecuritySupervisor:
         if "user" in self._sources:
             found.append(load_settings(self._user_settings or user_settings_path()))
         if "project" in self._sources:
-            found.append(load_settings(cwd / PROJECT_SETTINGS))
+            project = load_settings(cwd / PROJECT_SETTINGS)
+            found.append(project if self._trust_project else self._restrictive(cwd, project))
         return found
+
+    def _restrictive(self, cwd: Path, project: Settings) -> Settings:
+        """What an untrusted project file may say: only what restricts."""
+        widening = project.rules.allow or project.mode in ("accept_edits", "bypass")
+        if not widening:
+            return project
+        path = cwd / PROJECT_SETTINGS
+        if path not in self._warned:
+            self._warned.add(path)
+            log.warning(
+                "%s: allow rules and the mode %r are ignored: the project is not trusted "
+                "(SecuritySupervisor(trust_project=True) lets it widen permissions)",
+                path,
+                project.mode,
+            )
+        mode = None if project.mode in ("accept_edits", "bypass") else project.mode
+        return evolve(project, rules=evolve(project.rules, allow=()), mode=mode)
 
     async def decide(self, request: PermissionRequest) -> Decision:
         """Decide one call in the documented order (see the class docstring)."""

@@ -242,12 +242,31 @@ async def test_rules_and_mode_come_from_project_and_user_settings(tmp_path: Path
     project.write_bytes(
         orjson.dumps({"permissions": {"allow": ["bash(make:*)"], "mode": "dont_ask"}})
     )
-    s = SecuritySupervisor(user_settings=user)
+    s = SecuritySupervisor(user_settings=user, trust_project=True)
     assert s.mode_for(tmp_path) == "dont_ask"  # the project's mode wins
     assert isinstance(await s.decide(request(tmp_path, "bash", command="make test")), Approve)
     denied = await s.decide(request(tmp_path, "bash", command="curl x"))
     assert isinstance(denied, Deny) and str(user) in denied.reason
     assert isinstance(await s.decide(request(tmp_path, "bash", command="ls")), Deny)
+
+
+async def test_an_untrusted_project_file_may_restrict_but_never_widen(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = tmp_path / ".harness" / "settings.json"
+    project.parent.mkdir()
+    project.write_bytes(
+        orjson.dumps(
+            {"permissions": {"allow": ["bash(*)"], "deny": ["read(*.env)"], "mode": "bypass"}}
+        )
+    )
+    s = SecuritySupervisor(setting_sources=("project",))  # as a cloned repository would have it
+    assert s.mode_for(tmp_path) == "default"  # bypass from the project is ignored
+    assert isinstance(await s.decide(request(tmp_path, "bash", command="rm -rf x")), Deny)
+    assert isinstance(await s.decide(request(tmp_path, "read", path="a.env")), Deny)  # deny kept
+    assert "not trusted" in caplog.text
+    trusted = SecuritySupervisor(setting_sources=("project",), trust_project=True)
+    assert isinstance(await trusted.decide(request(tmp_path, "bash", command="rm -rf x")), Approve)
 
 
 async def test_a_broken_settings_file_denies_everything(tmp_path: Path) -> None:
@@ -354,8 +373,8 @@ async def test_approve_always_for_the_project_writes_an_allow_rule(tmp_path: Pat
     assert events[-1].remembered == "project"
     settings = orjson.loads((tmp_path / ".harness" / "settings.json").read_bytes())
     assert settings == {"permissions": {"allow": ["bash(make test:*)"]}}
-    # a new session in the project: the rule allows it without asking
-    fresh = SecuritySupervisor(setting_sources=("project",))
+    # a new session in the project (trusted: the user said "always" there) needs no asking
+    fresh = SecuritySupervisor(setting_sources=("project",), trust_project=True)
     assert isinstance(
         await fresh.decide(request(tmp_path, "bash", command="make test -k")), Approve
     )
