@@ -12,6 +12,7 @@ from ._context import (
     entry_message,
     normalize_messages,
 )
+from ._copy import CopyReport, LineStore, copy_sessions, open_line_store
 from ._entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -50,12 +51,14 @@ from ._jsonl.storage import open_session
 from ._memory import MemorySessionRepo
 from ._repo import ForkPosition, ForkScope, SessionInfo, SessionRepo
 from ._session import Diagnostic, FsyncPolicy, Session, TreeNode
+from ._sqlite import SqliteSessionRepo
 
 __all__ = [
     "NO_RESULT_TEXT",
     "ActiveToolsChangeEntry",
     "BranchSummaryEntry",
     "CompactionEntry",
+    "CopyReport",
     "CorruptSessionError",
     "CustomEntry",
     "CustomMessageEntry",
@@ -72,6 +75,7 @@ __all__ = [
     "JsonlSessionRepo",
     "LabelEntry",
     "LeafEntry",
+    "LineStore",
     "MemorySessionRepo",
     "MessageEntry",
     "ModelChangeEntry",
@@ -89,11 +93,13 @@ __all__ = [
     "SessionNotFoundError",
     "SessionRepo",
     "SessionWriteError",
+    "SqliteSessionRepo",
     "StorageError",
     "ThinkingLevelChangeEntry",
     "TreeNode",
     "UnknownEntry",
     "build_context",
+    "copy_sessions",
     "decode_entry",
     "decode_message",
     "encode_cwd",
@@ -101,6 +107,7 @@ __all__ = [
     "encode_message",
     "entry_message",
     "normalize_messages",
+    "open_line_store",
     "open_session",
     "validate_session_id",
 ]

@@ -14,7 +14,7 @@ from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope
 from ._session import Session, iso_now
 
-__all__ = ["check_fork_allowed", "fork_header", "fork_lines"]
+__all__ = ["check_fork_allowed", "fork_header", "fork_lines", "fork_plan"]
 
 
 def fork_lines(
@@ -42,12 +42,27 @@ def fork_lines(
             records a move, not content: its target may not be on its path), or tree scope
             was given an entry.
     """
+    ids, extra_lines = fork_plan(source, entry_id=entry_id, position=position, scope=scope)
     out = [dumps_line(encode_header(header))]
+    out.extend(source.raw_lines(ids))
+    out.extend(extra_lines)
+    return out
+
+
+def fork_plan(
+    source: Session,
+    *,
+    entry_id: str | None,
+    position: ForkPosition | None,
+    scope: ForkScope,
+) -> tuple[list[str], list[bytes]]:
+    """What :func:`fork_lines` writes after the header: the ids of the source entries copied
+    verbatim (in file order), then the new lines that follow them. A database repository
+    copies the first part server-side. Raises as :func:`fork_lines`."""
     if scope == "tree":
         if entry_id is not None:
             raise InvalidForkTargetError(entry_id, "a tree fork copies everything; give no entry")
-        out.extend(source.raw_lines(source.entry_ids()))
-        return out
+        return source.entry_ids(), []
 
     target = entry_id if entry_id is not None else source.leaf_id
     if entry_id is not None and entry_id not in source:
@@ -60,7 +75,6 @@ def fork_lines(
     if target is not None and effective == "before":
         target = source.get_entry(target).parent_id
     ids = source.path_ids(target)
-    out.extend(source.raw_lines(ids))
 
     copied = set(ids)
     labels_on_path: dict[str, str] = {}
@@ -106,8 +120,7 @@ def fork_lines(
             id=_new_id(copied), parent_id=target, timestamp=iso_now(), target_id=target
         )
         extra_lines.append(dumps_line(encode_entry(leaf)))
-    out.extend(extra_lines)
-    return out
+    return ids, extra_lines
 
 
 def _new_id(taken: set[str]) -> str:

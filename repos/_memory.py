@@ -104,9 +104,10 @@ class _MemoryStore:
         with self._record.lock:
             return self._new_lines()
 
-    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
+    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> list[RawLine]:
         self._record.lines[:] = lines
         self._seen = len(lines)
+        return []  # under the record's lock: nobody appended meanwhile
 
     def sync(self) -> None:
         """Nothing to make durable."""

@@ -114,7 +114,10 @@ class SessionStore(Protocol):
 
     def poll(self) -> Sequence[RawLine]: ...
 
-    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None: ...
+    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> Sequence[RawLine]:
+        """Replace the stored lines (migration, inside a transaction); returns the lines other
+        writers appended to the new ones before the transaction went on."""
+        ...
 
     def sync(self) -> None: ...
 
@@ -543,10 +546,12 @@ class Session:
             self._store.sync()
 
     def close(self) -> None:
-        """Release the file; later reads of undecoded entries and appends raise."""
-        if not self._closed:
-            self._closed = True
-            self._store.close()
+        """Release the file; later reads of undecoded entries and appends raise. Waits for an
+        append running in another thread to finish."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._store.close()
 
     def __enter__(self) -> Self:
         return self
@@ -612,14 +617,15 @@ class Session:
                 )
                 try:
                     line = dumps_line(encode_entry(entry))
+                    # The session keeps, and returns, what the line holds: decoded back from it,
+                    # never the caller's objects; and a line that would not read back (a field
+                    # of the wrong type) is refused before anything is written.
+                    fresh = decode_entry(orjson.loads(line))
                 except CodecError as exc:
                     raise InvalidEntryError(f"cannot append a {entry.type} entry: {exc}") from None
                 stored = store.write(line)
             finally:
                 store.end_append()
-            # The session keeps, and returns, what the line holds: decoded back from it, never
-            # the caller's objects (a dict changed after the append changes nothing here).
-            fresh = decode_entry(orjson.loads(stored.raw))
             span = (stored.offset, len(stored.raw))
             self._tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
             if self._fsync == "always":
@@ -646,7 +652,10 @@ class Session:
             lines = [dumps_line(encode_header(header))]
             lines.extend(dumps_line(encode_entry(e)) for e in self._tree.iter_entries())
             backup = f".v{version}.bak"
-            self._store.rewrite(lines, backup)
+            appended = self._store.rewrite(lines, backup)
+            kept = getattr(self._store, "backup", None) or (
+                f"{self.path}{backup}" if self.path is not None else f"the store's {backup} backup"
+            )
             self._header = header
             offset = len(lines[0])
             for row, number, line in zip(
@@ -655,10 +664,9 @@ class Session:
                 row.span, row.derived_ids, row.line = (offset, len(line) - 1), False, number
                 offset += len(line)
             self._indexer.v1_ids = None
-            message = (
-                f"migrated from v{version} to v3 before appending; "
-                f"original kept as {self.path}{backup}"
-            )
+            if appended:
+                self._indexer.feed(appended, own_leaf=False)
+            message = f"migrated from v{version} to v3 before appending; original kept as {kept}"
             log.warning("%s: %s", self.path, message)
             self._diagnostics.append(Diagnostic(code="migrated", message=message))
         self._prepared = True

@@ -43,9 +43,12 @@ _load("corpus", TESTS / "fixtures" / "corpus.py")
 _load("replay_server", TESTS / "replay_server.py")
 _load("anthropic_streams", TESTS / "fixtures" / "anthropic_streams.py")
 _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
+_load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
+_load("postgres_server", TESTS / "postgres_server.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402
+from postgres_server import PostgresServer, unavailable  # noqa: E402
 from replay_server import ReplayServer  # noqa: E402
 
 
@@ -152,6 +155,26 @@ async def anthropic_client(replay_server: ReplayServer) -> AsyncIterator[anthrop
         yield client
     finally:
         await client.close()
+
+
+# --- a throwaway PostgreSQL server (tests marked ``postgres``) ---------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One server for the whole run, started on first use, stopped at the end; skips (one
+    reason) when none can be started here."""
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a fresh, empty database on the test server."""
+    return postgres_server.new_database()
 
 
 # --- the corpus -----------------------------------------------------------------------------

@@ -185,6 +185,14 @@ class SecuritySupervisor:
                 "to allow it"
             )
         if self.approver is None:
+            # The model reads the reason; the developer gets the fix in the log.
+            log.warning(
+                "denied %s: it needs approval (%s) and the supervisor has no approver; pass "
+                "SecuritySupervisor(approver=...), an allow rule, or a mode such as accept_edits "
+                "(docs/permissions.md)",
+                request.operation_key,
+                why,
+            )
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) but nobody can approve "
                 "it here (no approver); do without it or ask the user to allow it"

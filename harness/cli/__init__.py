@@ -14,8 +14,8 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 # Imported for their side effect: they register commands on `sessions` (_tree_ops: compact,
-# checkout, label; _maintenance: verify, repair, migrate).
-from . import _maintenance, _tree_ops  # noqa: F401
+# checkout, label; _maintenance: verify, repair, migrate; _copy: copy).
+from . import _copy, _maintenance, _tree_ops  # noqa: F401
 from ._common import (
     HarnessCliError,
     HarnessGroup,
@@ -26,7 +26,10 @@ from ._common import (
     run_async,
 )
 from ._demo import demo
+from ._export import export
+from ._import import import_group
 from ._resources import skills, templates
+from ._run import run
 from ._sessions import sessions
 
 __all__ = [
@@ -65,5 +68,8 @@ def main(verbose: bool) -> None:
 
 main.add_command(sessions)
 main.add_command(demo)
+main.add_command(run)
+main.add_command(export)
+main.add_command(import_group)
 main.add_command(skills)
 main.add_command(templates)

@@ -75,13 +75,25 @@ class HarnessCliError(click.ClickException):
 def handle_errors() -> Iterator[None]:
     """Turn any ``HarnessError`` raised inside the block into a :class:`HarnessCliError`.
 
-    Other exceptions pass through untouched: an unexpected one is a bug and must keep its
-    traceback.
+    An ``OSError`` (a folder that cannot be made, no permission) becomes ``error[os_error]``
+    naming the path. Other exceptions pass through untouched: an unexpected one is a bug and
+    must keep its traceback.
     """
     try:
         yield
     except HarnessError as exc:
         raise HarnessCliError(exc) from exc
+    except OSError as exc:
+        # A folder the user named cannot be made or read: their input, not our bug.
+        raise HarnessCliError(_OsError(exc)) from exc
+
+
+class _OsError(HarnessError):
+    code = "os_error"
+
+    def __init__(self, exc: OSError) -> None:
+        where = f"{exc.filename}: " if exc.filename else ""
+        super().__init__(f"{where}{exc.strerror or exc}")
 
 
 class HarnessGroup(click.Group):

@@ -8,12 +8,22 @@ leaves its source byte-identical.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import click
 import orjson
 
-from repos import ForkPosition, JsonlSessionRepo, Session, SessionNotFoundError, encode_message
+from repos import (
+    CorruptSessionError,
+    ForkPosition,
+    JsonlSessionRepo,
+    Session,
+    SessionNotFoundError,
+    encode_message,
+    open_session,
+)
+from repos._importers.claude_code import convert, is_claude_code
 
 from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
 from ._render import DEFAULT_MAX_CHARS, context_lines, info_json, session_table, tree_view
@@ -36,9 +46,31 @@ def _warn_diagnostics(session: Session) -> None:
 
 
 def _open(repo: JsonlSessionRepo, ref: str) -> Session:
-    session = run_async(repo.open(ref))
+    try:
+        session = run_async(repo.open(ref))
+    except CorruptSessionError:
+        path = Path(ref).expanduser()
+        if not (path.is_file() and is_claude_code(path)):
+            raise
+        session = _open_claude_code(path)
     _warn_diagnostics(session)
     return session
+
+
+def _open_claude_code(path: Path) -> Session:
+    """A Claude Code transcript, converted and opened read-only (nothing is written near it)."""
+    conversion = convert(path)
+    click.echo(
+        f"note: {path} is a Claude Code transcript (session {conversion.source_session_id}, "
+        f"{conversion.records} records), not one of our sessions; shown converted, read-only. "
+        f"`harness import claude-code {path}` imports it.",
+        err=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="harness-cc-") as folder:
+        copy = Path(folder) / f"{conversion.main.header.id}.jsonl"
+        copy.write_bytes(b"".join(conversion.main.lines))
+        # The session reads bodies through its open descriptor: the file may go at once.
+        return open_session(copy)
 
 
 @click.group(cls=HarnessGroup)

@@ -87,15 +87,26 @@ class _ListState:
         """A state from the persistent cache, or None if the entry is not one we wrote."""
         try:
             ino, size, mtime = obj["identity"]
+            name, count, last = obj["name"], obj["message_count"], obj["last_activity_ms"]
+            first = obj["first_message"]
+            ints = (ino, size, mtime, obj["offset"], count)
+            if (
+                not all(type(v) is int and v >= 0 for v in ints)
+                or not (name is None or isinstance(name, str))
+                or not (last is None or (type(last) is int and 0 <= last < 2**53))
+                or not isinstance(first, str)
+                or not isinstance(obj["fingerprint"], str)
+            ):
+                return None  # not what we write: summarise the file again
             return cls(
-                identity=(int(ino), int(size), int(mtime)),
-                offset=int(obj["offset"]),
+                identity=(ino, size, mtime),
+                offset=obj["offset"],
                 header=decode_header(obj["header"]),
                 fingerprint=bytes.fromhex(obj["fingerprint"]),
-                name=obj["name"],
-                message_count=int(obj["message_count"]),
-                last_activity_ms=obj["last_activity_ms"],
-                first_message=str(obj["first_message"]),
+                name=name,
+                message_count=count,
+                last_activity_ms=last,
+                first_message=first,
             )
         except (KeyError, TypeError, ValueError, CodecError):
             return None
@@ -413,11 +424,21 @@ class JsonlSessionRepo:
         if opened:
             return opened[0]
         try:
-            stat = os.stat(path)
+            # Held from now on: reads go to this file even if its name is taken over later.
+            fd = os.open(path, os.O_RDONLY)
         except OSError as exc:
             raise StorageError.wrap(path, exc, "reading the new session file") from exc
-        store = JsonlStore(path, identity=(stat.st_dev, stat.st_ino), end=len(lines[0]), lines=1)
-        return Session(header=header, tree=Tree(load=store.read), store=store, fsync=self._fsync)
+        stat = os.fstat(fd)
+        store = JsonlStore(
+            path, identity=(stat.st_dev, stat.st_ino), end=len(lines[0]), lines=1, read_fd=fd
+        )
+        return Session(
+            header=header,
+            tree=Tree(load=store.read, load_many=store.read_many),
+            store=store,
+            fsync=self._fsync,
+            strict=self._strict,
+        )
 
     def _list(self, cwd: str | None) -> builtins.list[SessionInfo]:
         problems: list[tuple[Path, str]] = []
@@ -438,7 +459,12 @@ class JsonlSessionRepo:
                 if cwd is not None and state.header.cwd != cwd:
                     continue
                 if state.info is None:
-                    state.info = _info(path, state)
+                    try:
+                        state.info = _info(path, state)
+                    except (ValueError, OverflowError, OSError) as exc:  # e.g. a year 3,170,843
+                        problems.append((path, f"cannot be summarised: {exc}"))
+                        log.warning("skipping %s: cannot be summarised: %s", path, exc)
+                        continue
                 infos.append(state.info)
         self._list_cache = seen
         self.list_problems = tuple(problems)

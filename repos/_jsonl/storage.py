@@ -93,6 +93,8 @@ class JsonlStore:
         self._v1_line_ids = v1_line_ids
         self._closed = False
         self._locked = False
+        self.backup: Path | None = None
+        """Where the last :meth:`rewrite` kept the original."""
 
     @property
     def path(self) -> Path:
@@ -116,7 +118,7 @@ class JsonlStore:
         try:
             obj = orjson.loads(raw)
             line_ids = self._v1_line_ids
-            return decode_entry(
+            entry = decode_entry(
                 obj,
                 entry_id=row.id if row.derived_ids else None,
                 parent_id=row.parent_id if row.derived_ids else None,
@@ -124,6 +126,8 @@ class JsonlStore:
             )
         except (orjson.JSONDecodeError, CodecError) as exc:
             raise CorruptSessionError(self._path, row.line, offset, str(exc)) from exc
+        _check_head(self._path, row, offset, obj)
+        return entry
 
     def raw(self, row: Row) -> bytes | None:
         if row.span is None or row.derived_ids:
@@ -142,11 +146,16 @@ class JsonlStore:
                 except CorruptSessionError as exc:
                     out.append(exc)
                 continue
+            offset = row.span[0] if row.span is not None else 0
             try:
-                out.append(decode_entry(orjson.loads(raw)))
+                obj = orjson.loads(raw)
+                entry = decode_entry(obj)
+                _check_head(self._path, row, offset, obj)
+                out.append(entry)
             except (orjson.JSONDecodeError, CodecError) as exc:
-                offset = row.span[0] if row.span is not None else 0
                 out.append(CorruptSessionError(self._path, row.line, offset, str(exc)))
+            except CorruptSessionError as exc:
+                out.append(exc)
         return out
 
     def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
@@ -254,13 +263,26 @@ class JsonlStore:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> None:
-        """Replace the file by ``lines`` (migration), keeping the original as a backup; called
-        inside a transaction, which then goes on holding the lock of the new file."""
-        backup = self._path.with_name(self._path.name + backup_suffix)
+    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> list[RawLine]:
+        """Replace the file by ``lines`` (migration), keeping the original as a backup (under
+        a free name: ``<file><suffix>``, else ``<file><suffix>.1``, ...); called inside a
+        transaction, which then goes on holding the lock of the new file.
+
+        Returns:
+            The complete lines other processes appended to the new file before the lock was
+            taken again, for the session to index.
+        """
         try:
-            if not backup.exists():
-                os.link(self._path, backup)
+            backup = self._path.with_name(self._path.name + backup_suffix)
+            n = 0
+            while True:
+                try:
+                    os.link(self._path, backup)
+                    break
+                except FileExistsError:
+                    n += 1
+                    backup = self._path.with_name(f"{self._path.name}{backup_suffix}.{n}")
+            self.backup = backup
             publish_atomically(self._path, lines, exclusive=False)
         except OSError as exc:
             raise StorageError.wrap(self._path, exc, "rewriting (migration)") from exc
@@ -273,7 +295,8 @@ class JsonlStore:
         fcntl.flock(fd, fcntl.LOCK_EX)
         self._locked = True
         # Other writers may have appended to the new file between publish and lock.
-        self._check_identity(fd)
+        size = self._check_identity(fd)
+        return self._catch_up(fd, set_aside=True, size=size).lines
 
     def sync(self) -> None:
         if self._write_fd is not None:
@@ -365,11 +388,17 @@ class JsonlStore:
             raise SessionClosedError()
         if self._read_fd is None:
             try:
-                self._read_fd = os.open(self._path, os.O_RDONLY)
+                fd = os.open(self._path, os.O_RDONLY)
             except FileNotFoundError:
                 raise SessionGoneError(self._path, "deleted") from None
             except OSError as exc:
                 raise StorageError.wrap(self._path, exc, "opening for reading") from exc
+            info = os.fstat(fd)
+            if self._identity is not None and (info.st_dev, info.st_ino) != self._identity:
+                # Another file has the name now: its bytes are not at our offsets.
+                os.close(fd)
+                raise SessionGoneError(self._path, "replaced")
+            self._read_fd = fd
         return self._read_fd
 
     def _writer(self) -> int:
@@ -427,6 +456,21 @@ def load_file(source: Path, path: Path, *, strict: bool, fsync: FsyncPolicy) -> 
     except BaseException:
         os.close(fd)
         raise
+
+
+def _check_head(path: Path, row: Row, offset: int, obj: object) -> None:
+    """A line's body must say what its head said: the tree was built from the head (its first
+    bytes), and a later duplicate key in the body would otherwise win when decoded."""
+    if row.derived_ids or not isinstance(obj, dict):
+        return
+    if (
+        obj.get("id") != row.id
+        or obj.get("parentId") != row.parent_id
+        or obj.get("type") != row.type
+    ):
+        raise CorruptSessionError(
+            path, row.line, offset, "the line's body disagrees with its head (type, id, parentId)"
+        )
 
 
 # Indexing reads the file in chunks and keeps no copy of it: memory at open is the index, not

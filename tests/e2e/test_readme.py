@@ -2,7 +2,8 @@
 
 Python blocks run as programs in a fresh folder with the test interpreter (offline: FauxModel,
 or the local replay server standing in for the Anthropic API with a dummy key). Shell blocks run
-under ``bash -euo pipefail`` with the installed ``harness`` command on PATH. A block whose first
+under ``bash -euo pipefail`` in a folder whose ``.venv`` is the environment running the tests, as
+in a clone after the README's first command. A block whose first
 line is ``# continues the previous block`` is appended to the one before it. The README's first
 block (the two install-and-run commands) is what ``.ci/run`` runs verbatim in a clean clone.
 """
@@ -91,7 +92,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HARNESS_"))}
     env["HARNESS_SESSIONS_DIR"] = str(tmp_path / "sessions")
     env["TMPDIR"] = str(tmp_path)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
 
 
@@ -121,6 +121,8 @@ def test_readme_block_runs_as_written(
         script.write_text(code)
         command = [sys.executable, str(script)]
     else:
+        # Shell blocks run "from the clone": .venv is the environment running these tests.
+        (work / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
         command = ["bash", "-euo", "pipefail", "-c", code]
     done = subprocess.run(
         command, cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -23,6 +24,7 @@ from repos import (
     JsonlSessionRepo,
     LeafEntry,
     MessageEntry,
+    SessionGoneError,
     StorageError,
     open_session,
 )
@@ -412,3 +414,100 @@ def test_permission_denied_is_a_storage_error(tmp_path: Path) -> None:
         assert "Permission denied" in str(info.value)
     finally:
         path.chmod(0o600)
+
+
+# --- found by an adversarial review -----------------------------------------------------------
+
+
+async def test_a_created_session_keeps_reading_its_own_file_after_the_name_is_taken(
+    tmp_path: Path,
+) -> None:
+    repo = JsonlSessionRepo(tmp_path / "root")
+    s = await repo.create("/w")
+    for i in range(3):
+        s.append_message(UserMessage(content=f"m{i}"))
+    assert s.path is not None
+    other = s.path.with_name("other.tmp")
+    other.write_bytes(s.path.read_bytes().replace(b"m1", b"XX"))
+    other.replace(s.path)  # another file now has the name (a repair would do this)
+    s._tree.cache.clear()
+    assert [e.message.content for e in s.entries()] == ["m0", "m1", "m2"]  # type: ignore[attr-defined]
+    fork = await repo.fork(s)
+    assert [e.message.content for e in fork.entries()] == ["m0", "m1", "m2"]  # type: ignore[attr-defined]
+    assert fork.diagnostics == ()
+    with pytest.raises(SessionGoneError):
+        s.append_message(UserMessage(content="m3"))
+    fork.close()
+    s.close()
+
+
+@pytest.mark.parametrize(
+    "append",
+    [
+        lambda s: s.append_custom(5, {"a": 1}),
+        lambda s: s.append_active_tools_change([1, 2]),
+        lambda s: s.append_thinking_level_change(None),
+        lambda s: s.append_model_change(None, "m"),
+    ],
+    ids=["custom-type", "tool-names", "thinking-level", "provider"],
+)
+async def test_a_field_of_the_wrong_type_is_refused_before_anything_is_written(
+    tmp_path: Path, append: Any
+) -> None:
+    s = await JsonlSessionRepo(tmp_path).create("/w")
+    s.append_message(UserMessage(content="first"))
+    assert s.path is not None
+    before = s.path.read_bytes()
+    with pytest.raises(InvalidEntryError):
+        append(s)
+    assert s.path.read_bytes() == before and len(s) == 1
+    with open_session(s.path, strict=True) as again:
+        assert len(again) == 1
+    s.close()
+
+
+def test_a_first_append_migration_never_overwrites_an_older_backup(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    header = b'{"type":"session","id":"v1s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}'
+    old = header + b'\n{"type":"message","message":{"role":"user","content":"old backup"}}\n'
+    (tmp_path / "s.jsonl.v1.bak").write_bytes(old)
+    original = header + b'\n{"type":"message","message":{"role":"user","content":"keep me"}}\n'
+    path.write_bytes(original)
+    with open_session(path) as s:
+        s.append_message(UserMessage(content="new"))
+        (migrated,) = [d for d in s.diagnostics if d.code == "migrated"]
+    assert (tmp_path / "s.jsonl.v1.bak").read_bytes() == old
+    assert (tmp_path / "s.jsonl.v1.bak.1").read_bytes() == original
+    assert "s.jsonl.v1.bak.1" in migrated.message
+
+
+@pytest.mark.parametrize("field", ["id", "parentId", "type"])
+def test_a_body_that_disagrees_with_its_head_is_damaged(tmp_path: Path, field: str) -> None:
+    path = tmp_path / "s.jsonl"
+    body = orjson.loads(message("aaaa0002", "aaaa0001", "two"))
+    other = {"id": "bbbb0002", "parentId": None, "type": "custom"}[field]
+    line = message("aaaa0002", "aaaa0001", "two")[:-1] + b',"' + field.encode() + b'":'
+    line += orjson.dumps(other) + b"}"
+    assert orjson.loads(line)[field] == other != body[field]  # the later duplicate key wins
+    offsets = write(path, HEADER, message("aaaa0001", None, "one"), line)
+    with open_session(path) as s:
+        assert [m.text for m in s.build_context().messages] == ["one"]  # type: ignore[union-attr]
+        (diag,) = [d for d in s.diagnostics if d.code == "corrupt_body"]
+        assert (diag.line, diag.offset) == (3, offsets[2])
+        # A body of another type may fail to decode before the heads are compared.
+        assert "disagrees" in diag.message or field == "type"
+    with pytest.raises(CorruptSessionError):
+        open_session(path, strict=True)
+
+
+async def test_one_unsummarisable_session_does_not_break_list(tmp_path: Path) -> None:
+    repo = JsonlSessionRepo(tmp_path / "root")
+    fine = await repo.create("/a")
+    fine.append_message(UserMessage(content="ok"))
+    odd = await repo.create("/b")
+    odd.append_message(UserMessage(content="hi", timestamp=10**17))  # the year 3,170,843
+    infos = await repo.list()
+    assert [i.id for i in infos] == [fine.id]
+    assert [p.name for p, _ in repo.list_problems] == [odd.path.name]  # type: ignore[union-attr]
+    fine.close()
+    odd.close()

@@ -1,0 +1,144 @@
+"""``harness import claude-code FILE|DIR``: Claude Code transcripts become our sessions.
+
+The reader is ``repos/_importers/claude_code.py``. Importing is idempotent: a session whose
+header says it was imported from the same Claude Code session (and sidechain) is not written
+again. Prints, per transcript, what was imported, what was dropped and why, and which records
+were re-attached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import attrs
+import click
+
+from repos import JsonlSessionRepo
+from repos._codec import dumps_line, encode_header
+from repos._importers.claude_code import (
+    Conversion,
+    ImportedSession,
+    convert,
+    imported_from,
+    is_claude_code,
+)
+
+from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
+
+__all__ = ["import_group"]
+
+
+@click.group("import", cls=HarnessGroup)
+def import_group() -> None:
+    """Import other agents' transcripts as sessions."""
+
+
+def _existing(repo: JsonlSessionRepo) -> dict[tuple[str, str | None], tuple[Path, int]]:
+    """Sessions under the root imported from Claude Code, by (source session id, sidechain
+    root): their path and the number of records their source had."""
+    out: dict[tuple[str, str | None], tuple[Path, int]] = {}
+    if not repo.root.is_dir():
+        return out
+    for path in sorted(repo.root.glob("*/*.jsonl")):
+        try:
+            with path.open("rb") as f:
+                first = f.readline()
+        except OSError:
+            continue
+        origin = imported_from(first)
+        if origin is None or origin.get("format") != "claude-code":
+            continue
+        key = (str(origin.get("sessionId")), origin.get("sidechainRoot"))
+        records = origin.get("records")
+        out[key] = (path, records if isinstance(records, int) else 0)
+    return out
+
+
+async def _publish(repo: JsonlSessionRepo, session: ImportedSession, parent: Path | None) -> Path:
+    lines = list(session.lines)
+    if parent is not None:
+        header = attrs.evolve(session.header, parent_session=str(parent))
+        lines[0] = dumps_line(encode_header(header))
+    else:
+        header = session.header
+    written = await asyncio.to_thread(repo._publish, header, lines)
+    with written:
+        assert written.path is not None
+        return written.path
+
+
+def _transcripts(source: Path) -> list[Path]:
+    if source.is_dir():
+        return sorted(p for p in source.rglob("*.jsonl") if p.is_file())
+    return [source]
+
+
+def _report(conversion: Conversion) -> None:
+    for d in conversion.dropped:
+        click.echo(f"  dropped line {d.line}{f' ({d.uuid})' if d.uuid else ''}: {d.reason}")
+    for r in conversion.reattached:
+        click.echo(
+            f"  re-attached line {r.line} ({r.uuid}): parent {r.missing_parent or '(none)'} "
+            f"missing; now under {r.new_parent or '(root)'}"
+        )
+    if conversion.unpaired_tool_results:
+        click.echo(f"  {conversion.unpaired_tool_results} tool results without their call")
+
+
+@import_group.command("claude-code")
+@root_option
+@click.argument("source", type=click.Path(exists=True, path_type=Path), metavar="FILE|DIR")
+def claude_code(root: Path | None, source: Path) -> None:
+    """Import Claude Code transcripts (a .jsonl file, or every one under DIR).
+
+    The main thread becomes one session; each sidechain (a sub-agent's conversation) a session
+    whose parentSession is the main one. Importing again adds nothing.
+    """
+    repo = open_repo(root)
+    known = _existing(repo)
+    imported = skipped = 0
+    for path in _transcripts(source):
+        if not is_claude_code(path):
+            click.echo(f"skipped {path}: not a Claude Code transcript", err=True)
+            continue
+        conversion = convert(path)
+        sid = conversion.source_session_id
+        previous = known.get((sid, None))
+        if previous is not None:
+            skipped += 1
+            grown = conversion.records - previous[1]
+            note = (
+                f"; the transcript has {grown} more records since, not added "
+                "(delete the session to import it again)"
+                if grown > 0
+                else ""
+            )
+            click.echo(
+                f"already imported {path} (Claude Code session {sid}) as {previous[0]}{note}"
+            )
+            continue
+        main = run_async(_publish(repo, conversion.main, None))
+        known[(sid, None)] = (main, conversion.records)
+        imported += 1
+        click.echo(
+            f"imported {path} (Claude Code session {sid}) as {conversion.main.header.id}: "
+            f"{conversion.main.entries} entries, {conversion.main.messages} messages"
+            + (f", {conversion.compactions} compactions" if conversion.compactions else "")
+            + (f", named {one_line(conversion.name)!r}" if conversion.name else "")
+        )
+        click.echo(f"  file: {main}")
+        for side in conversion.sidechains:
+            if (sid, side.sidechain_root) in known:
+                continue
+            side_path = run_async(_publish(repo, side, main))
+            click.echo(
+                f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries"
+            )
+            known[(sid, side.sidechain_root)] = (side_path, conversion.records)
+        _report(conversion)
+        click.echo(
+            f"  {conversion.records} records read, {len(conversion.dropped)} dropped, "
+            f"{len(conversion.reattached)} re-attached"
+        )
+    click.echo(f"{imported} imported, {skipped} already imported")

@@ -1,0 +1,289 @@
+"""``harness run -p TEXT``: one prompt, non-interactive, for scripts and CI.
+
+The reply is printed as text (default), as one JSON object (``--output json``: the reply, the
+session id and path), or every bus event is written as one JSON line as it fires (``--output
+events``). A provider error exits 1 with ``error[<code>]: <message>`` once the error reply is
+persisted. Tool calls go to a :class:`~harness.SecuritySupervisor` with no approver: controlled
+calls (``bash``, ``write``, ``edit``, paths outside the cwd) are denied unless ``--mode`` or a
+rule in the settings allows them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, get_args
+
+import attrs
+import click
+import orjson
+
+from hooks import (
+    EVENT_CLASSES,
+    AssistantMessage,
+    Event,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownContent,
+)
+from repos import JsonlSessionRepo, Session, SessionNotFoundError, encode_message
+
+from .._harness import AgentHarness
+from .._permissions import PERMISSION_MODES, PermissionMode, SecuritySupervisor
+from .._providers.base import Model, ModelRequest
+from .._providers.faux import FauxModel, FauxReply, FauxToolCall
+from .._tools.bash import bash_tool
+from .._tools.edit import edit_tool
+from .._tools.find import find_tool
+from .._tools.grep import grep_tool
+from .._tools.ls import ls_tool
+from .._tools.read import read_tool
+from .._tools.write import write_tool
+from ._common import open_repo, root_option, run_async
+from ._sessions import _warn_diagnostics
+
+__all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The Anthropic model ``run`` uses without ``--model`` (and without a session naming one)."""
+
+OFFLINE_MODEL_ID = "offline-echo"
+
+_MESSAGE_TYPES: tuple[type, ...] = get_args(Message)
+_BLOCK_TYPES = (TextContent, ThinkingContent, ToolCall, UnknownContent)
+
+
+# --- the offline model ------------------------------------------------------------------------
+
+
+def _offline_reply(request: ModelRequest) -> FauxReply:
+    last = request.messages[-1] if request.messages else None
+    if isinstance(last, ToolResultMessage):
+        status = "failed" if last.is_error else "returned"
+        first = (last.text.strip().splitlines() or ["(no output)"])[0]
+        return FauxReply(text=f"(offline) {last.tool_name} {status}: {first}")
+    text = str(getattr(last, "text", "")) if last is not None else ""
+    if text.startswith("!") and text[1:].strip():
+        command = text[1:].strip()
+        return FauxReply(
+            text=f"(offline) Running {command!r}.",
+            # FauxModel's own ids restart at faux_call_1 in every process: a session continued
+            # by a second run would hold the same id twice. The branch length is unique.
+            tool_calls=[
+                FauxToolCall(
+                    name="bash",
+                    arguments={"command": command},
+                    id=f"offline_call_{len(request.messages)}",
+                )
+            ],
+        )
+    return FauxReply(text=f"(offline) You said: {text}")
+
+
+def offline_model() -> FauxModel:
+    """The scripted model of ``--offline``: it echoes the prompt; a prompt ``!COMMAND`` makes it
+    call the ``bash`` tool with COMMAND, then report the first line of the result."""
+    return FauxModel(_offline_reply, model_id=OFFLINE_MODEL_ID)
+
+
+def _online_model(model_id: str | None, session: Session | None) -> Model:
+    if model_id is None and session is not None:
+        ref = session.build_context().model
+        model_id = ref.model_id if ref is not None and ref.provider == "anthropic" else None
+    from .. import AnthropicModel  # the SDK import is slow; only pay for it here
+
+    return AnthropicModel(model_id or DEFAULT_MODEL)  # MissingApiKeyError without a key
+
+
+# --- events as JSON -----------------------------------------------------------------------------
+
+
+def _jsonable(value: object) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, _MESSAGE_TYPES):
+        return encode_message(value)  # type: ignore[arg-type]
+    if isinstance(value, ImageContent):
+        return {"type": "image", "data": value.data, "mimeType": value.mime_type}
+    if isinstance(value, _BLOCK_TYPES):
+        return encode_message(AssistantMessage(content=(value,)))["content"][0]
+    if isinstance(value, BaseException):
+        return {"type": type(value).__name__, "message": str(value)}
+    if attrs.has(type(value)):
+        names = [f.name for f in attrs.fields(type(value))]  # type: ignore[arg-type]
+        return {name: _jsonable(getattr(value, name)) for name in names}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as a JSON object: ``name``, then its fields (snake_case, as the attrs class
+    names them); messages are encoded as in session files (``encode_message``)."""
+    out: dict[str, Any] = {"name": event.name}
+    for f in attrs.fields(type(event)):
+        out[f.name] = _jsonable(getattr(event, f.name))
+    return out
+
+
+class _EventWriter:
+    """Writes each event as one JSON line on stdout, flushed (a pipe sees it at once).
+
+    When the reader goes away (``harness run ... | head -1``) writing stops, but the run goes
+    on to the end so that the session is complete; ``broken`` then says so.
+    """
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def __call__(self, sender: object, event: Event) -> None:
+        if self.broken:
+            return
+        try:
+            sys.stdout.write(orjson.dumps(event_json(event), default=repr).decode() + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.broken = True
+            # Python flushes stdout again at exit: point it at /dev/null so that cannot fail.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+async def _pick_session(
+    repo: JsonlSessionRepo, session_ref: str | None, continue_: bool
+) -> Session:
+    if session_ref is not None:
+        return await repo.open(session_ref)
+    if continue_:
+        cwd = str(Path.cwd())
+        infos = await repo.list(cwd)
+        if not infos:
+            raise SessionNotFoundError(
+                "--continue", f"no session for the folder {cwd} under {repo.root}"
+            )
+        return await repo.open(infos[0].path or infos[0].id)
+    return await repo.create(str(Path.cwd()))
+
+
+@click.command()
+@click.option("-p", "--prompt", "text", metavar="TEXT", required=True, help="The prompt to send.")
+@click.option("--session", "session_ref", metavar="ID|PATH", help="Continue this session.")
+@click.option(
+    "-c",
+    "--continue",
+    "continue_",
+    is_flag=True,
+    help="Continue the most recently active session of the current folder.",
+)
+@click.option(
+    "--model",
+    "model_id",
+    metavar="M",
+    default=None,
+    help=f"Anthropic model id (default: the session's, else {DEFAULT_MODEL}).",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Use the scripted offline model (echoes; `!COMMAND` asks for a bash call).",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json", "events"]),
+    default="text",
+    show_default=True,
+    help="text: the reply; json: reply and session id; events: every event as a JSON line.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(PERMISSION_MODES),
+    default=None,
+    help="Permission mode for tool calls (default: the project's settings, else `default`).",
+)
+@root_option
+def run(
+    text: str,
+    session_ref: str | None,
+    continue_: bool,
+    model_id: str | None,
+    offline: bool,
+    output: str,
+    mode: PermissionMode | None,
+    root: Path | None,
+) -> None:
+    """Send one prompt and print the reply; for scripts and CI.
+
+    Without --session or --continue a new session is created for the current folder. There is
+    no approver: tool calls that need approval are denied unless --mode or a settings rule
+    allows them. A provider error exits 1 (the error reply is persisted first).
+    """
+    if session_ref is not None and continue_:
+        raise click.UsageError("give at most one of --session and --continue")
+    if offline and model_id is not None:
+        raise click.UsageError("--offline uses the scripted model; it takes no --model")
+    repo = open_repo(root)
+    # A model that cannot be made (no API key) must fail before a new session file is written.
+    model: Model | None = offline_model() if offline else None
+    if model is None and (model_id is not None or (session_ref is None and not continue_)):
+        model = _online_model(model_id, None)
+    with run_async(_pick_session(repo, session_ref, continue_)) as session:
+        _warn_diagnostics(session)
+        if model is None:
+            model = _online_model(model_id, session)
+        harness = AgentHarness(
+            session=session,
+            model=model,
+            tools=[
+                read_tool(),
+                write_tool(),
+                edit_tool(),
+                bash_tool(),
+                ls_tool(),
+                grep_tool(),
+                find_tool(),
+            ],
+            supervisor=SecuritySupervisor(mode=mode),
+        )
+        writer = _EventWriter()
+        if output == "events":
+            for name in EVENT_CLASSES:
+                harness.connect(name, writer, priority=-100)
+        reply = run_async(harness.prompt(text))
+        if writer.broken:
+            click.echo(
+                f"warning: stdout was closed; the run finished in session {session.id}", err=True
+            )
+            raise SystemExit(1)
+        if output == "text":
+            click.echo(reply.text)
+        elif output == "json":
+            click.echo(
+                orjson.dumps(
+                    {
+                        "session_id": session.id,
+                        "path": str(session.path),
+                        "leaf_id": session.leaf_id,
+                        "reply": reply.text,
+                        "stop_reason": reply.stop_reason,
+                        "model": f"{reply.provider}/{reply.model}",
+                        "usage": {
+                            "input": reply.usage.input,
+                            "output": reply.usage.output,
+                            "total_tokens": reply.usage.total_tokens,
+                        },
+                    },
+                    option=orjson.OPT_INDENT_2,
+                ).decode()
+            )

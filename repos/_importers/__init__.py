@@ -1,0 +1,1 @@
+"""Readers of other agents' transcripts, converted to our sessions (``claude_code``)."""

@@ -1,0 +1,777 @@
+"""``PostgresSessionRepo``: every session of a team in one PostgreSQL database.
+
+The design of ``SqliteSessionRepo`` (``repos/_sqlite/repo.py``), on a server: the same tables
+(``schema.py``), ``entries`` holding exactly the JSON lines of the file format with a
+per-session sequence equal to the line number in the file, ``sessions`` holding the header
+line verbatim and the columns ``list`` reports, kept current inside each append's transaction.
+
+Several writers, one session, on any number of machines (DESIGN §3): an append is one
+transaction that first locks the session's row (``SELECT ... FOR UPDATE``: appenders to one
+session queue there, appenders to different sessions never wait for each other), reads the
+lines others committed since this session last looked (catch-up by sequence), then inserts the
+new line at the next sequence. ``UNIQUE(session_id, seq)`` and ``UNIQUE(session_id, id)`` make a
+lost or duplicated entry impossible even if that logic were wrong. Two writers continuing the
+same leaf make two branches.
+
+Synchronous driver, on purpose: a ``Session``'s reads and appends are synchronous (the store
+protocol, ``repos/_session.py``; a local append takes microseconds and is called from sync
+code, tools and hooks alike), so the store uses psycopg's sync ``Connection``; an async
+connection would need an event loop inside every append. The repository's lifecycle methods
+are async (the ``SessionRepo`` protocol) and run that same sync code in a worker thread
+(``asyncio.to_thread``), as ``SqliteSessionRepo`` does, so one code path and one connection
+pool (``psycopg_pool.ConnectionPool``, owned by the repo) serve both.
+
+Connections are borrowed from the pool per operation, not pinned to a ``Session``: an append
+holds one from ``begin_append`` to ``end_append`` (its transaction), a read for one query. So
+a process may keep hundreds of sessions open on a pool of ten connections, and a connection the
+server dropped is replaced by the pool instead of breaking the session that held it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import conninfo as pg_conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from hooks import SessionCreatedEvent, SessionDeletedEvent, SessionForkEvent, notify
+
+from .._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header
+from .._entries import Entry, SessionHeader
+from .._errors import (
+    CorruptSessionError,
+    InvalidSessionIdError,
+    SessionExistsError,
+    SessionGoneError,
+    SessionNotFoundError,
+    SessionWriteError,
+    StorageError,
+)
+from .._fork import check_fork_allowed, fork_header, fork_plan
+from .._index import Diagnostic, Indexer, RawLine
+from .._jsonl.paths import absolute_cwd, validate_session_id
+from .._listing import Summary, line_facts, ms_of_iso, summarize
+from .._repo import ForkPosition, ForkScope, SessionInfo
+from .._session import FsyncPolicy, Session, iso_now
+from .._sqlite.repo import _CatchUp, _fork_summary, _utc, entry_id_of
+from .._tree import Row, Tree
+from .schema import ensure_schema
+
+__all__ = ["PostgresSessionRepo"]
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+_INSERT = "INSERT INTO entries (session_id, seq, id, line) VALUES (%s, %s, %s, %s)"
+
+
+def _text(value: str | None) -> str | None:
+    """PostgreSQL ``TEXT`` holds no NUL character (a message may: ``"\\u0000"`` in JSON)."""
+    return value.replace("\x00", "") if value is not None else None
+
+
+def _display(conninfo: str) -> str:
+    """The server and database, without credentials, for error messages."""
+    try:
+        params = pg_conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "postgresql://?"
+    host = params.get("host") or "localhost"
+    port = params.get("port") or 5432
+    return f"postgresql://{host}:{port}/{params.get('dbname') or ''}"
+
+
+@contextmanager
+def _snapshot(conn: Conn) -> Iterator[None]:
+    """One consistent read-only snapshot for several queries (``conn`` is in autocommit)."""
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _rollback(conn: Conn) -> None:
+    # A broken connection refuses: the pool discards it when it is given back.
+    with suppress(psycopg.Error):
+        conn.execute("ROLLBACK")
+
+
+class _PostgresStore:
+    """One ``Session``'s view of its rows; ``seen`` is the last sequence it has indexed."""
+
+    def __init__(self, repo: PostgresSessionRepo, session_id: str, incarnation: str, seen: int):
+        self._repo = repo
+        self._sid = session_id
+        self._incarnation = incarnation
+        self._seen = seen
+        self._pending: int | None = None
+        self._conn: Conn | None = None  # held from begin_append to end_append
+        self._failed = False
+        self._lock = threading.RLock()
+        self._closed = False
+
+    @property
+    def path(self) -> Path | None:
+        return None
+
+    @property
+    def where(self) -> str:
+        return f"{self._repo.where}#{self._sid}"
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def read(self, row: Row) -> Entry:
+        lines = self._lines([row.line])
+        if row.line not in lines:
+            raise SessionGoneError(self.where, "deleted")
+        return self._decode(row, lines[row.line])
+
+    def read_many(self, rows: list[Row]) -> list[Entry | CorruptSessionError]:
+        lines = self._lines([r.line for r in rows])
+        out: list[Entry | CorruptSessionError] = []
+        for row in rows:
+            raw = lines.get(row.line)
+            if raw is None:
+                raise SessionGoneError(self.where, "deleted")
+            try:
+                out.append(self._decode(row, raw))
+            except CorruptSessionError as exc:
+                out.append(exc)
+        return out
+
+    def raw(self, row: Row) -> bytes | None:
+        if not row.line:
+            return None
+        lines = self._lines([row.line])
+        return lines[row.line] + b"\n" if row.line in lines else None
+
+    def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
+        lines = self._lines([r.line for r in rows if r.line])
+        return [lines[r.line] + b"\n" if r.line in lines else None for r in rows]
+
+    def _lines(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        if not seqs:
+            return {}
+        query = "SELECT seq, line FROM entries WHERE session_id = %s AND seq = ANY(%s)"
+        with self._lock:
+            conn = self._conn
+            if conn is not None:  # inside this session's append: its own transaction
+                found = conn.execute(query, (self._sid, list(seqs))).fetchall()
+            else:
+                with self._repo._connection() as conn:
+                    found = conn.execute(query, (self._sid, list(seqs))).fetchall()
+        return {seq: bytes(line) for seq, line in found}
+
+    def _decode(self, row: Row, raw: bytes) -> Entry:
+        try:
+            return decode_entry(orjson.loads(raw))
+        except (orjson.JSONDecodeError, CodecError) as exc:
+            raise CorruptSessionError(self.where, row.line, 0, str(exc)) from exc
+
+    # --- the append transaction --------------------------------------------------------------
+
+    def begin_append(self) -> _CatchUp:
+        self._lock.acquire()
+        try:
+            self._check_open()
+            conn = self._repo._getconn()
+            try:
+                conn.execute("BEGIN")
+                lines = self._new_lines(conn, lock=True)
+            except BaseException as exc:
+                _rollback(conn)
+                self._repo._putconn(conn)
+                if isinstance(exc, psycopg.Error):
+                    raise StorageError(self.where, f"cannot start an append: {exc}") from exc
+                raise
+            self._conn, self._failed = conn, False
+            return _CatchUp(lines=lines)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def write(self, line: bytes) -> RawLine:
+        conn = self._conn
+        assert conn is not None, "write outside begin_append/end_append"
+        raw = line[:-1]
+        seq = self._seen + 1
+        facts = line_facts(raw)
+        try:
+            conn.execute(_INSERT, (self._sid, seq, entry_id_of(raw), raw))
+            if facts.message or facts.name_set:
+                conn.execute(
+                    "UPDATE sessions SET"
+                    " message_count = message_count + %s,"
+                    " first_message = CASE WHEN first_message = '' AND %s::text IS NOT NULL"
+                    "   THEN %s ELSE first_message END,"
+                    " last_activity = COALESCE(%s, last_activity),"
+                    " modified = COALESCE(%s, modified),"
+                    " name = CASE WHEN %s THEN %s ELSE name END"
+                    " WHERE id = %s",
+                    (
+                        int(facts.message),
+                        _text(facts.first_text),
+                        _text(facts.first_text),
+                        facts.activity_ms,
+                        facts.activity_ms,
+                        facts.name_set,
+                        _text(facts.name),
+                        self._sid,
+                    ),
+                )
+        except psycopg.Error as exc:
+            _rollback(conn)
+            self._failed = True
+            raise SessionWriteError(self.where, 0, len(line)) from exc
+        self._pending = seq
+        return RawLine(seq, 0, raw)
+
+    def end_append(self) -> None:
+        conn, self._conn = self._conn, None
+        try:
+            if conn is not None and not self._failed:
+                try:
+                    conn.execute("COMMIT")
+                except psycopg.Error as exc:
+                    _rollback(conn)
+                    self._pending = None
+                    raise SessionWriteError(self.where, 0, 0) from exc
+            if self._pending is not None:
+                self._seen, self._pending = self._pending, None
+        finally:
+            if conn is not None:
+                self._repo._putconn(conn)
+            self._lock.release()
+
+    def poll(self) -> list[RawLine]:
+        with self._lock:
+            self._check_open()
+            with self._repo._connection() as conn, _snapshot(conn):
+                return self._new_lines(conn, lock=False)
+
+    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> list[RawLine]:
+        """Replace the header and every line (a v1/v2 session migrated before an append, under
+        the append's transaction). The old lines are kept in ``session_backups``. The
+        session's row is locked, so nobody else appends meanwhile: returns []."""
+        conn = self._conn
+        assert conn is not None, "rewrite outside begin_append/end_append"
+        conn.execute(
+            "INSERT INTO session_backups (session_id, suffix, header, lines)"
+            " SELECT id, %s, header, COALESCE((SELECT string_agg(line || '\\x0a'::bytea,"
+            "  ''::bytea ORDER BY seq) FROM entries WHERE session_id = %s), ''::bytea)"
+            " FROM sessions WHERE id = %s"
+            " ON CONFLICT (session_id, suffix) DO UPDATE"
+            " SET header = EXCLUDED.header, lines = EXCLUDED.lines",
+            (backup_suffix, self._sid, self._sid),
+        )
+        conn.execute("DELETE FROM entries WHERE session_id = %s", (self._sid,))
+        body = [line[:-1] for line in lines[1:]]
+        with conn.cursor() as cur:
+            cur.executemany(
+                _INSERT, [(self._sid, n, entry_id_of(raw), raw) for n, raw in enumerate(body, 2)]
+            )
+        set_summary(conn, self._sid, summarize(body), header=lines[0][:-1].decode())
+        self._seen = len(lines)
+        return []
+
+    def sync(self) -> None:
+        """Nothing to do: a committed transaction is as durable as the server makes it
+        (``synchronous_commit``)."""
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(self.where, "the session is closed")
+
+    def _new_lines(self, conn: Conn, *, lock: bool) -> list[RawLine]:
+        """Lines others committed after ``seen``, checking the session is still the one this
+        store opened; with ``lock``, the session's row is locked until the transaction ends
+        (every appender to this session waits there)."""
+        found = conn.execute(
+            "SELECT incarnation FROM sessions WHERE id = %s" + (" FOR UPDATE" if lock else ""),
+            (self._sid,),
+        ).fetchone()
+        if found is None:
+            raise SessionGoneError(self.where, "deleted")
+        if found[0] != self._incarnation:
+            raise SessionGoneError(self.where, "replaced")
+        new = [
+            RawLine(seq, 0, bytes(line))
+            for seq, line in conn.execute(
+                "SELECT seq, line FROM entries WHERE session_id = %s AND seq > %s ORDER BY seq",
+                (self._sid, self._seen),
+            )
+        ]
+        if new:
+            self._seen = new[-1].number
+        return new
+
+
+def set_summary(
+    conn: Conn, session_id: str, summary: Summary, *, header: str | None = None
+) -> None:
+    """Write a whole summary into the session's row (after an import, a fork, a migration)."""
+    conn.execute(
+        "UPDATE sessions SET message_count = %s, first_message = %s, name = %s,"
+        " last_activity = %s, modified = COALESCE(%s, created), header = COALESCE(%s, header)"
+        " WHERE id = %s",
+        (
+            summary.message_count,
+            _text(summary.first_message) or "",
+            _text(summary.name),
+            summary.last_activity_ms,
+            summary.last_activity_ms,
+            header,
+            session_id,
+        ),
+    )
+
+
+class PostgresSessionRepo:
+    """A :class:`~repos.SessionRepo` in one PostgreSQL database (tables created if missing).
+
+    Sessions have no paths (``path`` is None; refer to them by id). Every process on every
+    machine may use the same database: appends to one session from many of them interleave
+    safely, each ``Session`` catching up on the others' lines by sequence at its next append or
+    :meth:`~repos.Session.refresh`. Close the sessions before the repository: they borrow the
+    repository's connections.
+
+    Args:
+        conninfo: a libpq connection string or ``postgresql://`` URL.
+        fsync: ``never`` commits with ``synchronous_commit = off`` (a server crash may lose
+            the last commits, never corrupt them); ``turn`` and ``always`` use the server's
+            setting (``on`` by default: each append is durable when it returns).
+        strict: as ``JsonlSessionRepo``: raise on the first damaged line instead of skipping.
+        timeout: seconds to wait for a connection from the pool (and for the server at start).
+        min_size, max_size: the connection pool's bounds.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        fsync: FsyncPolicy = "turn",
+        strict: bool = False,
+        timeout: float = 60.0,
+        min_size: int = 1,
+        max_size: int = 10,
+    ) -> None:
+        self._conninfo = conninfo
+        self.where = _display(conninfo)
+        self._fsync: FsyncPolicy = fsync
+        self._strict = strict
+        self._timeout = timeout
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            timeout=timeout,
+            open=False,
+            name=f"harness {self.where}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+            with self._connection() as conn:
+                ensure_schema(conn)
+        except BaseException as exc:
+            self._pool.close()
+            if isinstance(exc, (psycopg.Error, PoolTimeout, StorageError)):
+                raise StorageError(self.where, f"cannot open the database: {exc}") from exc
+            raise
+
+    def _configure(self, conn: Conn) -> None:
+        if self._fsync == "never":
+            conn.execute("SET synchronous_commit = off")
+
+    @property
+    def path(self) -> None:
+        """None: a database has no path (see :attr:`where`)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"PostgresSessionRepo({self.where!r})"
+
+    def close(self) -> None:
+        """Close the connection pool (close the sessions first)."""
+        self._pool.close()
+
+    # --- connections -------------------------------------------------------------------------
+
+    def _getconn(self) -> Conn:
+        try:
+            return self._pool.getconn()
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise StorageError(self.where, f"no database connection: {exc}") from exc
+
+    def _putconn(self, conn: Conn) -> None:
+        self._pool.putconn(conn)
+
+    @contextmanager
+    def _connection(self) -> Iterator[Conn]:
+        """A pooled connection (autocommit) for a few statements."""
+        conn = self._getconn()
+        try:
+            yield conn
+        finally:
+            self._putconn(conn)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Conn]:
+        """A pooled connection inside one read-write transaction (committed on success)."""
+        with self._connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                _rollback(conn)
+                raise
+            conn.execute("COMMIT")
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def create(
+        self,
+        cwd: str | None = None,
+        *,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> Session:
+        """Create an empty session. Raises like ``JsonlSessionRepo.create``; a taken id is
+        refused by the database itself (``SessionExistsError``), across machines too."""
+        sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
+        header = SessionHeader(
+            id=sid,
+            timestamp=iso_now(),
+            cwd=absolute_cwd(cwd),
+            parent_session=parent_session,
+            metadata=metadata,
+        )
+        line = dumps_line(encode_header(header))
+        session = await asyncio.to_thread(self._publish, header, line)
+        await notify(self, SessionCreatedEvent(session_id=session.id, path=None))
+        return session
+
+    async def open(self, ref: str | Path) -> Session:
+        """Open by id. Raises ``SessionNotFoundError`` / ``InvalidSessionIdError``;
+        ``CorruptSessionError`` in strict mode for a damaged line."""
+        return await asyncio.to_thread(self._open, self._check(ref))
+
+    async def list(
+        self,
+        cwd: str | None = None,
+        *,
+        name: str | None = None,
+        updated_since: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins.list[SessionInfo]:
+        """Sessions newest activity first, from the ``sessions`` table's indexed columns.
+
+        Args:
+            cwd: only sessions whose header has exactly this cwd.
+            name: only sessions whose name contains this text (case-insensitive).
+            updated_since: only sessions whose last activity is at or after this time.
+            limit, offset: one page of the result.
+        """
+        return await asyncio.to_thread(self._list, cwd, name, updated_since, limit, offset)
+
+    async def delete(self, ref: str | Path) -> None:
+        """Delete a session and its lines in one transaction; a missing one is not an error.
+        Sessions open on it refuse further appends (``SessionGoneError``)."""
+        sid = self._check(ref)
+        if await asyncio.to_thread(self._delete, sid):
+            await notify(self, SessionDeletedEvent(session_id=sid, path=None))
+
+    async def fork(
+        self,
+        source: str | Path,
+        *,
+        entry_id: str | None = None,
+        position: ForkPosition | None = None,
+        scope: ForkScope = "branch",
+        cwd: str | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Fork like ``JsonlSessionRepo.fork`` (``parent_session`` is the source's id). The
+        copied lines are copied inside the database (``INSERT ... SELECT``), never through
+        Python; only the few lines a branch fork adds (labels, name, leaf) are sent."""
+        if session_id is not None:
+            validate_session_id(session_id)  # before anything is read
+        src = await self.open(source)
+        with src:
+            await check_fork_allowed(self, src, entry_id=entry_id, position=position, scope=scope)
+            header = fork_header(src, session_id=session_id, cwd=cwd, parent_session=src.id)
+            ids, extra = fork_plan(src, entry_id=entry_id, position=position, scope=scope)
+            fork = await asyncio.to_thread(self._fork, src, header, ids, extra)
+        await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))
+        return fork
+
+    # --- moving sessions in and out (``harness sessions copy``) ------------------------------
+
+    async def ids(self) -> builtins.list[str]:
+        """Every session id, oldest first."""
+        return await asyncio.to_thread(self._ids)
+
+    async def export_lines(self, session_id: str) -> builtins.list[bytes]:
+        """The session as the lines of its JSONL file (newline-terminated, header first)."""
+        return await asyncio.to_thread(self._export, self._check(session_id))
+
+    async def import_lines(self, lines: Sequence[bytes]) -> int:
+        """Store a session given as the lines of its JSONL file (header first), verbatim; as
+        ``SqliteSessionRepo.import_lines`` (a prefix already there gets only the rest).
+
+        Raises:
+            CorruptSessionError: line 1 is not a session header.
+            SessionExistsError: a session with this id holds different lines.
+        """
+        return await asyncio.to_thread(self._import, lines)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _check(self, ref: str | Path) -> str:
+        if isinstance(ref, Path):
+            raise InvalidSessionIdError(str(ref), "a database repo has no paths; pass the id")
+        return validate_session_id(ref)
+
+    def _open(self, sid: str) -> Session:
+        with self._connection() as conn, _snapshot(conn):  # the header and the lines agree
+            found = conn.execute(
+                "SELECT header, incarnation FROM sessions WHERE id = %s", (sid,)
+            ).fetchone()
+            if found is None:
+                raise SessionNotFoundError(sid)
+            rows = conn.execute(
+                "SELECT seq, line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
+            ).fetchall()
+        header_line, incarnation = str(found[0]), str(found[1])
+        seen = rows[-1][0] if rows else 1
+        store = _PostgresStore(self, sid, incarnation, seen)
+        try:
+            return self._session(store, header_line, rows)
+        except BaseException:
+            store.close()
+            raise
+
+    def _session(
+        self, store: _PostgresStore, header_line: str, rows: Sequence[tuple[int, bytes]]
+    ) -> Session:
+        where = store.where
+        try:
+            header = decode_header(orjson.loads(header_line))
+        except (orjson.JSONDecodeError, CodecError) as exc:
+            raise CorruptSessionError(where, 1, 0, f"no valid session header: {exc}") from exc
+        tree = Tree(load=store.read, load_many=store.read_many)
+        diagnostics: list[Diagnostic] = []
+        indexer = Indexer(where, tree, diagnostics, v1=header.version < 2, strict=self._strict)
+        if rows and all(seq == n for n, (seq, _) in enumerate(rows, start=2)):
+            # Consecutive sequences: index the lines as one buffer, as a file is indexed.
+            indexer.feed_chunk(b"".join(bytes(line) + b"\n" for _, line in rows), 0, 2)
+            indexer.finish()
+        else:
+            indexer.feed(RawLine(seq, 0, bytes(line)) for seq, line in rows)
+        if self._strict:
+            for entry_id in tree.order:
+                tree.get(entry_id)
+        return Session(
+            header=header,
+            tree=tree,
+            store=store,
+            diagnostics=diagnostics,
+            fsync=self._fsync,
+            indexer=indexer,
+            strict=self._strict,
+        )
+
+    def _publish(self, header: SessionHeader, header_line: bytes) -> Session:
+        """Insert a new, empty session."""
+        incarnation = uuid.uuid4().hex
+        text = header_line[:-1].decode()
+        with self._transaction() as conn:
+            self._insert_session(conn, header, text, incarnation)
+        store = _PostgresStore(self, header.id, incarnation, 1)
+        return self._session(store, text, [])
+
+    def _insert_session(
+        self, conn: Conn, header: SessionHeader, text: str, incarnation: str
+    ) -> None:
+        created = ms_of_iso(header.timestamp)
+        found = conn.execute(
+            "INSERT INTO sessions (id, cwd, name, parent, created, modified, message_count,"
+            " first_message, header, incarnation)"
+            " VALUES (%s, %s, NULL, %s, %s, %s, 0, '', %s, %s)"
+            " ON CONFLICT (id) DO NOTHING RETURNING id",
+            (header.id, header.cwd, header.parent_session, created, created, text, incarnation),
+        ).fetchone()
+        if found is None:
+            raise SessionExistsError(header.id)
+
+    def _fork(
+        self, src: Session, header: SessionHeader, ids: Sequence[str], extra: Sequence[bytes]
+    ) -> Session:
+        rows = [src._tree.rows[i] for i in ids]
+        header_line = dumps_line(encode_header(header))
+        text = header_line[:-1].decode()
+        incarnation = uuid.uuid4().hex
+        new_seqs: list[int] = []  # copied in the database: new seq <- source seq
+        src_seqs: list[int] = []
+        sent: list[tuple[int, bytes]] = []  # (new seq, line): lines that must be re-encoded
+        for n, row in enumerate(rows, start=2):
+            if row.derived_ids or not row.line:
+                sent.append((n, src.raw_line(row.id)[:-1]))
+            else:
+                new_seqs.append(n)
+                src_seqs.append(row.line)
+        after = len(rows) + 2
+        sent.extend((n, line[:-1]) for n, line in enumerate(extra, start=after))
+        summary = _fork_summary(src, ids, extra)
+        with self._transaction() as conn:
+            self._insert_session(conn, header, text, incarnation)
+            if new_seqs:
+                done = conn.execute(
+                    "INSERT INTO entries (session_id, seq, id, line)"
+                    " SELECT %s, m.new_seq, e.id, e.line"
+                    " FROM unnest(%s::integer[], %s::integer[]) AS m(new_seq, src_seq)"
+                    " JOIN entries AS e ON e.session_id = %s AND e.seq = m.src_seq",
+                    (header.id, new_seqs, src_seqs, src.id),
+                ).rowcount
+                if done != len(new_seqs):
+                    raise SessionNotFoundError(src.id, "deleted while it was forked")
+            if sent:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        _INSERT, [(header.id, n, entry_id_of(raw), raw) for n, raw in sent]
+                    )
+            set_summary(conn, header.id, summary)
+            lines = conn.execute(
+                "SELECT seq, line FROM entries WHERE session_id = %s ORDER BY seq",
+                (header.id,),
+            ).fetchall()
+        store = _PostgresStore(self, header.id, incarnation, after - 1 + len(extra))
+        return self._session(store, text, lines)
+
+    def _list(
+        self,
+        cwd: str | None,
+        name: str | None,
+        since: datetime | None,
+        limit: int | None,
+        offset: int,
+    ) -> builtins.list[SessionInfo]:
+        where: builtins.list[str] = []
+        args: builtins.list[object] = []
+        if cwd is not None:
+            where.append("cwd = %s")
+            args.append(cwd)
+        if name is not None:
+            where.append("strpos(lower(name), lower(%s)) > 0")
+            args.append(_text(name))
+        if since is not None:
+            where.append("modified >= %s")
+            args.append(round(since.timestamp() * 1000))
+        sql = (
+            "SELECT id, cwd, name, parent, created, modified, message_count, first_message"
+            " FROM sessions"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += ' ORDER BY modified DESC, id COLLATE "C" LIMIT %s OFFSET %s'
+        args.extend([limit, offset])
+        with self._connection() as conn:
+            found = conn.execute(sql.encode(), args).fetchall()
+        return [
+            SessionInfo(
+                id=sid,
+                path=None,
+                cwd=row_cwd,
+                name=row_name,
+                parent_session=parent,
+                created=_utc(created),
+                modified=_utc(modified),
+                message_count=count,
+                first_message=first,
+            )
+            for sid, row_cwd, row_name, parent, created, modified, count, first in found
+        ]
+
+    def _delete(self, sid: str) -> bool:
+        with self._transaction() as conn:
+            # The row first: an append in flight holds its lock, so the delete waits for it.
+            gone = conn.execute("DELETE FROM sessions WHERE id = %s", (sid,)).rowcount
+            conn.execute("DELETE FROM entries WHERE session_id = %s", (sid,))
+        return gone > 0
+
+    def _ids(self) -> builtins.list[str]:
+        with self._connection() as conn:
+            rows = conn.execute('SELECT id FROM sessions ORDER BY created, id COLLATE "C"')
+            return [str(r[0]) for r in rows]
+
+    def _export(self, sid: str) -> builtins.list[bytes]:
+        with self._connection() as conn, _snapshot(conn):
+            found = conn.execute("SELECT header FROM sessions WHERE id = %s", (sid,)).fetchone()
+            if found is None:
+                raise SessionNotFoundError(sid)
+            rows = conn.execute(
+                "SELECT line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
+            ).fetchall()
+        return [str(found[0]).encode() + b"\n", *(bytes(r[0]) + b"\n" for r in rows)]
+
+    def _import(self, lines: Sequence[bytes]) -> int:
+        if not lines:
+            raise CorruptSessionError("<import>", 1, 0, "no session header")
+        header_line = lines[0]
+        try:
+            header = decode_header(orjson.loads(header_line))
+        except (orjson.JSONDecodeError, CodecError) as exc:
+            raise CorruptSessionError("<import>", 1, 0, f"no valid session header: {exc}") from exc
+        validate_session_id(header.id)
+        text = header_line.rstrip(b"\n").decode()
+        body = [line[:-1] if line.endswith(b"\n") else line for line in lines[1:]]
+        with self._transaction() as conn:
+            found = conn.execute(
+                "SELECT header FROM sessions WHERE id = %s FOR UPDATE", (header.id,)
+            ).fetchone()
+            have: builtins.list[bytes] = []
+            if found is None:
+                self._insert_session(conn, header, text, uuid.uuid4().hex)
+            else:
+                have = [
+                    bytes(r[0])
+                    for r in conn.execute(
+                        "SELECT line FROM entries WHERE session_id = %s ORDER BY seq",
+                        (header.id,),
+                    )
+                ]
+                if str(found[0]) != text or body[: len(have)] != have:
+                    raise SessionExistsError(header.id)
+            new = body[len(have) :]
+            taken = {i for i in (entry_id_of(raw) for raw in have) if i is not None}
+            rows: builtins.list[tuple[str, int, str | None, bytes]] = []
+            for n, raw in enumerate(new, start=len(have) + 2):
+                entry_id = entry_id_of(raw)
+                if entry_id in taken:
+                    entry_id = None  # a duplicate id, kept verbatim but not indexed
+                elif entry_id is not None:
+                    taken.add(entry_id)
+                rows.append((header.id, n, entry_id, raw))
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(_INSERT, rows)
+            if new:
+                set_summary(conn, header.id, summarize(body))
+        return len(new) + (found is None)  # the header line, when the session is new

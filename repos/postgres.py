@@ -1,0 +1,7 @@
+"""``from repos.postgres import PostgresSessionRepo``: the PostgreSQL store, kept out of
+``repos`` itself so that ``import repos`` never needs the optional ``postgres`` extra
+(``pip install 'jsonl-harness[postgres]'``)."""
+
+from ._postgres import PostgresSessionRepo
+
+__all__ = ["PostgresSessionRepo"]
