@@ -71,6 +71,7 @@ __all__ = [
     "encode_header",
     "encode_message",
     "frozen_json",
+    "parse_iso",
     "v1_entry_id",
 ]
 
@@ -197,14 +198,18 @@ def _timestamp_ms(value: Any) -> int:
     if isinstance(value, int | float):
         return int(value) if math.isfinite(value) else 0
     if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return 0
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return int(parsed.timestamp() * 1000)
+        parsed = parse_iso(value)
+        return int(parsed.timestamp() * 1000) if parsed is not None else 0
     raise CodecError("field 'timestamp' must be a number or an ISO-8601 string")
+
+
+def parse_iso(value: str) -> datetime | None:
+    """An ISO-8601 time (``Z`` accepted; no zone means UTC), or None when it cannot be read."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 # --- content blocks -------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from hooks import (
     notify,
 )
 
-from .._codec import CodecError, decode_header, dumps_line, encode_header
+from .._codec import CodecError, decode_header, dumps_line, encode_header, parse_iso
 from .._entries import SessionHeader
 from .._errors import (
     InvalidSessionIdError,
@@ -725,9 +725,7 @@ def _text_of(content: object) -> str:
 
 
 def _info(path: Path, state: _ListState) -> SessionInfo:
-    created = _parse_iso(state.header.timestamp) or datetime.fromtimestamp(
-        path.stat().st_mtime, UTC
-    )
+    created = parse_iso(state.header.timestamp) or datetime.fromtimestamp(path.stat().st_mtime, UTC)
     modified = (
         datetime.fromtimestamp(state.last_activity_ms / 1000, UTC)
         if state.last_activity_ms is not None
@@ -744,11 +742,3 @@ def _info(path: Path, state: _ListState) -> SessionInfo:
         message_count=state.message_count,
         first_message=state.first_message,
     )
-
-
-def _parse_iso(value: str) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
