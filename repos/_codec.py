@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+import attrs
 import orjson
 
 from hooks import (
@@ -67,6 +69,7 @@ __all__ = [
     "decode_header",
     "decode_message",
     "dumps_line",
+    "encode_appended",
     "encode_entry",
     "encode_header",
     "encode_message",
@@ -130,10 +133,63 @@ def frozen_json(value: Any) -> Any:
     """``value`` (parsed JSON) with every object and array made read-only, recursively."""
     kind = type(value)
     if kind is dict or kind is FrozenDict:
-        return FrozenDict({k: frozen_json(v) for k, v in value.items()})
+        return FrozenDict(
+            {k: frozen_json(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+        )
     if kind is list or kind is FrozenList:
-        return FrozenList([frozen_json(v) for v in value])
+        return FrozenList([frozen_json(v) if type(v) in _CONTAINERS else v for v in value])
     return value
+
+
+_CONTAINERS = frozenset({dict, list, FrozenDict, FrozenList})
+
+T = TypeVar("T")
+
+
+def _slot(cls: type, name: str) -> types.MemberDescriptorType | None:
+    """The slot descriptor of ``name`` in ``cls`` or a base, None when it is not a slot."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            return found if isinstance(found, types.MemberDescriptorType) else None
+    return None
+
+
+def _builder(cls: type[T], *names: str) -> Callable[..., T]:
+    """A constructor of the frozen attrs class ``cls`` taking its init fields positionally, in
+    the order ``names``, that sets the slots directly. The decoder builds millions of values
+    when a long session is read, and passes each field a value of its declared type already,
+    so the generated ``__init__`` (keyword binding, converters, frozen ``__setattr__``) is
+    pure overhead there. Fields outside ``__init__`` get their default.
+
+    Raises:
+        TypeError: ``cls`` is not a slotted attrs class without validators and post-init, or
+            ``names`` are not exactly its init fields (checked once, at import).
+    """
+    fields = attrs.fields(cast(Any, cls))
+    init = {f.name for f in fields if f.init}
+    slots = {f.name: _slot(cls, f.name) for f in fields}
+    if (
+        set(names) != init
+        or len(names) != len(init)
+        or None in slots.values()
+        or any(f.validator is not None for f in fields)
+        or hasattr(cls, "__attrs_post_init__")
+        or any(not f.init and isinstance(f.default, attrs.Factory) for f in fields)  # type: ignore[arg-type]
+    ):
+        raise TypeError(f"cannot build {cls.__name__} directly")
+    scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    body = ["    o = new(cls)"]
+    for f in fields:
+        scope[f"set_{f.name}"] = cast(types.MemberDescriptorType, slots[f.name]).__set__
+        if f.init:
+            body.append(f"    set_{f.name}(o, {f.name})")
+        else:
+            scope[f"default_{f.name}"] = f.default
+            body.append(f"    set_{f.name}(o, default_{f.name})")
+    source = f"def build({', '.join(names)}):\n" + "\n".join(body) + "\n    return o\n"
+    exec(source, scope)
+    return cast(Callable[..., T], scope["build"])
 
 
 # Always written by the encoder (null for a root), so a null here is no "null vs absent" case:
@@ -220,42 +276,45 @@ _THINKING_KEYS = frozenset({"type", "thinking", "thinkingSignature", "redacted"}
 _TOOLCALL_KEYS = frozenset({"type", "id", "name", "arguments"})
 
 
+_text = _builder(TextContent, "text", "extra")
+_image = _builder(ImageContent, "data", "mime_type", "extra")
+_thinking = _builder(ThinkingContent, "thinking", "thinking_signature", "redacted", "extra")
+_tool_call = _builder(ToolCall, "id", "name", "arguments", "extra")
+_unknown_block = _builder(UnknownContent, "raw")
+
+
 def _decode_block(
     obj: Any,
 ) -> TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent:
     if not isinstance(obj, dict):
         raise CodecError("content block must be an object")
     kind = obj.get("type")
-    if kind == "text" and isinstance(obj.get("text"), str):
-        return TextContent(text=obj["text"], extra=_extra(obj, _TEXT_KEYS))
-    if (
-        kind == "image"
-        and isinstance(obj.get("data"), str)
-        and isinstance(obj.get("mimeType"), str)
-    ):
-        return ImageContent(
-            data=obj["data"], mime_type=obj["mimeType"], extra=_extra(obj, _IMAGE_KEYS)
-        )
-    if kind == "thinking" and isinstance(obj.get("thinking"), str):
-        return ThinkingContent(
-            thinking=obj["thinking"],
-            thinking_signature=_opt_str(obj, "thinkingSignature"),
-            redacted=bool(obj.get("redacted", False)),
-            extra=_extra(obj, _THINKING_KEYS),
-        )
-    if (
-        kind == "toolCall"
-        and isinstance(obj.get("id"), str)
-        and isinstance(obj.get("name"), str)
-        and isinstance(obj.get("arguments", {}), dict)
-    ):
-        return ToolCall(
-            id=obj["id"],
-            name=obj["name"],
-            arguments=frozen_json(obj.get("arguments", {})),
-            extra=_extra(obj, _TOOLCALL_KEYS),
-        )
-    return UnknownContent(raw=frozen_json(obj))
+    if kind == "text":
+        text = obj.get("text")
+        if isinstance(text, str):
+            # Two keys, both known and set: nothing extra (the common block, checked cheaply).
+            return _text(text, _NO_EXTRA if len(obj) == 2 else _extra(obj, _TEXT_KEYS))
+    elif kind == "toolCall":
+        call_id, name, arguments = obj.get("id"), obj.get("name"), obj.get("arguments", {})
+        if isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, dict):
+            extra = (
+                _NO_EXTRA if len(obj) == 4 and "arguments" in obj else _extra(obj, _TOOLCALL_KEYS)
+            )
+            return _tool_call(call_id, name, frozen_json(arguments), extra)
+    elif kind == "thinking":
+        thinking = obj.get("thinking")
+        if isinstance(thinking, str):
+            return _thinking(
+                thinking,
+                _opt_str(obj, "thinkingSignature"),
+                bool(obj.get("redacted", False)),
+                _extra(obj, _THINKING_KEYS),
+            )
+    elif kind == "image":
+        data, mime_type = obj.get("data"), obj.get("mimeType")
+        if isinstance(data, str) and isinstance(mime_type, str):
+            return _image(data, mime_type, _extra(obj, _IMAGE_KEYS))
+    return _unknown_block(frozen_json(obj))
 
 
 def _encode_block(
@@ -292,11 +351,11 @@ def _decode_user_content(value: Any) -> str | tuple[UserContent, ...]:
         return value
     if not isinstance(value, list):
         raise CodecError("content must be a string or a list of blocks")
-    blocks = tuple(_decode_block(b) for b in value)
+    blocks = [_decode_block(b) for b in value]
     return tuple(
         b
-        if isinstance(b, TextContent | ImageContent | UnknownContent)
-        else UnknownContent(raw=_encode_block(b))
+        if type(b) is TextContent or type(b) is ImageContent or type(b) is UnknownContent
+        else _unknown_block(_encode_block(b))
         for b in blocks
     )
 
@@ -310,14 +369,15 @@ def _encode_content(value: str | tuple[Any, ...]) -> str | list[Obj]:
 def _decode_assistant_content(value: Any) -> tuple[AssistantContent, ...]:
     if isinstance(value, str):
         # pi accepts a plain string here (older writers, other tools): one text block.
-        return (TextContent(text=value),) if value else ()
+        return (_text(value, _NO_EXTRA),) if value else ()
     if not isinstance(value, list):
         raise CodecError("assistant content must be a list of blocks")
-    out: list[AssistantContent] = []
-    for raw in value:
-        block = _decode_block(raw)
-        out.append(UnknownContent(raw=raw) if isinstance(block, ImageContent) else block)
-    return tuple(out)
+    blocks = [_decode_block(raw) for raw in value]
+    for i, block in enumerate(blocks):
+        if type(block) is ImageContent:
+            # No images in replies: kept verbatim.
+            blocks[i] = _unknown_block(frozen_json(value[i]))
+    return cast(tuple[AssistantContent, ...], tuple(blocks))
 
 
 # --- usage ----------------------------------------------------------------------------------
@@ -326,29 +386,43 @@ _COST_KEYS = frozenset({"input", "output", "cacheRead", "cacheWrite", "total"})
 _USAGE_KEYS = frozenset({"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"})
 
 
+_cost = _builder(Cost, "input", "output", "cache_read", "cache_write", "total", "extra")
+_usage = _builder(
+    Usage, "input", "output", "cache_read", "cache_write", "total_tokens", "cost", "extra"
+)
+_USAGE_KEYS_NO_COST = _USAGE_KEYS - {"cost"}
+
+
+def _count(obj: Mapping[str, Any], key: str) -> int:
+    value = obj.get(key, 0)
+    return value if type(value) is int else _int(obj, key)
+
+
 def _decode_usage(obj: Any) -> Usage:
     if not isinstance(obj, dict):
-        return Usage(extra={"usage": obj}) if obj is not None else Usage()
+        return Usage(extra=FrozenDict({"usage": frozen_json(obj)})) if obj is not None else Usage()
     cost_raw = obj.get("cost")
-    cost = Cost()
     if isinstance(cost_raw, dict):
-        cost = Cost(
-            input=float(cost_raw.get("input") or 0),
-            output=float(cost_raw.get("output") or 0),
-            cache_read=float(cost_raw.get("cacheRead") or 0),
-            cache_write=float(cost_raw.get("cacheWrite") or 0),
-            total=float(cost_raw.get("total") or 0),
-            extra=_extra(cost_raw, _COST_KEYS),
+        cost = _cost(
+            float(cost_raw.get("input") or 0),
+            float(cost_raw.get("output") or 0),
+            float(cost_raw.get("cacheRead") or 0),
+            float(cost_raw.get("cacheWrite") or 0),
+            float(cost_raw.get("total") or 0),
+            _extra(cost_raw, _COST_KEYS),
         )
+        known = _USAGE_KEYS
+    else:
+        cost, known = Cost(), _USAGE_KEYS_NO_COST
     total = obj.get("totalTokens")
-    return Usage(
-        input=_int(obj, "input"),
-        output=_int(obj, "output"),
-        cache_read=_int(obj, "cacheRead"),
-        cache_write=_int(obj, "cacheWrite"),
-        total_tokens=int(total) if isinstance(total, int | float) else None,
-        cost=cost,
-        extra=_extra(obj, _USAGE_KEYS if isinstance(cost_raw, dict) else _USAGE_KEYS - {"cost"}),
+    return _usage(
+        _count(obj, "input"),
+        _count(obj, "output"),
+        _count(obj, "cacheRead"),
+        _count(obj, "cacheWrite"),
+        int(total) if isinstance(total, int | float) else None,
+        cost,
+        _extra(obj, known),
     )
 
 
@@ -415,6 +489,31 @@ _BASH_KEYS = frozenset(
 _CUSTOM_KEYS = frozenset({"role", "customType", "content", "display", "details", "timestamp"})
 
 
+_user = _builder(UserMessage, "content", "timestamp", "extra")
+_assistant = _builder(
+    AssistantMessage,
+    "content",
+    "api",
+    "provider",
+    "model",
+    "usage",
+    "stop_reason",
+    "error_message",
+    "timestamp",
+    "extra",
+)
+_tool_result = _builder(
+    ToolResultMessage,
+    "tool_call_id",
+    "tool_name",
+    "content",
+    "details",
+    "is_error",
+    "timestamp",
+    "extra",
+)
+
+
 def decode_message(obj: Any) -> Message:
     """Build a message value from its JSON object.
 
@@ -424,37 +523,42 @@ def decode_message(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise CodecError("message must be an object")
     role = obj.get("role")
-    ts = _timestamp_ms(obj.get("timestamp"))
-    if role == "user":
-        return UserMessage(
-            content=_decode_user_content(obj.get("content", "")),
-            timestamp=ts,
-            extra=_extra(obj, _USER_KEYS),
-        )
+    ts = obj.get("timestamp")
+    if type(ts) is not int:
+        ts = _timestamp_ms(ts)
     if role == "assistant":
-        return AssistantMessage(
-            content=_decode_assistant_content(obj.get("content", [])),
-            api=str(obj.get("api", "")),
-            provider=str(obj.get("provider", "")),
-            model=str(obj.get("model", "")),
-            usage=_decode_usage(obj.get("usage")),
-            stop_reason=cast(Any, str(obj.get("stopReason", "stop"))),
-            error_message=_opt_str(obj, "errorMessage"),
-            timestamp=ts,
-            extra=_extra(obj, _ASSISTANT_KEYS),
+        return _assistant(
+            _decode_assistant_content(obj.get("content", [])),
+            str(obj.get("api", "")),
+            str(obj.get("provider", "")),
+            str(obj.get("model", "")),
+            _decode_usage(obj.get("usage")),
+            str(obj.get("stopReason", "stop")),
+            _opt_str(obj, "errorMessage"),
+            ts,
+            _extra(obj, _ASSISTANT_KEYS),
         )
     if role == "toolResult":
         content = _decode_user_content(obj.get("content", []))
-        return ToolResultMessage(
-            tool_call_id=_str(obj, "toolCallId"),
-            tool_name=str(obj.get("toolName", "")),
-            content=(TextContent(text=content),) if isinstance(content, str) else content,
-            details=frozen_json(obj.get("details")),
-            is_error=bool(obj.get("isError", False)),
-            timestamp=ts,
-            extra=_extra(obj, _TOOLRESULT_KEYS)
-            | ({"content": obj["content"]} if isinstance(obj.get("content"), str) else {}),
+        call_id = obj.get("toolCallId")
+        if not isinstance(call_id, str):
+            call_id = _str(obj, "toolCallId")
+        extra = _extra(obj, _TOOLRESULT_KEYS)
+        if isinstance(content, str):
+            # pi accepts a plain string: one text block, and the string kept to write back.
+            extra = FrozenDict({**extra, "content": content})
+            content = (_text(content, _NO_EXTRA),)
+        return _tool_result(
+            call_id,
+            str(obj.get("toolName", "")),
+            content,
+            frozen_json(obj.get("details")),
+            bool(obj.get("isError", False)),
+            ts,
+            extra,
         )
+    if role == "user":
+        return _user(_decode_user_content(obj.get("content", "")), ts, _extra(obj, _USER_KEYS))
     if role == "bashExecution":
         exit_code = obj.get("exitCode")
         return BashExecutionMessage(
@@ -634,6 +738,9 @@ _K_INFO = _keys("name")
 _K_LEAF = _keys("targetId")
 
 
+_message_entry = _builder(MessageEntry, "id", "parent_id", "timestamp", "extra", "message")
+
+
 def decode_entry(
     obj: Any,
     *,
@@ -664,12 +771,14 @@ def decode_entry(
     pid = parent_id if entry_id is not None or parent_id is not None else obj.get("parentId")
     if pid is not None and not isinstance(pid, str):
         raise CodecError("'parentId' must be a string or null")
-    ts = str(obj.get("timestamp", ""))
-    base: dict[str, Any] = {"id": eid, "parent_id": pid, "timestamp": ts}
+    ts = obj.get("timestamp", "")
+    if type(ts) is not str:
+        ts = str(ts)
     if kind == "message":
-        return MessageEntry(
-            **base, message=decode_message(obj.get("message")), extra=_extra(obj, _K_MESSAGE)
+        return _message_entry(
+            eid, pid, ts, _extra(obj, _K_MESSAGE), decode_message(obj.get("message"))
         )
+    base: dict[str, Any] = {"id": eid, "parent_id": pid, "timestamp": ts}
     if kind == "model_change":
         return ModelChangeEntry(
             **base,
@@ -845,6 +954,284 @@ def _non_finite(value: Any, where: str) -> str | None:
         elif isinstance(item, list | tuple):
             stack.extend((v, f"{at}[{i}]") for i, v in enumerate(item))
     return None
+
+
+# --- appends: one pass that encodes a new entry and copies it -------------------------------
+
+
+class _General(Exception):
+    """A value the append fast path leaves to the general encode-then-decode path."""
+
+
+def encode_appended(entry: Entry) -> tuple[bytes, Entry]:
+    """The line to append for ``entry`` (newline-terminated) and the entry as reading that line
+    back gives it: equal to ``decode_entry(orjson.loads(line))``, sharing no mutable value with
+    ``entry`` (JSON objects and arrays come back read-only).
+
+    A message entry whose fields hold exactly the types the decoder produces (the common case)
+    is encoded and copied in one pass; anything else is encoded, then decoded from its line.
+
+    Raises:
+        CodecError: a value JSON cannot hold, or a field that would not read back (wrong type).
+    """
+    if type(entry) is MessageEntry:
+        try:
+            return _appended_message(entry)
+        except _General:
+            pass
+    line = dumps_line(encode_entry(entry))
+    return line, decode_entry(orjson.loads(line))
+
+
+# orjson refuses deeper nesting; past it the general path reports the error.
+_MAX_DEPTH = 254
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """``value`` as ``frozen_json(orjson.loads(orjson.dumps(value)))`` gives it, when it holds
+    only JSON types (dict, list, tuple, str, int, finite float, bool, None; string keys)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise _General
+        return value
+    if depth >= _MAX_DEPTH:
+        raise _General
+    if kind is dict or kind is FrozenDict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _General
+            out[k] = v if type(v) is str else _plain(v, depth + 1)
+        return FrozenDict(out)
+    if kind is list or kind is FrozenList or kind is tuple:
+        return FrozenList([v if type(v) is str else _plain(v, depth + 1) for v in value])
+    raise _General
+
+
+def _plain_extra(extra: Mapping[str, Any], known: frozenset[str]) -> FrozenDict:
+    """``extra`` as the decoder rebuilds it, when none of its keys is a known field's (those
+    would be dropped or read back as the field: the general path handles them)."""
+    if not extra:
+        return _NO_EXTRA
+    if not extra.keys().isdisjoint(known):
+        raise _General
+    return cast(FrozenDict, _plain(extra))
+
+
+def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
+    kind = type(block)
+    if kind is TextContent:
+        text = block.text
+        if type(text) is not str:
+            raise _General
+        extra = _plain_extra(block.extra, _TEXT_KEYS)
+        return {"type": "text", "text": text, **extra}, _text(text, extra)
+    if kind is ToolCall and assistant:
+        call_id, name, arguments = block.id, block.name, block.arguments
+        if (
+            type(call_id) is not str
+            or type(name) is not str
+            or (type(arguments) is not dict and type(arguments) is not FrozenDict)
+        ):
+            raise _General
+        extra = _plain_extra(block.extra, _TOOLCALL_KEYS)
+        arguments = _plain(arguments)
+        out = {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments, **extra}
+        return out, _tool_call(call_id, name, arguments, extra)
+    if kind is ThinkingContent and assistant:
+        thinking, signature, redacted = block.thinking, block.thinking_signature, block.redacted
+        if (
+            type(thinking) is not str
+            or (signature is not None and type(signature) is not str)
+            or type(redacted) is not bool
+        ):
+            raise _General
+        extra = _plain_extra(block.extra, _THINKING_KEYS)
+        out = {"type": "thinking", "thinking": thinking}
+        if signature is not None:
+            out["thinkingSignature"] = signature
+        if redacted:
+            out["redacted"] = True
+        out.update(extra)
+        return out, _thinking(thinking, signature, redacted, extra)
+    if kind is ImageContent and not assistant:
+        data, mime_type = block.data, block.mime_type
+        if type(data) is not str or type(mime_type) is not str:
+            raise _General
+        extra = _plain_extra(block.extra, _IMAGE_KEYS)
+        out = {"type": "image", "data": data, "mimeType": mime_type, **extra}
+        return out, _image(data, mime_type, extra)
+    raise _General  # unknown blocks, and blocks the decoder reads as unknown in this role
+
+
+def _appended_blocks(blocks: Any, assistant: bool) -> tuple[list[Obj], tuple[Any, ...]]:
+    if type(blocks) is not tuple:
+        raise _General
+    out: list[Obj] = []
+    copies: list[Any] = []
+    for block in blocks:
+        block_out, copy = _appended_block(block, assistant)
+        out.append(block_out)
+        copies.append(copy)
+    return out, tuple(copies)
+
+
+def _appended_user_content(content: Any) -> tuple[str | list[Obj], Any]:
+    if type(content) is str:
+        return content, content
+    return _appended_blocks(content, False)
+
+
+def _appended_cost(cost: Any) -> tuple[Obj, Cost]:
+    if type(cost) is not Cost:
+        raise _General
+    extra = _plain_extra(cost.extra, _COST_KEYS)
+    values = []
+    for value in (cost.input, cost.output, cost.cache_read, cost.cache_write, cost.total):
+        if (type(value) is not float and type(value) is not int) or not math.isfinite(value):
+            raise _General
+        values.append(value)
+    i, o, r, w, t = values
+    out = {
+        "input": _num(i),
+        "output": _num(o),
+        "cacheRead": _num(r),
+        "cacheWrite": _num(w),
+        "total": _num(t),
+        **extra,
+    }
+    return out, _cost(float(i), float(o), float(r), float(w), float(t), extra)
+
+
+def _appended_usage(usage: Any) -> tuple[Obj, Usage]:
+    if type(usage) is not Usage:
+        raise _General
+    i, o, r, w, total = (
+        usage.input,
+        usage.output,
+        usage.cache_read,
+        usage.cache_write,
+        usage.total_tokens,
+    )
+    if (
+        type(i) is not int
+        or type(o) is not int
+        or type(r) is not int
+        or type(w) is not int
+        or (total is not None and type(total) is not int)
+    ):
+        raise _General
+    extra = _plain_extra(usage.extra, _USAGE_KEYS)
+    out: Obj = {"input": i, "output": o, "cacheRead": r, "cacheWrite": w}
+    if total is not None:
+        out["totalTokens"] = total
+    cost_out, cost = _appended_cost(usage.cost)
+    out["cost"] = cost_out
+    out.update(extra)
+    return out, _usage(i, o, r, w, total, cost, extra)
+
+
+def _appended_message(entry: MessageEntry) -> tuple[bytes, Entry]:
+    entry_id, parent_id, timestamp = entry.id, entry.parent_id, entry.timestamp
+    if (
+        type(entry_id) is not str
+        or type(timestamp) is not str
+        or (parent_id is not None and type(parent_id) is not str)
+    ):
+        raise _General
+    entry_extra = _plain_extra(entry.extra, _K_MESSAGE)
+    msg: Any = entry.message
+    kind = type(msg)
+    ts = msg.timestamp if kind is not UnknownMessage else None
+    if type(ts) is not int:
+        raise _General
+    message: Message
+    if kind is AssistantMessage:
+        api, provider, model = msg.api, msg.provider, msg.model
+        stop, error = msg.stop_reason, msg.error_message
+        if (
+            type(api) is not str
+            or type(provider) is not str
+            or type(model) is not str
+            or type(stop) is not str
+            or (error is not None and type(error) is not str)
+        ):
+            raise _General
+        extra = _plain_extra(msg.extra, _ASSISTANT_KEYS)
+        blocks_out, blocks = _appended_blocks(msg.content, True)
+        usage_out, usage = _appended_usage(msg.usage)
+        out: Obj = {
+            "role": "assistant",
+            "content": blocks_out,
+            "api": api,
+            "provider": provider,
+            "model": model,
+            "usage": usage_out,
+            "stopReason": stop,
+        }
+        if error is not None:
+            out["errorMessage"] = error
+        out["timestamp"] = ts
+        out.update(extra)
+        message = _assistant(blocks, api, provider, model, usage, stop, error, ts, extra)
+    elif kind is ToolResultMessage:
+        call_id, name, is_error = msg.tool_call_id, msg.tool_name, msg.is_error
+        if type(call_id) is not str or type(name) is not str or type(is_error) is not bool:
+            raise _General
+        extra = _plain_extra(msg.extra, _TOOLRESULT_KEYS)
+        blocks_out, blocks = _appended_blocks(msg.content, False)
+        details = None if msg.details is None else _plain(msg.details)
+        out = {"role": "toolResult", "toolCallId": call_id, "toolName": name}
+        out["content"] = blocks_out
+        if details is not None:
+            out["details"] = details
+        out["isError"], out["timestamp"] = is_error, ts
+        out.update(extra)
+        message = _tool_result(call_id, name, blocks, details, is_error, ts, extra)
+    elif kind is UserMessage:
+        extra = _plain_extra(msg.extra, _USER_KEYS)
+        content_out, content = _appended_user_content(msg.content)
+        out = {"role": "user", "content": content_out, "timestamp": ts, **extra}
+        message = _user(content, ts, extra)
+    elif kind is CustomMessage:
+        custom_type, display = msg.custom_type, msg.display
+        if type(custom_type) is not str or type(display) is not bool:
+            raise _General
+        extra = _plain_extra(msg.extra, _CUSTOM_KEYS)
+        content_out, content = _appended_user_content(msg.content)
+        details = None if msg.details is None else _plain(msg.details)
+        out = {"role": "custom", "customType": custom_type, "content": content_out}
+        out["display"] = display
+        if details is not None:
+            out["details"] = details
+        out["timestamp"] = ts
+        out.update(extra)
+        message = CustomMessage(
+            custom_type=custom_type,
+            content=content,
+            display=display,
+            details=details,
+            timestamp=ts,
+            extra=extra,
+        )
+    else:
+        raise _General  # bash executions, summaries, unknown roles
+    line_obj = {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent_id,
+        "timestamp": timestamp,
+        "message": out,
+        **entry_extra,
+    }
+    try:
+        line = orjson.dumps(line_obj)
+    except orjson.JSONEncodeError:
+        raise _General from None  # e.g. a lone surrogate or a 65-bit integer: say which there
+    return line + b"\n", _message_entry(entry_id, parent_id, timestamp, entry_extra, message)
 
 
 def v1_entry_id(line_index: int, line: bytes, taken: set[str]) -> str:

@@ -140,38 +140,25 @@ _MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary"})
 
 def _lazy_raw_context(
     path_ids: Sequence[str],
+    kinds: Sequence[str],
     get: Callable[[str], Entry],
-    type_of: Callable[[str], str],
     get_many: Callable[[list[str]], list[Entry]] | None = None,
 ) -> tuple[list[Message], ModelRef | None, str, tuple[str, ...] | None]:
-    """:func:`_raw_context` decoding only what it needs: the settings are the last of their kind
-    on the path (found walking back from the leaf), and only the entries from the last
-    compaction's kept window on are decoded for messages. Equal to ``_raw_context``."""
-    model: ModelRef | None = None
-    thinking: str | None = None
-    tools: tuple[str, ...] | None = None
-    have_model = have_tools = False
-    last_compaction = -1
-    for i in range(len(path_ids) - 1, -1, -1):
-        kind = type_of(path_ids[i])
-        if kind == "compaction" and last_compaction < 0:
-            last_compaction = i
-        elif kind == "thinking_level_change" and thinking is None:
-            entry = get(path_ids[i])
-            assert isinstance(entry, ThinkingLevelChangeEntry)
-            thinking = entry.thinking_level
-        elif kind == "active_tools_change" and not have_tools:
-            entry = get(path_ids[i])
-            assert isinstance(entry, ActiveToolsChangeEntry)
-            tools, have_tools = entry.active_tool_names, True
-        elif kind in ("model_change", "message") and not have_model:
-            entry = get(path_ids[i])
-            derived = _derive(entry, (None, "off", None))[0]
-            if derived is not None:
-                model, have_model = derived, True
-        if have_model and have_tools and thinking is not None and last_compaction >= 0:
-            break
+    """:func:`_raw_context` decoding only what it needs, given the entries' types (``kinds``,
+    one per path id): the settings are the last of their kind on the path, and only the entries
+    from the last compaction's kept window on are decoded for messages. Equal to
+    ``_raw_context``."""
+    last = len(kinds) - 1
+    backwards = kinds[::-1]  # list.index finds the last of a kind in C, not a Python loop
+
+    def last_of(kind: str) -> int:
+        try:
+            return last - backwards.index(kind)
+        except ValueError:
+            return -1
+
     messages: list[Message] = []
+    last_compaction = last_of("compaction")
     if last_compaction >= 0:
         compaction = get(path_ids[last_compaction])
         assert isinstance(compaction, CompactionEntry)
@@ -182,19 +169,44 @@ def _lazy_raw_context(
                 timestamp=iso_ms(compaction.timestamp),
             )
         )
-        kept = compaction.first_kept_entry_id
-        kept_from = next(
-            (i for i in range(last_compaction) if path_ids[i] == kept), last_compaction
-        )
-        selected = [*path_ids[kept_from:last_compaction], *path_ids[last_compaction + 1 :]]
+        try:
+            kept_from = path_ids.index(compaction.first_kept_entry_id, 0, last_compaction)
+        except ValueError:
+            kept_from = last_compaction
+        window = [*range(kept_from, last_compaction), *range(last_compaction + 1, last + 1)]
     else:
-        selected = list(path_ids)
-    wanted = [i for i in selected if type_of(i) in _MESSAGE_TYPES]
+        window = list(range(last + 1))
+    wanted = [path_ids[i] for i in window if kinds[i] in _MESSAGE_TYPES]
+    add = messages.append
     for entry in get_many(wanted) if get_many is not None else map(get, wanted):
-        message = entry_message(entry)
-        if message is not None:
-            messages.append(message)
-    return messages, model, thinking if thinking is not None else "off", tools
+        if type(entry) is MessageEntry:  # nearly all of them: no call
+            add(entry.message)
+        else:
+            message = entry_message(entry)
+            if message is not None:
+                add(message)
+
+    thinking = "off"
+    at = last_of("thinking_level_change")
+    if at >= 0:
+        entry = get(path_ids[at])
+        assert isinstance(entry, ThinkingLevelChangeEntry)
+        thinking = entry.thinking_level
+    tools: tuple[str, ...] | None = None
+    at = last_of("active_tools_change")
+    if at >= 0:
+        entry = get(path_ids[at])
+        assert isinstance(entry, ActiveToolsChangeEntry)
+        tools = entry.active_tool_names
+    # The model: the last model change, or a later assistant reply naming its model (the
+    # replies of the kept window are decoded already).
+    model: ModelRef | None = None
+    for i in range(last, -1, -1):
+        if kinds[i] == "message" or kinds[i] == "model_change":
+            model = _derive(get(path_ids[i]), (None, "off", None))[0]
+            if model is not None:
+                break
+    return messages, model, thinking, tools
 
 
 @contextmanager
@@ -264,17 +276,15 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
         if not isinstance(m, AssistantMessage):
             out.append(m)
             continue
-        content = [
-            b
-            for b in m.content
-            if not (isinstance(b, TextContent) and not b.text.strip())
-            and not (isinstance(b, ThinkingContent) and not b.thinking and not b.thinking_signature)
-            and not (isinstance(b, ToolCall) and m.stop_reason == "length" and b.id not in results)
-        ]
-        if not content:
+        if _any_dropped(m, results):
+            content = tuple(b for b in m.content if not _dropped_block(b, m, results))
+            if not content:
+                continue
+            m = evolve(m, content=content)
+        elif not m.content:
             continue
-        out.append(m if len(content) == len(m.content) else evolve(m, content=tuple(content)))
-        for call in (b for b in content if isinstance(b, ToolCall)):
+        out.append(m)
+        for call in (b for b in m.content if isinstance(b, ToolCall)):
             result = results.pop(call.id, None)
             out.append(
                 result
@@ -288,6 +298,35 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 )
             )
     return tuple(out)
+
+
+def _any_dropped(message: AssistantMessage, results: dict[str, ToolResultMessage]) -> bool:
+    """Whether normalising drops a block of ``message`` (see :func:`_dropped_block`); one loop
+    without calls, since nearly every reply keeps all its blocks."""
+    cut = message.stop_reason == "length"
+    for b in message.content:
+        if isinstance(b, TextContent):
+            if not b.text.strip():
+                return True
+        elif isinstance(b, ThinkingContent):
+            if not b.thinking and not b.thinking_signature:
+                return True
+        elif cut and isinstance(b, ToolCall) and b.id not in results:
+            return True
+    return False
+
+
+def _dropped_block(
+    block: object, message: AssistantMessage, results: dict[str, ToolResultMessage]
+) -> bool:
+    """An empty text block, an unsigned empty thinking block, or a call cut off at ``length``."""
+    if isinstance(block, TextContent):
+        return not block.text.strip()
+    if isinstance(block, ThinkingContent):
+        return not block.thinking and not block.thinking_signature
+    return (
+        isinstance(block, ToolCall) and message.stop_reason == "length" and block.id not in results
+    )
 
 
 def iso_ms(timestamp: str) -> int:
@@ -336,6 +375,20 @@ def _pair_ids(message: Message) -> set[str]:
     return set()
 
 
+def _all_pair_ids(messages: Iterable[Message]) -> set[str]:
+    """:func:`_pair_ids` of many messages together (a rebuild looks at every message)."""
+    ids: set[str] = set()
+    add = ids.add
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            for block in m.content:
+                if isinstance(block, ToolCall):
+                    add(block.id)
+        elif isinstance(m, ToolResultMessage):
+            add(m.tool_call_id)
+    return ids
+
+
 class ContextCache:
     """``build_context`` for a branch that mostly grows, without rebuilding it every time.
 
@@ -369,20 +422,20 @@ class ContextCache:
             extended = self._extend(path_ids[known:], get)
             if extended is not None:
                 return extended
-        return self._rebuild(path_ids, get, type_of)
+        ids = list(path_ids)  # extended in place by later builds
+        return self._rebuild(ids, None if type_of is None else [type_of(i) for i in ids], get)
 
     def build_at(
         self,
         leaf_id: str | None,
         parent_of: Callable[[str], str | None],
-        path_ids: Callable[[], list[str]],
+        path: Callable[[], tuple[list[str], list[str]]],
         get: Callable[[str], Entry],
-        type_of: Callable[[str], str] | None = None,
         get_many: Callable[[list[str]], list[Entry]] | None = None,
     ) -> SessionContext:
         """Like :meth:`build` for the branch ending at ``leaf_id``, walking up only to the last
-        leaf when the new one descends from it (``path_ids()`` gives the whole branch
-        otherwise)."""
+        leaf when the new one descends from it (``path()`` gives the whole branch otherwise:
+        its ids, root first, and their types)."""
         if self._path_ids and leaf_id is not None:
             last, walk = self._path_ids[-1], []
             current: str | None = leaf_id
@@ -396,7 +449,8 @@ class ContextCache:
                 extended = self._extend(walk, get)
                 if extended is not None:
                     return extended
-        return self._rebuild(path_ids(), get, type_of, get_many)
+        path_ids, kinds = path()
+        return self._rebuild(path_ids, kinds, get, get_many)
 
     def _extend(self, new_ids: list[str], get: Callable[[str], Entry]) -> SessionContext | None:
         """The context after appending ``new_ids`` to the known branch, or None when it must be
@@ -421,19 +475,24 @@ class ContextCache:
     def _rebuild(
         self,
         path_ids: list[str],
+        kinds: list[str] | None,
         get: Callable[[str], Entry],
-        type_of: Callable[[str], str] | None = None,
         get_many: Callable[[list[str]], list[Entry]] | None = None,
     ) -> SessionContext:
-        if type_of is None:
+        if kinds is None:
             raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
-        else:
-            with gc_paused():
-                raw, model, thinking, tools = _lazy_raw_context(path_ids, get, type_of, get_many)
-        self._path_ids, self._raw = list(path_ids), raw
-        self._derived = (model, thinking, tools)
+            self._set(path_ids, raw, (model, thinking, tools))
+            return self._finish()
+        # Normalising is part of the bulk work: collections triggered by it would walk every
+        # value just decoded.
+        with gc_paused():
+            raw, model, thinking, tools = _lazy_raw_context(path_ids, kinds, get, get_many)
+            self._set(path_ids, raw, (model, thinking, tools))
+            return self._finish()
+
+    def _set(self, path_ids: list[str], raw: list[Message], derived: _Derived) -> None:
+        self._path_ids, self._raw, self._derived = path_ids, raw, derived
         self._done, self._split, self._closed_ids = [], 0, set()
-        return self._finish()
 
     def _finish(self) -> SessionContext:
         self._close_segment()
@@ -459,12 +518,8 @@ class ContextCache:
         )
         if boundary is None:
             return
-        after: set[str] = set()
-        for m in raw[boundary:]:
-            after |= _pair_ids(m)
-        segment: set[str] = set()
-        for m in raw[self._split : boundary]:
-            segment |= _pair_ids(m)
+        after = _all_pair_ids(raw[boundary:])
+        segment = _all_pair_ids(raw[self._split : boundary])
         # The tail never shares an id with closed segments: build() rebuilds when it would.
         if after & segment:
             return

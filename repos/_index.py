@@ -112,21 +112,31 @@ class Indexer:
         kinds = _KIND_CACHE
         slow_types = _SLOW_TYPES
         append_order = order.append
+        new_row = tuple.__new__
         pos = 0
         last: str | None = None
+        # The id of the line before, as bytes: most lines are its child, whose parent is then
+        # that very string (no decoding, no lookup, one string object shared).
+        last_b: bytes | None = None
+        fast = head if self._blank_run is None else None
         while (nl := find(b"\n", pos)) >= 0:
-            m = head(buf, pos) if head is not None and self._blank_run is None else None
+            m = fast(buf, pos) if fast is not None else None
             if m is not None:
                 kind_b, id_b, parent_b = m.groups()
                 kind = kinds.get(kind_b) or kinds.setdefault(kind_b, kind_b.decode())
                 entry_id = id_b.decode()
-                parent_id = None if parent_b is None else parent_b.decode()
-                if (
-                    kind not in slow_types
-                    and entry_id not in rows
-                    and (parent_id is None or parent_id in rows)
-                ):
-                    rows[entry_id] = Row(entry_id, parent_id, kind, number, (base + pos, nl - pos))
+                if parent_b is None:
+                    parent_id = None
+                    known = True
+                elif parent_b == last_b:
+                    parent_id, known = last, True
+                else:
+                    parent_id = parent_b.decode()
+                    known = parent_id in rows
+                if known and kind not in slow_types and entry_id not in rows:
+                    rows[entry_id] = new_row(
+                        Row, (entry_id, parent_id, kind, number, (base + pos, nl - pos), False)
+                    )
                     append_order(entry_id)
                     if children is not None:
                         siblings = children.get(parent_id)
@@ -134,15 +144,17 @@ class Indexer:
                             children[parent_id] = [entry_id]
                         else:
                             siblings.append(entry_id)
-                    last = entry_id
+                    last, last_b = entry_id, id_b
                     number += 1
                     pos = nl + 1
                     continue
+            last_b = None
             if last is not None:
                 self._previous = last
                 self._set_leaf(last, own_leaf)
                 last = None
             self.feed([RawLine(number, base + pos, buf[pos:nl])], own_leaf=own_leaf, flush=False)
+            fast = head if self._blank_run is None else None
             number += 1
             pos = nl + 1
         if last is not None:

@@ -8,6 +8,7 @@ needs at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from attrs import define, field
 
@@ -19,11 +20,15 @@ __all__ = ["Row", "Tree"]
 EAGER_TYPES = frozenset({"label", "session_info", "leaf"})
 
 
-@define(slots=True)
-class Row:
+class Row(NamedTuple):
     """Where an entry is. ``line`` is 1-based (0 when not from a file); ``span`` is (byte offset,
     length) of the line, None when the entry only lives in memory. ``derived_ids`` marks rows
-    whose id/parentId are not the line's own (v1 files, re-attached orphans)."""
+    whose id/parentId are not the line's own (v1 files, re-attached orphans).
+
+    A tuple, so the garbage collector stops tracking it after one look: a session holds one
+    row per entry, and collections walking 100,000 objects would otherwise cost more than
+    indexing them did. Change a row by replacing it (``_replace``).
+    """
 
     id: str
     parent_id: str | None
@@ -114,8 +119,7 @@ class Tree:
             siblings.remove(entry_id)
         orphans = children.pop(entry_id, [])
         for child in orphans:
-            self.rows[child].parent_id = previous
-            self.rows[child].derived_ids = True
+            self.rows[child] = self.rows[child]._replace(parent_id=previous, derived_ids=True)
             self.cache.pop(child, None)  # decoded again, with the new parent
             children.setdefault(previous, []).append(child)
         if orphans:
@@ -194,16 +198,40 @@ class Tree:
 
     def path_ids(self, leaf_id: str | None) -> list[str]:
         """Ids from the root down to ``leaf_id`` (empty for None). A cycle ends the walk."""
+        return self.path_types(leaf_id)[0]
+
+    def path_types(self, leaf_id: str | None) -> tuple[list[str], list[str]]:
+        """:meth:`path_ids`, and the entries' types in the same order (one walk: on a long
+        path each row is a cache miss, so it is visited once)."""
+        ids: list[str] = []
+        kinds: list[str] = []
+        add_id, add_kind, rows = ids.append, kinds.append, self.rows
+        current = leaf_id
+        # A path is at most as long as the tree: more steps mean a cycle, found only then (a
+        # set of the ids seen would cost more than the walk itself).
+        limit = len(rows)
+        while current is not None:
+            row = rows.get(current)
+            if row is None:
+                raise EntryNotFoundError(current)
+            add_id(current)
+            add_kind(row.type)
+            current = row.parent_id
+            if len(ids) > limit:
+                ids = self._acyclic_path(leaf_id)
+                return ids, [rows[i].type for i in ids]
+        ids.reverse()
+        kinds.reverse()
+        return ids, kinds
+
+    def _acyclic_path(self, leaf_id: str | None) -> list[str]:
         out: list[str] = []
         seen: set[str] = set()
         current = leaf_id
         while current is not None and current not in seen:
-            row = self.rows.get(current)
-            if row is None:
-                raise EntryNotFoundError(current)
             seen.add(current)
             out.append(current)
-            current = row.parent_id
+            current = self.rows[current].parent_id
         out.reverse()
         return out
 

@@ -511,3 +511,29 @@ async def test_one_unsummarisable_session_does_not_break_list(tmp_path: Path) ->
     assert [p.name for p, _ in repo.list_problems] == [odd.path.name]  # type: ignore[union-attr]
     fine.close()
     odd.close()
+
+
+def test_a_dropped_session_is_freed_at_once_and_a_damaged_body_still_reported(
+    tmp_path: Path,
+) -> None:
+    """A session holds no reference cycle (its index is freed when the last reference goes,
+    without waiting for a full garbage collection), and the damaged-body report that goes
+    through the tree still reaches the session."""
+    import gc
+    import weakref
+
+    path = tmp_path / "s.jsonl"
+    write(path, HEADER, message("aaaa0001", None), message("aaaa0002", "aaaa0001")[:-5])
+    session = open_session(path)
+    assert [m.content for m in session.build_context().messages] == ["hi"]
+    assert [d.code for d in session.diagnostics] == ["corrupt_body"]
+    session.close()
+    alive, tree = weakref.ref(session), weakref.ref(session._tree)
+    enabled = gc.isenabled()
+    gc.disable()  # freed by reference counting alone, not by a collection
+    try:
+        del session
+        assert alive() is None and tree() is None
+    finally:
+        if enabled:
+            gc.enable()

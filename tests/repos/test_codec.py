@@ -211,3 +211,36 @@ def test_every_generated_pi_line_round_trips(kind: str) -> None:
             assert out["message"]["role"] == "custom"
             obj["message"]["role"] = "custom"
         assert out == obj, f"{kind} line {index} changed"
+
+
+def test_decoded_values_are_read_only_in_their_unusual_shapes_too() -> None:
+    """The shapes pi tolerates (a tool result's string content, an image block in a reply, a
+    usage that is not an object) keep what they hold read-only, and still write back as read."""
+    base = {"type": "message", "id": "x1", "parentId": None, "timestamp": "t"}
+    result_raw = {
+        **base,
+        "message": {"role": "toolResult", "toolCallId": "c", "toolName": "n", "content": "out"},
+    }
+    result = decode_entry(result_raw)
+    assert isinstance(result, MessageEntry) and isinstance(result.message, ToolResultMessage)
+    assert result.message.content == (TextContent(text="out"),)
+    image = {"type": "image", "data": "AAAA", "mimeType": "image/png", "tags": ["a"]}
+    reply_raw = {
+        **base,
+        "message": {"role": "assistant", "content": [image], "usage": [1, 2], "timestamp": 3},
+    }
+    reply = decode_entry(reply_raw)
+    assert isinstance(reply, MessageEntry) and isinstance(reply.message, AssistantMessage)
+    block = reply.message.content[0]
+    assert isinstance(block, UnknownContent)
+    for container, mutate in [
+        (result.message.extra, lambda c: c.__setitem__("content", "changed")),
+        (block.raw, lambda c: c.__setitem__("data", "changed")),
+        (block.raw["tags"], lambda c: c.append("b")),
+        (reply.message.usage.extra, lambda c: c.__setitem__("usage", None)),
+        (reply.message.usage.extra["usage"], lambda c: c.append(3)),
+    ]:
+        with pytest.raises(TypeError, match="read-only"):
+            mutate(container)
+    assert encode_entry(result)["message"]["content"] == "out"
+    assert encode_entry(reply)["message"]["content"] == [image]
