@@ -79,8 +79,8 @@ def fork_plan(
     copied = set(ids)
     labels_on_path: dict[str, str] = {}
     name_on_path: str | None = None
-    for i in ids:
-        if source.entry_type(i) not in ("label", "session_info"):
+    for i, kind in zip(ids, source.entry_types(ids), strict=True):
+        if kind != "label" and kind != "session_info":
             continue
         entry = source.get_entry(i)
         if isinstance(entry, LabelEntry):

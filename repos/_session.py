@@ -8,18 +8,18 @@ import os
 import random
 import secrets
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias, TypedDict, TypeVar
 
-import orjson
 from attrs import evolve, frozen
 
 from hooks import JSONValue, Message, UserContent
 
-from ._codec import CodecError, decode_entry, dumps_line, encode_entry, encode_header
+from ._codec import CodecError, dumps_line, encode_appended, encode_entry, encode_header
 from ._context import ContextCache, SessionContext
 from ._entries import (
     CURRENT_VERSION,
@@ -67,7 +67,16 @@ class _Base(TypedDict):
 
 def iso_now() -> str:
     """Current UTC time as pi writes entry timestamps: ``2025-12-08T22:41:05.306Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    seconds, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    cached = _second[0]
+    if cached[0] != seconds:
+        # Formatting a datetime costs microseconds an append; the seconds change once a second.
+        cached = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        _second[0] = cached
+    return f"{cached[1]}.{millis:03d}Z"
+
+
+_second: list[tuple[int, str]] = [(-1, "")]  # the second last formatted, and its text
 
 
 @frozen(kw_only=True)
@@ -135,8 +144,9 @@ class Session:
     the lines other processes (or other ``Session`` objects) appended since, so the tree and the
     next id see them, and continues *this* session's leaf: work that diverges becomes branches.
     :meth:`refresh` catches up without appending. Appends are safe from several threads.
-    Values passed to an append are copied (the entry returned and the ones read later are
-    decoded from the stored line), and JSON objects read back are read-only.
+    Values passed to an append are copied (the entry returned equals what decoding the stored
+    line gives, and shares nothing with the caller's objects), and JSON objects read back are
+    read-only.
 
     Build sessions with a repository (``JsonlSessionRepo``, ``MemorySessionRepo``), not directly.
     """
@@ -162,7 +172,16 @@ class Session:
         self._diagnostics = indexer.diagnostics
         self._strict = strict
         if not strict:
-            tree.on_bad_body = self._bad_body
+            # Through a weak reference: a bound method would make session and tree a cycle,
+            # and a dropped session's index would wait for a full collection to be freed.
+            session = weakref.ref(self)
+
+            def bad_body(entry_id: str, exc: CorruptSessionError) -> None:
+                alive = session()
+                if alive is not None:
+                    alive._bad_body(entry_id, exc)
+
+            tree.on_bad_body = bad_body
         self._lock = threading.RLock()
         self._driver: tuple[object, str] | None = None
         self._fsync: FsyncPolicy = fsync
@@ -291,6 +310,48 @@ class Session:
             for row, raw in zip(wanted, stored, strict=True)
         ]
 
+    def copy_lines(self, entry_ids: Sequence[str], fd: int) -> list[tuple[Row, int]]:
+        """Write the lines of ``entry_ids`` (as :meth:`raw_lines` gives them) to the file open
+        as ``fd``, at its current offset; a file store copies runs of neighbouring lines inside
+        the kernel (a fork of a long path). Returns each entry's row here and the length of its
+        written line (without the newline), in order.
+
+        Raises:
+            EntryNotFoundError: an id is not in the session.
+            OSError: writing to ``fd`` failed.
+        """
+        rows = self._tree.rows
+        try:
+            wanted = [rows[i] for i in entry_ids]
+        except KeyError as exc:
+            raise EntryNotFoundError(str(exc.args[0])) from None
+
+        def encoded(row: Row) -> bytes:
+            return dumps_line(encode_entry(self._tree.get(row.id)))
+
+        copy = getattr(self._store, "copy_rows", None)
+        if copy is not None:
+            lengths: list[int] = copy(wanted, fd, encoded)
+        else:
+            lines = self.raw_lines(entry_ids)
+            data = memoryview(b"".join(lines))
+            while data:
+                data = data[os.write(fd, data) :]
+            lengths = [len(line) - 1 for line in lines]
+        return list(zip(wanted, lengths, strict=True))
+
+    def entry_types(self, entry_ids: Sequence[str]) -> list[str]:
+        """:meth:`entry_type` of many entries, in order (a fork looks at every type on a path).
+
+        Raises:
+            EntryNotFoundError: an id is not in the session.
+        """
+        rows = self._tree.rows
+        try:
+            return [rows[i].type for i in entry_ids]
+        except KeyError as exc:
+            raise EntryNotFoundError(str(exc.args[0])) from None
+
     def path_ids(self, leaf_id: str | None) -> list[str]:
         """Ids from the root down to ``leaf_id`` (empty for None), without decoding entries.
 
@@ -361,9 +422,8 @@ class Session:
             context = self._incremental.build_at(
                 leaf,
                 lambda entry_id: rows[entry_id].parent_id,
-                lambda: self._tree.path_ids(leaf),
+                lambda: self._tree.path_types(leaf),
                 self._tree.get,
-                lambda entry_id: rows[entry_id].type,
                 self._tree.get_many,
             )
             self._context_cache = (key, context)
@@ -616,17 +676,16 @@ class Session:
                     {"id": self._new_id(), "parent_id": self._tree.leaf_id, "timestamp": iso_now()}
                 )
                 try:
-                    line = dumps_line(encode_entry(entry))
-                    # The session keeps, and returns, what the line holds: decoded back from it,
-                    # never the caller's objects; and a line that would not read back (a field
-                    # of the wrong type) is refused before anything is written.
-                    fresh = decode_entry(orjson.loads(line))
+                    # The session keeps, and returns, what the line holds (equal to decoding it
+                    # back, sharing nothing with the caller's objects); a line that would not
+                    # read back (a field of the wrong type) is refused before anything is written.
+                    line, fresh = encode_appended(entry)
                 except CodecError as exc:
                     raise InvalidEntryError(f"cannot append a {entry.type} entry: {exc}") from None
                 stored = store.write(line)
             finally:
                 store.end_append()
-            span = (stored.offset, len(stored.raw))
+            span = (stored.offset, len(line) - 1)
             self._tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
             if self._fsync == "always":
                 store.sync()
@@ -658,10 +717,13 @@ class Session:
             )
             self._header = header
             offset = len(lines[0])
+            rows = self._tree.rows
             for row, number, line in zip(
-                self._tree.rows.values(), range(2, len(lines) + 1), lines[1:], strict=True
+                list(rows.values()), range(2, len(lines) + 1), lines[1:], strict=True
             ):
-                row.span, row.derived_ids, row.line = (offset, len(line) - 1), False, number
+                rows[row.id] = row._replace(
+                    span=(offset, len(line) - 1), derived_ids=False, line=number
+                )
                 offset += len(line)
             self._indexer.v1_ids = None
             if appended:

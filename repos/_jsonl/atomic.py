@@ -2,10 +2,12 @@
 
 Guarantee: after :func:`publish_atomically` returns, ``destination`` holds exactly ``lines`` and
 survives a power loss (file and folder fsynced); if it raises, ``destination`` is untouched and no
-temporary file is left. A process killed mid-way leaves its temp file behind; the writer holds an
-advisory lock on it throughout, so :func:`sweep_temp_files` can tell a dead writer's temp file
-(lock free: removed) from a live one's. Callers must not publish to one destination from two
-threads at once.
+temporary file is left. A new file (``exclusive``) is written as an unnamed ``O_TMPFILE`` inode
+where the platform has them and then linked into place, so a killed writer leaves nothing behind;
+otherwise, and for a replacement, through a named temp file: a process killed mid-way leaves it
+behind, but the writer holds an advisory lock on it throughout, so :func:`sweep_temp_files` can
+tell a dead writer's temp file (lock free: removed) from a live one's. Callers must not publish to
+one destination from two threads at once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import cast
 
 __all__ = ["fsync_dir", "make_folders", "publish_atomically", "sweep_temp_files"]
 
@@ -68,49 +71,87 @@ def publish_atomically(
     exclusive: bool,
     check: Callable[[Path], object] | None = None,
     durable: bool = True,
+    write: Callable[[int], object] | None = None,
 ) -> None:
-    """Write ``lines`` to a temp file beside ``destination``, fsync, rename, fsync the folder.
+    """Write ``lines`` to a temp file beside ``destination``, fsync, publish it under that name
+    (link or rename), fsync the folder.
 
     Args:
         exclusive: refuse to replace an existing file (``FileExistsError``); used by create and
             fork, whose file names must be new. New files are private (0600); a replaced file
             keeps its permissions.
-        check: called with the written temp file before it is published; if it raises, nothing
-            is published (the temp file is removed) and the error propagates.
+        check: called with a path that opens the written temp file (a ``/proc/self/fd`` link
+            for an unnamed one) before it is published; if it raises, nothing is published
+            (the temp file is removed) and the error propagates.
         durable: fsync the file and its folder (False for an ``fsync="never"`` repository:
             still atomic for readers and other processes, not across a power loss).
+        write: called with the temp file's descriptor after ``lines`` are written, to write
+            the rest itself (a fork copies byte ranges from its source file).
     """
     folder = destination.parent
     make_folders(folder)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
-    tmp = Path(tmp_name)
-    # Held until the temp file is gone: marks it as a live writer's for sweep_temp_files.
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    fd, unnamed = _unnamed(folder) if exclusive else (-1, None)
+    named: Path | None = None
+    if unnamed is None:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=folder)
+        named = Path(tmp_name)
+        # Held until the temp file is gone: marks it as a live writer's for sweep_temp_files.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    tmp = named if named is not None else cast(Path, unnamed)
     try:
-        if not exclusive and destination.exists():
+        if named is not None and not exclusive and destination.exists():
             # A rewrite keeps the file's permissions (mkstemp makes 0600 files).
             os.chmod(fd, stat.S_IMODE(destination.stat().st_mode))
         data = b"".join(lines)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+        if write is not None:
+            write(fd)
         if durable:
             os.fsync(fd)
         if check is not None:
             check(tmp)
-        if exclusive:
+        if named is None:
             # link() fails if the name exists, unlike rename(), so two creators cannot both win.
-            os.link(tmp, destination)
-            tmp.unlink()
+            # Linking a /proc/self/fd entry needs linkat(AT_SYMLINK_FOLLOW), which os.link uses
+            # only with a directory descriptor.
+            folder_fd = os.open(folder, _DIR_ONLY | os.O_DIRECTORY)
+            try:
+                os.link(tmp, destination.name, dst_dir_fd=folder_fd)
+            finally:
+                os.close(folder_fd)
+        elif exclusive:
+            os.link(named, destination)
+            named.unlink()
         else:
-            os.replace(tmp, destination)
+            os.replace(named, destination)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if named is not None:
+            named.unlink(missing_ok=True)
         raise
     finally:
         os.close(fd)
     if durable:
         fsync_dir(folder)
+
+
+_PROC_FD = Path("/proc/self/fd")
+# A descriptor naming the folder, not reading it: linkat needs no read permission on it.
+_DIR_ONLY = getattr(os, "O_PATH", os.O_RDONLY)
+_TMPFILE = getattr(os, "O_TMPFILE", 0) if _PROC_FD.is_dir() else 0
+
+
+def _unnamed(folder: Path) -> tuple[int, Path | None]:
+    """An unnamed file in ``folder`` (``O_TMPFILE``, 0600) and the ``/proc/self/fd`` path that
+    links or opens it; (-1, None) where the platform or the file system has none."""
+    if not _TMPFILE:
+        return -1, None
+    try:
+        fd = os.open(folder, _TMPFILE | os.O_RDWR, 0o600)
+    except OSError:
+        return -1, None  # e.g. EOPNOTSUPP: a file system without O_TMPFILE
+    return fd, _PROC_FD / str(fd)
 
 
 def sweep_temp_files(folder: Path, *, min_age_s: float = 1.0) -> list[Path]:

@@ -10,10 +10,10 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISLNK, S_ISREG
 from typing import Any
 
 import orjson
@@ -35,10 +35,10 @@ from .._errors import (
     SessionNotFoundError,
     StorageError,
 )
-from .._fork import check_fork_allowed, fork_header, fork_lines
+from .._fork import check_fork_allowed, fork_header, fork_plan
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, iso_now
-from .._tree import Tree
+from .._tree import Row, Tree
 from . import list_cache
 from .atomic import make_folders, publish_atomically, sweep_temp_files
 from .paths import (
@@ -49,7 +49,7 @@ from .paths import (
     file_name,
     validate_session_id,
 )
-from .storage import JsonlStore, index_written, load_file, open_session
+from .storage import JsonlStore, index_copied, load_file, open_session
 
 __all__ = ["JsonlSessionRepo"]
 
@@ -299,10 +299,9 @@ class JsonlSessionRepo:
             header = fork_header(
                 src, session_id=session_id, cwd=cwd, parent_session=str(path.resolve())
             )
-            lines = await asyncio.to_thread(
-                fork_lines, src, header, entry_id=entry_id, position=position, scope=scope
+            fork = await asyncio.to_thread(
+                self._publish_fork, src, header, entry_id=entry_id, position=position, scope=scope
             )
-        fork = await asyncio.to_thread(self._publish, header, lines)
         await notify(
             self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=str(fork.path))
         )
@@ -368,9 +367,40 @@ class JsonlSessionRepo:
 
     # --- file work (runs in a thread) ---------------------------------------------------------
 
-    def _publish(
-        self, header: SessionHeader, lines: builtins.list[bytes], *, check_id: bool = True
+    def _publish_fork(
+        self,
+        src: Session,
+        header: SessionHeader,
+        *,
+        entry_id: str | None,
+        position: ForkPosition | None,
+        scope: ForkScope,
     ) -> Session:
+        ids, extra = fork_plan(src, entry_id=entry_id, position=position, scope=scope)
+        copied: builtins.list[tuple[Row, int]] = []
+
+        def write(fd: int) -> None:
+            # The source's lines as stored (copied inside the kernel where they lie together),
+            # then the fork's own lines.
+            copied.extend(src.copy_lines(ids, fd))
+            data = memoryview(b"".join(extra))
+            while data:
+                data = data[os.write(fd, data) :]
+
+        return self._publish(header, [dumps_line(encode_header(header))], write, copied, extra)
+
+    def _publish(
+        self,
+        header: SessionHeader,
+        lines: builtins.list[bytes],
+        write: Callable[[int], None] | None = None,
+        copied: Sequence[tuple[Row, int]] = (),
+        extra: Sequence[bytes] = (),
+        *,
+        check_id: bool = True,
+    ) -> Session:
+        """Publish a new session file: ``lines`` (the header first), then what ``write``
+        writes (a fork: ``copied`` source rows with their lengths, then ``extra`` lines)."""
         folder = self._root / encode_cwd(header.cwd)
         path = folder / file_name(header.timestamp, header.id)
         # File names differ by timestamp, so the exclusive link alone cannot stop two creates
@@ -379,7 +409,7 @@ class JsonlSessionRepo:
         with self._publish_lock:
             if check_id and self._find(header.id):
                 raise SessionExistsError(header.id)
-            check_under_root(self._root, folder)
+            self._check_folder(folder)
             try:
                 created = make_folders(folder)
             except OSError as exc:
@@ -392,25 +422,29 @@ class JsonlSessionRepo:
                 self._swept.add(folder)
             opened: builtins.list[Session] = []
 
-            body = b"".join(lines[1:])  # one write, and indexed as it is
-
             def read_back(tmp: Path) -> None:
                 # A fork is checked before it is published, so a failing check leaves no file;
-                # the session reads the same inode once linked. A strict repo reads the file
-                # back (every body decoded); otherwise the lines just written are indexed.
-                if len(lines) > 1 and self._strict:
+                # the session reads the same inode once linked. A strict repo reads a fork back
+                # (every body decoded); otherwise its index is derived from what was copied.
+                if write is not None and self._strict:
                     opened.append(load_file(tmp, path, strict=True, fsync=self._fsync))
-                elif len(lines) > 1:
-                    opened.append(index_written(tmp, path, lines[0], body, fsync=self._fsync))
+                elif write is not None:
+                    first = len(lines[0])
+                    opened.append(
+                        index_copied(tmp, path, header, first, copied, extra, fsync=self._fsync)
+                    )
+                else:
+                    opened.append(self._created(tmp, path, header, len(lines[0])))
 
             try:
-                check_under_root(self._root, folder)
+                self._check_folder(folder)
                 publish_atomically(
                     path,
-                    [lines[0], body],
+                    lines,
                     exclusive=True,
                     check=read_back,
                     durable=self._fsync != "never",
+                    write=write,
                 )
             except BaseException as exc:
                 for session in opened:
@@ -421,16 +455,37 @@ class JsonlSessionRepo:
                 if isinstance(exc, OSError) and not isinstance(exc, SessionError):
                     raise StorageError.wrap(path, exc, "publishing the session file") from exc
                 raise
-        if opened:
-            return opened[0]
+        return opened[0]
+
+    def _check_folder(self, folder: Path) -> None:
+        """:func:`check_under_root` for a cwd folder (one name under the root): it can only
+        lead out of the root as a symlink, so a folder that is none (or not there yet) needs
+        no resolving of every component."""
         try:
-            # Held from now on: reads go to this file even if its name is taken over later.
-            fd = os.open(path, os.O_RDONLY)
+            if not S_ISLNK(os.lstat(folder).st_mode):
+                return
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError):
+            pass  # the full check says what is wrong
+        check_under_root(self._root, folder)
+
+    def _created(self, tmp: Path, path: Path, header: SessionHeader, end: int) -> Session:
+        """The session of a file just created with only its header, through ``tmp`` (the same
+        inode): reads keep going to this file even if its name is taken over later. One
+        descriptor reads and appends (the session was created to be written)."""
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_APPEND)
         except OSError as exc:
-            raise StorageError.wrap(path, exc, "reading the new session file") from exc
+            raise StorageError.wrap(path, exc, "opening the new session file") from exc
         stat = os.fstat(fd)
         store = JsonlStore(
-            path, identity=(stat.st_dev, stat.st_ino), end=len(lines[0]), lines=1, read_fd=fd
+            path,
+            identity=(stat.st_dev, stat.st_ino),
+            end=end,
+            lines=1,
+            read_fd=fd,
+            write_fd=fd,
         )
         return Session(
             header=header,

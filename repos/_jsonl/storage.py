@@ -7,14 +7,16 @@ read from the line's first bytes without parsing the body; any other line is par
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gc
 import logging
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import orjson
 from attrs import frozen
@@ -24,6 +26,7 @@ from .._entries import Entry, SessionHeader
 from .._errors import (
     CorruptSessionError,
     SessionClosedError,
+    SessionError,
     SessionGoneError,
     SessionNotFoundError,
     SessionWriteError,
@@ -31,10 +34,10 @@ from .._errors import (
 )
 from .._index import Indexer, RawLine
 from .._session import Diagnostic, FsyncPolicy, Session
-from .._tree import Row, Tree
+from .._tree import EAGER_TYPES, Row, Tree
 from .atomic import fsync_dir, publish_atomically
 
-__all__ = ["CatchUp", "JsonlStore", "load_file", "open_session"]
+__all__ = ["CatchUp", "JsonlStore", "index_copied", "load_file", "open_session"]
 
 log = logging.getLogger("repos")
 
@@ -56,8 +59,11 @@ class CatchUp:
     """What :meth:`JsonlStore.begin_append` found under the lock: complete lines other writers
     appended since this session last looked, and the offset of a torn tail it set aside."""
 
-    lines: list[RawLine]
+    lines: Sequence[RawLine]
     torn_offset: int | None = None
+
+
+_NOTHING_NEW = CatchUp(lines=())
 
 
 class JsonlStore:
@@ -72,6 +78,9 @@ class JsonlStore:
     Args:
         identity: (st_dev, st_ino) of the file that was indexed.
         end: bytes of complete lines indexed so far; lines: how many (the header included).
+        read_fd: a descriptor of that file to read it through (else opened when needed).
+        write_fd: an ``O_RDWR | O_APPEND`` descriptor of it to append through (may be
+            ``read_fd``; else opened at the first append).
     """
 
     def __init__(
@@ -83,10 +92,12 @@ class JsonlStore:
         lines: int,
         v1_line_ids: dict[int, str] | None = None,
         read_fd: int | None = None,
+        write_fd: int | None = None,
     ) -> None:
         self._path = path
+        self._name = os.fspath(path)
         self._read_fd = read_fd
-        self._write_fd: int | None = None
+        self._write_fd = write_fd
         self._identity = identity
         self._end = end
         self._lines = lines
@@ -138,30 +149,45 @@ class JsonlStore:
     def read_many(self, rows: Sequence[Row]) -> list[Entry | CorruptSessionError]:
         """:meth:`read` of many rows (neighbouring lines read together); a row that cannot be
         decoded gets its error in its place instead of raising."""
-        out: list[Entry | CorruptSessionError] = []
-        for row, raw in zip(rows, self.raw_many(rows), strict=True):
-            if raw is None or row.derived_ids:
+        out: list[Entry | CorruptSessionError | None] = [None] * len(rows)
+        path, loads = self._path, orjson.loads
+        for first, end, start, block in self._blocks(rows):
+            view = memoryview(block)  # lines parsed in place, not copied out of the block
+            for k in range(first, end):
+                row = rows[k]
+                offset, length = row.span  # type: ignore[misc]
                 try:
-                    out.append(self.read(row))
+                    obj = loads(view[offset - start : offset - start + length])
+                    entry = decode_entry(obj)
+                    _check_head(path, row, offset, obj)
+                    out[k] = entry
+                except (orjson.JSONDecodeError, CodecError) as exc:
+                    out[k] = CorruptSessionError(path, row.line, offset, str(exc))
                 except CorruptSessionError as exc:
-                    out.append(exc)
-                continue
-            offset = row.span[0] if row.span is not None else 0
-            try:
-                obj = orjson.loads(raw)
-                entry = decode_entry(obj)
-                _check_head(self._path, row, offset, obj)
-                out.append(entry)
-            except (orjson.JSONDecodeError, CodecError) as exc:
-                out.append(CorruptSessionError(self._path, row.line, offset, str(exc)))
-            except CorruptSessionError as exc:
-                out.append(exc)
-        return out
+                    out[k] = exc
+        for k, row in enumerate(rows):
+            if out[k] is None:  # not stored as read: v1 lines, re-attached orphans
+                try:
+                    out[k] = self.read(row)
+                except CorruptSessionError as exc:
+                    out[k] = exc
+        return cast(list[Entry | CorruptSessionError], out)
 
     def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
         """:meth:`raw` of many rows, reading neighbouring lines with one ``pread`` (a fork of a
         long path would otherwise cost a system call per line)."""
         out: list[bytes | None] = [None] * len(rows)
+        for first, end, start, block in self._blocks(rows):
+            for k in range(first, end):
+                offset, length = rows[k].span  # type: ignore[misc]
+                # Each stored line is followed by its newline in the file: read with the line.
+                out[k] = block[offset - start : offset - start + length + 1]
+        return out
+
+    def _blocks(self, rows: Sequence[Row]) -> Iterator[tuple[int, int, int, bytes]]:
+        """Neighbouring stored lines of ``rows`` read together: (first index, end index, file
+        offset of the block, the block, each line's newline included). Rows whose line cannot
+        be copied as stored (no span, derived ids) are left out."""
         fd = self._reader()
         i = 0
         while i < len(rows):
@@ -183,13 +209,65 @@ class JsonlStore:
                     break
                 end = span[0] + span[1]
                 j += 1
-            # Each stored line is followed by its newline in the file: read it with the line.
-            block = os.pread(fd, end + 1 - start, start)
-            for k in range(i, j):
-                offset, length = rows[k].span  # type: ignore[misc]
-                out[k] = block[offset - start : offset - start + length + 1]
+            yield i, j, start, os.pread(fd, end + 1 - start, start)
             i = j
-        return out
+
+    def copy_rows(self, rows: Sequence[Row], fd: int, encode: Callable[[Row], bytes]) -> list[int]:
+        """Write the stored lines of ``rows`` (newline-terminated) to the file open as ``fd``:
+        each run of lines that lie one after another here is copied inside the kernel
+        (``copy_file_range``, else read and written in blocks); a row that cannot be copied as
+        stored (derived ids) is written as ``encode`` gives it. Returns each line's length
+        without its newline.
+
+        Raises:
+            SessionGoneError: this file is shorter than its index.
+            StorageError: reading or writing failed.
+        """
+        src = self._reader()
+        lengths: list[int] = []
+        i, n = 0, len(rows)
+        try:
+            while i < n:
+                row = rows[i]
+                if row.span is None or row.derived_ids:
+                    line = encode(row)
+                    _write_all(fd, line)
+                    lengths.append(len(line) - 1)
+                    i += 1
+                    continue
+                start, length = row.span
+                end = start + length + 1  # the line's newline is copied with it
+                lengths.append(length)
+                i += 1
+                while i < n:
+                    nxt = rows[i]
+                    span = nxt.span
+                    if span is None or nxt.derived_ids or span[0] != end:
+                        break
+                    end = span[0] + span[1] + 1
+                    lengths.append(span[1])
+                    i += 1
+                self._copy_range(src, fd, start, end - start)
+        except OSError as exc:
+            if isinstance(exc, SessionError):
+                raise
+            raise StorageError.wrap(self._path, exc, "copying lines") from exc
+        return lengths
+
+    def _copy_range(self, src: int, dst: int, offset: int, count: int) -> None:
+        while count:
+            try:
+                done = os.copy_file_range(src, dst, count, offset)
+            except OSError as exc:
+                if exc.errno not in _NO_COPY_RANGE:
+                    raise
+                data = os.pread(src, min(count, _CHUNK), offset)
+                _write_all(dst, data)
+                done = len(data)
+            if done == 0:
+                raise SessionGoneError(self._path, "truncated")
+            offset += done
+            count -= done
 
     # --- the append transaction --------------------------------------------------------------
 
@@ -208,7 +286,20 @@ class JsonlStore:
             raise StorageError.wrap(self._path, exc, "locking for append") from exc
         self._locked = True
         try:
-            size = self._check_identity(fd)
+            # The descriptor's own file never changes (checked when it was opened): its end
+            # tells whether others appended, and the name is looked up to see it still leads
+            # there. Two system calls; lines are read only when the size moved.
+            try:
+                size = os.lseek(fd, 0, os.SEEK_END)
+                named = os.stat(self._name)
+            except FileNotFoundError:
+                raise SessionGoneError(self._path, "deleted") from None
+            except OSError as exc:
+                raise StorageError.wrap(self._path, exc, "stat") from exc
+            if (named.st_dev, named.st_ino) != self._identity:
+                raise SessionGoneError(self._path, "replaced")
+            if size == self._end:
+                return _NOTHING_NEW
             return self._catch_up(fd, set_aside=True, size=size)
         except BaseException:
             self.end_append()
@@ -245,7 +336,7 @@ class JsonlStore:
                 log.warning("%s: could not release the append lock", self._path)
         self._locked = False
 
-    def poll(self) -> list[RawLine]:
+    def poll(self) -> Sequence[RawLine]:
         """Complete lines other writers appended since this session last looked, read under a
         shared lock (no half-written line of ours can be seen). A torn tail is left alone.
 
@@ -263,7 +354,7 @@ class JsonlStore:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> list[RawLine]:
+    def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> Sequence[RawLine]:
         """Replace the file by ``lines`` (migration), keeping the original as a backup (under
         a free name: ``<file><suffix>``, else ``<file><suffix>.1``, ...); called inside a
         transaction, which then goes on holding the lock of the new file.
@@ -407,15 +498,23 @@ class JsonlStore:
         if self._write_fd is None:
             try:
                 # Readable too: catch-up and setting a torn tail aside read through it.
-                self._write_fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
+                fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
             except FileNotFoundError:
                 raise SessionGoneError(self._path, "deleted") from None
             except OSError as exc:
                 raise StorageError.wrap(self._path, exc, "opening for append") from exc
+            info = os.fstat(fd)
+            if self._identity is None:
+                self._identity = (info.st_dev, info.st_ino)
+            elif (info.st_dev, info.st_ino) != self._identity:
+                # Another file has the name now: appending there would continue someone else's.
+                os.close(fd)
+                raise SessionGoneError(self._path, "replaced")
+            self._write_fd = fd
         return self._write_fd
 
     def _drop_fds(self) -> None:
-        for fd in (self._read_fd, self._write_fd):
+        for fd in {self._read_fd, self._write_fd}:
             if fd is not None:
                 os.close(fd)
         self._read_fd = self._write_fd = None
@@ -481,6 +580,16 @@ _GAP = 1 << 20
 _BATCH = 16 << 20
 
 
+# copy_file_range refused (another file system, an old kernel, ...): read and write instead.
+_NO_COPY_RANGE = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP})
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _read(fd: int, path: Path) -> bytes:
     try:
         return os.read(fd, _CHUNK)
@@ -539,28 +648,52 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     )
 
 
-def index_written(
-    source: Path, path: Path, header_line: bytes, body: bytes, *, fsync: FsyncPolicy
+def index_copied(
+    source: Path,
+    path: Path,
+    header: SessionHeader,
+    header_length: int,
+    copied: Sequence[tuple[Row, int]],
+    extra: Sequence[bytes],
+    *,
+    fsync: FsyncPolicy,
 ) -> Session:
-    """A session over ``source`` (a file holding exactly ``header_line + body``, just written
-    and fsynced) for the session file ``path``, indexed from those bytes in memory instead of
-    reading the file again (a fork's temp file, before it is linked into place)."""
+    """A session over ``source`` (a fork's temp file, just written: its header line of
+    ``header_length`` bytes, the ``copied`` lines of another session's rows with their written
+    lengths, then the ``extra`` lines) for the session file ``path``, indexed from what is known
+    instead of reading the file again: the copied lines keep their rows' id, parent and type
+    (a valid chain, as the source indexed them), at their new offsets. Labels, names and leaf
+    moves among them, the last copied line and the extra lines are read back and go through
+    the indexer, which applies its rules to them."""
     try:
         fd = os.open(source, os.O_RDONLY)
     except OSError as exc:
         raise StorageError.wrap(source, exc, "reading") from exc
     try:
         info = os.fstat(fd)
-        header = decode_header(orjson.loads(header_line))
         store = JsonlStore(path, identity=(info.st_dev, info.st_ino), end=0, lines=0, read_fd=fd)
-        tree = Tree(load=store.read)
+        tree = Tree(load=store.read, load_many=store.read_many)
         diagnostics: list[Diagnostic] = []
-        indexer = Indexer(path, tree, diagnostics, v1=header.version < 2, strict=False)
-        store.set_v1_line_ids(indexer.v1_ids)
+        indexer = Indexer(path, tree, diagnostics, v1=False, strict=False)
+        rows, order = tree.rows, tree.order
+        offset, number = header_length, 2
+        last = len(copied) - 1
         with _gc_paused():
-            consumed, number = indexer.feed_chunk(body, len(header_line), 2)
-            indexer.finish()
-        store.set_extent(len(header_line) + consumed, number - 1)
+            for k, (row, length) in enumerate(copied):
+                if k == last or row.type in EAGER_TYPES:
+                    indexer.feed([RawLine(number, offset, os.pread(fd, length, offset))])
+                else:
+                    rows[row.id] = Row(row.id, row.parent_id, row.type, number, (offset, length))
+                    order.append(row.id)
+                offset += length + 1
+                number += 1
+            fed = []
+            for line in extra:
+                fed.append(RawLine(number, offset, line[:-1]))
+                offset += len(line)
+                number += 1
+            indexer.feed(fed)
+        store.set_extent(offset, number - 1)
         return Session(
             header=header,
             tree=tree,

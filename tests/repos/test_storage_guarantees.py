@@ -34,7 +34,7 @@ from repos import (
     open_session,
     validate_session_id,
 )
-from repos._fork import fork_lines
+from repos._fork import fork_plan
 
 Repo = JsonlSessionRepo | MemorySessionRepo
 
@@ -357,12 +357,12 @@ async def test_a_strict_fork_that_fails_its_read_back_leaves_no_file(
     with await JsonlSessionRepo(root).create("/w", session_id="src") as s:
         s.append_message(user("a"))
 
-    def dangling(*args: Any, **kwargs: Any) -> list[bytes]:
-        lines = fork_lines(*args, **kwargs)
+    def dangling(*args: Any, **kwargs: Any) -> tuple[list[str], list[bytes]]:
+        ids, lines = fork_plan(*args, **kwargs)
         bad = {"type": "custom", "id": "0000dead", "parentId": "ffffffff", "customType": "x"}
-        return [*lines, orjson.dumps(bad) + b"\n"]
+        return ids, [*lines, orjson.dumps(bad) + b"\n"]
 
-    monkeypatch.setattr("repos._jsonl.repo.fork_lines", dangling)
+    monkeypatch.setattr("repos._jsonl.repo.fork_plan", dangling)
     before = sorted(root.rglob("*"))
     with pytest.raises(CorruptSessionError) as info:
         await JsonlSessionRepo(root, strict=True).fork("src", session_id="f1", cwd="/new")
