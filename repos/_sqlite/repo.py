@@ -95,6 +95,7 @@ class _SqliteStore:
         self._incarnation = incarnation
         self._seen = seen
         self._pending: int | None = None
+        self._fsync = fsync
         self._conn = conn if conn is not None else connect(db, fsync=fsync, timeout=timeout)
         self._lock = threading.RLock()
         self._closed = False
@@ -264,9 +265,12 @@ class _SqliteStore:
         return []
 
     def sync(self) -> None:
-        """Make every committed append durable (a WAL checkpoint syncs the log)."""
+        """Make every committed append durable (a WAL checkpoint syncs the log).
+
+        Under ``fsync="always"`` each commit already synced the log (``synchronous=FULL``), so
+        there is nothing to do: a checkpoint per append would only add writes and syncs."""
         with self._lock:
-            if not self._closed:
+            if not self._closed and self._fsync != "always":
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
