@@ -2,6 +2,6 @@
 ``repos`` itself so that ``import repos`` never needs the optional ``postgres`` extra
 (``pip install 'jsonl-harness[postgres]'``)."""
 
-from ._postgres import PostgresSessionRepo
+from ._postgres import Changes, PostgresSessionRepo, SessionWatch
 
-__all__ = ["PostgresSessionRepo"]
+__all__ = ["Changes", "PostgresSessionRepo", "SessionWatch"]

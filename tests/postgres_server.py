@@ -52,15 +52,21 @@ def _free_port() -> int:
 
 class PostgresServer:
     """``with PostgresServer() as server:`` a running server; ``server.new_database()`` gives
-    the URL of a fresh, empty database."""
+    the URL of a fresh, empty database; ``halt()`` and ``resume()`` stop and start it again
+    (same port, same data) for the fault tests.
 
-    def __init__(self) -> None:
+    Args:
+        settings: extra server settings (``-c name=value``), e.g. for one test's own server.
+    """
+
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
         bin_dir = _bin_dir()
         if bin_dir is None:
             raise RuntimeError("no PostgreSQL server binaries")
         self._bin = bin_dir
         self.dir = Path(tempfile.mkdtemp(prefix="harness-pg-"))
         self.port = _free_port()
+        self._settings = dict(settings or {})
         self._started = False
 
     @property
@@ -84,19 +90,32 @@ class PostgresServer:
             shutil.chown(self.dir, "postgres", "postgres")
             shutil.chown(self.data, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", USER, "--no-sync")
-        options = (
-            f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            " -c max_connections=200"
-        )
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server (again, after :meth:`halt`); returns once it accepts connections."""
+        settings = {
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "200",
+            **self._settings,
+        }
+        options = f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1"
+        options += "".join(f" -c {name}={value}" for name, value in settings.items())
         log = self.dir / "server.log"
         self._run("pg_ctl", "-D", str(self.data), "-l", str(log), "-o", options, "-w", "start")
         self._started = True
 
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data: ``fast`` disconnects every client and rolls
+        back their open transactions; ``immediate`` is a crash (recovery at the next start)."""
+        self._started = False
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
     def stop(self) -> None:
         if self._started:
-            self._started = False
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self.halt("immediate")
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def new_database(self) -> str:

@@ -5,5 +5,6 @@ without them raises ``ImportError``.
 """
 
 from .repo import PostgresSessionRepo
+from .watch import Changes, SessionWatch
 
-__all__ = ["PostgresSessionRepo"]
+__all__ = ["Changes", "PostgresSessionRepo", "SessionWatch"]

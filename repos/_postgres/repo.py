@@ -24,7 +24,10 @@ pool (``psycopg_pool.ConnectionPool``, owned by the repo) serve both.
 Connections are borrowed from the pool per operation, not pinned to a ``Session``: an append
 holds one from ``begin_append`` to ``end_append`` (its transaction), a read for one query. So
 a process may keep hundreds of sessions open on a pool of ten connections, and a connection the
-server dropped is replaced by the pool instead of breaking the session that held it.
+server dropped is replaced by the pool instead of breaking the session that held it. An append
+or a read whose connection is lost is retried once on a new one (``_PostgresStore``: the retry
+detects a line whose commit did reach the server); each append's commit notifies watchers
+(``NOTIFY``, ``watch.py``).
 """
 
 from __future__ import annotations
@@ -33,15 +36,16 @@ import asyncio
 import builtins
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import psycopg
 from psycopg import conninfo as pg_conninfo
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hooks import SessionCreatedEvent, SessionDeletedEvent, SessionForkEvent, notify
@@ -66,12 +70,24 @@ from .._session import FsyncPolicy, Session, iso_now
 from .._sqlite.repo import _CatchUp, _fork_summary, _utc, entry_id_of
 from .._tree import Row, Tree
 from .schema import ensure_schema
+from .watch import SessionWatch
 
 __all__ = ["PostgresSessionRepo"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+T = TypeVar("T")
 
 _INSERT = "INSERT INTO entries (session_id, seq, id, line) VALUES (%s, %s, %s, %s)"
+
+# The channel of ``NOTIFY``: the payload is "<session id> <seq>", sent when the transaction
+# commits (session ids hold no space: ``validate_session_id``).
+CHANNEL = "harness_entries"
+
+# An append's line and its notification in one statement (one round trip).
+_APPEND = (
+    f"WITH added AS ({_INSERT} RETURNING seq)"
+    f" SELECT pg_notify('{CHANNEL}', %s::text || ' ' || seq::text) FROM added"
+)
 
 
 def _text(value: str | None) -> str | None:
@@ -97,7 +113,7 @@ def _snapshot(conn: Conn) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
 
 
 def _rollback(conn: Conn) -> None:
@@ -107,16 +123,26 @@ def _rollback(conn: Conn) -> None:
 
 
 class _PostgresStore:
-    """One ``Session``'s view of its rows; ``seen`` is the last sequence it has indexed."""
+    """One ``Session``'s view of its rows; ``seen`` is the last sequence it has indexed.
+
+    Reconnect and retry: an append whose connection is lost (the server restarted, the backend
+    was terminated, the network dropped: ``psycopg.OperationalError``) is tried once more on a
+    fresh connection, after the pool has discarded its dead ones (``ConnectionPool.check``) and
+    waited for the server (up to the repository's ``timeout``). Before inserting again, the
+    retry looks at every line committed after ``seen`` under the session's row lock: its own
+    line already there, byte for byte, means the first commit did reach the server (nothing is
+    inserted twice); its entry id there with another line is refused (``StorageError``). Lines
+    others committed meanwhile are handed to the session at its next append or refresh.
+    """
 
     def __init__(self, repo: PostgresSessionRepo, session_id: str, incarnation: str, seen: int):
         self._repo = repo
         self._sid = session_id
         self._incarnation = incarnation
         self._seen = seen
-        self._pending: int | None = None
+        self._backlog: list[RawLine] = []  # others' lines a retried append stepped over
         self._conn: Conn | None = None  # held from begin_append to end_append
-        self._failed = False
+        self._rewrote = False  # this append's transaction migrated the session
         self._lock = threading.RLock()
         self._closed = False
 
@@ -163,13 +189,13 @@ class _PostgresStore:
         if not seqs:
             return {}
         query = "SELECT seq, line FROM entries WHERE session_id = %s AND seq = ANY(%s)"
+        args = (self._sid, list(seqs))
         with self._lock:
             conn = self._conn
             if conn is not None:  # inside this session's append: its own transaction
-                found = conn.execute(query, (self._sid, list(seqs))).fetchall()
+                found = conn.execute(query, args).fetchall()
             else:
-                with self._repo._connection() as conn:
-                    found = conn.execute(query, (self._sid, list(seqs))).fetchall()
+                found = self._repo._read(lambda c: c.execute(query, args).fetchall())
         return {seq: bytes(line) for seq, line in found}
 
     def _decode(self, row: Row, raw: bytes) -> Entry:
@@ -184,70 +210,149 @@ class _PostgresStore:
         self._lock.acquire()
         try:
             self._check_open()
-            conn = self._repo._getconn()
             try:
-                conn.execute("BEGIN")
-                lines = self._new_lines(conn, lock=True)
-            except BaseException as exc:
-                _rollback(conn)
-                self._repo._putconn(conn)
-                if isinstance(exc, psycopg.Error):
-                    raise StorageError(self.where, f"cannot start an append: {exc}") from exc
-                raise
-            self._conn, self._failed = conn, False
+                lines = self._begin()
+            except psycopg.OperationalError as first:
+                self._repo._recheck()
+                try:
+                    lines = self._begin()
+                except (psycopg.Error, StorageError) as exc:
+                    raise self._repo._failed_twice("cannot start an append", first, exc) from exc
+            except psycopg.Error as exc:
+                raise StorageError(self.where, f"cannot start an append: {exc}") from exc
             return _CatchUp(lines=lines)
         except BaseException:
             self._lock.release()
             raise
 
+    def _begin(self) -> list[RawLine]:
+        """Borrow a connection, open the append's transaction, lock the row, catch up."""
+        conn = self._repo._getconn()
+        try:
+            conn.execute("BEGIN")
+            lines = self._new_lines(conn, lock=True)
+        except BaseException:
+            _rollback(conn)
+            self._repo._putconn(conn)
+            raise
+        self._conn, self._rewrote = conn, False
+        return lines
+
     def write(self, line: bytes) -> RawLine:
+        """Insert the line at the next sequence and commit (the append's one write); retried
+        once on a new connection when the connection is lost (see the class docstring).
+
+        Raises:
+            StorageError: the retry failed too (naming the server; the line may or may not
+                be stored: a later catch-up shows it if it is), or the entry's id was found
+                holding another line.
+            SessionWriteError: the server refused the line (a constraint, bad data).
+        """
         conn = self._conn
         assert conn is not None, "write outside begin_append/end_append"
         raw = line[:-1]
-        seq = self._seen + 1
-        facts = line_facts(raw)
         try:
-            conn.execute(_INSERT, (self._sid, seq, entry_id_of(raw), raw))
-            if facts.message or facts.name_set:
-                conn.execute(
-                    "UPDATE sessions SET"
-                    " message_count = message_count + %s,"
-                    " first_message = CASE WHEN first_message = '' AND %s::text IS NOT NULL"
-                    "   THEN %s ELSE first_message END,"
-                    " last_activity = COALESCE(%s, last_activity),"
-                    " modified = COALESCE(%s, modified),"
-                    " name = CASE WHEN %s THEN %s ELSE name END"
-                    " WHERE id = %s",
-                    (
-                        int(facts.message),
-                        _text(facts.first_text),
-                        _text(facts.first_text),
-                        facts.activity_ms,
-                        facts.activity_ms,
-                        facts.name_set,
-                        _text(facts.name),
-                        self._sid,
-                    ),
-                )
+            seq = self._seen + 1
+            self._store_line(conn, seq, raw)
+        except psycopg.OperationalError as first:
+            self._drop()
+            if self._rewrote:  # the migration is gone with the transaction: not retried
+                raise StorageError(
+                    self.where, f"connection lost while migrating the session; reopen it: {first}"
+                ) from first
+            self._repo._recheck()
+            try:
+                self._conn = self._repo._getconn()
+            except StorageError as exc:
+                raise self._repo._failed_twice("append", first, exc) from exc
+            try:
+                seq = self._write_again(self._conn, raw)
+            except psycopg.Error as exc:
+                self._drop()
+                raise self._repo._failed_twice("append", first, exc) from exc
+            except BaseException:
+                self._drop()
+                raise
         except psycopg.Error as exc:
-            _rollback(conn)
-            self._failed = True
+            self._drop()
             raise SessionWriteError(self.where, 0, len(line)) from exc
-        self._pending = seq
+        self._seen = seq
         return RawLine(seq, 0, raw)
+
+    def _store_line(self, conn: Conn, seq: int, raw: bytes) -> None:
+        """Insert, update the ``list`` columns, notify watchers, commit."""
+        facts = line_facts(raw)
+        conn.execute(_APPEND, (self._sid, seq, entry_id_of(raw), raw, self._sid))
+        if facts.message or facts.name_set:
+            conn.execute(
+                "UPDATE sessions SET"
+                " message_count = message_count + %s,"
+                " first_message = CASE WHEN first_message = '' AND %s::text IS NOT NULL"
+                "   THEN %s ELSE first_message END,"
+                " last_activity = COALESCE(%s, last_activity),"
+                " modified = COALESCE(%s, modified),"
+                " name = CASE WHEN %s THEN %s ELSE name END"
+                " WHERE id = %s",
+                (
+                    int(facts.message),
+                    _text(facts.first_text),
+                    _text(facts.first_text),
+                    facts.activity_ms,
+                    facts.activity_ms,
+                    facts.name_set,
+                    _text(facts.name),
+                    self._sid,
+                ),
+            )
+        conn.execute("COMMIT")
+
+    def _write_again(self, conn: Conn, raw: bytes) -> int:
+        """The retry of ``write`` on a new connection; returns the line's sequence."""
+        conn.execute("BEGIN")
+        self._check_same(conn, lock=True)  # waits for the lost transaction's end, if pending
+        rows = conn.execute(
+            "SELECT seq, line FROM entries WHERE session_id = %s AND seq > %s ORDER BY seq",
+            (self._sid, self._seen),
+        ).fetchall()
+        entry_id = entry_id_of(raw)
+        others: list[RawLine] = []
+        for seq, stored in rows:
+            stored = bytes(stored)
+            if stored == raw:  # the lost commit had reached the server
+                conn.execute("ROLLBACK")
+                self._backlog.extend(others)
+                return int(seq)
+            if entry_id is not None and entry_id_of(stored) == entry_id:
+                conn.execute("ROLLBACK")
+                raise StorageError(
+                    self.where,
+                    f"entry {entry_id!r} holds another line (line {seq}) than the one this"
+                    " append sent before its connection was lost; nothing was written",
+                )
+            others.append(RawLine(seq, 0, stored))
+        seq = others[-1].number + 1 if others else self._seen + 1
+        self._store_line(conn, seq, raw)
+        self._backlog.extend(others)
+        return seq
+
+    def _drop(self) -> None:
+        """Give back the append's connection, its transaction rolled back."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            _rollback(conn)
+            self._repo._putconn(conn)
 
     def end_append(self) -> None:
         conn, self._conn = self._conn, None
         try:
-            if conn is not None and not self._failed:
+            if conn is not None and conn.info.transaction_status != TransactionStatus.IDLE:
+                # No line was written (the entry was refused before ``write``): keep only a
+                # migration done under this transaction, which the session now relies on.
                 try:
-                    conn.execute("COMMIT")
+                    conn.execute("COMMIT" if self._rewrote else "ROLLBACK")
                 except psycopg.Error as exc:
                     _rollback(conn)
-                    self._pending = None
                     raise SessionWriteError(self.where, 0, 0) from exc
-            if self._pending is not None:
-                self._seen, self._pending = self._pending, None
         finally:
             if conn is not None:
                 self._repo._putconn(conn)
@@ -256,8 +361,12 @@ class _PostgresStore:
     def poll(self) -> list[RawLine]:
         with self._lock:
             self._check_open()
-            with self._repo._connection() as conn, _snapshot(conn):
-                return self._new_lines(conn, lock=False)
+
+            def catch_up(conn: Conn) -> list[RawLine]:
+                with _snapshot(conn):
+                    return self._new_lines(conn, lock=False)
+
+            return self._repo._read(catch_up)
 
     def rewrite(self, lines: Sequence[bytes], backup_suffix: str) -> list[RawLine]:
         """Replace the header and every line (a v1/v2 session migrated before an append, under
@@ -265,6 +374,7 @@ class _PostgresStore:
         session's row is locked, so nobody else appends meanwhile: returns []."""
         conn = self._conn
         assert conn is not None, "rewrite outside begin_append/end_append"
+        self._rewrote = True
         conn.execute(
             "INSERT INTO session_backups (session_id, suffix, header, lines)"
             " SELECT id, %s, header, COALESCE((SELECT string_agg(line || '\\x0a'::bytea,"
@@ -296,10 +406,9 @@ class _PostgresStore:
         if self._closed:
             raise StorageError(self.where, "the session is closed")
 
-    def _new_lines(self, conn: Conn, *, lock: bool) -> list[RawLine]:
-        """Lines others committed after ``seen``, checking the session is still the one this
-        store opened; with ``lock``, the session's row is locked until the transaction ends
-        (every appender to this session waits there)."""
+    def _check_same(self, conn: Conn, *, lock: bool) -> None:
+        """Check the session is still the one this store opened; with ``lock``, lock its row
+        until the transaction ends (every appender to this session waits there)."""
         found = conn.execute(
             "SELECT incarnation FROM sessions WHERE id = %s" + (" FOR UPDATE" if lock else ""),
             (self._sid,),
@@ -308,6 +417,11 @@ class _PostgresStore:
             raise SessionGoneError(self.where, "deleted")
         if found[0] != self._incarnation:
             raise SessionGoneError(self.where, "replaced")
+
+    def _new_lines(self, conn: Conn, *, lock: bool) -> list[RawLine]:
+        """Lines others committed after ``seen`` (first those a retried append stepped over),
+        after :meth:`_check_same`."""
+        self._check_same(conn, lock=lock)
         new = [
             RawLine(seq, 0, bytes(line))
             for seq, line in conn.execute(
@@ -317,6 +431,7 @@ class _PostgresStore:
         ]
         if new:
             self._seen = new[-1].number
+        new[:0], self._backlog = self._backlog, []
         return new
 
 
@@ -355,7 +470,8 @@ class PostgresSessionRepo:
             the last commits, never corrupt them); ``turn`` and ``always`` use the server's
             setting (``on`` by default: each append is durable when it returns).
         strict: as ``JsonlSessionRepo``: raise on the first damaged line instead of skipping.
-        timeout: seconds to wait for a connection from the pool (and for the server at start).
+        timeout: seconds to wait for a connection from the pool (for the server at start, and
+            for it to come back when a lost connection's retry needs a new one).
         min_size, max_size: the connection pool's bounds.
     """
 
@@ -432,15 +548,70 @@ class PostgresSessionRepo:
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:
-        """A pooled connection inside one read-write transaction (committed on success)."""
+        """A pooled connection inside one read-write transaction (committed on success).
+
+        Raises:
+            StorageError: the connection was lost (naming the server; the transaction may
+                have committed when it was lost at the ``COMMIT``).
+        """
         with self._connection() as conn:
-            conn.execute("BEGIN")
             try:
-                yield conn
-            except BaseException:
-                _rollback(conn)
+                conn.execute("BEGIN")
+                try:
+                    yield conn
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                raise StorageError(self.where, f"connection lost: {exc}") from exc
+
+    def _recheck(self) -> None:
+        """After a lost connection: the pool tests its idle connections, replacing those the
+        server no longer serves, so the retry waits for a live one (up to ``timeout``)."""
+        self._pool.check()
+
+    def _failed_twice(
+        self, doing: str, first: BaseException, second: BaseException
+    ) -> StorageError:
+        return StorageError(
+            self.where,
+            f"{doing} failed after one retry on a new connection (first: {first}; then: {second})",
+        )
+
+    def _read(self, read: Callable[[Conn], T]) -> T:
+        """``read(conn)`` on a pooled connection; run once more on a new connection when the
+        first was lost (a read is safe to repeat).
+
+        Raises:
+            StorageError: the retry failed too, or the server refused the read.
+        """
+        try:
+            with self._connection() as conn:
+                return read(conn)
+        except psycopg.OperationalError as first:
+            self._recheck()
+            try:
+                with self._connection() as conn:
+                    return read(conn)
+            except (psycopg.Error, StorageError) as exc:
+                raise self._failed_twice("a read", first, exc) from exc
+        except psycopg.Error as exc:
+            raise StorageError(self.where, f"a read failed: {exc}") from exc
+
+    def _idempotent(self, write: Callable[[], T]) -> T:
+        """``write()`` (a whole transaction that may be repeated: ``delete``, ``import``), once
+        more after a lost connection."""
+        try:
+            return write()
+        except StorageError as first:
+            if not isinstance(first.__cause__, psycopg.OperationalError):
                 raise
-            conn.execute("COMMIT")
+            self._recheck()
+            try:
+                return write()
+            except StorageError as exc:
+                raise self._failed_twice("a write", first.__cause__, exc) from exc
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -522,6 +693,35 @@ class PostgresSessionRepo:
         await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))
         return fork
 
+    @asynccontextmanager
+    async def watch(self, *session_ids: str) -> AsyncIterator[SessionWatch]:
+        """See new entries as they are committed, by any process on any machine, without
+        polling (PostgreSQL ``LISTEN/NOTIFY``; the other stores have no equivalent)::
+
+            async with repo.watch(session.id) as changes:
+                session.refresh()                  # what was committed before LISTEN
+                async for batch in changes:        # woken by the commits' notifications
+                    session.refresh()              # catch up by sequence
+
+        Args:
+            session_ids: the sessions to watch; none watches every session.
+
+        Yields:
+            A :class:`SessionWatch` on a connection of its own (not the pool's), closed on
+            exit; its batches are :class:`Changes` (session id -> highest sequence committed).
+
+        Raises:
+            InvalidSessionIdError: an id is not a valid session id.
+            StorageError: no connection within ``timeout`` (naming the server).
+        """
+        ids = frozenset(self._check(sid) for sid in session_ids)
+        watch = SessionWatch(self._conninfo, self.where, ids, self._timeout)
+        await watch.open()
+        try:
+            yield watch
+        finally:
+            await watch.close()
+
     # --- moving sessions in and out (``harness sessions copy``) ------------------------------
 
     async def ids(self) -> builtins.list[str]:
@@ -550,15 +750,19 @@ class PostgresSessionRepo:
         return validate_session_id(ref)
 
     def _open(self, sid: str) -> Session:
-        with self._connection() as conn, _snapshot(conn):  # the header and the lines agree
-            found = conn.execute(
-                "SELECT header, incarnation FROM sessions WHERE id = %s", (sid,)
-            ).fetchone()
-            if found is None:
-                raise SessionNotFoundError(sid)
-            rows = conn.execute(
-                "SELECT seq, line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
-            ).fetchall()
+        def load(conn: Conn) -> tuple[tuple[Any, ...], builtins.list[tuple[Any, ...]]]:
+            with _snapshot(conn):  # the header and the lines agree
+                found = conn.execute(
+                    "SELECT header, incarnation FROM sessions WHERE id = %s", (sid,)
+                ).fetchone()
+                if found is None:
+                    raise SessionNotFoundError(sid)
+                rows = conn.execute(
+                    "SELECT seq, line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
+                ).fetchall()
+            return found, rows
+
+        found, rows = self._read(load)
         header_line, incarnation = str(found[0]), str(found[1])
         seen = rows[-1][0] if rows else 1
         store = _PostgresStore(self, sid, incarnation, seen)
@@ -692,8 +896,7 @@ class PostgresSessionRepo:
             sql += " WHERE " + " AND ".join(where)
         sql += ' ORDER BY modified DESC, id COLLATE "C" LIMIT %s OFFSET %s'
         args.extend([limit, offset])
-        with self._connection() as conn:
-            found = conn.execute(sql.encode(), args).fetchall()
+        found = self._read(lambda conn: conn.execute(sql.encode(), args).fetchall())
         return [
             SessionInfo(
                 id=sid,
@@ -710,6 +913,9 @@ class PostgresSessionRepo:
         ]
 
     def _delete(self, sid: str) -> bool:
+        return self._idempotent(lambda: self._delete_once(sid))
+
+    def _delete_once(self, sid: str) -> bool:
         with self._transaction() as conn:
             # The row first: an append in flight holds its lock, so the delete waits for it.
             gone = conn.execute("DELETE FROM sessions WHERE id = %s", (sid,)).rowcount
@@ -717,19 +923,21 @@ class PostgresSessionRepo:
         return gone > 0
 
     def _ids(self) -> builtins.list[str]:
-        with self._connection() as conn:
-            rows = conn.execute('SELECT id FROM sessions ORDER BY created, id COLLATE "C"')
-            return [str(r[0]) for r in rows]
+        query = 'SELECT id FROM sessions ORDER BY created, id COLLATE "C"'
+        return self._read(lambda conn: [str(r[0]) for r in conn.execute(query)])
 
     def _export(self, sid: str) -> builtins.list[bytes]:
-        with self._connection() as conn, _snapshot(conn):
-            found = conn.execute("SELECT header FROM sessions WHERE id = %s", (sid,)).fetchone()
-            if found is None:
-                raise SessionNotFoundError(sid)
-            rows = conn.execute(
-                "SELECT line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
-            ).fetchall()
-        return [str(found[0]).encode() + b"\n", *(bytes(r[0]) + b"\n" for r in rows)]
+        def load(conn: Conn) -> builtins.list[bytes]:
+            with _snapshot(conn):
+                found = conn.execute("SELECT header FROM sessions WHERE id = %s", (sid,)).fetchone()
+                if found is None:
+                    raise SessionNotFoundError(sid)
+                rows = conn.execute(
+                    "SELECT line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
+                ).fetchall()
+            return [str(found[0]).encode() + b"\n", *(bytes(r[0]) + b"\n" for r in rows)]
+
+        return self._read(load)
 
     def _import(self, lines: Sequence[bytes]) -> int:
         if not lines:
@@ -742,6 +950,9 @@ class PostgresSessionRepo:
         validate_session_id(header.id)
         text = header_line.rstrip(b"\n").decode()
         body = [line[:-1] if line.endswith(b"\n") else line for line in lines[1:]]
+        return self._idempotent(lambda: self._import_once(header, text, body))
+
+    def _import_once(self, header: SessionHeader, text: str, body: Sequence[bytes]) -> int:
         with self._transaction() as conn:
             found = conn.execute(
                 "SELECT header FROM sessions WHERE id = %s FOR UPDATE", (header.id,)
@@ -774,4 +985,5 @@ class PostgresSessionRepo:
                     cur.executemany(_INSERT, rows)
             if new:
                 set_summary(conn, header.id, summarize(body))
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{header.id} {len(body) + 1}"))
         return len(new) + (found is None)  # the header line, when the session is new
