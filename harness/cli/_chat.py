@@ -1,0 +1,336 @@
+"""``harness chat``: an interactive session in the terminal.
+
+Replies and thinking stream as they arrive, tool calls show as they start, update and end
+(``_chat_view.py``), the security supervisor's questions are answered y / n / always, and slash
+commands work on the session (``_chat_commands.py``). Ctrl-C during a turn aborts it through
+``AgentHarness.abort()`` (the partial reply is persisted as ``aborted``); Ctrl-C on an empty
+prompt, Ctrl-D or ``/exit`` end the chat. On a terminal the prompt has line editing and a
+history (prompt_toolkit); otherwise plain lines are read, so a script can pipe a chat in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from hooks import HarnessError
+from repos import JsonlSessionRepo, Session
+
+from .._compaction.summarize import ExtractiveSummarizer
+from .._harness import AgentHarness
+from .._permissions import (
+    PERMISSION_MODES,
+    Approve,
+    ApproveAlways,
+    Decision,
+    Deny,
+    PermissionMode,
+    PermissionRequest,
+    SecuritySupervisor,
+)
+from .._providers.base import Model, ThinkingLevel
+from .._restore import THINKING_LEVELS
+from .._tools.bash import bash_tool
+from .._tools.edit import edit_tool
+from .._tools.find import find_tool
+from .._tools.grep import grep_tool
+from .._tools.ls import ls_tool
+from .._tools.read import read_tool
+from .._tools.write import write_tool
+from ._chat_commands import run_command
+from ._chat_input import LineReader, PipeReader, history_path
+from ._chat_offline import chat_offline_model
+from ._chat_view import ChatView
+from ._common import one_line, open_repo, root_option, run_async
+from ._run import DEFAULT_MODEL, _online_model, _pick_session
+from ._sessions import _warn_diagnostics
+
+__all__ = ["Chat", "chat"]
+
+
+class Chat:
+    """One chat: the session and its harness, the reader, the view, the slash commands.
+
+    :meth:`switch_to` (``/fork``) replaces :attr:`session` and :attr:`harness`: the chat goes on
+    in the new session. The supervisor, and so the approver and the mode, is shared by every
+    harness of the chat.
+    """
+
+    def __init__(
+        self,
+        *,
+        repo: JsonlSessionRepo,
+        session: Session,
+        model: Model,
+        offline: bool,
+        mode: PermissionMode | None,
+        reader: LineReader,
+        view: ChatView,
+    ) -> None:
+        self.repo = repo
+        self.session = session
+        self.offline = offline
+        self.reader = reader
+        self.view = view
+        self.supervisor = SecuritySupervisor(mode=mode, approver=self._approve)
+        self.harness = self._harness_for(session, model)
+        self.edit_text = ""
+        """Pre-filled at the next prompt (a checked-out user message, to edit and resend)."""
+        self._abort: asyncio.Task[object] | None = None
+
+    def _harness_for(self, session: Session, model: Model) -> AgentHarness:
+        harness = AgentHarness(
+            session=session,
+            model=model,
+            tools=[
+                read_tool(),
+                write_tool(),
+                edit_tool(),
+                bash_tool(),
+                ls_tool(),
+                grep_tool(),
+                find_tool(),
+            ],
+            supervisor=self.supervisor,
+            # Offline, compaction and branch summaries need no model either.
+            summarizer=ExtractiveSummarizer() if self.offline else None,
+        )
+        self.view.attach(harness)
+        return harness
+
+    async def switch_to(self, session: Session) -> None:
+        """Go on in ``session`` (a fork): the old harness is shut down, its session closed."""
+        old_harness, old_session = self.harness, self.session
+        # The model in use goes on (the fork's entries may name one this chat cannot make).
+        self.harness = self._harness_for(session, old_harness.model)
+        self.session = session
+        await old_harness.shutdown()
+        old_session.close()
+
+    async def close(self) -> None:
+        await self.harness.shutdown()
+        self.session.close()
+
+    # --- approvals and interrupts -----------------------------------------------------------
+
+    async def _approve(self, request: PermissionRequest) -> Decision:
+        """The supervisor's question, answered y(es) / n(o) / a(lways)."""
+        self.view.end_line()
+        where = ", outside the working folder" if request.leaves_cwd else ""
+        question = f"allow {one_line(request.operation_key)}{where}? [y]es / [n]o / [a]lways: "
+        while True:
+            try:
+                answer = (await self.reader.answer(question)).strip().lower()
+            except KeyboardInterrupt:
+                self.interrupt()
+                return Deny(reason="the user interrupted the turn")
+            except EOFError:
+                return Deny(reason="the user gave no answer (end of input)")
+            if answer in ("y", "yes"):
+                return Approve(reason="approved by the user")
+            if answer in ("a", "always"):
+                return ApproveAlways(reason="approved always by the user")
+            if answer in ("n", "no"):
+                return Deny(
+                    reason=f"the user declined {request.operation_key}; do without it or ask "
+                    "the user"
+                )
+            self.view.note("answer y (run it), n (do not run it) or a (run it, and always)")
+
+    def interrupt(self) -> None:
+        """Ctrl-C: abort the running operation, else interrupt the read (which ends the chat).
+
+        Called from the SIGINT handler and from the approver (a Ctrl-C on a terminal prompt is
+        a key, not a signal). A second Ctrl-C while the abort is under way changes nothing.
+        """
+        if self.harness.busy:
+            if self._abort is None or self._abort.done():
+                self._abort = asyncio.get_running_loop().create_task(self.harness.abort())
+        else:
+            self.reader.interrupt()
+
+    async def settle_abort(self) -> bool:
+        """Wait for an abort requested during the last operation (its errors surface here);
+        True if there was one."""
+        task, self._abort = self._abort, None
+        if task is None:
+            return False
+        await task
+        return True
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    async def turn(self, text: str) -> None:
+        """Send one prompt; errors are printed and the chat goes on (the reply is persisted)."""
+        try:
+            await self.harness.prompt(text)
+        except HarnessError as exc:
+            self.view.error(f"error[{exc.code}]: {one_line(str(exc))}")
+        finally:
+            if await self.settle_abort():
+                self.view.line("[interrupted: the partial reply is saved in the session]", "yellow")
+
+    async def run(self) -> None:
+        """Read and act until ``/exit``, end of input or Ctrl-C at an empty prompt."""
+        while True:
+            try:
+                text = await self.reader.line("> ", default=self.edit_text)
+            except (EOFError, KeyboardInterrupt):
+                break
+            self.edit_text = ""
+            if not text.strip():
+                continue
+            if text.startswith("//"):  # an escaped slash: sent as written, one slash less
+                await self.turn(text[1:])
+            elif text.startswith("/"):
+                if not await run_command(self, text):
+                    break
+            else:
+                await self.turn(text)
+
+    def banner(self, created: bool) -> None:
+        how = "new session" if created else "session"
+        try:
+            mode: str = self.supervisor.mode_for(self.harness.cwd)
+        except ValueError as exc:  # every call is denied then; say why at once
+            mode = f"unknown, so every tool call is denied ({one_line(str(exc))})"
+        self.view.note(
+            f"{how} {self.session.id} ({self.session.path}); model "
+            f"{self.harness.model.provider}/{self.harness.model.id}; permission mode {mode}"
+        )
+        self.view.note("/help lists the commands; Ctrl-C aborts a turn; Ctrl-D or /exit ends")
+
+
+@contextmanager
+def _sigint(chat: Chat) -> Iterator[None]:
+    """Route SIGINT (a Ctrl-C while the terminal is not in a prompt) to :meth:`Chat.interrupt`."""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, chat.interrupt)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _main(
+    repo: JsonlSessionRepo,
+    session_ref: str | None,
+    continue_: bool,
+    model: Model | None,
+    model_id: str | None,
+    offline: bool,
+    thinking: ThinkingLevel | None,
+    mode: PermissionMode | None,
+) -> None:
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    view = ChatView(console, live=terminal)
+    reader: LineReader
+    if terminal:
+        from ._chat_terminal import TerminalReader  # prompt_toolkit is slow to import
+
+        reader = TerminalReader(history_path())
+    else:
+        reader = PipeReader(sys.stdin)
+    session = await _pick_session(repo, session_ref, continue_)
+    created = session_ref is None and not continue_
+    _warn_diagnostics(session)
+    try:
+        if model is None:
+            model = _online_model(model_id, session)
+        chat = Chat(
+            repo=repo,
+            session=session,
+            model=model,
+            offline=offline,
+            mode=mode,
+            reader=reader,
+            view=view,
+        )
+    except BaseException:
+        session.close()
+        raise
+    try:
+        if model_id is not None and not created:
+            await chat.harness.set_model(model)  # the session switches to --model
+        if thinking is not None:
+            await chat.harness.set_thinking_level(thinking)
+        chat.banner(created)
+        with _sigint(chat):
+            await chat.run()
+    finally:
+        path = chat.session.path
+        await chat.close()
+        view.note(f"session {chat.session.id} saved in {path}")
+
+
+@click.command()
+@click.option("--session", "session_ref", metavar="ID|PATH", help="Continue this session.")
+@click.option(
+    "-c",
+    "--continue",
+    "continue_",
+    is_flag=True,
+    help="Continue the most recently active session of the current folder.",
+)
+@click.option(
+    "--model",
+    "model_id",
+    metavar="M",
+    default=None,
+    help=f"Anthropic model id (default: the session's, else {DEFAULT_MODEL}).",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Use the scripted offline model: it echoes, `!COMMAND` asks for a bash call, "
+    "`count N` streams a long reply.",
+)
+@click.option(
+    "--thinking",
+    type=click.Choice(THINKING_LEVELS),
+    default=None,
+    help="Reasoning effort (default: the session's, else off).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(PERMISSION_MODES),
+    default=None,
+    help="Permission mode for tool calls (default: the project's settings, else `default`).",
+)
+@root_option
+def chat(
+    session_ref: str | None,
+    continue_: bool,
+    model_id: str | None,
+    offline: bool,
+    thinking: ThinkingLevel | None,
+    mode: PermissionMode | None,
+    root: Path | None,
+) -> None:
+    """Chat with an agent in the terminal (type /help for the commands).
+
+    Without --session or --continue a new session is created for the current folder. Tool
+    calls that need approval are asked: answer y, n or a (always: remembered in the session).
+    Ctrl-C aborts a turn, keeping the partial reply; Ctrl-C on an empty prompt, Ctrl-D or
+    /exit ends the chat. When stdin is not a terminal, plain lines are read from it (answers
+    to approval questions too). The prompt history is kept in $HARNESS_CHAT_HISTORY, else in
+    the user state folder.
+    """
+    if session_ref is not None and continue_:
+        raise click.UsageError("give at most one of --session and --continue")
+    if offline and model_id is not None:
+        raise click.UsageError("--offline uses the scripted model; it takes no --model")
+    repo = open_repo(root)
+    # A model that cannot be made (no API key) must fail before a new session file is written.
+    model: Model | None = chat_offline_model() if offline else None
+    if model is None and (model_id is not None or (session_ref is None and not continue_)):
+        model = _online_model(model_id, None)
+    run_async(_main(repo, session_ref, continue_, model, model_id, offline, thinking, mode))

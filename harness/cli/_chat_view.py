@@ -1,0 +1,164 @@
+"""What ``harness chat`` shows while a turn runs: streamed text and thinking, tool calls as they
+start, update and end (output collapsed to a few lines), approvals remembered, retries.
+
+Everything is printed as the harness's events fire (receivers connected with
+``AgentHarness.connect``). Session text goes through :func:`printable` first, so a reply or tool
+output holding terminal control sequences cannot drive the user's terminal. Styles come from
+rich and vanish when stdout is not a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.console import Console
+from rich.text import Text
+
+from hooks import (
+    AssistantMessage,
+    JSONValue,
+    MessageEndEvent,
+    MessageUpdateEvent,
+    PermissionDecisionEvent,
+    RetryEvent,
+    SessionCompactEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+
+from .._harness import AgentHarness
+from ._common import one_line, printable
+from ._render import short
+
+__all__ = ["OUTPUT_LINES", "ChatView"]
+
+OUTPUT_LINES = 3
+"""Lines of a tool's output shown under its call; the rest is counted, not shown."""
+
+_LINE_CHARS = 160
+_THINKING = "dim italic"
+_ARGS_CHARS = 120
+
+
+def _call_text(name: str, input: Mapping[str, JSONValue]) -> str:
+    """``bash echo hi``: the tool and its main argument (else all arguments), on one line,
+    printable and shortened."""
+    main = next(
+        (v for key in ("command", "path", "pattern") if isinstance(v := input.get(key), str)),
+        " ".join(f"{k}={v!r}" for k, v in input.items()),
+    )
+    return short(f"{name} {main}".rstrip(), _ARGS_CHARS)
+
+
+class ChatView:
+    """Prints one chat's turns on ``console``.
+
+    Args:
+        console: where to print (rich decides whether it is a terminal).
+        live: rewrite a status line in place for tool progress (only on a terminal).
+    """
+
+    def __init__(self, console: Console, *, live: bool) -> None:
+        self.console = console
+        self._live = live
+        self._block: str | None = None  # the kind of streamed block whose line is open
+        self._status = False  # a progress line is on screen (live only)
+        self._progress: dict[str, str] = {}  # tool call id -> output so far
+
+    # --- plain output, for the chat's own messages ------------------------------------------
+
+    def line(self, text: str = "", style: str | None = None) -> None:
+        """Print one line (the open streamed line, if any, is ended first)."""
+        self.end_line()
+        self.console.print(Text(text, style=style or ""))
+
+    def note(self, text: str) -> None:
+        self.line(text, "dim")
+
+    def error(self, text: str) -> None:
+        self.line(text, "bold red")
+
+    def end_line(self) -> None:
+        """End a streamed line and clear a progress line, so the next output starts a line."""
+        self._clear_status()
+        if self._block is not None:
+            self.console.print()
+            self._block = None
+
+    # --- events -----------------------------------------------------------------------------
+
+    def attach(self, harness: AgentHarness) -> None:
+        """Connect the receivers to ``harness`` (``harness.shutdown()`` disconnects them)."""
+        harness.connect(MessageUpdateEvent, self._on_update)
+        harness.connect(MessageEndEvent, self._on_message_end)
+        harness.connect(ToolExecutionStartEvent, self._on_tool_start)
+        harness.connect(ToolExecutionUpdateEvent, self._on_tool_update)
+        harness.connect(ToolExecutionEndEvent, self._on_tool_end)
+        harness.connect(PermissionDecisionEvent, self._on_decision)
+        harness.connect(RetryEvent, self._on_retry)
+        harness.connect(SessionCompactEvent, self._on_compact)
+
+    def _on_update(self, sender: object, event: MessageUpdateEvent) -> None:
+        if event.kind == "toolcall":
+            return  # shown when it starts to run
+        self._clear_status()
+        if event.kind != self._block:
+            if self._block is not None:
+                self.console.print()
+            if event.kind == "thinking":
+                self.console.print(Text("thinking: ", style=_THINKING), end="")
+            self._block = event.kind
+        style = _THINKING if event.kind == "thinking" else ""
+        self.console.print(Text(printable(event.delta), style=style), end="")
+
+    def _on_message_end(self, sender: object, event: MessageEndEvent) -> None:
+        message = event.message
+        if not isinstance(message, AssistantMessage):
+            return
+        self.end_line()  # a failed request is reported by the chat, from its exception
+
+    def _on_tool_start(self, sender: object, event: ToolExecutionStartEvent) -> None:
+        self.line(f"-> {_call_text(event.tool_name, event.input)}", "cyan")
+
+    def _on_tool_update(self, sender: object, event: ToolExecutionUpdateEvent) -> None:
+        if not self._live or not isinstance(event.partial, str):
+            return
+        so_far = self._progress.get(event.tool_call_id, "") + event.partial
+        self._progress[event.tool_call_id] = so_far
+        last = next((ln for ln in reversed(so_far.splitlines()) if ln.strip()), "")
+        width = max(self.console.width - 8, 20)
+        self._clear_status()
+        self.console.file.write(f"   ... {short(last, width)}")
+        self.console.file.flush()
+        self._status = True
+
+    def _on_tool_end(self, sender: object, event: ToolExecutionEndEvent) -> None:
+        self._progress.pop(event.tool_call_id, None)
+        lines = event.result.text.rstrip("\n").splitlines() or ["(no output)"]
+        style = "red" if event.is_error else "dim"
+        for text in lines[:OUTPUT_LINES]:
+            self.line(f"   | {short(text, _LINE_CHARS)}", style)
+        if len(lines) > OUTPUT_LINES:
+            more = len(lines) - OUTPUT_LINES
+            self.line(f"   | ... (+{more} more line{'' if more == 1 else 's'})", style)
+
+    def _on_decision(self, sender: object, event: PermissionDecisionEvent) -> None:
+        if event.remembered is not None:
+            where = "this session" if event.remembered == "session" else "this project"
+            self.note(f"   approved always for {where}: {event.operation_key}")
+
+    def _on_retry(self, sender: object, event: RetryEvent) -> None:
+        self.note(
+            f"retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f}s: "
+            f"{one_line(event.error_message)}"
+        )
+
+    def _on_compact(self, sender: object, event: SessionCompactEvent) -> None:
+        self.note(f"(context compacted: entry {event.entry_id})")
+
+    def _clear_status(self) -> None:
+        if self._status:
+            self.console.file.write("\r\x1b[2K")
+            self.console.file.flush()
+            self._status = False
