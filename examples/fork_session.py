@@ -1,6 +1,6 @@
 """Fork a session just before its second prompt, and keep working in the fork.
 
-Run: python examples/fork_session.py
+Run: .venv/bin/python examples/fork_session.py
 """
 
 from __future__ import annotations
@@ -12,24 +12,25 @@ from harness import AgentHarness, FauxModel, JsonlSessionRepo, MessageEntry, Use
 
 
 async def main() -> None:
-    repo = JsonlSessionRepo(tempfile.mkdtemp(prefix="harness-example-"))
-    session = await repo.create()
-    harness = AgentHarness(session=session, model=FauxModel(["Paris.", "About 2.1 million."]))
-    await harness.prompt("What is the capital of France?")
-    await harness.prompt("How many people live there?")
+    with tempfile.TemporaryDirectory(prefix="harness-example-") as folder:  # removed at the end
+        repo = JsonlSessionRepo(folder)
+        session = await repo.create()
+        harness = AgentHarness(session=session, model=FauxModel(["Paris.", "About 2.1 million."]))
+        await harness.prompt("What is the capital of France?")
+        await harness.prompt("How many people live there?")
 
-    second = [
-        e
-        for e in session.entries()
-        if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
-    ][1]
-    fork = await repo.fork(session.id, entry_id=second.id, position="before")
-    print(f"fork {fork.id} has {len(fork)} entries; parent: {fork.header.parent_session}")
+        second = [
+            e
+            for e in session.entries()
+            if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
+        ][1]
+        fork = await repo.fork(session.id, entry_id=second.id, position="before")
+        print(f"fork {fork.id} has {len(fork)} entries; parent: {fork.header.parent_session}")
 
-    in_fork = AgentHarness(session=fork, model=FauxModel(["Berlin."]))
-    await in_fork.prompt("And of Germany?")
-    for message in fork.build_context().messages:
-        print(f"  {message.role}: {getattr(message, 'text', '')}")
+        in_fork = AgentHarness(session=fork, model=FauxModel(["Berlin."]))
+        await in_fork.prompt("And of Germany?")
+        for message in fork.build_context().messages:
+            print(f"  {message.role}: {getattr(message, 'text', '')}")
 
 
 if __name__ == "__main__":

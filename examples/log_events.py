@@ -1,6 +1,6 @@
 """Subscribe to every event of one harness and print each as a JSON line.
 
-Run: python examples/log_events.py   (offline: the scripted faux model answers)
+Run: .venv/bin/python examples/log_events.py   (offline: the scripted faux model answers)
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ def print_json(sender: object, event: Event) -> None:
 
 
 async def main() -> None:
-    repo = JsonlSessionRepo(tempfile.mkdtemp(prefix="harness-example-"))
-    session = await repo.create()
-    harness = AgentHarness(session=session, model=FauxModel(["Hello from the faux model."]))
-    for name in EVENT_CLASSES:
-        harness.connect(name, print_json)
-    await harness.prompt("Say hello")
-    print(f"session file: {session.path}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="harness-example-") as folder:  # removed at the end
+        repo = JsonlSessionRepo(folder)
+        session = await repo.create()
+        harness = AgentHarness(session=session, model=FauxModel(["Hello from the faux model."]))
+        for name in EVENT_CLASSES:
+            harness.connect(name, print_json)
+        await harness.prompt("Say hello")
+        print(f"session file: {session.path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

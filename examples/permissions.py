@@ -1,7 +1,8 @@
 """Allow `git status` under bash and deny every other bash command: a SecuritySupervisor with
 one allow rule, in dont_ask mode (nothing that needs asking runs), auditing every decision.
 
-Run: python examples/permissions.py   (offline: the scripted faux model asks for three commands)
+Run: .venv/bin/python examples/permissions.py
+(offline: the scripted faux model asks for three commands)
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ from harness import (
 )
 
 
-def new_project() -> Path:
-    project = Path(tempfile.mkdtemp(prefix="harness-example-"))
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    return project
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="harness-example-") as folder:  # removed at the end
+        project = Path(folder)
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        asyncio.run(check_repository(project))
 
 
-async def main() -> None:
-    project = new_project()
+async def check_repository(project: Path) -> None:
     session = await JsonlSessionRepo(project / ".sessions").create(str(project))
     model = FauxModel(
         [
@@ -64,4 +65,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

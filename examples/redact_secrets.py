@@ -1,6 +1,6 @@
 """A hook that redacts secrets from tool results before the model (or the session file) sees them.
 
-Run: python examples/redact_secrets.py
+Run: .venv/bin/python examples/redact_secrets.py
 """
 
 from __future__ import annotations
@@ -34,21 +34,22 @@ def redact(sender: object, event: ToolResultEvent) -> PatchResult | None:
 
 
 async def main() -> None:
-    workdir = Path(tempfile.mkdtemp(prefix="harness-example-"))
-    (workdir / ".env").write_text("OPENAI_KEY=sk-live-0123456789abcdef\nDEBUG=1\n")
-    session = await JsonlSessionRepo(workdir / "sessions").create(str(workdir))
-    model = FauxModel(
-        [
-            FauxReply(tool_calls=[FauxToolCall(name="read", arguments={"path": ".env"})]),
-            lambda request: f"The file says: {request.messages[-1].text!r}",  # type: ignore[union-attr]
-        ]
-    )
-    harness = AgentHarness(session=session, model=model, tools=[read_tool()])
-    harness.connect(ToolResultEvent, redact)
-    reply = await harness.prompt("What is in .env?")
-    print(reply.text)
-    assert session.path is not None
-    print("secret in session file:", b"sk-live" in session.path.read_bytes())
+    with tempfile.TemporaryDirectory(prefix="harness-example-") as folder:  # removed at the end
+        workdir = Path(folder)
+        (workdir / ".env").write_text("OPENAI_KEY=sk-live-0123456789abcdef\nDEBUG=1\n")
+        session = await JsonlSessionRepo(workdir / "sessions").create(str(workdir))
+        model = FauxModel(
+            [
+                FauxReply(tool_calls=[FauxToolCall(name="read", arguments={"path": ".env"})]),
+                lambda request: f"The file says: {request.messages[-1].text!r}",  # type: ignore[union-attr]
+            ]
+        )
+        harness = AgentHarness(session=session, model=model, tools=[read_tool()])
+        harness.connect(ToolResultEvent, redact)
+        reply = await harness.prompt("What is in .env?")
+        print(reply.text)
+        assert session.path is not None
+        print("secret in session file:", b"sk-live" in session.path.read_bytes())
 
 
 if __name__ == "__main__":

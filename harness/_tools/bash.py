@@ -47,7 +47,9 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     while reading) and returned, with a note when the start was cut: the end of a log is what
     matters. The whole output also goes to a temporary file, kept only when the output was cut:
     the note and ``details["fullOutputPath"]`` name it, so the model can ``read`` or ``grep`` it
-    (pi's bash does the same). A non-zero exit (or death by a signal) is an error result.
+    (pi's bash does the same); it lies outside the working folder, where the supervisor may ask
+    or refuse, so the note also suggests rerunning the command narrowed. A non-zero exit (or
+    death by a signal) is an error result.
 
     The command is done when bash exits: output still in the pipe is collected for up to 100 ms,
     then reading stops. Background jobs (``server &``) keep running after that, but what they
@@ -99,8 +101,12 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
         if not truncated:
             out.discard()
         if truncated:
+            # The file lies outside the working folder, where a supervisor may refuse a read:
+            # the note also says how to get the rest without it.
             saved = (
-                f"[full output in {safe_text(full_path)}; read or grep it for the rest]\n"
+                f"[full output in {safe_text(full_path)} (outside the working folder: reading it "
+                "may need approval); or rerun the command narrowed, e.g. `| grep PATTERN`, "
+                "`| head -n 200`, `> out.log` in the working folder]\n"
                 if full_path
                 else ""
             )

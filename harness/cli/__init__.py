@@ -16,6 +16,7 @@ import click
 # Imported for their side effect: they register commands on `sessions` (_tree_ops: compact,
 # checkout, label; _maintenance: verify, repair, migrate; _copy: copy).
 from . import _copy, _maintenance, _tree_ops  # noqa: F401
+from ._chat import chat
 from ._common import (
     HarnessCliError,
     HarnessGroup,
@@ -69,6 +70,7 @@ def main(verbose: bool) -> None:
 main.add_command(sessions)
 main.add_command(demo)
 main.add_command(run)
+main.add_command(chat)
 main.add_command(export)
 main.add_command(import_group)
 main.add_command(skills)

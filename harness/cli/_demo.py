@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
 import click
 
 from .._demo import run_demo
-from ._common import run_async
+from ._common import run_async, short_id
 from ._render import tree_view
 
 __all__ = ["demo"]
@@ -19,15 +20,34 @@ __all__ = ["demo"]
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder for the demo's sessions and workspace (default: a new temporary folder).",
+    help="Folder for the demo's sessions and workspace, kept (default: a temporary folder, "
+    "removed at the end unless --keep).",
 )
-def demo(root: Path | None) -> None:
+@click.option("--keep", is_flag=True, help="Keep the temporary folder (without --root).")
+def demo(root: Path | None, keep: bool) -> None:
     """Run an offline demo: a blocked tool call, a redacted tool result, a fork.
 
     Uses the scripted faux model, so it needs no network and no API key. Prints every event as it
-    fires, then the session tree, the fork's tree and the files written.
+    fires, then the session tree, the fork's tree and the files written. Without --root it works
+    in a new temporary folder, says which, and removes it at the end unless --keep.
     """
+    temporary = root is None
     folder = root if root is not None else Path(tempfile.mkdtemp(prefix="harness-demo-"))
+    click.echo(f"Writing to {folder}")
+    try:
+        session_id = _run(folder)
+    finally:
+        if temporary and not keep:
+            shutil.rmtree(folder)
+            click.echo(f"\nRemoved {folder} (--keep keeps it; --root DIR writes elsewhere).")
+    if not temporary or keep:
+        click.echo(
+            f"\nTry: harness sessions tree --root {folder / 'sessions'} {short_id(session_id)}"
+        )
+
+
+def _run(folder: Path) -> str:
+    """Run the demo in ``folder`` and print what it wrote; returns the session's id."""
     result = run_async(run_demo(folder, click.echo))
     with result.session as session, result.fork as fork:
         for title, s in (("Session", session), ("Fork (cut before the second prompt)", fork)):
@@ -37,4 +57,4 @@ def demo(root: Path | None) -> None:
         click.echo(f"\nSession file: {session.path}")
         click.echo(f"Fork file:    {fork.path}  (parentSession -> {fork.header.parent_session})")
         click.echo(f"Workspace:    {result.workspace}")
-        click.echo(f"\nTry: harness sessions tree --root {folder / 'sessions'} {session.id}")
+        return session.id

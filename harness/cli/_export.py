@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -52,50 +52,15 @@ from repos import (
 )
 from repos._codec import dumps_line, encode_header
 
-from ._common import open_repo, root_option
-from ._render import entry_kind, entry_text
+from ._common import open_repo, progress, root_option
+from ._render import entry_kind, entry_text, totals
 from ._sessions import _open
 
-__all__ = ["Totals", "export", "session_html", "session_jsonl", "session_markdown", "totals"]
+__all__ = ["export", "session_html", "session_jsonl", "session_markdown"]
 
 
-# --- totals ---------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Totals:
-    """Token usage and cost summed over assistant messages."""
-
-    replies: int = 0
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
-
-    def line(self) -> str:
-        return (
-            f"{self.replies} replies; tokens: {self.input} input, {self.output} output, "
-            f"{self.cache_read} cache read, {self.cache_write} cache write; "
-            f"cost ${self.cost:.4f}"
-        )
-
-
-def totals(entries: Iterable[Entry]) -> Totals:
-    """The usage of the assistant messages among ``entries``."""
-    out = Totals()
-    for entry in entries:
-        if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-            u = entry.message.usage
-            out = Totals(
-                replies=out.replies + 1,
-                input=out.input + u.input,
-                output=out.output + u.output,
-                cache_read=out.cache_read + u.cache_read,
-                cache_write=out.cache_write + u.cache_write,
-                cost=out.cost + u.cost.total,
-            )
-    return out
+def _nothing(n: int) -> None:
+    """The default ``advance``: no progress shown."""
 
 
 def _json_text(value: object) -> str:
@@ -311,7 +276,7 @@ def _without_labels(nodes: Iterable[TreeNode]) -> list[TreeNode]:
     return out
 
 
-def _tree_html(session: Session) -> Iterator[str]:
+def _tree_html(session: Session, advance: Callable[[int], None]) -> Iterator[str]:
     leaf = session.leaf_id
     on_path = set(session.path_ids(leaf))
     roots = session.get_tree()
@@ -354,11 +319,14 @@ def _tree_html(session: Session) -> Iterator[str]:
             entry, on_path=entry.id in on_path, is_leaf=entry.id == leaf, label=item.label
         )
         yield opening + "</div>"
+        advance(1)
         push(item.children)
 
 
-def session_html(session: Session) -> str:
-    """The whole session as one self-contained HTML page (see the module doc)."""
+def session_html(session: Session, advance: Callable[[int], None] = _nothing) -> str:
+    """The whole session as one self-contained HTML page (see the module doc).
+
+    ``advance(1)`` is called after each entry drawn (label entries are not drawn)."""
     title = session.name or f"Session {session.id}"
     branch = session.get_branch()
     everything = totals(session.entries())
@@ -385,7 +353,7 @@ def session_html(session: Session) -> str:
         '<button id="collapse-all" type="button">Collapse all</button>'
         '<button id="to-leaf" type="button">Go to the leaf</button></div></header>',
         '<main id="tree">',
-        *_tree_html(session),
+        *_tree_html(session, advance),
         "</main>",
         f'<footer class="meta">Exported {datetime.now(UTC).isoformat(timespec="seconds")} '
         "by harness export.</footer>",
@@ -441,8 +409,10 @@ def _message_md(message: Message) -> list[str]:
     return [_fence(_json_text(dict(message.raw)), "json")]
 
 
-def session_markdown(session: Session) -> str:
-    """The active branch as Markdown: every message, compaction and branch summary, in order."""
+def session_markdown(session: Session, advance: Callable[[int], None] = _nothing) -> str:
+    """The active branch as Markdown: every message, compaction and branch summary, in order.
+
+    ``advance(1)`` is called after each entry of the branch."""
     branch = session.get_branch()
     labels = session.labels
     out = [
@@ -452,6 +422,7 @@ def session_markdown(session: Session) -> str:
         f"- totals (active branch): {totals(branch).line()}",
     ]
     for entry in branch:
+        advance(1)
         if isinstance(entry, MessageEntry):
             part = _message_md(entry.message)
         elif isinstance(entry, CompactionEntry):
@@ -476,11 +447,15 @@ def session_markdown(session: Session) -> str:
 # --- jsonl --------------------------------------------------------------------------------------
 
 
-def session_jsonl(session: Session) -> bytes:
-    """Our format (v3): the header, then every entry in file order (v1/v2 files migrated)."""
+def session_jsonl(session: Session, advance: Callable[[int], None] = _nothing) -> bytes:
+    """Our format (v3): the header, then every entry in file order (v1/v2 files migrated).
+
+    ``advance(1)`` is called after each entry."""
     header = attrs.evolve(session.header, version=3)
     lines = [dumps_line(encode_header(header))]
-    lines += [dumps_line(encode_entry(entry)) for entry in session.entries()]
+    for entry in session.entries():
+        lines.append(dumps_line(encode_entry(entry)))
+        advance(1)
     return b"".join(lines)
 
 
@@ -508,18 +483,34 @@ def session_jsonl(session: Session) -> bytes:
     help="Write here (default: stdout).",
 )
 def export(root: Path | None, ref: str, fmt: str, output: Path | None) -> None:
-    """Export a session as an HTML page, Markdown or JSONL; the source is not modified."""
+    """Export a session as an HTML page, Markdown or JSONL; the source is not modified.
+
+    With -o and stdout a terminal, a progress bar counts the entries written.
+    """
     with _open(open_repo(root), ref) as session:
-        if fmt == "html":
-            data = session_html(session).encode()
-        elif fmt == "md":
-            data = session_markdown(session).encode()
-        else:
-            data = session_jsonl(session)
         if output is None:
             sys.stdout.flush()
-            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.write(_render(session, fmt, _nothing))
             sys.stdout.buffer.flush()
             return
+        with progress(f"exporting {fmt}", _entries_to_render(session, fmt)) as advance:
+            data = _render(session, fmt, advance)
         output.write_bytes(data)
         click.echo(f"wrote {output} ({fmt}, {len(data)} bytes)", err=True)
+
+
+def _render(session: Session, fmt: str, advance: Callable[[int], None]) -> bytes:
+    if fmt == "html":
+        return session_html(session, advance).encode()
+    if fmt == "md":
+        return session_markdown(session, advance).encode()
+    return session_jsonl(session, advance)
+
+
+def _entries_to_render(session: Session, fmt: str) -> int:
+    """How many times the renderer of ``fmt`` calls ``advance``."""
+    if fmt == "md":
+        return len(session.path_ids(session.leaf_id))
+    if fmt == "html":
+        return sum(1 for i in session.entry_ids() if session.entry_type(i) not in ("label", "leaf"))
+    return len(session)

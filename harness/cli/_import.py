@@ -2,8 +2,9 @@
 
 The reader is ``repos/_importers/claude_code.py``. Importing is idempotent: a session whose
 header says it was imported from the same Claude Code session (and sidechain) is not written
-again. Prints, per transcript, what was imported, what was dropped and why, and which records
-were re-attached.
+again; when the transcript has grown since, the session gets the new entries (and new sidechains
+new sessions). Prints, per transcript, what was imported, what was dropped and why, and which
+records were re-attached. With stdout a terminal, a progress bar counts the transcripts.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ from pathlib import Path
 import attrs
 import click
 
-from repos import JsonlSessionRepo
+from repos import JsonlSessionRepo, open_session
 from repos._codec import dumps_line, encode_header
 from repos._importers.claude_code import (
     Conversion,
     ImportedSession,
+    append_lines,
     convert,
     imported_from,
     is_claude_code,
+    missing_lines,
 )
 
-from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
+from ._common import HarnessGroup, one_line, open_repo, progress, root_option, run_async
 
 __all__ = ["import_group"]
 
@@ -86,6 +89,16 @@ def _report(conversion: Conversion) -> None:
         click.echo(f"  {conversion.unpaired_tool_results} tool results without their call")
 
 
+def _extend(path: Path, imported: ImportedSession) -> tuple[int, int]:
+    """Append to the session at ``path`` the entries of ``imported`` it lacks: (entries added,
+    entries that changed since the first import and were kept as they were)."""
+    with open_session(path) as existing:
+        lines, changed = missing_lines(imported, existing)
+    if lines:
+        append_lines(path, lines)
+    return len(lines), changed
+
+
 @import_group.command("claude-code")
 @root_option
 @click.argument("source", type=click.Path(exists=True, path_type=Path), metavar="FILE|DIR")
@@ -93,52 +106,86 @@ def claude_code(root: Path | None, source: Path) -> None:
     """Import Claude Code transcripts (a .jsonl file, or every one under DIR).
 
     The main thread becomes one session; each sidechain (a sub-agent's conversation) a session
-    whose parentSession is the main one. Importing again adds nothing.
+    whose parentSession is the main one. Importing again adds nothing; a transcript that has
+    grown since its import extends the session it became with the new entries.
     """
     repo = open_repo(root)
     known = _existing(repo)
-    imported = skipped = 0
-    for path in _transcripts(source):
-        if not is_claude_code(path):
-            click.echo(f"skipped {path}: not a Claude Code transcript", err=True)
-            continue
-        conversion = convert(path)
-        sid = conversion.source_session_id
-        previous = known.get((sid, None))
-        if previous is not None:
-            skipped += 1
-            grown = conversion.records - previous[1]
-            note = (
-                f"; the transcript has {grown} more records since, not added "
-                "(delete the session to import it again)"
-                if grown > 0
-                else ""
-            )
-            click.echo(
-                f"already imported {path} (Claude Code session {sid}) as {previous[0]}{note}"
-            )
-            continue
-        main = run_async(_publish(repo, conversion.main, None))
-        known[(sid, None)] = (main, conversion.records)
-        imported += 1
+    imported = skipped = extended = 0
+    paths = _transcripts(source)
+    with progress("importing transcripts", len(paths)) as advance:
+        for path in paths:
+            outcome = _import_one(repo, known, path)
+            imported += outcome == "imported"
+            extended += outcome == "extended"
+            skipped += outcome == "unchanged"
+            advance(1)
+    click.echo(f"{imported} imported, {extended} extended, {skipped} already imported")
+
+
+def _import_one(
+    repo: JsonlSessionRepo, known: dict[tuple[str, str | None], tuple[Path, int]], path: Path
+) -> str:
+    """Import one transcript; returns ``imported``, ``extended``, ``unchanged`` or ``skipped``
+    (not a transcript)."""
+    if not is_claude_code(path):
+        click.echo(f"skipped {path}: not a Claude Code transcript", err=True)
+        return "skipped"
+    conversion = convert(path)
+    sid = conversion.source_session_id
+    previous = known.get((sid, None))
+    if previous is not None:
+        added, changed = _extend(previous[0], conversion.main)
+        new_sides = _sidechains(repo, known, conversion, previous[0])
+        if not added and not new_sides:
+            click.echo(f"already imported {path} (Claude Code session {sid}) as {previous[0]}")
+            return "unchanged"
         click.echo(
-            f"imported {path} (Claude Code session {sid}) as {conversion.main.header.id}: "
-            f"{conversion.main.entries} entries, {conversion.main.messages} messages"
-            + (f", {conversion.compactions} compactions" if conversion.compactions else "")
-            + (f", named {one_line(conversion.name)!r}" if conversion.name else "")
+            f"extended {previous[0]} from {path} (Claude Code session {sid}): "
+            f"{added} new entries, {new_sides} new sidechain entries"
         )
-        click.echo(f"  file: {main}")
-        for side in conversion.sidechains:
-            if (sid, side.sidechain_root) in known:
-                continue
-            side_path = run_async(_publish(repo, side, main))
+        if changed:
             click.echo(
-                f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries"
+                f"  {changed} entries changed in the transcript since the first import; "
+                "kept as first imported"
             )
-            known[(sid, side.sidechain_root)] = (side_path, conversion.records)
-        _report(conversion)
-        click.echo(
-            f"  {conversion.records} records read, {len(conversion.dropped)} dropped, "
-            f"{len(conversion.reattached)} re-attached"
-        )
-    click.echo(f"{imported} imported, {skipped} already imported")
+        return "extended"
+    main = run_async(_publish(repo, conversion.main, None))
+    known[(sid, None)] = (main, conversion.records)
+    click.echo(
+        f"imported {path} (Claude Code session {sid}) as {conversion.main.header.id}: "
+        f"{conversion.main.entries} entries, {conversion.main.messages} messages"
+        + (f", {conversion.compactions} compactions" if conversion.compactions else "")
+        + (f", named {one_line(conversion.name)!r}" if conversion.name else "")
+    )
+    click.echo(f"  file: {main}")
+    _sidechains(repo, known, conversion, main)
+    _report(conversion)
+    click.echo(
+        f"  {conversion.records} records read, {len(conversion.dropped)} dropped, "
+        f"{len(conversion.reattached)} re-attached"
+    )
+    return "imported"
+
+
+def _sidechains(
+    repo: JsonlSessionRepo,
+    known: dict[tuple[str, str | None], tuple[Path, int]],
+    conversion: Conversion,
+    main: Path,
+) -> int:
+    """Write each sidechain of ``conversion`` as a session (new) or extend the one an earlier
+    import wrote; returns the entries written."""
+    sid = conversion.source_session_id
+    written = 0
+    for side in conversion.sidechains:
+        key = (sid, side.sidechain_root)
+        if key in known:
+            added, _ = _extend(known[key][0], side)
+            written += added
+            continue
+        side_path = run_async(_publish(repo, side, main))
+        click.echo(f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries")
+        known[key] = (side_path, conversion.records)
+        written += side.entries
+    return written

@@ -24,7 +24,7 @@ from repos._jsonl.verify import (
     verify_file,
 )
 
-from ._common import one_line, open_repo, root_option
+from ._common import one_line, open_repo, resolve_ref, root_option
 from ._sessions import sessions
 
 __all__ = ["migrate", "repair", "verify"]
@@ -77,7 +77,7 @@ def verify(ctx: click.Context, root: Path | None, ref: str, as_json: bool) -> No
     file has no problem (info findings, such as tool calls left unanswered by an aborted turn,
     are printed but do not count), 1 otherwise.
     """
-    path = open_repo(root).resolve(ref)
+    path = resolve_ref(open_repo(root), ref)
     with _progress(path, "verifying") as progress:
         report = verify_file(path, progress=None if as_json else progress)
     if as_json:
@@ -112,7 +112,7 @@ def repair(root: Path | None, ref: str, dry_run: bool) -> None:
     target is missing. Every other line is kept byte for byte. The original is kept as
     <file>.bak (.bak.1, ... if taken); the new file is written atomically under the append lock.
     """
-    path = open_repo(root).resolve(ref)
+    path = resolve_ref(open_repo(root), ref)
     with _progress(path, "repairing") as progress:
         result = repair_file(path, dry_run=dry_run, progress=progress)
     if not result.changes:
@@ -143,7 +143,7 @@ def migrate(root: Path | None, ref: str) -> None:
     written atomically under the append lock. A v3 file is left alone. Lines reading skips
     (a torn tail, a bad line) are not carried over and are named on stderr.
     """
-    path = open_repo(root).resolve(ref)
+    path = resolve_ref(open_repo(root), ref)
     result = migrate_file(path)
     if result.backup is None:
         click.echo(f"already v{result.from_version}: {path}; nothing to migrate")

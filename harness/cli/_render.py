@@ -52,17 +52,20 @@ from repos import (
     UnknownEntry,
 )
 
-from ._common import one_line, printable
+from ._common import one_line, printable, short_id
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "Totals",
     "TreeView",
     "context_lines",
     "entry_kind",
     "entry_text",
     "info_json",
+    "parent_ref",
     "session_table",
     "short",
+    "totals",
     "tree_view",
 ]
 
@@ -134,13 +137,64 @@ def _user_content_text(content: str | Iterable[UserContent]) -> str:
     return "\n".join(parts)
 
 
+# --- usage totals ---------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Totals:
+    """Token usage (tokens) and cost (US dollars, as the provider priced it) summed over
+    assistant messages."""
+
+    replies: int = 0
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+
+    @property
+    def any(self) -> bool:
+        """Whether any reply carried usage (imported or scripted replies may carry none)."""
+        return bool(self.input or self.output or self.cache_read or self.cache_write or self.cost)
+
+    def line(self) -> str:
+        return (
+            f"{self.replies} replies; tokens: {self.input} input, {self.output} output, "
+            f"{self.cache_read} cache read, {self.cache_write} cache write; "
+            f"cost ${self.cost:.4f}"
+        )
+
+
+def totals(entries: Iterable[Entry]) -> Totals:
+    """The usage of the assistant messages among ``entries``."""
+    out = Totals()
+    for entry in entries:
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+            u = entry.message.usage
+            out = Totals(
+                replies=out.replies + 1,
+                input=out.input + u.input,
+                output=out.output + u.output,
+                cache_read=out.cache_read + u.cache_read,
+                cache_write=out.cache_write + u.cache_write,
+                cost=out.cost + u.cost.total,
+            )
+    return out
+
+
 # --- show: the model context ------------------------------------------------------------------
 
 
 def context_lines(
     session: Session, context: SessionContext, *, max_chars: int = DEFAULT_MAX_CHARS
 ) -> list[str]:
-    """The human form of ``show``: derived state, then one block per context message."""
+    """The human form of ``show``: derived state, message counts and usage totals, then one
+    block per context message.
+
+    Three counts, since they differ: message entries in the file (every branch: the number
+    ``list`` prints), on the active branch, and in the context (after the last compaction,
+    without orphaned tool results: what the model sees, numbered below).
+    """
     model = context.model
     tools = context.active_tool_names
     lines = [
@@ -154,9 +208,20 @@ def context_lines(
     approved = sorted(remembered_approvals(session))
     if approved:  # approve-always decisions of the supervisor (docs/permissions.md)
         lines.append("approved always: " + ", ".join(approved))
-    lines += [
-        f"messages: {len(context.messages)}",
-    ]
+    ids = session.entry_ids()
+    in_file = sum(1 for i in ids if session.entry_type(i) == "message")
+    branch = session.get_branch()
+    on_branch = sum(1 for e in branch if isinstance(e, MessageEntry))
+    lines.append(
+        f"messages: {in_file} in the file (as `sessions list` counts), {on_branch} on the "
+        f"active branch, {len(context.messages)} in the context (shown below)"
+    )
+    used = totals(branch)
+    if used.any:
+        lines.append(f"usage (active branch): {used.line()}")
+    whole = totals(session.entries()) if on_branch != in_file else used
+    if whole.any and whole != used:
+        lines.append(f"usage (every branch): {whole.line()}")
     for index, message in enumerate(context.messages, start=1):
         lines.append("")
         lines.extend(_message_lines(index, message, max_chars))
@@ -293,33 +358,60 @@ def _message_text(message: Message) -> str:
 
 @attrs.frozen(kw_only=True)
 class TreeView:
-    """The lines of ``tree`` and what they left out."""
+    """The lines of ``tree`` and what they left out.
+
+    ``hidden_entries`` counts the label and leaf entries not drawn (labels are shown on their
+    targets instead); ``leaf_line`` is the entry drawn as the active leaf (the leaf itself, or
+    its nearest drawn ancestor when the leaf is a hidden entry), None when nothing is.
+    """
 
     lines: tuple[str, ...]
     shown: int
-    hidden_leaf_entries: int
+    hidden_entries: int
+    leaf_line: str | None
 
 
-def tree_view(session: Session, *, show_leaf_entries: bool = False) -> TreeView:
+def _is_bookkeeping(entry: Entry) -> bool:
+    return isinstance(entry, LabelEntry | LeafEntry)
+
+
+def tree_view(session: Session, *, show_all: bool = False) -> TreeView:
     """Every entry of ``session`` as one line, in depth-first file order.
 
     Indentation grows only at branch points (a node with several children), so a linear path of
-    any length stays flat; branches are drawn with ``|-``/``` `- ``` connectors. The active leaf's
-    line starts with ``* `` (every other line with two spaces). ``leaf`` entries without children
-    are hidden unless ``show_leaf_entries``, and counted.
+    any length stays flat; branches are drawn with ``|-``/``` `- ``` connectors and a branch
+    point ends with ``[N branches]``. Labels are annotations (``[label: X]``) on their targets;
+    ``label`` and ``leaf`` entries themselves are not drawn (their children take their place)
+    unless ``show_all``. Lines start with a two-character marker: ``* `` the active leaf,
+    ``> `` the rest of the active path, two spaces elsewhere.
     """
     leaf_id = session.leaf_id
-    hidden = 0
+    path = session.path_ids(leaf_id)
+    hidden = (
+        0
+        if show_all
+        else sum(1 for i in session.entry_ids() if session.entry_type(i) in ("label", "leaf"))
+    )
 
     def visible(children: Iterable[TreeNode]) -> list[TreeNode]:
-        nonlocal hidden
+        if show_all:
+            return list(children)
         out: list[TreeNode] = []
-        for child in children:
-            if not show_leaf_entries and isinstance(child.entry, LeafEntry) and not child.children:
-                hidden += 1
+        pending = list(children)[::-1]
+        while pending:
+            node = pending.pop()
+            if _is_bookkeeping(node.entry):
+                pending.extend(reversed(node.children))
             else:
-                out.append(child)
+                out.append(node)
         return out
+
+    if not show_all:
+        # A label (or leaf) entry as the leaf: the context is its nearest drawn ancestor's.
+        while path and _is_bookkeeping(session.get_entry(path[-1])):
+            path.pop()
+    on_path = set(path)
+    shown_leaf = path[-1] if path else None
 
     lines: list[str] = []
     # Explicit stack instead of recursion: a linear session is thousands of levels deep.
@@ -340,22 +432,31 @@ def tree_view(session: Session, *, show_leaf_entries: bool = False) -> TreeView:
                 )
             )
 
-    push_children(visible(session.get_tree(leaf_entries=True)), "")
+    leaf_line: str | None = None
+    push_children(visible(session.get_tree(leaf_entries=show_all)), "")
     while stack:
         node, own, rest = stack.pop()
         entry = node.entry
-        marker = "* " if entry.id == leaf_id else "  "
+        children = visible(node.children)
+        is_leaf = entry.id == shown_leaf
+        marker = "* " if is_leaf else "> " if entry.id in on_path else "  "
         text = entry_text(entry)
         parts = [f"{marker}{own}{entry.id} {entry_kind(entry)}"]
         if text:
             parts.append(text)
         if node.label:
             parts.append(f"[label: {node.label}]")
-        if entry.id == leaf_id:
+        if len(children) > 1:
+            parts.append(f"[{len(children)} branches]")
+        if is_leaf:
             parts.append("(leaf)")
         lines.append(" ".join(parts))
-        push_children(visible(node.children), rest)
-    return TreeView(lines=tuple(lines), shown=len(lines), hidden_leaf_entries=hidden)
+        if is_leaf:
+            leaf_line = lines[-1]
+        push_children(children, rest)
+    return TreeView(
+        lines=tuple(lines), shown=len(lines), hidden_entries=hidden, leaf_line=leaf_line
+    )
 
 
 # --- list -----------------------------------------------------------------------------------
@@ -365,19 +466,56 @@ def _when(value: datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M")
 
 
+def _shared(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _unique_prefixes(ids: Iterable[str]) -> dict[str, str]:
+    """For each id, its shortest prefix of at least 8 characters that no other id starts with
+    (the whole id when it is shorter or shares a longer prefix)."""
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for i, sid in enumerate(ordered):
+        # In sorted order the longest shared prefix is with a neighbour.
+        neighbours = [o for o in ordered[max(i - 1, 0) : i + 2] if o != sid]
+        common = max((_shared(sid, o) for o in neighbours), default=0)
+        out[sid] = sid[: max(len(short_id(sid)), common + 1)]
+    return out
+
+
+def parent_ref(parent_session: str | None) -> str:
+    """The id (or file name) of the session a fork came from, as its header's
+    ``parentSession`` (a file path, as pi writes it) names it; "" for none."""
+    if not parent_session:
+        return ""
+    name = Path(parent_session).name
+    stem = name.removesuffix(".jsonl")
+    # pi's file names are <timestamp>_<id>.jsonl
+    return short_id(stem.partition("_")[2]) if name.endswith(".jsonl") and "_" in stem else name
+
+
 def session_table(infos: Iterable[SessionInfo]) -> list[str]:
-    """The human form of ``list``: id, modified (UTC), messages, name or first message, cwd."""
+    """The human form of ``list``: id (its first 8 characters, more when needed to tell it
+    apart), modified (UTC), message entries in the file, the session it was forked from, name or
+    first message, cwd."""
+    infos = list(infos)
+    prefixes = _unique_prefixes(i.id for i in infos)
     rows = [
         (
-            info.id,
+            prefixes[info.id],
             _when(info.modified),
             str(info.message_count),
+            parent_ref(info.parent_session) or "-",
             short(info.name or info.first_message or "(no messages)", 50),
             info.cwd,
         )
         for info in infos
     ]
-    heads = ("ID", "MODIFIED (UTC)", "MSGS", "NAME / FIRST MESSAGE", "CWD")
+    heads = ("ID", "MODIFIED (UTC)", "MSGS", "FORK OF", "NAME / FIRST MESSAGE", "CWD")
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)]
 
     def fmt(cells: tuple[str, ...]) -> str:

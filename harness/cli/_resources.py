@@ -1,9 +1,12 @@
-"""``harness skills`` and ``harness templates``: what an ``AgentHarness`` in this folder would
-discover (the working folder up to the repository root, and the user's config folder)."""
+"""``harness skills`` and ``harness templates``: what an ``AgentHarness`` in a folder (the current
+one, or ``--cwd DIR``) would discover (that folder up to the repository root, and the user's
+config folder)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -18,6 +21,8 @@ from harness import (
 
 from ._common import HarnessGroup, one_line, printable, run_async
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 __all__ = ["skills", "templates"]
 
 _DIRS = click.option(
@@ -30,13 +35,30 @@ _DIRS = click.option(
 )
 
 
-def _resources(dirs: tuple[Path, ...] = ()) -> tuple[Resources, SkillContext]:
-    cwd = Path.cwd()
-    return Resources(cwd, ResourceOptions(skill_roots=dirs)), SkillContext(session_id=None, cwd=cwd)
+def _cwd_option(func: F) -> F:
+    """``--cwd DIR``: discover as an agent working in DIR would (default: the current folder)."""
+    return click.option(
+        "--cwd",
+        "cwd",
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="Discover as an agent working in DIR would (default: the current folder).",
+    )(func)
 
 
-def _listing(dirs: tuple[Path, ...]) -> tuple[Resources, SkillContext, SkillListing]:
-    resources, ctx = _resources(dirs)
+def _resources(cwd: Path | None, dirs: tuple[Path, ...] = ()) -> tuple[Resources, SkillContext]:
+    where = (cwd or Path.cwd()).absolute()
+    return (
+        Resources(where, ResourceOptions(skill_roots=dirs)),
+        SkillContext(session_id=None, cwd=where),
+    )
+
+
+def _listing(
+    cwd: Path | None, dirs: tuple[Path, ...]
+) -> tuple[Resources, SkillContext, SkillListing]:
+    resources, ctx = _resources(cwd, dirs)
     return resources, ctx, run_async(resources.listing(ctx))
 
 
@@ -54,10 +76,11 @@ def skills() -> None:
 
 @skills.command("list")
 @_DIRS
-def list_skills(dirs: tuple[Path, ...]) -> None:
+@_cwd_option
+def list_skills(dirs: tuple[Path, ...], cwd: Path | None) -> None:
     """Every skill (name, scope, description, path, what it shadows, whether the model is
     offered it), then every diagnostic of discovery."""
-    _, _, listing = _listing(dirs)
+    _, _, listing = _listing(cwd, dirs)
     for r in listing.records:
         click.echo(f"{r.name}  [{r.scope}]  {one_line(r.description)}")
         click.echo(f"    path: {printable(r.path or '-')}")
@@ -77,10 +100,11 @@ def list_skills(dirs: tuple[Path, ...]) -> None:
 
 @skills.command("show")
 @_DIRS
+@_cwd_option
 @click.argument("name")
-def show_skill(dirs: tuple[Path, ...], name: str) -> None:
+def show_skill(dirs: tuple[Path, ...], cwd: Path | None, name: str) -> None:
     """Print one skill's record and body (NAME may be an alias)."""
-    resources, ctx, listing = _listing(dirs)
+    resources, ctx, listing = _listing(cwd, dirs)
     record = next((r for r in listing.records if name in (r.name, *r.aliases)), None)
     body = None if record is None else run_async(resources.load(record.name, record.scope, ctx))
     if record is None or body is None:
@@ -99,13 +123,14 @@ def show_skill(dirs: tuple[Path, ...], name: str) -> None:
 
 @click.group(cls=HarnessGroup)
 def templates() -> None:
-    """List the prompt templates an agent here would expand (``/name args``)."""
+    """List and show the prompt templates an agent here would expand (``/name args``)."""
 
 
 @templates.command("list")
-def list_templates() -> None:
+@_cwd_option
+def list_templates(cwd: Path | None) -> None:
     """Every template: name, argument hint, description, path; then diagnostics."""
-    resources, _ = _resources()
+    resources, _ = _resources(cwd)
     for t in resources.templates:
         hint = f" {t.argument_hint}" if t.argument_hint else ""
         click.echo(f"/{t.name}{hint}  [{t.scope}]  {one_line(t.description)}")
@@ -117,3 +142,26 @@ def list_templates() -> None:
         click.echo("diagnostics:")
         for d in problems:
             click.echo(f"  {_diagnostic_line(d)}")
+
+
+@templates.command("show")
+@_cwd_option
+@click.argument("name")
+@click.argument("args", nargs=-1)
+def show_template(cwd: Path | None, name: str, args: tuple[str, ...]) -> None:
+    """Print one template's record and body (NAME without the leading /); with ARGS, also the
+    prompt `/NAME ARGS` expands to."""
+    resources, _ = _resources(cwd)
+    template = resources.template(name.removeprefix("/"))
+    click.echo(f"name: {template.name}")
+    click.echo(f"scope: {template.scope}")
+    click.echo(f"description: {one_line(template.description)}")
+    if template.argument_hint:
+        click.echo(f"arguments: {one_line(template.argument_hint)}")
+    click.echo(f"path: {printable(template.path or '-')}")
+    click.echo("")
+    click.echo(printable(template.content))
+    if args:
+        click.echo("")
+        click.echo(f"/{template.name} {' '.join(args)} expands to:")
+        click.echo(printable(template.expand(list(args))))

@@ -45,7 +45,7 @@ from .._tools.grep import grep_tool
 from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
-from ._common import open_repo, root_option, run_async
+from ._common import open_repo, resolve_ref, root_option, run_async
 from ._sessions import _warn_diagnostics
 
 __all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
@@ -165,7 +165,7 @@ async def _pick_session(
     repo: JsonlSessionRepo, session_ref: str | None, continue_: bool
 ) -> Session:
     if session_ref is not None:
-        return await repo.open(session_ref)
+        return await repo.open(resolve_ref(repo, session_ref))
     if continue_:
         cwd = str(Path.cwd())
         infos = await repo.list(cwd)

@@ -1,14 +1,17 @@
 """``harness sessions``: list, show, tree, fork and delete sessions (DESIGN §4-§5).
 
-Every command takes ``--root DIR``. A session is named by its id (looked up under the root) or
-by the path of a ``.jsonl`` file; the repository decides which, and validates ids before touching
-any file. Reading never writes: ``show`` and ``tree`` leave the file as it was, and ``fork``
+Every command takes ``--root DIR``. A session is named by a path, its id or a prefix of its id
+(``_common.resolve_ref`` holds the one rule); ids are validated before any file is touched.
+Reading never writes: ``show`` and ``tree`` leave the file as it was, and ``fork``
 leaves its source byte-identical.
 """
 
 from __future__ import annotations
 
+import errno
+import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -19,14 +22,28 @@ from repos import (
     ForkPosition,
     JsonlSessionRepo,
     Session,
-    SessionNotFoundError,
     encode_message,
     open_session,
 )
 from repos._importers.claude_code import convert, is_claude_code
 
-from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
-from ._render import DEFAULT_MAX_CHARS, context_lines, info_json, session_table, tree_view
+from ._common import (
+    HarnessGroup,
+    one_line,
+    open_repo,
+    resolve_ref,
+    root_option,
+    run_async,
+    short_id,
+)
+from ._render import (
+    DEFAULT_MAX_CHARS,
+    context_lines,
+    info_json,
+    parent_ref,
+    session_table,
+    tree_view,
+)
 
 __all__ = ["sessions"]
 
@@ -46,10 +63,12 @@ def _warn_diagnostics(session: Session) -> None:
 
 
 def _open(repo: JsonlSessionRepo, ref: str) -> Session:
+    """Open the session ``ref`` names (see ``resolve_ref``); a Claude Code transcript is opened
+    converted, read-only, with a note saying so. Diagnostics of reading go to stderr."""
+    path = resolve_ref(repo, ref)
     try:
-        session = run_async(repo.open(ref))
+        session = run_async(repo.open(path))
     except CorruptSessionError:
-        path = Path(ref).expanduser()
         if not (path.is_file() and is_claude_code(path)):
             raise
         session = _open_claude_code(path)
@@ -90,9 +109,13 @@ def sessions() -> None:
 def list_command(root: Path | None, cwd: str | None, as_json: bool) -> None:
     """List sessions under the root, most recent activity first.
 
-    Files that cannot be read (no valid header) are skipped and named on stderr.
+    ID is the start of the session id (8 characters, more where two ids share them), which every
+    command accepts. MSGS counts the message entries in the file, every branch included (the
+    first count `sessions show` prints). FORK OF names the session a fork was copied from.
+    Files that cannot be read (no valid header) are skipped and named on stderr. A --root that
+    does not exist is an error.
     """
-    repo = open_repo(root)
+    repo = open_repo(root, must_exist=True)
     infos = run_async(repo.list(cwd))
     for path, reason in repo.list_problems:
         click.echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
@@ -117,41 +140,70 @@ def list_command(root: Path | None, cwd: str | None, as_json: bool) -> None:
     show_default=True,
     help="Cut tool results to this many characters, tool-call arguments to at most 500 (0: never).",
 )
-def show(root: Path | None, ref: str, as_json: bool, max_chars: int) -> None:
+@click.option(
+    "--page/--no-page",
+    default=None,
+    help="Show the output through a pager ($PAGER, else less). Default: when stdout is a terminal.",
+)
+def show(root: Path | None, ref: str, as_json: bool, max_chars: int, page: bool | None) -> None:
     """Print the context the model would see at the session's active leaf.
 
-    The last compaction's summary comes first, then the kept messages; tool results whose call
-    is not in the context and empty assistant messages are left out, as they are for the model.
+    First the derived state, the message counts (in the file, as `sessions list` counts them;
+    on the active branch; in the context) and the token usage and cost totals where the replies
+    carry them. Then the context: the last compaction's summary first, then the kept messages;
+    tool results whose call is not in the context and empty assistant messages are left out, as
+    they are for the model.
     """
     with _open(open_repo(root), ref) as session:
         context = session.build_context()
         if as_json:
             click.echo(_dump([encode_message(m) for m in context.messages]))
             return
-        for line in context_lines(session, context, max_chars=max_chars):
-            click.echo(line)
+        _emit(context_lines(session, context, max_chars=max_chars), page)
+
+
+def _emit(lines: Iterable[str], page: bool | None) -> None:
+    """Print ``lines``, through click's pager when asked (``page``) or, by default, when stdout
+    is a terminal; click writes straight through when it is not."""
+    if page is None:
+        page = sys.stdout.isatty()
+    if page:
+        click.echo_via_pager(f"{line}\n" for line in lines)
+        return
+    for line in lines:
+        click.echo(line)
 
 
 @sessions.command()
 @root_option
 @click.argument("ref", metavar=_REF)
-@click.option("--all", "show_all", is_flag=True, help="Also show `leaf` entries (leaf moves).")
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also draw `label` and `leaf` entries as entries."
+)
 def tree(root: Path | None, ref: str, show_all: bool) -> None:
     """Print every entry of the session as a tree.
 
-    One line per entry: id, type (the role for messages) and a short text, with markers
-    [compaction], [branch summary] and [label: X]; the active leaf's line starts with `* ` and
-    ends with `(leaf)`. A linear path stays at one indent; branches are indented where they
-    split.
+    A first line names the session (its id's first 8 characters, which every command accepts),
+    its file and the session it was forked from. Then one line per entry: id, type (the role
+    for messages) and a short text, with markers [compaction], [branch summary], [label: X] (a
+    label is shown on the entry it names) and [N branches] where the tree splits. Lines on the
+    active path start with `> `, the active leaf's with `* ` (it ends with `(leaf)`). A linear
+    path stays at one indent; branches are indented where they split. Label entries and leaf
+    moves are bookkeeping: not drawn unless --all.
     """
     with _open(open_repo(root), ref) as session:
-        view = tree_view(session, show_leaf_entries=show_all)
+        view = tree_view(session, show_all=show_all)
+        forked = parent_ref(session.header.parent_session)
+        click.echo(
+            f"session {short_id(session.id)}  {session.path or '(in memory)'}"
+            + (f"  (fork of {forked})" if forked else "")
+        )
         for line in view.lines:
             click.echo(line)
+        n = view.hidden_entries
         hidden = (
-            f", {view.hidden_leaf_entries} leaf "
-            f"{'entry' if view.hidden_leaf_entries == 1 else 'entries'} hidden (--all shows them)"
-            if view.hidden_leaf_entries
+            f", {n} label/leaf {'entry' if n == 1 else 'entries'} not drawn (--all draws them)"
+            if n
             else ""
         )
         leaf = session.leaf_id or "(before the first entry)"
@@ -195,7 +247,7 @@ def fork(
     repo = open_repo(root)
     new = run_async(
         repo.fork(
-            ref,
+            resolve_ref(repo, ref),
             entry_id=entry_id,
             position=position,
             scope="tree" if whole_tree else "branch",
@@ -222,13 +274,22 @@ def fork(
 
 @sessions.command()
 @root_option
-@click.argument("ref", metavar="ID")
+@click.argument("ref", metavar=_REF)
 def delete(root: Path | None, ref: str) -> None:
-    """Delete a session under the root. Deleting a missing session succeeds and says so."""
+    """Delete a session under the root, and its project folder once that is empty.
+
+    A session that does not exist is an error (exit 1): a mistyped id must not look deleted.
+    """
     repo = open_repo(root)
-    try:
-        path: Path | None = repo.resolve(ref)
-    except SessionNotFoundError:
-        path = None
-    run_async(repo.delete(ref))
-    click.echo(f"deleted {path}" if path is not None else f"no session {ref!r}; nothing deleted")
+    path = resolve_ref(repo, ref)
+    run_async(repo.delete(path))
+    click.echo(f"deleted {path}")
+    folder = path.parent
+    if folder.resolve() != repo.root.resolve() and not any(folder.iterdir()):
+        try:
+            folder.rmdir()
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            return  # another process wrote a session there meanwhile: the folder stays
+        click.echo(f"removed the empty folder {folder}")

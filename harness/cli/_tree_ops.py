@@ -12,26 +12,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from repos import Session
+from repos import CompactionEntry, Session
 
+from .._compaction.settings import CompactionSettings
 from .._compaction.summarize import ExtractiveSummarizer
+from .._compaction.tokens import context_size
 from .._errors import HarnessStateError
 from .._harness import AgentHarness
-from ._common import one_line, open_repo, root_option, run_async
+from ._common import one_line, open_repo, root_option, run_async, spinner
 from ._sessions import _open, sessions
 
 __all__ = ["checkout", "compact", "label"]
 
 _REF = "ID|PATH"
-
-
-@contextmanager
-def _progress(message: str) -> Iterator[None]:
-    """A spinner on stderr while the summary is written (nothing when stderr is not a TTY)."""
-    with Console(stderr=True).status(message):
-        yield
 
 
 @contextmanager
@@ -46,10 +40,14 @@ def _reporting(session: Session) -> Iterator[None]:
             click.echo(f"note: {one_line(diag.message)} ({diag.code})", err=True)
 
 
-def _harness_for(session: Session, offline: bool) -> AgentHarness:
+def _harness_for(
+    session: Session, offline: bool, compaction: CompactionSettings | None = None
+) -> AgentHarness:
     """A harness whose summariser is extractive (``--offline``) or the session's own model."""
     if offline:
-        return AgentHarness(session=session, summarizer=ExtractiveSummarizer())
+        return AgentHarness(
+            session=session, summarizer=ExtractiveSummarizer(), compaction=compaction
+        )
     ref = session.build_context().model
     if ref is None or ref.provider != "anthropic":
         named = "no model" if ref is None else f"{ref.provider}/{ref.model_id}"
@@ -62,7 +60,7 @@ def _harness_for(session: Session, offline: bool) -> AgentHarness:
         )
     from .. import AnthropicModel  # the SDK import is slow; only pay for it here
 
-    return AgentHarness(session=session, model=AnthropicModel(ref.model_id))
+    return AgentHarness(session=session, model=AnthropicModel(ref.model_id), compaction=compaction)
 
 
 @sessions.command()
@@ -72,19 +70,50 @@ def _harness_for(session: Session, offline: bool) -> AgentHarness:
 @click.option(
     "--offline", is_flag=True, help="Summarise without a model (extractive summary, no network)."
 )
-def compact(root: Path | None, ref: str, instructions: str | None, offline: bool) -> None:
+@click.option(
+    "--keep-recent-tokens",
+    "keep_recent",
+    metavar="N",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Keep about N tokens (estimated) of recent messages verbatim "
+    f"(default {CompactionSettings().keep_recent_tokens}); a small N compacts a small session.",
+)
+def compact(
+    root: Path | None,
+    ref: str,
+    instructions: str | None,
+    offline: bool,
+    keep_recent: int | None,
+) -> None:
     """Compact a session: summarise all but the recent messages into one compaction entry.
 
+    The cut keeps the last --keep-recent-tokens of the context verbatim (at a turn boundary
+    where it can), so a session smaller than that has nothing to compact: give a smaller N.
     Without --offline the summary is written by the session's own (Anthropic) model, which needs
     ANTHROPIC_API_KEY. A pi v1/v2 file is first migrated to v3 (original kept as .v1.bak).
     """
+    settings = None if keep_recent is None else CompactionSettings(keep_recent_tokens=keep_recent)
     with _open(open_repo(root), ref) as session:
-        harness = _harness_for(session, offline)
-        before = len(session.build_context().messages)
-        with _reporting(session), _progress("writing the summary..."):
+        harness = _harness_for(session, offline, settings)
+        context = session.build_context().messages
+        before = len(context)
+        size = context_size(context).tokens
+        with (
+            _reporting(session),
+            spinner(f"summarising {before} messages (~{size} tokens)..."),
+        ):
             entry = run_async(harness.compact(instructions))
+        branch = session.get_branch()
+        if entry is None and branch and isinstance(branch[-1], CompactionEntry):
+            click.echo("nothing to compact: the active leaf is a compaction already")
+            return
         if entry is None:
-            click.echo("nothing to compact")
+            keep = harness.compaction.keep_recent_tokens
+            click.echo(
+                f"nothing to compact: the context (~{size} tokens, {before} messages) fits in "
+                f"the {keep} recent tokens kept verbatim; --keep-recent-tokens N keeps fewer"
+            )
             return
         after = len(session.build_context().messages)
         click.echo(
@@ -115,7 +144,7 @@ def checkout(
     """
     with _open(open_repo(root), ref) as session:
         harness = _harness_for(session, offline) if summarize else AgentHarness(session=session)
-        with _progress("summarising the branch..."):
+        with spinner("summarising the branch..." if summarize else "moving the leaf..."):
             result = run_async(harness.navigate_tree(entry, summarize=summarize, label=label_text))
         if result.cancelled:
             click.echo("cancelled by a hook")

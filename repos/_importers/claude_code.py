@@ -24,12 +24,17 @@ Conversion (:func:`convert`):
 
 Every entry keeps its source ``uuid`` as the extra field ``claudeCodeUuid``; the header's
 ``metadata.importedFrom`` records the source format, session id, file and record count, so a
-second import can recognise the session. Our own ids are generated.
+second import can recognise the session. Our own ids are generated, deterministically (from the
+source session id and the record's uuid), so converting a transcript that has grown gives the
+entries of the earlier conversion the same ids: :func:`missing_lines` picks the new ones and
+:func:`append_lines` adds them to the session imported before.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +62,8 @@ from hooks import (
 
 from .._codec import dumps_line, encode_entry, encode_header
 from .._entries import CompactionEntry, Entry, MessageEntry, SessionHeader, SessionInfoEntry
+from .._errors import CorruptSessionError, StorageError
+from .._session import Session
 
 __all__ = [
     "FORMAT",
@@ -64,9 +71,11 @@ __all__ = [
     "Dropped",
     "ImportedSession",
     "Reattached",
+    "append_lines",
     "convert",
     "imported_from",
     "is_claude_code",
+    "missing_lines",
     "read_records",
 ]
 
@@ -103,10 +112,12 @@ class Reattached:
 
 @frozen(kw_only=True)
 class ImportedSession:
-    """One session to write: the header and every line (header first)."""
+    """One session to write: the header and every line (header first); ``entry_ids`` are the
+    ids of ``lines[1:]``, in order."""
 
     header: SessionHeader
     lines: tuple[bytes, ...]
+    entry_ids: tuple[str, ...]
     entries: int
     messages: int
     source_uuids: frozenset[str]
@@ -445,7 +456,10 @@ def convert(path: Path) -> Conversion:
                     old = b.entries[index]
                     assert isinstance(old, MessageEntry)
                     assert isinstance(old.message, AssistantMessage)
-                    reply = _reply(old.message.content + tuple(blocks), message)
+                    reply = evolve(
+                        _reply(old.message.content + tuple(blocks), message),
+                        timestamp=old.message.timestamp,  # the response's first record's time
+                    )
                     b.entries[index] = evolve(old, message=reply)
                     b.ids[uuid] = merged_into
                     b.uuids.add(uuid)
@@ -519,8 +533,12 @@ def convert(path: Path) -> Conversion:
     if name is not None and main.entries:
         last = main.entries[-1]
         main.add(
+            # Keyed by the name: a later import of the grown transcript adds a renamed entry.
             SessionInfoEntry(
-                id=main.new_id("name"), parent_id=last.id, timestamp=last.timestamp, name=name
+                id=main.new_id(f"name\0{name}"),
+                parent_id=last.id,
+                timestamp=last.timestamp,
+                name=name,
             ),
             None,
         )
@@ -604,6 +622,7 @@ def _session(
     return ImportedSession(
         header=header,
         lines=lines,
+        entry_ids=tuple(e.id for e in b.entries),
         entries=len(b.entries),
         messages=messages,
         source_uuids=frozenset(b.uuids),
@@ -620,3 +639,56 @@ def imported_from(header_line: bytes) -> Mapping[str, Any] | None:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     origin = meta.get("importedFrom") if isinstance(meta, dict) else None
     return origin if isinstance(origin, dict) else None
+
+
+def missing_lines(imported: ImportedSession, existing: Session) -> tuple[list[bytes], int]:
+    """What a new conversion adds to the session an earlier import of the same transcript made.
+
+    Returns:
+        The lines of ``imported``'s entries whose id ``existing`` lacks, in order (their parents
+        are in ``existing`` or earlier in the list), and how many entries both hold with other
+        content (a response that was still being written, a compaction whose summary came
+        later): those are kept as first imported.
+    """
+    have = set(existing.entry_ids())
+    new: list[bytes] = []
+    changed = 0
+    for entry_id, line in zip(imported.entry_ids, imported.lines[1:], strict=True):
+        if entry_id not in have:
+            new.append(line)
+        elif (
+            existing.entry_type(entry_id) != "session_info" and existing.raw_line(entry_id) != line
+        ):
+            # The name entry hangs under the last entry, which moves as the transcript grows;
+            # the latest name wins wherever it hangs, so only a moved name is not a change.
+            changed += 1
+    return new, changed
+
+
+def append_lines(path: Path, lines: Sequence[bytes]) -> None:
+    """Append complete lines to a session file, under the exclusive ``flock`` every writer of
+    a session file takes, then fsync.
+
+    Raises:
+        CorruptSessionError: the file's last line is unterminated (nothing is written; ``harness
+            sessions repair`` sets it aside).
+        StorageError: the file system refused.
+    """
+    data = b"".join(lines)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    except OSError as exc:
+        raise StorageError.wrap(path, exc, "opening the session to extend it") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            raise CorruptSessionError(path, 0, size, "the last line is unterminated; repair first")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise StorageError.wrap(path, exc, "extending the session") from exc
+    finally:
+        os.close(fd)

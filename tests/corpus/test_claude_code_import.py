@@ -48,7 +48,7 @@ def test_all_five_import_verify_and_import_once(fixtures_dir: Path, tmp_path: Pa
     root = tmp_path / "sessions"
     proc = harness("import", "claude-code", folder, "--root", root)
     assert proc.returncode == 0, proc.stderr
-    assert "5 imported, 0 already imported" in proc.stdout
+    assert "5 imported, 0 extended, 0 already imported" in proc.stdout
     files = sorted(root.glob("*/*.jsonl"))
     expected = sum(1 + len(convert(folder / n).sidechains) for n in NAMES)
     assert len(files) == expected == 12
@@ -57,7 +57,7 @@ def test_all_five_import_verify_and_import_once(fixtures_dir: Path, tmp_path: Pa
         assert verified.returncode == 0, verified.stdout
     before = {p: p.read_bytes() for p in files}
     again = harness("import", "claude-code", folder, "--root", root)
-    assert "0 imported, 5 already imported" in again.stdout
+    assert "0 imported, 0 extended, 5 already imported" in again.stdout
     assert {p: p.read_bytes() for p in sorted(root.glob("*/*.jsonl"))} == before
 
 

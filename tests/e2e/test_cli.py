@@ -77,8 +77,8 @@ def tree_entries(stdout: str) -> list[tuple[bool, str, str, str]]:
     """Parse ``tree`` output into (is_active_leaf, id, type, whole line) per entry line."""
     out = []
     for line in stdout.splitlines():
-        if not line.startswith(("* ", "  ")):
-            continue  # the closing summary line
+        if not line.startswith(("* ", "> ", "  ")):
+            continue  # the header and closing summary lines
         tokens = line[2:].lstrip(" |`-").split()
         out.append((line.startswith("* "), tokens[0], tokens[1], line))
     return out
@@ -116,7 +116,9 @@ def test_tree_marks_both_compactions_and_one_active_leaf(cli: Cli, pi_file: PiFi
     assert all(e[3][2:].startswith(e[1]) for e in entries)
 
 
-def test_tree_indents_only_at_branch_points(cli: Cli, root: Path) -> None:
+def test_tree_draws_labels_on_their_targets_hides_leaf_moves_and_marks_the_path(
+    cli: Cli, root: Path
+) -> None:
     async def build() -> tuple[str, dict[str, str]]:
         repo = JsonlSessionRepo(root)
         with await repo.create("/work/demo") as s:
@@ -125,28 +127,45 @@ def test_tree_indents_only_at_branch_points(cli: Cli, root: Path) -> None:
             u2 = s.append_message(UserMessage(content="abandoned follow-up"))
             s.move_to(a1.id)
             u3 = s.append_message(UserMessage(content="second follow-up"))
-            s.set_label(u1.id, "start")
-            return s.id, {"u1": u1.id, "a1": a1.id, "u2": u2.id, "u3": u3.id}
+            a3 = s.append_message(AssistantMessage(content=[TextContent(text="second answer")]))
+            return s.id, {"u1": u1.id, "a1": a1.id, "u2": u2.id, "u3": u3.id, "a3": a3.id}
 
     session_id, ids = asyncio.run(build())
+    # The command writes a label entry and a leaf move back, both children of a3.
+    ok(cli("sessions", "label", "--root", root, session_id, ids["u1"], "start"))
     proc = ok(cli("sessions", "tree", "--root", root, session_id))
-    lines = {e[1]: e[3] for e in tree_entries(proc.stdout)}
+    entries = tree_entries(proc.stdout)
+    lines = {e[1]: e[3] for e in entries}
 
-    # The linear start stays flat; the two children of a1 are drawn as branches.
-    assert lines[ids["u1"]].startswith(f"  {ids['u1']} user")
-    assert lines[ids["a1"]].startswith(f"  {ids['a1']} assistant")
-    assert lines[ids["u2"]].startswith(f"  |- {ids['u2']} user")
-    assert lines[ids["u3"]].startswith("  `- ")
+    assert [e[1] for e in entries] == [ids[k] for k in ("u1", "a1", "u2", "u3", "a3")]
     assert "[label: start]" in lines[ids["u1"]]
-    # The label entry hangs under u3 (the leaf then), so u3 is not the active leaf any more.
-    active = [e for e in tree_entries(proc.stdout) if e[0]]
-    assert len(active) == 1 and active[0][2] == "label"
-    assert "leaf" not in {e[2] for e in tree_entries(proc.stdout)}  # hidden by default
+    # Only a1 splits: a3 has no branches, though the label and the leaf move hang under it.
+    assert [i for i, line in lines.items() if "branches]" in line] == [ids["a1"]]
+    assert "[2 branches]" in lines[ids["a1"]]
+    assert lines[ids["u2"]].startswith(f"  |- {ids['u2']} user")
+    assert lines[ids["u3"]].startswith(f"> `- {ids['u3']} user")
+    assert lines[ids["a3"]].startswith(f"*    {ids['a3']} assistant")
+    assert lines[ids["a3"]].endswith("(leaf)")
+    # The active path: every entry from the root to the leaf, and no other.
+    on_path = [e[1] for e in entries if e[3].startswith(("* ", "> "))]
+    assert on_path == [ids[k] for k in ("u1", "a1", "u3", "a3")]
+    assert proc.stdout.splitlines()[0].startswith(f"session {session_id[:8]} ")
 
     shown_all = ok(cli("sessions", "tree", "--root", root, session_id, "--all"))
     kinds = [e[2] for e in tree_entries(shown_all.stdout)]
-    assert kinds.count("leaf") == 1
-    assert len(kinds) == len(lines) + 1
+    assert kinds.count("leaf") == 2 and kinds.count("label") == 1
+    assert len(kinds) == len(entries) + 3
+
+
+def test_tree_of_a_fork_names_its_parent(cli: Cli, root: Path, pi_file: PiFile) -> None:
+    source = pi_file("large-session").path
+    assert source is not None
+    parent = json.loads(ok(cli("sessions", "fork", "--root", root, source, "--json")).stdout)
+    child = json.loads(
+        ok(cli("sessions", "fork", "--root", root, parent["id"][:8], "--json")).stdout
+    )
+    first = ok(cli("sessions", "tree", "--root", root, child["id"][:8])).stdout.splitlines()[0]
+    assert first.endswith(f"(fork of {parent['id'][:8]})")
 
 
 # --- show ---------------------------------------------------------------------------------------
@@ -269,12 +288,16 @@ def test_list_then_delete(cli: Cli, root: Path, forked: dict[str, Any]) -> None:
         assert info[key].endswith("+00:00")  # ISO-8601, timezone-aware
 
     table = ok(cli("sessions", "list", "--root", root)).stdout
-    assert forked["id"] in table
+    assert forked["id"][:8] in table
 
+    folder = Path(forked["path"]).parent
     ok(cli("sessions", "delete", "--root", root, forked["id"]))
     assert not Path(forked["path"]).exists()
+    assert not folder.exists() and root.is_dir()  # the emptied project folder went too
     assert json.loads(ok(cli("sessions", "list", "--root", root, "--json")).stdout) == []
-    ok(cli("sessions", "delete", "--root", root, forked["id"]))  # idempotent
+    again = cli("sessions", "delete", "--root", root, forked["id"])
+    assert again.returncode == 1
+    assert again.stderr.startswith("error[session_not_found]")
 
 
 def test_list_filters_on_exact_cwd_and_reports_unreadable_files(

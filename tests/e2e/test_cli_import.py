@@ -102,7 +102,53 @@ def test_importing_twice_adds_nothing(tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in sessions(root)}
     again = harness("import", "claude-code", source, "--root", root)
     assert again.returncode == 0, again.stderr
-    assert "0 imported, 1 already imported" in again.stdout
+    assert "0 imported, 0 extended, 1 already imported" in again.stdout
+    assert {p: p.read_bytes() for p in sessions(root)} == before
+
+
+def test_a_grown_transcript_extends_its_session(tmp_path: Path) -> None:
+    records = small_transcript()
+    cut = records.index(next(r for r in records if isinstance(r, dict) and r.get("uuid") == "s1"))
+    source = tmp_path / "cc" / f"{SESSION}.jsonl"
+    write(source, records[:cut])  # up to the first answer: no sidechain, rewind or compaction
+    root = tmp_path / "sessions"
+    first = harness("import", "claude-code", source, "--root", root)
+    assert first.returncode == 0, first.stderr
+    (imported,) = sessions(root)
+    with open_session(imported) as before:
+        old_ids = before.entry_ids()
+        session_id = before.id
+
+    write(source, records)  # the transcript grew
+    grown = harness("import", "claude-code", source, "--root", root)
+    assert grown.returncode == 0, grown.stderr
+    assert f"extended {imported} from {source}" in grown.stdout
+    assert "0 imported, 1 extended, 0 already imported" in grown.stdout
+    assert "changed" not in grown.stdout
+    fresh_root = tmp_path / "fresh"
+    assert harness("import", "claude-code", source, "--root", fresh_root).returncode == 0
+
+    files = sessions(root)
+    assert len(files) == 2 and imported in files  # the main session, and the new sidechain
+    fresh_main = next(
+        f for f in sessions(fresh_root) if b'"parentSession"' not in f.read_bytes()[:500]
+    )
+    with open_session(imported) as extended, open_session(fresh_main) as fresh:
+        assert extended.id == session_id
+        assert extended.entry_ids()[: len(old_ids)] == old_ids  # appended, nothing rewritten
+        # The same entries as a fresh import of the whole transcript, with the same ids.
+        assert set(extended.entry_ids()) == set(fresh.entry_ids())
+        for entry_id in fresh.entry_ids():
+            if fresh.entry_type(entry_id) == "session_info":
+                continue  # the name hangs under the last entry of the first import
+            assert extended.get_entry(entry_id) == fresh.get_entry(entry_id)
+        assert extended.build_context().messages == fresh.build_context().messages
+        assert extended.name == "Small test transcript"
+        assert extended.diagnostics == ()
+
+    before = {p: p.read_bytes() for p in sessions(root)}
+    again = harness("import", "claude-code", source, "--root", root)
+    assert "0 imported, 0 extended, 1 already imported" in again.stdout
     assert {p: p.read_bytes() for p in sessions(root)} == before
 
 

@@ -13,8 +13,11 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run_example(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TMPDIR": str(tmp_path), "HARNESS_SESSIONS_DIR": str(tmp_path / "s")}
-    return subprocess.run(
+    """Run one example with its own temporary folder, and check it cleaned up after itself."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "HARNESS_SESSIONS_DIR": str(tmp_path / "s")}
+    proc = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
         capture_output=True,
         text=True,
@@ -23,6 +26,9 @@ def run_example(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=True,
     )
+    assert list(temp.iterdir()) == [], f"{name} left files in the temporary folder"
+    assert not (tmp_path / "s").exists()
+    return proc
 
 
 def test_log_events_prints_one_json_line_per_event_in_order(tmp_path: Path) -> None:
@@ -35,7 +41,8 @@ def test_log_events_prints_one_json_line_per_event_in_order(tmp_path: Path) -> N
     assert ends[1]["message"]["content"][0]["text"] == "Hello from the faux model."
     assert ends[1]["entry_id"]
     session_file = Path(out.stderr.strip().removeprefix("session file: "))
-    assert session_file.is_file() and session_file.is_relative_to(tmp_path)
+    # Written in the temporary folder, removed with it at the end.
+    assert session_file.is_relative_to(tmp_path / "tmp") and not session_file.exists()
 
 
 def test_guard_tools_blocks_rm_rf_and_moves_the_write(tmp_path: Path) -> None:
