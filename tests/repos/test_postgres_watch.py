@@ -47,7 +47,9 @@ async def test_a_watcher_is_woken_by_another_process_appending(
                 assert not batch.missed and set(batch.seqs) == {session.id}
                 seen.append(batch.seqs[session.id])
                 watcher.refresh()
-                if len(watcher) == 5:
+                # The newest line of the fifth append is line 6 (the header is line 1); a
+                # refresh after an earlier batch may already hold all five.
+                if batch.seqs[session.id] == 6:
                     break
         out, err = await worker.communicate()
     assert worker.returncode == 0, err.decode()
@@ -55,8 +57,8 @@ async def test_a_watcher_is_woken_by_another_process_appending(
     assert [e.id for e in watcher.entries()] == written
     contents = [e.message.content for e in watcher.entries() if isinstance(e, MessageEntry)]
     assert contents == [f"other-{i}" for i in range(5)]
-    # Batches report the sequence of the newest line, increasing, ending at the fifth (line 6).
-    assert seen == sorted(seen) and seen[-1] == 6
+    # Batches report the sequence of the newest line, increasing.
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)
     for s in (session, watcher):
         s.close()
     repo.close()
