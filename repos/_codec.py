@@ -427,6 +427,9 @@ def _decode_usage(obj: Any) -> Usage:
 
 
 def _num(value: float) -> float | int:
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no NaN or infinity; int() of one would raise a bare ValueError/OverflowError.
+        raise CodecError(f"a cost must be a finite number, not {value}")
     # Keep integral costs as ints (0, not 0.0) so pi-written zeros stay byte-identical.
     return int(value) if value == int(value) else value
 
@@ -1091,8 +1094,14 @@ def _appended_cost(cost: Any) -> tuple[Obj, Cost]:
     extra = _plain_extra(cost.extra, _COST_KEYS)
     values = []
     for value in (cost.input, cost.output, cost.cache_read, cost.cache_write, cost.total):
-        if (type(value) is not float and type(value) is not int) or not math.isfinite(value):
-            raise _General
+        # Ints in orjson's range only (math.isfinite would overflow on a huge one, and the
+        # general path reports it as orjson refuses it).
+        if (type(value) is int and -(2**63) <= value < 2**64) or (
+            type(value) is float and math.isfinite(value)
+        ):
+            values.append(value)
+            continue
+        raise _General
         values.append(value)
     i, o, r, w, t = values
     out = {
@@ -1103,7 +1112,9 @@ def _appended_cost(cost: Any) -> tuple[Obj, Cost]:
         "total": _num(t),
         **extra,
     }
-    return out, _cost(float(i), float(o), float(r), float(w), float(t), extra)
+    # Kept as it reads back: a float of what was written (-0.0 is written as 0).
+    kept = [float(out[k]) for k in ("input", "output", "cacheRead", "cacheWrite", "total")]
+    return out, _cost(*kept, extra)
 
 
 def _appended_usage(usage: Any) -> tuple[Obj, Usage]:

@@ -58,7 +58,26 @@ def fork_plan(
 ) -> tuple[list[str], list[bytes]]:
     """What :func:`fork_lines` writes after the header: the ids of the source entries copied
     verbatim (in file order), then the new lines that follow them. A database repository
-    copies the first part server-side. Raises as :func:`fork_lines`."""
+    copies the first part server-side. Raises as :func:`fork_lines`.
+
+    A copied line that must be encoded afresh is decoded here: in recover mode a damaged one is
+    dropped (as every reader does) and the plan made again over the re-attached tree."""
+
+    def plan() -> tuple[list[str], list[bytes]]:
+        ids, extra = _plan(source, entry_id=entry_id, position=position, scope=scope)
+        source.decode_unstored(ids)
+        return ids, extra
+
+    return source._recovering(plan)
+
+
+def _plan(
+    source: Session,
+    *,
+    entry_id: str | None,
+    position: ForkPosition | None,
+    scope: ForkScope,
+) -> tuple[list[str], list[bytes]]:
     if scope == "tree":
         if entry_id is not None:
             raise InvalidForkTargetError(entry_id, "a tree fork copies everything; give no entry")

@@ -296,6 +296,19 @@ class Session:
         raw = None if row.derived_ids else self._store.raw(row)
         return raw if raw is not None else dumps_line(encode_entry(self._tree.get(entry_id)))
 
+    def decode_unstored(self, entry_ids: Sequence[str]) -> None:
+        """Decode those of ``entry_ids`` whose line :meth:`raw_line` encodes afresh (re-attached
+        orphans, v1 lines): a copy then cannot fail half-way on a damaged one.
+
+        Raises:
+            CorruptSessionError: one cannot be decoded (in recover mode it was dropped and
+                reported first, so a walk made again sees the re-attached tree).
+        """
+        rows = self._tree.rows
+        for entry_id in entry_ids:
+            if rows[entry_id].derived_ids:
+                self._tree.get(entry_id)
+
     def raw_lines(self, entry_ids: Sequence[str]) -> list[bytes]:
         """:meth:`raw_line` of many entries, read together where the store can (a fork)."""
         rows = self._tree.rows

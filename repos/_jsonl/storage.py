@@ -534,6 +534,8 @@ def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn
             2 or 3); in strict mode, any problem above.
         StorageError: the file cannot be read (no permission, ...).
     """
+    # Absolute now: appends look the name up again, and the process may chdir meanwhile.
+    path = Path(os.path.abspath(path))
     return load_file(path, path, strict=strict, fsync=fsync)
 
 

@@ -242,3 +242,77 @@ async def test_a_created_session_whose_file_is_replaced_refuses_to_append(
     assert s.path.read_bytes() == before
     assert s.get_entry(first.id) == first  # still read from the file it wrote
     s.close()
+
+
+# --- found by an adversarial review -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("total", [10**400, 2**64, math.nan, math.inf, -math.inf])
+async def test_a_cost_json_cannot_hold_is_refused_and_nothing_is_stored(
+    tmp_path: Path, total: float
+) -> None:
+    session = await JsonlSessionRepo(tmp_path).create("/w")
+    assert session.path is not None
+    before = session.path.read_bytes()
+    with pytest.raises(InvalidEntryError):
+        session.append_message(AssistantMessage(usage=Usage(cost=Cost(total=total))))
+    assert session.path.read_bytes() == before
+    session.append_message(UserMessage(content="still writable"))
+    session.close()
+
+
+async def test_a_negative_zero_cost_is_returned_as_it_reads_back(tmp_path: Path) -> None:
+    session = await JsonlSessionRepo(tmp_path).create("/w")
+    entry = session.append_message(AssistantMessage(usage=Usage(cost=Cost(total=-0.0))))
+    assert session.path is not None
+    with open_session(session.path) as again:
+        stored = again.get_entry(entry.id)
+    returned = entry.message.usage.cost.total  # type: ignore[attr-defined]
+    reread = stored.message.usage.cost.total  # type: ignore[attr-defined]
+    assert math.copysign(1, returned) == math.copysign(1, reread)
+    session.close()
+
+
+async def test_a_session_opened_by_a_relative_path_survives_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = JsonlSessionRepo(tmp_path / "root")
+    created = await repo.create("/w")
+    path = created.path
+    assert path is not None
+    created.close()
+    monkeypatch.chdir(path.parent)
+    session = await repo.open(path.name)
+    monkeypatch.chdir(tmp_path)
+    entry = session.append_message(UserMessage(content="after chdir"))
+    session.close()
+    with open_session(path) as again:
+        assert again.leaf_id == entry.id
+
+
+async def test_a_fork_skips_a_damaged_line_it_would_have_to_re_encode(tmp_path: Path) -> None:
+    # Line 3 is an orphan (its parent is missing, so it is re-attached and its line must be
+    # encoded afresh) whose body does not decode: readers skip it, so must a fork.
+    source = tmp_path / "source.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "src", "timestamp": "2024-01-01T00:00:00Z",
+         "cwd": "/x"},
+        {"type": "message", "id": "aaaaaaaa", "parentId": None, "timestamp": "t",
+         "message": {"role": "user", "content": "a", "timestamp": 1}},
+        {"type": "message", "id": "bbbbbbbb", "parentId": "zzzzzzzz", "timestamp": "t",
+         "message": {"role": "user", "content": 5, "timestamp": 1}},
+        {"type": "message", "id": "cccccccc", "parentId": "bbbbbbbb", "timestamp": "t",
+         "message": {"role": "user", "content": "c", "timestamp": 1}},
+    ]  # fmt: skip
+    source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    before = source.read_bytes()
+    repo = JsonlSessionRepo(tmp_path / "root")
+    for scope in ("branch", "tree"):
+        with await repo.open(source) as session:
+            fork = await repo.fork(session, scope=scope)  # type: ignore[arg-type]
+        with fork:
+            assert [m.content for m in fork.build_context().messages] == ["a", "c"]  # type: ignore[attr-defined]
+            assert fork.path is not None
+            with open_session(fork.path, strict=True) as strict:  # the fork itself is clean
+                assert strict.entry_ids() == fork.entry_ids()
+    assert source.read_bytes() == before
