@@ -36,6 +36,7 @@ __all__ = [
     "CompactionError",
     "ContextOverflowError",
     "HarnessStateError",
+    "InvalidNavigationTargetError",
     "InvalidRequestError",
     "MissingApiKeyError",
     "ProviderError",
@@ -140,7 +141,7 @@ class HarnessStateError(HarnessError, RuntimeError):
 
 
 class SessionNotEmptyError(HarnessError, ValueError):
-    """``initial_history`` hydrates only a new, empty session (the Achilles seed): the session
+    """``initial_history`` hydrates only a new, empty session (it seeds one): the session
     already has ``entry_count`` entries, and history given twice would be duplicated."""
 
     code = "session_not_empty"
@@ -151,6 +152,21 @@ class SessionNotEmptyError(HarnessError, ValueError):
             f"has {entry_count} entries (prompt without initial_history to continue it)"
         )
         self.session_id, self.entry_count = session_id, entry_count
+
+
+class InvalidNavigationTargetError(HarnessError, ValueError):
+    """``navigate_tree`` was given a ``label`` or ``leaf`` entry: bookkeeping, not a point of the
+    conversation (tree views do not draw them). A label annotates its target and a leaf entry
+    records a move to its target: navigate to that target instead (``target_id`` attribute)."""
+
+    code = "invalid_navigation_target"
+
+    def __init__(self, entry_id: str, kind: str, target_id: str | None) -> None:
+        what = "annotates" if kind == "label" else "records a move to"
+        super().__init__(
+            f"{entry_id} is a {kind} entry: it {what} {target_id}; check out {target_id} instead"
+        )
+        self.entry_id, self.kind, self.target_id = entry_id, kind, target_id
 
 
 class InvalidRequestError(HarnessError, ValueError):

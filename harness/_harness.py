@@ -667,6 +667,7 @@ class AgentHarness:
         Raises:
             BusyError: another operation is running.
             EntryNotFoundError: no such entry.
+            InvalidNavigationTargetError: a ``label`` or ``leaf`` entry (navigate to its target).
             SummarizationError: the summary failed (nothing was written).
         """
         self._claim("navigate_tree")

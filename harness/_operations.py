@@ -23,6 +23,8 @@ from hooks import (
 from repos import (
     CompactionEntry,
     CustomMessageEntry,
+    LabelEntry,
+    LeafEntry,
     MessageEntry,
     Session,
 )
@@ -31,7 +33,7 @@ from ._compaction.branch import collect_branch_entries, summarize_branch
 from ._compaction.cut import prepare_compaction
 from ._compaction.settings import CompactionSettings
 from ._compaction.summarize import Summarizer, summarize_compaction
-from ._errors import CompactionCancelledError, CompactionError
+from ._errors import CompactionCancelledError, CompactionError, InvalidNavigationTargetError
 
 __all__ = ["NavigationResult", "compact_session", "navigate_session"]
 
@@ -151,11 +153,14 @@ async def navigate_session(
 
     Raises:
         EntryNotFoundError: ``target_id`` is not in the session.
+        InvalidNavigationTargetError: ``target_id`` is a ``label`` or ``leaf`` entry.
         SummarizationError: the branch summary failed (nothing was written).
     """
     old = session.leaf_id
     if target_id is not None:
-        session.get_entry(target_id)  # raises EntryNotFoundError before any hook runs
+        found = session.get_entry(target_id)  # raises EntryNotFoundError before any hook runs
+        if isinstance(found, LabelEntry | LeafEntry):
+            raise InvalidNavigationTargetError(target_id, found.type, found.target_id)
     if target_id == old:
         return NavigationResult(cancelled=False, old_leaf_id=old, new_leaf_id=old)
     decision = await emit_session_before_tree(

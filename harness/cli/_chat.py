@@ -267,8 +267,16 @@ async def _main(
             await chat.run()
     finally:
         path = chat.session.path
+        try:
+            chat.session.refresh(keep_leaf=True)  # raises when the file went from under us
+            gone: HarnessError | None = None
+        except HarnessError as exc:
+            gone = exc
         await chat.close()
-        view.note(f"session {chat.session.id} saved in {path}")
+        if gone is None:
+            view.note(f"session {chat.session.id} saved in {path}")
+        else:
+            view.error(f"error[{gone.code}]: session {chat.session.id} was not saved: {gone}")
 
 
 @click.command()

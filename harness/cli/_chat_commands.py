@@ -175,6 +175,11 @@ async def _export(chat: Chat, args: str) -> None:
     fmt = words.pop(0) if words and words[0] in _EXPORTERS else "html"
     if len(words) > 1 or (words and words[0] in ("-h", "--help")):
         raise CommandError("usage: /export [html|md|jsonl] [FILE]")
+    if words and not Path(words[0]).suffix and "/" not in words[0]:
+        # `/export xml` is a format we lack, not a file to be named "xml".
+        raise CommandError(
+            f"unknown format {printable(words[0])!r} (html, md or jsonl); a FILE needs a suffix"
+        )
     path, size = _write_export(chat.session, fmt, words[0] if words else None)
     chat.view.line(f"wrote {printable(str(path))} ({fmt}, {size} bytes)")
 

@@ -17,6 +17,8 @@ from typing import Protocol, TextIO
 
 import platformdirs
 
+from ._common import printable
+
 __all__ = ["HISTORY_ENV", "LineReader", "PipeReader", "history_path"]
 
 HISTORY_ENV = "HARNESS_CHAT_HISTORY"
@@ -115,13 +117,13 @@ class PipeReader:
         if isinstance(item, _Interrupt):
             self._echo.write("^C\n")
             raise KeyboardInterrupt
-        self._echo.write(item + "\n")
+        self._echo.write(printable(item) + "\n")
         self._echo.flush()
         return item
 
     async def line(self, prompt: str, default: str = "") -> str:
         if default:
-            self._echo.write(f"(to edit and resend: {default})\n")
+            self._echo.write(f"(to edit and resend: {printable(default)})\n")
         return await self._next(prompt)
 
     async def answer(self, question: str) -> str:

@@ -69,9 +69,11 @@ class ChatView:
     # --- plain output, for the chat's own messages ------------------------------------------
 
     def line(self, text: str = "", style: str | None = None) -> None:
-        """Print one line (the open streamed line, if any, is ended first)."""
+        """Print one line (the open streamed line, if any, is ended first). Control characters
+        are escaped here, once for every caller: these lines quote session text (names,
+        labels, template names, a checked-out message)."""
         self.end_line()
-        self.console.print(Text(text, style=style or ""))
+        self.console.print(Text(printable(text), style=style or ""))
 
     def note(self, text: str) -> None:
         self.line(text, "dim")

@@ -94,6 +94,7 @@ class HarnessCliError(click.ClickException):
 def handle_errors() -> Iterator[None]:
     """Turn any ``HarnessError`` raised inside the block into a :class:`HarnessCliError`.
 
+    A closed stdout (``BrokenPipeError``) exits 141 without a message, as ``SIGPIPE`` would.
     An ``OSError`` (a folder that cannot be made, no permission) becomes ``error[os_error]``
     naming the path. Other exceptions pass through untouched: an unexpected one is a bug and
     must keep its traceback.
@@ -102,6 +103,13 @@ def handle_errors() -> Iterator[None]:
         yield
     except HarnessError as exc:
         raise HarnessCliError(exc) from exc
+    except BrokenPipeError:
+        # The reader of stdout went away (`harness sessions list | head -1`): nothing is wrong
+        # that a message could fix. Exit as a process killed by SIGPIPE would (128 + 13), and
+        # point stdout at /dev/null so the interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(141) from None
     except OSError as exc:
         # A folder the user named cannot be made or read: their input, not our bug.
         raise HarnessCliError(_OsError(exc)) from exc

@@ -52,7 +52,7 @@ from repos import (
 )
 from repos._codec import dumps_line, encode_header
 
-from ._common import open_repo, progress, root_option
+from ._common import open_repo, printable, progress, root_option
 from ._render import entry_kind, entry_text, totals
 from ._sessions import _open
 
@@ -411,6 +411,7 @@ def _message_md(message: Message) -> list[str]:
 
 def session_markdown(session: Session, advance: Callable[[int], None] = _nothing) -> str:
     """The active branch as Markdown: every message, compaction and branch summary, in order.
+    Terminal control characters are shown as ``\\x1b``-style escapes.
 
     ``advance(1)`` is called after each entry of the branch."""
     branch = session.get_branch()
@@ -441,7 +442,8 @@ def session_markdown(session: Session, advance: Callable[[int], None] = _nothing
         if label and part[0].startswith("## "):
             part[0] += f" [{label}]"
         out.extend(part)
-    return "\n\n".join(out) + "\n"
+    # Markdown is for reading (in a terminal too); the exact bytes are what `jsonl` exports.
+    return printable("\n\n".join(out) + "\n")
 
 
 # --- jsonl --------------------------------------------------------------------------------------

@@ -199,7 +199,9 @@ def context_lines(
     tools = context.active_tool_names
     lines = [
         f"session: {session.id}",
-        f"file: {session.path}" if session.path is not None else "file: (in memory)",
+        f"file: {printable(str(session.path))}"
+        if session.path is not None
+        else "file: (in memory)",
         f"model: {model.provider}/{model.model_id}" if model is not None else "model: (none)",
         f"thinking level: {context.thinking_level}",
         "active tools: " + ("(not set)" if tools is None else ", ".join(tools) or "(none)"),
@@ -212,8 +214,16 @@ def context_lines(
     in_file = sum(1 for i in ids if session.entry_type(i) == "message")
     branch = session.get_branch()
     on_branch = sum(1 for e in branch if isinstance(e, MessageEntry))
+    # `list` counts message lines by their first bytes, so a damaged one still counts there.
+    damaged = sum(1 for d in session.diagnostics if d.code == "corrupt_line")
+    where = (
+        "as `sessions list` counts"
+        if not damaged
+        else f"readable; `sessions list` also counts the {damaged} damaged "
+        f"{'line' if damaged == 1 else 'lines'} warned about if they are message lines"
+    )
     lines.append(
-        f"messages: {in_file} in the file (as `sessions list` counts), {on_branch} on the "
+        f"messages: {in_file} in the file ({where}), {on_branch} on the "
         f"active branch, {len(context.messages)} in the context (shown below)"
     )
     used = totals(branch)
@@ -445,7 +455,7 @@ def tree_view(session: Session, *, show_all: bool = False) -> TreeView:
         if text:
             parts.append(text)
         if node.label:
-            parts.append(f"[label: {node.label}]")
+            parts.append(f"[label: {one_line(node.label)}]")
         if len(children) > 1:
             parts.append(f"[{len(children)} branches]")
         if is_leaf:
@@ -495,7 +505,8 @@ def parent_ref(parent_session: str | None) -> str:
     name = Path(parent_session).name
     stem = name.removesuffix(".jsonl")
     # pi's file names are <timestamp>_<id>.jsonl
-    return short_id(stem.partition("_")[2]) if name.endswith(".jsonl") and "_" in stem else name
+    ref = short_id(stem.partition("_")[2]) if name.endswith(".jsonl") and "_" in stem else name
+    return one_line(ref)
 
 
 def session_table(infos: Iterable[SessionInfo]) -> list[str]:
@@ -511,7 +522,7 @@ def session_table(infos: Iterable[SessionInfo]) -> list[str]:
             str(info.message_count),
             parent_ref(info.parent_session) or "-",
             short(info.name or info.first_message or "(no messages)", 50),
-            info.cwd,
+            one_line(info.cwd),
         )
         for info in infos
     ]

@@ -82,10 +82,10 @@ def list_skills(dirs: tuple[Path, ...], cwd: Path | None) -> None:
     offered it), then every diagnostic of discovery."""
     _, _, listing = _listing(cwd, dirs)
     for r in listing.records:
-        click.echo(f"{r.name}  [{r.scope}]  {one_line(r.description)}")
+        click.echo(f"{one_line(r.name)}  [{r.scope}]  {one_line(r.description)}")
         click.echo(f"    path: {printable(r.path or '-')}")
         if r.shadows:
-            click.echo(f"    shadows: {', '.join(r.shadows)}")
+            click.echo(f"    shadows: {one_line(', '.join(r.shadows))}")
         if not r.enabled:
             click.echo("    disabled")
         if r.disable_model_invocation:
@@ -109,14 +109,14 @@ def show_skill(dirs: tuple[Path, ...], cwd: Path | None, name: str) -> None:
     body = None if record is None else run_async(resources.load(record.name, record.scope, ctx))
     if record is None or body is None:
         raise SkillNotFoundError([name], [r.name for r in listing.records])
-    click.echo(f"name: {record.name}")
+    click.echo(f"name: {one_line(record.name)}")
     click.echo(f"scope: {record.scope}")
     click.echo(f"description: {one_line(record.description)}")
     click.echo(f"path: {printable(record.path or '-')}")
     if record.aliases:
-        click.echo(f"aliases: {', '.join(record.aliases)}")
+        click.echo(f"aliases: {one_line(', '.join(record.aliases))}")
     if record.shadows:
-        click.echo(f"shadows: {', '.join(record.shadows)}")
+        click.echo(f"shadows: {one_line(', '.join(record.shadows))}")
     click.echo("")
     click.echo(printable(body))
 
@@ -132,8 +132,8 @@ def list_templates(cwd: Path | None) -> None:
     """Every template: name, argument hint, description, path; then diagnostics."""
     resources, _ = _resources(cwd)
     for t in resources.templates:
-        hint = f" {t.argument_hint}" if t.argument_hint else ""
-        click.echo(f"/{t.name}{hint}  [{t.scope}]  {one_line(t.description)}")
+        hint = f" {one_line(t.argument_hint)}" if t.argument_hint else ""
+        click.echo(f"/{one_line(t.name)}{hint}  [{t.scope}]  {one_line(t.description)}")
         click.echo(f"    path: {printable(t.path or '-')}")
     if not resources.templates:
         click.echo("no templates found")
@@ -153,7 +153,7 @@ def show_template(cwd: Path | None, name: str, args: tuple[str, ...]) -> None:
     prompt `/NAME ARGS` expands to."""
     resources, _ = _resources(cwd)
     template = resources.template(name.removeprefix("/"))
-    click.echo(f"name: {template.name}")
+    click.echo(f"name: {one_line(template.name)}")
     click.echo(f"scope: {template.scope}")
     click.echo(f"description: {one_line(template.description)}")
     if template.argument_hint:
@@ -163,5 +163,5 @@ def show_template(cwd: Path | None, name: str, args: tuple[str, ...]) -> None:
     click.echo(printable(template.content))
     if args:
         click.echo("")
-        click.echo(f"/{template.name} {' '.join(args)} expands to:")
+        click.echo(f"/{one_line(template.name)} {one_line(' '.join(args))} expands to:")
         click.echo(printable(template.expand(list(args))))

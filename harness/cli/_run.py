@@ -32,7 +32,14 @@ from hooks import (
     ToolResultMessage,
     UnknownContent,
 )
-from repos import JsonlSessionRepo, Session, SessionNotFoundError, encode_message
+from repos import (
+    CorruptSessionError,
+    JsonlSessionRepo,
+    Session,
+    SessionNotFoundError,
+    encode_message,
+)
+from repos._importers.claude_code import is_claude_code
 
 from .._harness import AgentHarness
 from .._permissions import PERMISSION_MODES, PermissionMode, SecuritySupervisor
@@ -45,7 +52,7 @@ from .._tools.grep import grep_tool
 from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
-from ._common import open_repo, resolve_ref, root_option, run_async
+from ._common import open_repo, printable, resolve_ref, root_option, run_async
 from ._sessions import _warn_diagnostics
 
 __all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
@@ -165,7 +172,19 @@ async def _pick_session(
     repo: JsonlSessionRepo, session_ref: str | None, continue_: bool
 ) -> Session:
     if session_ref is not None:
-        return await repo.open(resolve_ref(repo, session_ref))
+        path = resolve_ref(repo, session_ref)
+        try:
+            return await repo.open(path)
+        except CorruptSessionError:
+            if path.is_file() and is_claude_code(path):
+                raise CorruptSessionError(
+                    path,
+                    1,
+                    0,
+                    "a Claude Code transcript, not one of our sessions: "
+                    f"`harness import claude-code {path}` imports it, then continue the import",
+                ) from None
+            raise
     if continue_:
         cwd = str(Path.cwd())
         infos = await repo.list(cwd)
@@ -233,6 +252,12 @@ def run(
         raise click.UsageError("give at most one of --session and --continue")
     if offline and model_id is not None:
         raise click.UsageError("--offline uses the scripted model; it takes no --model")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the locale could not decode (surrogate escapes)
+        raise click.BadParameter(
+            "is not valid UTF-8; nothing was written", param_hint="--prompt"
+        ) from None
     repo = open_repo(root)
     # A model that cannot be made (no API key) must fail before a new session file is written.
     model: Model | None = offline_model() if offline else None
@@ -267,7 +292,9 @@ def run(
             )
             raise SystemExit(1)
         if output == "text":
-            click.echo(reply.text)
+            # Exact for a pipe; a terminal gets control characters escaped (a reply holding
+            # ESC]52 would otherwise write the clipboard).
+            click.echo(printable(reply.text) if sys.stdout.isatty() else reply.text)
         elif output == "json":
             click.echo(
                 orjson.dumps(

@@ -31,6 +31,7 @@ from ._common import (
     HarnessGroup,
     one_line,
     open_repo,
+    printable,
     resolve_ref,
     root_option,
     run_async,
@@ -58,7 +59,7 @@ def _warn_diagnostics(session: Session) -> None:
     """Report what reading the file found and handled (torn tail, skipped lines...): the data
     shown may differ from the file, and the user should know why."""
     for diag in session.diagnostics:
-        where = f"{session.path}:{diag.line}" if diag.line is not None else f"{session.path}"
+        where = printable(str(session.path)) + (f":{diag.line}" if diag.line is not None else "")
         click.echo(f"warning: {where}: {one_line(diag.message)} ({diag.code})", err=True)
 
 
@@ -195,7 +196,7 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
         view = tree_view(session, show_all=show_all)
         forked = parent_ref(session.header.parent_session)
         click.echo(
-            f"session {short_id(session.id)}  {session.path or '(in memory)'}"
+            f"session {short_id(session.id)}  {printable(str(session.path or '(in memory)'))}"
             + (f"  (fork of {forked})" if forked else "")
         )
         for line in view.lines:
@@ -269,7 +270,7 @@ def fork(
             )
         else:
             click.echo(f"id: {new.id}")
-            click.echo(f"path: {new.path}")
+            click.echo(f"path: {printable(str(new.path))}")
 
 
 @sessions.command()

@@ -487,3 +487,86 @@ def test_mode_and_thinking_options(
     (path,) = session_files(root)
     levels = [e.thinking_level for e in branch(path) if isinstance(e, ThinkingLevelChangeEntry)]
     assert levels == ["low"]
+
+
+# --- hostile input (found by an adversarial review) -----------------------------------------
+
+
+def test_session_text_with_escape_sequences_is_shown_escaped(
+    piped: Callable[..., subprocess.CompletedProcess[str]], root: Path
+) -> None:
+    # An OSC 0 (retitle) and OSC 52 (clipboard) in a name, echoed input and a checked-out
+    # message: each must reach the terminal as visible escapes, never as the raw ESC byte.
+    hostile = "x\x1b]0;TITLE\x07\x1b]52;c;aGk=\x07y"
+    proc = piped(f"{hostile}\n/name {hostile}\n/exit\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "x\\x1b]0;TITLE\\x07\\x1b]52;c;aGk=\\x07y" in proc.stdout
+    (path,) = session_files(root)
+    with open_session(path) as session:
+        assert session.name == hostile  # stored exactly; only the display is escaped
+        (user_id,) = [e.id for e in session.get_branch() if isinstance(e, MessageEntry)][:1]
+    again = piped(f"/checkout {user_id}\n/exit\n", "--session", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "(to edit and resend: x\\x1b]0;TITLE" in again.stdout
+    assert "\x1b" not in again.stdout
+
+
+def test_checkout_of_a_label_or_leaf_entry_is_refused(
+    piped: Callable[..., subprocess.CompletedProcess[str]], root: Path
+) -> None:
+    proc = piped("hi\n/label first\n/exit\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = session_files(root)
+    with open_session(path) as session:
+        label_id = next(i for i in session.entry_ids() if session.entry_type(i) == "label")
+        leaf_id = next(i for i in session.entry_ids() if session.entry_type(i) == "leaf")
+        labelled = session.get_entry(label_id).target_id  # type: ignore[attr-defined]
+        before = session.leaf_id
+    again = piped(f"/checkout {label_id}\n/checkout {leaf_id}\n/exit\n", "--session", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("error[invalid_navigation_target]") == 2
+    assert f"it annotates {labelled}; check out {labelled} instead" in again.stdout
+    with open_session(path) as session:
+        assert session.leaf_id == before
+
+
+def test_export_of_an_unknown_format_is_refused_not_taken_as_a_file_name(
+    piped: Callable[..., subprocess.CompletedProcess[str]], work: Path
+) -> None:
+    proc = piped("hi\n/export xml\n/export md notes.md\n/exit\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "unknown format 'xml'" in proc.stdout
+    assert not (work / "xml").exists()
+    assert (work / "notes.md").read_text().startswith("# Session ")
+
+
+def test_a_session_file_deleted_under_the_chat_is_not_claimed_saved(
+    env: dict[str, str], work: Path, root: Path
+) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "chat", "--offline", "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=work,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        child.stdin.write("hi\n")
+        child.stdin.flush()
+        seen = ""
+        while "You said: hi" not in seen:  # the reply, hence the session file, exists
+            line = child.stdout.readline()
+            assert line, f"the chat ended early:\n{seen}"
+            seen += line
+        (path,) = session_files(root)
+        path.unlink()
+        out, _ = child.communicate("/exit\n", timeout=TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert "was not saved" in out and "saved in" not in out, out
