@@ -12,7 +12,9 @@ Rules (DESIGN §2):
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -74,6 +76,7 @@ __all__ = [
     "encode_header",
     "encode_message",
     "frozen_json",
+    "loads_line",
     "parse_iso",
     "v1_entry_id",
 ]
@@ -127,6 +130,46 @@ class FrozenList(list[Any]):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
         return self
+
+
+def loads_line(raw: bytes | memoryview) -> Any:
+    """``orjson.loads`` of a session line, also accepting what JavaScript's ``JSON.stringify``
+    (pi) writes and orjson refuses: a lone surrogate escape such as ``"\\ud800"`` (a string
+    cut between the two halves of a pair), read as U+FFFD. Nothing else orjson refuses is
+    accepted (NaN and Infinity stay errors).
+
+    Raises:
+        orjson.JSONDecodeError: the line is not JSON.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        data = bytes(raw)
+        if b"\\u" not in data:
+            raise
+        try:
+            obj = json.loads(data, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            raise exc from None
+        return _without_surrogates(obj)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return _SURROGATE.sub("\ufffd", value)
+    if kind is dict:
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if kind is list:
+        return [_without_surrogates(v) for v in value]
+    return value
 
 
 def frozen_json(value: Any) -> Any:

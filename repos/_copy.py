@@ -23,7 +23,7 @@ from typing import Protocol
 import orjson
 from attrs import define, field
 
-from ._codec import CodecError, decode_header
+from ._codec import CodecError, decode_header, loads_line
 from ._errors import CorruptSessionError, SessionExistsError, SessionNotFoundError, StorageError
 from ._jsonl.atomic import publish_atomically
 from ._jsonl.paths import encode_cwd, file_name, validate_session_id
@@ -120,7 +120,7 @@ class _JsonlLines:
 def _header(lines: Sequence[bytes]) -> tuple[str, str, str]:
     """(id, cwd, timestamp) of a session's line 1."""
     try:
-        header = decode_header(orjson.loads(lines[0])) if lines else None
+        header = decode_header(loads_line(lines[0])) if lines else None
     except (orjson.JSONDecodeError, CodecError):
         header = None
     if header is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 from attrs import frozen
 
-from ._codec import v1_entry_id
+from ._codec import loads_line, v1_entry_id
 from ._errors import CorruptSessionError
 from ._tree import EAGER_TYPES, Row, Tree
 
@@ -283,7 +283,7 @@ class Indexer:
 
 def _not_an_entry(raw: bytes, needs: str) -> str:
     try:
-        obj = orjson.loads(raw)
+        obj = loads_line(raw)
     except orjson.JSONDecodeError as exc:
         return f"not JSON ({exc})"
     if not isinstance(obj, dict):
@@ -293,7 +293,7 @@ def _not_an_entry(raw: bytes, needs: str) -> str:
 
 def _parsed_type(raw: bytes) -> str | None:
     try:
-        obj = orjson.loads(raw)
+        obj = loads_line(raw)
     except orjson.JSONDecodeError:
         return None
     kind = obj.get("type") if isinstance(obj, dict) else None
@@ -303,7 +303,7 @@ def _parsed_type(raw: bytes) -> str | None:
 def _parsed_head(raw: bytes) -> tuple[str, str, str | None] | str:
     """(type, id, parentId) of a line, or why it has none."""
     try:
-        obj = orjson.loads(raw)
+        obj = loads_line(raw)
     except orjson.JSONDecodeError as exc:
         return f"not JSON ({exc})"
     if not isinstance(obj, dict):

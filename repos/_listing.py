@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 import orjson
 from attrs import define, frozen
 
+from ._codec import loads_line
+
 __all__ = ["LineFacts", "Summary", "line_facts", "ms_of_iso", "summarize"]
 
 _MESSAGE_HEAD = b'{"type":"message"'
@@ -76,7 +78,7 @@ def line_facts(raw: bytes) -> LineFacts:
     ):
         return _NOTHING
     try:
-        obj = orjson.loads(raw)
+        obj = loads_line(raw)
     except orjson.JSONDecodeError:
         return _NOTHING
     if not isinstance(obj, dict):

@@ -25,7 +25,7 @@ from hooks import (
     notify,
 )
 
-from ._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header
+from ._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header, loads_line
 from ._entries import Entry, MessageEntry, SessionHeader
 from ._errors import (
     CorruptSessionError,
@@ -75,7 +75,7 @@ class _MemoryStore:
     def read(self, row: Row) -> Entry:
         raw = self._record.lines[row.line - 1]
         try:
-            return decode_entry(orjson.loads(raw))
+            return decode_entry(loads_line(raw))
         except (orjson.JSONDecodeError, CodecError) as exc:
             where = f"<memory session {self._record.header.id}>"
             raise CorruptSessionError(where, row.line, 0, str(exc)) from exc

@@ -55,7 +55,10 @@ from replay_server import ReplayServer  # noqa: E402
 def pytest_configure(config: pytest.Config) -> None:
     # The list cache lives in the user's cache folder: tests, and the CLI they start, use a
     # folder of their own (subprocesses inherit the variable).
-    os.environ.setdefault("HARNESS_CACHE_DIR", tempfile.mkdtemp(prefix="harness-test-cache-"))
+    if "HARNESS_CACHE_DIR" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="harness-test-cache-")
+        os.environ["HARNESS_CACHE_DIR"] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
     config.addinivalue_line(
         "markers",
         "corpus: reads real inputs from the corpus ($HARNESS_TEST_CORPUS or ../shared/fixtures); "

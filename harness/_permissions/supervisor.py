@@ -188,8 +188,8 @@ class SecuritySupervisor:
             # The model reads the reason; the developer gets the fix in the log.
             log.warning(
                 "denied %s: it needs approval (%s) and the supervisor has no approver; pass "
-                "SecuritySupervisor(approver=...), an allow rule, or a mode such as accept_edits "
-                "(docs/permissions.md)",
+                "SecuritySupervisor(approver=...), an allow rule, or a mode that allows it "
+                "(accept_edits: file edits; bypass: everything not denied; docs/permissions.md)",
                 request.operation_key,
                 why,
             )

@@ -73,13 +73,16 @@ class Chat:
         mode: PermissionMode | None,
         reader: LineReader,
         view: ChatView,
+        trust_project: bool = False,
     ) -> None:
         self.repo = repo
         self.session = session
         self.offline = offline
         self.reader = reader
         self.view = view
-        self.supervisor = SecuritySupervisor(mode=mode, approver=self._approve)
+        self.supervisor = SecuritySupervisor(
+            mode=mode, approver=self._approve, trust_project=trust_project
+        )
         self.harness = self._harness_for(session, model)
         self.edit_text = ""
         """Pre-filled at the next prompt (a checked-out user message, to edit and resend)."""
@@ -228,6 +231,7 @@ async def _main(
     offline: bool,
     thinking: ThinkingLevel | None,
     mode: PermissionMode | None,
+    trust_project: bool,
 ) -> None:
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(highlight=False, soft_wrap=True, emoji=False)
@@ -251,6 +255,7 @@ async def _main(
             model=model,
             offline=offline,
             mode=mode,
+            trust_project=trust_project,
             reader=reader,
             view=view,
         )
@@ -311,7 +316,13 @@ async def _main(
     "--mode",
     type=click.Choice(PERMISSION_MODES),
     default=None,
-    help="Permission mode for tool calls (default: the project's settings, else `default`).",
+    help="Permission mode for tool calls (default: the settings files', else `default`).",
+)
+@click.option(
+    "--trust-project",
+    is_flag=True,
+    help="Let ./.harness/settings.json widen permissions (its allow rules and mode); without "
+    "it, project settings may only restrict them (docs/permissions.md).",
 )
 @root_option
 def chat(
@@ -321,6 +332,7 @@ def chat(
     offline: bool,
     thinking: ThinkingLevel | None,
     mode: PermissionMode | None,
+    trust_project: bool,
     root: Path | None,
 ) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
@@ -341,4 +353,6 @@ def chat(
     model: Model | None = chat_offline_model() if offline else None
     if model is None and (model_id is not None or (session_ref is None and not continue_)):
         model = _online_model(model_id, None)
-    run_async(_main(repo, session_ref, continue_, model, model_id, offline, thinking, mode))
+    run_async(
+        _main(repo, session_ref, continue_, model, model_id, offline, thinking, mode, trust_project)
+    )

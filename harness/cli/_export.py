@@ -471,9 +471,9 @@ def session_jsonl(session: Session, advance: Callable[[int], None] = _nothing) -
     "--format",
     "fmt",
     type=click.Choice(["html", "md", "jsonl"]),
-    default="html",
-    show_default=True,
-    help="html: the whole tree, one page; md: the active branch; jsonl: our format (v3).",
+    default=None,
+    help="html: the whole tree, one page; md: the active branch; jsonl: our format (v3). "
+    "Default: from the -o file's suffix (.html, .md, .jsonl), else html.",
 )
 @click.option(
     "-o",
@@ -484,11 +484,17 @@ def session_jsonl(session: Session, advance: Callable[[int], None] = _nothing) -
     default=None,
     help="Write here (default: stdout).",
 )
-def export(root: Path | None, ref: str, fmt: str, output: Path | None) -> None:
+def export(root: Path | None, ref: str, fmt: str | None, output: Path | None) -> None:
     """Export a session as an HTML page, Markdown or JSONL; the source is not modified.
 
     With -o and stdout a terminal, a progress bar counts the entries written.
     """
+    by_suffix = _SUFFIX_FORMATS.get(output.suffix.lower()) if output is not None else None
+    if fmt is not None and by_suffix is not None and fmt != by_suffix:
+        raise click.BadParameter(
+            f"--format {fmt} does not match the file name {output}", param_hint="-o"
+        )
+    fmt = fmt or by_suffix or "html"
     with _open(open_repo(root), ref) as session:
         if output is None:
             sys.stdout.flush()
@@ -499,6 +505,9 @@ def export(root: Path | None, ref: str, fmt: str, output: Path | None) -> None:
             data = _render(session, fmt, advance)
         output.write_bytes(data)
         click.echo(f"wrote {output} ({fmt}, {len(data)} bytes)", err=True)
+
+
+_SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".jsonl": "jsonl"}
 
 
 def _render(session: Session, fmt: str, advance: Callable[[int], None]) -> bytes:

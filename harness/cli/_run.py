@@ -229,7 +229,13 @@ async def _pick_session(
     "--mode",
     type=click.Choice(PERMISSION_MODES),
     default=None,
-    help="Permission mode for tool calls (default: the project's settings, else `default`).",
+    help="Permission mode for tool calls (default: the settings files', else `default`).",
+)
+@click.option(
+    "--trust-project",
+    is_flag=True,
+    help="Let ./.harness/settings.json widen permissions (its allow rules and mode); without "
+    "it, project settings may only restrict them (docs/permissions.md).",
 )
 @root_option
 def run(
@@ -240,18 +246,22 @@ def run(
     offline: bool,
     output: str,
     mode: PermissionMode | None,
+    trust_project: bool,
     root: Path | None,
 ) -> None:
     """Send one prompt and print the reply; for scripts and CI.
 
     Without --session or --continue a new session is created for the current folder. There is
     no approver: tool calls that need approval are denied unless --mode or a settings rule
-    allows them. A provider error exits 1 (the error reply is persisted first).
+    allows them (a rule of the project's settings only with --trust-project). A provider error
+    exits 1 (the error reply is persisted first).
     """
     if session_ref is not None and continue_:
         raise click.UsageError("give at most one of --session and --continue")
     if offline and model_id is not None:
         raise click.UsageError("--offline uses the scripted model; it takes no --model")
+    if not text.strip():
+        raise click.BadParameter("is empty; nothing was written", param_hint="--prompt")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # bytes the locale could not decode (surrogate escapes)
@@ -279,7 +289,7 @@ def run(
                 grep_tool(),
                 find_tool(),
             ],
-            supervisor=SecuritySupervisor(mode=mode),
+            supervisor=SecuritySupervisor(mode=mode, trust_project=trust_project),
         )
         writer = _EventWriter()
         if output == "events":

@@ -111,8 +111,9 @@ def compact(
         if entry is None:
             keep = harness.compaction.keep_recent_tokens
             click.echo(
-                f"nothing to compact: the context (~{size} tokens, {before} messages) fits in "
-                f"the {keep} recent tokens kept verbatim; --keep-recent-tokens N keeps fewer"
+                f"nothing to compact: keeping the last {keep} tokens verbatim (cut where a "
+                f"turn starts) leaves nothing older in the context (~{size} tokens, {before} "
+                "messages); --keep-recent-tokens N keeps fewer"
             )
             return
         after = len(session.build_context().messages)

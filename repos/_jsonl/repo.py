@@ -26,7 +26,14 @@ from hooks import (
     notify,
 )
 
-from .._codec import CodecError, decode_header, dumps_line, encode_header, parse_iso
+from .._codec import (
+    CodecError,
+    decode_header,
+    dumps_line,
+    encode_header,
+    loads_line,
+    parse_iso,
+)
 from .._entries import SessionHeader
 from .._errors import (
     InvalidSessionIdError,
@@ -608,7 +615,7 @@ class JsonlSessionRepo:
                 if not first.endswith(b"\n"):
                     raise SessionError("no complete header line")
                 try:
-                    header = decode_header(orjson.loads(first))
+                    header = decode_header(loads_line(first))
                 except (orjson.JSONDecodeError, CodecError) as exc:
                     raise SessionError(f"bad header: {exc}") from exc
                 state = _ListState(identity=(0, 0, 0), offset=len(first), header=header)
@@ -742,7 +749,7 @@ def _role(raw: bytes) -> str | None:
 
 def _accumulate(state: _ListState, raw: bytes, *, count: bool = True) -> None:
     try:
-        obj = orjson.loads(raw)
+        obj = loads_line(raw)
     except orjson.JSONDecodeError:
         return
     if not isinstance(obj, dict):

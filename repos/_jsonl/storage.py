@@ -21,7 +21,7 @@ from typing import cast
 import orjson
 from attrs import frozen
 
-from .._codec import CodecError, decode_entry, decode_header
+from .._codec import CodecError, decode_entry, decode_header, loads_line
 from .._entries import Entry, SessionHeader
 from .._errors import (
     CorruptSessionError,
@@ -127,7 +127,7 @@ class JsonlStore:
         offset, length = row.span
         raw = os.pread(self._reader(), length, offset)
         try:
-            obj = orjson.loads(raw)
+            obj = loads_line(raw)
             line_ids = self._v1_line_ids
             entry = decode_entry(
                 obj,
@@ -150,7 +150,7 @@ class JsonlStore:
         """:meth:`read` of many rows (neighbouring lines read together); a row that cannot be
         decoded gets its error in its place instead of raising."""
         out: list[Entry | CorruptSessionError | None] = [None] * len(rows)
-        path, loads = self._path, orjson.loads
+        path, loads = self._path, loads_line
         for first, end, start, block in self._blocks(rows):
             view = memoryview(block)  # lines parsed in place, not copied out of the block
             for k in range(first, end):
@@ -711,7 +711,7 @@ def index_copied(
 
 def _header(path: Path, fd: int, raw: bytes) -> SessionHeader:
     try:
-        return decode_header(orjson.loads(raw))
+        return decode_header(loads_line(raw))
     except (orjson.JSONDecodeError, CodecError) as exc:
         reason = f"bad header: {exc}"
     # Say where a header is, when one is further down (a file whose first lines were lost or

@@ -57,6 +57,7 @@ from .._codec import (
     dumps_line,
     encode_entry,
     encode_header,
+    loads_line,
     v1_entry_id,
 )
 from .._entries import CURRENT_VERSION, LabelEntry, LeafEntry, MessageEntry
@@ -343,7 +344,7 @@ class _Analyzer:
             self.find("no_header", line1, "no session header (empty file or torn first line)")
             return None, None
         try:
-            obj = orjson.loads(first.raw)
+            obj = loads_line(first.raw)
         except orjson.JSONDecodeError:
             obj = None
         if not isinstance(obj, dict) or obj.get("type") != "session":
@@ -411,7 +412,7 @@ class _Analyzer:
                 continue
             flush_blanks()
             try:
-                obj = orjson.loads(line.raw)
+                obj = loads_line(line.raw)
             except orjson.JSONDecodeError as exc:
                 self.find("corrupt_line", line, f"not JSON ({exc})", "removed")
                 continue
@@ -700,7 +701,7 @@ def _with_parent(raw: bytes, parent: object) -> bytes:
     m = _HEAD.match(raw)
     if m is not None:
         return raw[: m.start(1)] + value + raw[m.end(1) :]
-    obj = orjson.loads(raw)
+    obj = loads_line(raw)
     obj["parentId"] = parent
     return orjson.dumps(obj)
 

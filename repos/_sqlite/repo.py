@@ -30,7 +30,7 @@ from attrs import frozen
 
 from hooks import SessionCreatedEvent, SessionDeletedEvent, SessionForkEvent, notify
 
-from .._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header
+from .._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header, loads_line
 from .._entries import Entry, SessionHeader
 from .._errors import (
     CorruptSessionError,
@@ -160,7 +160,7 @@ class _SqliteStore:
 
     def _decode(self, row: Row, raw: bytes) -> Entry:
         try:
-            return decode_entry(orjson.loads(raw))
+            return decode_entry(loads_line(raw))
         except (orjson.JSONDecodeError, CodecError) as exc:
             raise CorruptSessionError(self.where, row.line, 0, str(exc)) from exc
 

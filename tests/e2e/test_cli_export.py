@@ -77,8 +77,8 @@ async def _build(root: Path, work: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def session_file() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="harness-export-test-"))
+def session_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("harness-export-test-")
     work = folder / "work"
     work.mkdir()
     (work / "notes.txt").write_text("hi")

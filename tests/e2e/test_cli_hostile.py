@@ -139,3 +139,40 @@ async def test_sessions_checkout_of_a_label_entry_is_refused(tmp_path: Path) -> 
     assert f"check out {message_id} instead" in proc.stderr
     with open_session(path) as session:
         assert session.leaf_id == leaf
+
+
+def test_project_settings_widen_permissions_only_with_trust_project(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / ".harness").mkdir(parents=True)
+    (work / ".harness" / "settings.json").write_text('{"permissions": {"allow": ["bash(echo:*)"]}}')
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}  # no user settings
+    root = tmp_path / "root"
+    untrusted = harness(
+        "run", "--root", root, "--offline", "-p", "!echo hi", "--output", "json", cwd=work, env=env
+    )
+    trusted = harness(
+        "run", "--root", root, "--offline", "-p", "!echo hi", "--output", "json",
+        "--trust-project", cwd=work, env=env,
+    )  # fmt: skip
+    assert untrusted.returncode == 0 and trusted.returncode == 0, untrusted.stderr + trusted.stderr
+    assert "bash returned: hi" not in untrusted.stdout
+    assert "bash returned: hi" in trusted.stdout
+
+
+def test_an_empty_prompt_is_refused_before_a_session_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    proc = harness("run", "--root", root, "--offline", "-p", "  ")
+    assert proc.returncode == 2 and "is empty" in proc.stderr
+    assert not list(root.glob("*/*.jsonl"))
+
+
+async def test_export_takes_the_format_from_the_file_suffix(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    sid, _ = await _hostile_session(root)
+    md, jsonl = tmp_path / "out.md", tmp_path / "out.jsonl"
+    assert harness("export", "--root", root, sid, "-o", md).returncode == 0
+    assert harness("export", "--root", root, sid, "-o", jsonl).returncode == 0
+    assert md.read_text().startswith("# ") and "<html" not in md.read_text()
+    assert jsonl.read_text().startswith('{"type":"session"')
+    clash = harness("export", "--root", root, sid, "-o", md, "--format", "html")
+    assert clash.returncode == 2 and "does not match" in clash.stderr

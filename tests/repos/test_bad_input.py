@@ -537,3 +537,29 @@ def test_a_dropped_session_is_freed_at_once_and_a_damaged_body_still_reported(
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_lone_surrogate_escape_as_javascript_writes_it_is_read_as_a_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # JSON.stringify (pi) writes a string cut between the halves of a pair as "\ud83d"; orjson
+    # refuses it, which would drop the entry. It is read as U+FFFD, the line kept as stored.
+    path = tmp_path / "cut.jsonl"
+    header = (
+        b'{"type":"session","version":3,"id":"cut","timestamp":"2024-01-01T00:00:00Z","cwd":"/x"}'
+    )
+    cut = (
+        b'{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2024-01-01T00:00:01Z",'
+        b'"message":{"role":"user","content":"smile \\ud83d","timestamp":1}}'
+    )
+    path.write_bytes(header + b"\n" + cut + b"\n")
+    with open_session(path, strict=True) as session:
+        (message,) = session.build_context().messages
+        assert message.content == "smile \ufffd"  # type: ignore[union-attr]
+        assert session.raw_line("aaaaaaaa") == cut + b"\n"
+        assert session.diagnostics == ()
+    with open_session(path) as session:  # NaN and friends stay errors: nothing else widened
+        assert session.get_entry("aaaaaaaa").id == "aaaaaaaa"
+    path.write_bytes(header + b"\n" + cut.replace(b"1}}", b"NaN}}") + b"\n")
+    with pytest.raises(CorruptSessionError, match=r"cut\.jsonl:2 "):
+        open_session(path, strict=True)
