@@ -370,9 +370,10 @@ def _message_text(message: Message) -> str:
 class TreeView:
     """The lines of ``tree`` and what they left out.
 
-    ``hidden_entries`` counts the label and leaf entries not drawn (labels are shown on their
-    targets instead); ``leaf_line`` is the entry drawn as the active leaf (the leaf itself, or
-    its nearest drawn ancestor when the leaf is a hidden entry), None when nothing is.
+    ``hidden_entries`` counts the entries not drawn: label and leaf entries (labels are shown on
+    their targets instead) and names set off the active path with nothing after them.
+    ``leaf_line`` is the entry drawn as the active leaf (the leaf itself, or its nearest drawn
+    ancestor when the leaf is a hidden entry), None when nothing is.
     """
 
     lines: tuple[str, ...]
@@ -397,13 +398,13 @@ def tree_view(session: Session, *, show_all: bool = False) -> TreeView:
     """
     leaf_id = session.leaf_id
     path = session.path_ids(leaf_id)
+    # Leaf moves are not in the tree unless asked for; labels and names are skipped below.
     hidden = (
-        0
-        if show_all
-        else sum(1 for i in session.entry_ids() if session.entry_type(i) in ("label", "leaf"))
+        0 if show_all else sum(1 for i in session.entry_ids() if session.entry_type(i) == "leaf")
     )
 
     def visible(children: Iterable[TreeNode]) -> list[TreeNode]:
+        nonlocal hidden
         if show_all:
             return list(children)
         out: list[TreeNode] = []
@@ -411,7 +412,16 @@ def tree_view(session: Session, *, show_all: bool = False) -> TreeView:
         while pending:
             node = pending.pop()
             if _is_bookkeeping(node.entry):
+                hidden += 1
                 pending.extend(reversed(node.children))
+            elif (
+                isinstance(node.entry, SessionInfoEntry)
+                and not node.children
+                and node.entry.id not in on_path
+            ):
+                # A name set off the active path with nothing after it (a fork writes its
+                # name that way): not a branch anyone made; the header line shows the name.
+                hidden += 1
             else:
                 out.append(node)
         return out

@@ -185,12 +185,13 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
     """Print every entry of the session as a tree.
 
     A first line names the session (its id's first 8 characters, which every command accepts),
-    its file and the session it was forked from. Then one line per entry: id, type (the role
-    for messages) and a short text, with markers [compaction], [branch summary], [label: X] (a
-    label is shown on the entry it names) and [N branches] where the tree splits. Lines on the
-    active path start with `> `, the active leaf's with `* ` (it ends with `(leaf)`). A linear
-    path stays at one indent; branches are indented where they split. Label entries and leaf
-    moves are bookkeeping: not drawn unless --all.
+    its file, the session it was forked from and its name. Then one line per entry: id, type
+    (the role for messages) and a short text, with markers [compaction], [branch summary],
+    [label: X] (a label is shown on the entry it names) and [N branches] where the tree splits.
+    Lines on the active path start with `> `, the active leaf's with `* ` (it ends with
+    `(leaf)`). A linear path stays at one indent; branches are indented where they split. Label
+    entries, leaf moves and a name set off the active path with nothing after it (a fork writes
+    its name so) are bookkeeping: not drawn unless --all.
     """
     with _open(open_repo(root), ref) as session:
         view = tree_view(session, show_all=show_all)
@@ -198,12 +199,13 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
         click.echo(
             f"session {short_id(session.id)}  {printable(str(session.path or '(in memory)'))}"
             + (f"  (fork of {forked})" if forked else "")
+            + (f"  name: {one_line(session.name)}" if session.name else "")
         )
         for line in view.lines:
             click.echo(line)
         n = view.hidden_entries
         hidden = (
-            f", {n} label/leaf {'entry' if n == 1 else 'entries'} not drawn (--all draws them)"
+            f", {n} label/leaf/name {'entry' if n == 1 else 'entries'} not drawn (--all draws them)"
             if n
             else ""
         )

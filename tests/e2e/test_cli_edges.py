@@ -335,3 +335,30 @@ def test_bash_truncation_note_says_how_to_get_the_rest(tmp_path: Path) -> None:
         assert "rerun the command narrowed" in text
     finally:
         full.unlink()
+
+
+async def _named_fork(root: Path) -> tuple[str, str]:
+    repo = JsonlSessionRepo(root)
+    with await repo.create("/work") as source:
+        first = source.append_message(UserMessage(content="one"))
+        source.append_message(UserMessage(content="two"))
+        source.set_name("Named")
+        fork = await repo.fork(source, entry_id=first.id, position="at")
+    with fork:
+        return fork.id, first.id
+
+
+def test_tree_of_a_named_fork_draws_no_branch_for_the_name_it_copied(tmp_path: Path) -> None:
+    # A fork writes the source's name as a line off its path (then a leaf move back): that is
+    # not a branch anyone made, so it is not drawn; the name is on the first line instead.
+    root = tmp_path / "root"
+    fork_id, first_id = asyncio.run(_named_fork(root))
+    proc = run(tmp_path, "sessions", "tree", "--root", root, fork_id)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].endswith("name: Named")
+    assert "branches]" not in proc.stdout and "session_info" not in proc.stdout
+    assert lines[1] == f"* {first_id} user one (leaf)"
+    assert "2 label/leaf/name entries not drawn" in lines[-1]
+    everything = run(tmp_path, "sessions", "tree", "--root", root, fork_id, "--all")
+    assert "[2 branches]" in everything.stdout and "Named" in everything.stdout
