@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -88,6 +89,10 @@ def copy(
     first of them (an interrupted or older copy) gets the rest; one with other lines is left
     alone and reported as a conflict (exit 1).
     """
+    scheme, _, where = source.partition(":")
+    if scheme in ("jsonl", "sqlite") and not Path(where).expanduser().exists():
+        # A typo must not "copy 0 sessions" (nor create an empty database to read from).
+        raise click.BadParameter(f"{where} does not exist", param_hint="--from")
     try:
         src, dst = open_line_store(source), open_line_store(destination)
     except ValueError as exc:

@@ -107,11 +107,12 @@ def claude_code(root: Path | None, source: Path) -> None:
 
     The main thread becomes one session; each sidechain (a sub-agent's conversation) a session
     whose parentSession is the main one. Importing again adds nothing; a transcript that has
-    grown since its import extends the session it became with the new entries.
+    grown since its import extends the session it became with the new entries. A FILE that is
+    not a transcript exits 1; under a DIR such files are skipped and named.
     """
     repo = open_repo(root)
     known = _existing(repo)
-    imported = skipped = extended = 0
+    imported = skipped = extended = refused = 0
     paths = _transcripts(source)
     with progress("importing transcripts", len(paths)) as advance:
         for path in paths:
@@ -119,8 +120,11 @@ def claude_code(root: Path | None, source: Path) -> None:
             imported += outcome == "imported"
             extended += outcome == "extended"
             skipped += outcome == "unchanged"
+            refused += outcome == "skipped"
             advance(1)
     click.echo(f"{imported} imported, {extended} extended, {skipped} already imported")
+    if refused and source.is_file():
+        raise SystemExit(1)  # the one file named is not a transcript (said above, on stderr)
 
 
 def _import_one(

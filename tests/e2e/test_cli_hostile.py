@@ -176,3 +176,22 @@ async def test_export_takes_the_format_from_the_file_suffix(tmp_path: Path) -> N
     assert jsonl.read_text().startswith('{"type":"session"')
     clash = harness("export", "--root", root, sid, "-o", md, "--format", "html")
     assert clash.returncode == 2 and "does not match" in clash.stderr
+
+
+def test_copy_from_a_store_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    for missing in (f"jsonl:{tmp_path / 'nope'}", f"sqlite:{tmp_path / 'nope.db'}"):
+        proc = harness("sessions", "copy", "--from", missing, "--to", f"sqlite:{db}")
+        assert proc.returncode == 2 and "does not exist" in proc.stderr, proc.stderr
+    assert not db.exists() and not (tmp_path / "nope.db").exists()
+
+
+def test_import_of_one_file_that_is_not_a_transcript_exits_1(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"hello": "world"}\n')
+    proc = harness("import", "claude-code", notes, "--root", tmp_path / "root")
+    assert proc.returncode == 1 and "not a Claude Code transcript" in proc.stderr
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "notes.jsonl").write_text('{"hello": "world"}\n')
+    assert harness("import", "claude-code", folder, "--root", tmp_path / "root").returncode == 0
