@@ -26,7 +26,6 @@ from repos import JsonlSessionRepo, Session
 from .._compaction.summarize import ExtractiveSummarizer
 from .._harness import AgentHarness
 from .._permissions import (
-    PERMISSION_MODES,
     Approve,
     ApproveAlways,
     Decision,
@@ -49,7 +48,7 @@ from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
-from ._run import DEFAULT_MODEL, _online_model, _pick_session
+from ._run import _online_model, _pick_session, permission_options, session_options
 from ._sessions import _warn_diagnostics
 
 __all__ = ["Chat", "chat"]
@@ -285,21 +284,7 @@ async def _main(
 
 
 @click.command()
-@click.option("--session", "session_ref", metavar="ID|PATH", help="Continue this session.")
-@click.option(
-    "-c",
-    "--continue",
-    "continue_",
-    is_flag=True,
-    help="Continue the most recently active session of the current folder.",
-)
-@click.option(
-    "--model",
-    "model_id",
-    metavar="M",
-    default=None,
-    help=f"Anthropic model id (default: the session's, else {DEFAULT_MODEL}).",
-)
+@session_options
 @click.option(
     "--offline",
     is_flag=True,
@@ -312,18 +297,7 @@ async def _main(
     default=None,
     help="Reasoning effort (default: the session's, else off).",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(PERMISSION_MODES),
-    default=None,
-    help="Permission mode for tool calls (default: the settings files', else `default`).",
-)
-@click.option(
-    "--trust-project",
-    is_flag=True,
-    help="Let ./.harness/settings.json widen permissions (its allow rules and mode); without "
-    "it, project settings may only restrict them (docs/permissions.md).",
-)
+@permission_options
 @root_option
 def chat(
     session_ref: str | None,

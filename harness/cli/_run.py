@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
@@ -196,23 +196,48 @@ async def _pick_session(
     return await repo.create(str(Path.cwd()))
 
 
+def session_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--session ID|PATH``, ``-c/--continue`` and ``--model M``, shared by ``run`` and
+    ``chat`` (passed as ``session_ref``, ``continue_`` and ``model_id``)."""
+    command = click.option(
+        "--model",
+        "model_id",
+        metavar="M",
+        default=None,
+        help=f"Anthropic model id (default: the session's, else {DEFAULT_MODEL}).",
+    )(command)
+    command = click.option(
+        "-c",
+        "--continue",
+        "continue_",
+        is_flag=True,
+        help="Continue the most recently active session of the current folder.",
+    )(command)
+    return click.option(
+        "--session", "session_ref", metavar="ID|PATH", help="Continue this session."
+    )(command)
+
+
+def permission_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--mode MODE`` and ``--trust-project``, shared by ``run`` and ``chat`` (passed as
+    ``mode`` and ``trust_project``)."""
+    command = click.option(
+        "--trust-project",
+        is_flag=True,
+        help="Let ./.harness/settings.json widen permissions (its allow rules and mode); "
+        "without it, project settings may only restrict them (docs/permissions.md).",
+    )(command)
+    return click.option(
+        "--mode",
+        type=click.Choice(PERMISSION_MODES),
+        default=None,
+        help="Permission mode for tool calls (default: the settings files', else `default`).",
+    )(command)
+
+
 @click.command()
 @click.option("-p", "--prompt", "text", metavar="TEXT", required=True, help="The prompt to send.")
-@click.option("--session", "session_ref", metavar="ID|PATH", help="Continue this session.")
-@click.option(
-    "-c",
-    "--continue",
-    "continue_",
-    is_flag=True,
-    help="Continue the most recently active session of the current folder.",
-)
-@click.option(
-    "--model",
-    "model_id",
-    metavar="M",
-    default=None,
-    help=f"Anthropic model id (default: the session's, else {DEFAULT_MODEL}).",
-)
+@session_options
 @click.option(
     "--offline",
     is_flag=True,
@@ -225,18 +250,7 @@ async def _pick_session(
     show_default=True,
     help="text: the reply; json: reply and session id; events: every event as a JSON line.",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(PERMISSION_MODES),
-    default=None,
-    help="Permission mode for tool calls (default: the settings files', else `default`).",
-)
-@click.option(
-    "--trust-project",
-    is_flag=True,
-    help="Let ./.harness/settings.json widen permissions (its allow rules and mode); without "
-    "it, project settings may only restrict them (docs/permissions.md).",
-)
+@permission_options
 @root_option
 def run(
     text: str,
