@@ -6,9 +6,7 @@ DESIGN §5, which pi gets wrong in #4570 and #6832.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from attrs import evolve, field, frozen
@@ -36,6 +34,7 @@ from ._entries import (
     ModelChangeEntry,
     ThinkingLevelChangeEntry,
 )
+from ._gc import bulk
 
 __all__ = [
     "NO_RESULT_TEXT",
@@ -169,10 +168,7 @@ def _lazy_raw_context(
                 timestamp=iso_ms(compaction.timestamp),
             )
         )
-        try:
-            kept_from = path_ids.index(compaction.first_kept_entry_id, 0, last_compaction)
-        except ValueError:
-            kept_from = last_compaction
+        kept_from = _kept_from(path_ids, compaction.first_kept_entry_id, last_compaction)
         window = [*range(kept_from, last_compaction), *range(last_compaction + 1, last + 1)]
     else:
         window = list(range(last + 1))
@@ -209,17 +205,15 @@ def _lazy_raw_context(
     return messages, model, thinking, tools
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: decoding thousands of entries creates millions of
-    objects, none cyclic, and collections would double the time (bench/)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _kept_from(path_ids: Sequence[str], first_kept: str, compaction_at: int) -> int:
+    """Where the kept window before the compaction at ``compaction_at`` starts: the position
+    of ``first_kept`` before it, else the compaction itself. Searched backwards, as the kept
+    entries are the last ones before it (``list.index`` would compare, and so touch, every id
+    from the root on)."""
+    for i in range(compaction_at - 1, -1, -1):
+        if path_ids[i] == first_kept:
+            return i
+    return compaction_at
 
 
 def entry_message(entry: Entry) -> Message | None:
@@ -485,7 +479,7 @@ class ContextCache:
             return self._finish()
         # Normalising is part of the bulk work: collections triggered by it would walk every
         # value just decoded.
-        with gc_paused():
+        with bulk():
             raw, model, thinking, tools = _lazy_raw_context(path_ids, kinds, get, get_many)
             self._set(path_ids, raw, (model, thinking, tools))
             return self._finish()

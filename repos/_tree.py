@@ -19,6 +19,9 @@ __all__ = ["Row", "Tree"]
 
 EAGER_TYPES = frozenset({"label", "session_info", "leaf"})
 
+# Steps walked by probing before a long path is scanned for instead (Tree.path_types).
+_SHORT_WALK = 256
+
 
 class Row(NamedTuple):
     """Where an entry is. ``line`` is 1-based (0 when not from a file); ``span`` is (byte offset,
@@ -194,19 +197,53 @@ class Tree:
             for row, decoded in zip(rows, self.load_many(rows), strict=True):
                 if not isinstance(decoded, CorruptSessionError):
                     cache[row.id] = decoded
-        return [self.get(i) for i in entry_ids]  # the failures raise here, one by one
+        # One lookup per id on a long path (each is a cache miss); the failures raise in
+        # get, one by one.
+        found = cache.get
+        get = self.get
+        return [found(i) or get(i) for i in entry_ids]
 
     def path_ids(self, leaf_id: str | None) -> list[str]:
         """Ids from the root down to ``leaf_id`` (empty for None). A cycle ends the walk."""
         return self.path_types(leaf_id)[0]
 
     def path_types(self, leaf_id: str | None) -> tuple[list[str], list[str]]:
-        """:meth:`path_ids`, and the entries' types in the same order (one walk: on a long
-        path each row is a cache miss, so it is visited once)."""
+        """:meth:`path_ids`, and the entries' types in the same order (one walk).
+
+        A long path is found by scanning the rows backwards in file order instead of probing
+        the dict once per step: on a long session each probe is a cache miss, and the scan
+        reads memory in order (about 4 times faster at 300,000 entries, and flat per entry; see
+        ``bench/README.md``). Parents come before their children in an append-only file, so
+        one backward pass meets the whole path; were one not to, the walk goes on by probing.
+
+        Raises:
+            EntryNotFoundError: an id on the way has no row.
+        """
         ids: list[str] = []
         kinds: list[str] = []
         add_id, add_kind, rows = ids.append, kinds.append, self.rows
         current = leaf_id
+        for _ in range(_SHORT_WALK):
+            if current is None:
+                break
+            row = rows.get(current)
+            if row is None:
+                raise EntryNotFoundError(current)
+            add_id(current)
+            add_kind(row.type)
+            current = row.parent_id
+        else:
+            row = rows.get(current)  # type: ignore[arg-type]
+            # The scan costs about a quarter of a probe per row, all rows; probing costs one
+            # per step, at most as many as the lines before this one.
+            if row is not None and row.line * 3 > len(rows):
+                for row in reversed(rows.values()):
+                    if row.id == current:
+                        add_id(current)
+                        add_kind(row.type)
+                        current = row.parent_id
+                        if current is None:
+                            break
         # A path is at most as long as the tree: more steps mean a cycle, found only then (a
         # set of the ids seen would cost more than the walk itself).
         limit = len(rows)

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import gc
 import logging
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
@@ -32,6 +30,7 @@ from .._errors import (
     SessionWriteError,
     StorageError,
 )
+from .._gc import bulk
 from .._index import Indexer, RawLine
 from .._session import Diagnostic, FsyncPolicy, Session
 from .._tree import EAGER_TYPES, Row, Tree
@@ -40,18 +39,6 @@ from .atomic import fsync_dir, publish_atomically
 __all__ = ["CatchUp", "JsonlStore", "index_copied", "load_file", "open_session"]
 
 log = logging.getLogger("repos")
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # A large parse creates millions of objects; the cyclic GC would double the time (bench/).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @frozen
@@ -618,7 +605,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     store.set_v1_line_ids(indexer.v1_ids)
     base, number = first_end + 1, 2
     buf = buf[first_end + 1 :]
-    with _gc_paused():
+    with bulk():
         while True:
             consumed, number = indexer.feed_chunk(buf, base, number)
             base += consumed
@@ -680,7 +667,7 @@ def index_copied(
         rows, order = tree.rows, tree.order
         offset, number = header_length, 2
         last = len(copied) - 1
-        with _gc_paused():
+        with bulk():
             for k, (row, length) in enumerate(copied):
                 if k == last or row.type in EAGER_TYPES:
                     indexer.feed([RawLine(number, offset, os.pread(fd, length, offset))])
