@@ -247,40 +247,57 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
       messages are dropped (the Anthropic API rejects empty text blocks); a tool result left
       without content says "(no output)".
     """
+    return _normalize(messages)[0]
+
+
+def _normalize(messages: Sequence[Message]) -> tuple[tuple[Message, ...], set[str]]:
+    """:func:`normalize_messages`, and the tool-call ids the messages take part in (as
+    :func:`_all_pair_ids` gives them), gathered in the same passes (a first context
+    normalises every message of the kept window)."""
     results: dict[str, ToolResultMessage] = {}
+    ids: set[str] = set()
     for m in messages:
-        if isinstance(m, ToolResultMessage) and m.tool_call_id not in results:
-            results[m.tool_call_id] = _nonempty_result(m)
+        if isinstance(m, ToolResultMessage):
+            call_id = m.tool_call_id
+            ids.add(call_id)
+            if call_id not in results:
+                results[call_id] = _nonempty_result(m)
 
     out: list[Message] = []
+    add = out.append
     for m in messages:
         if isinstance(m, ToolResultMessage):
             continue  # placed after their call below
         if isinstance(m, UserMessage):
-            if isinstance(m.content, str):
-                if m.content.strip():
-                    out.append(m)
+            content = m.content
+            if isinstance(content, str):
+                if content.strip():
+                    add(m)
                 continue
             blocks = tuple(
-                b for b in m.content if not (isinstance(b, TextContent) and not b.text.strip())
+                b for b in content if not (isinstance(b, TextContent) and not b.text.strip())
             )
             if blocks:
-                out.append(m if len(blocks) == len(m.content) else evolve(m, content=blocks))
+                add(m if len(blocks) == len(content) else evolve(m, content=blocks))
             continue
         if not isinstance(m, AssistantMessage):
-            out.append(m)
+            add(m)
             continue
+        calls = [b for b in m.content if isinstance(b, ToolCall)]
+        for call in calls:
+            ids.add(call.id)
         if _any_dropped(m, results):
-            content = tuple(b for b in m.content if not _dropped_block(b, m, results))
-            if not content:
+            kept = tuple(b for b in m.content if not _dropped_block(b, m, results))
+            if not kept:
                 continue
-            m = evolve(m, content=content)
+            m = evolve(m, content=kept)
+            calls = [b for b in kept if isinstance(b, ToolCall)]
         elif not m.content:
             continue
-        out.append(m)
-        for call in (b for b in m.content if isinstance(b, ToolCall)):
+        add(m)
+        for call in calls:
             result = results.pop(call.id, None)
-            out.append(
+            add(
                 result
                 if result is not None
                 else ToolResultMessage(
@@ -291,7 +308,7 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                     timestamp=m.timestamp,
                 )
             )
-    return tuple(out)
+    return tuple(out), ids
 
 
 def _any_dropped(message: AssistantMessage, results: dict[str, ToolResultMessage]) -> bool:
@@ -336,11 +353,14 @@ EMPTY_RESULT_TEXT = "(no output)"
 
 def _nonempty_result(result: ToolResultMessage) -> ToolResultMessage:
     """The result without empty text blocks; one with nothing left says "(no output)"."""
-    blocks = tuple(
-        b for b in result.content if not (isinstance(b, TextContent) and not b.text.strip())
-    )
-    if len(blocks) == len(result.content) and blocks:
-        return result
+    content = result.content
+    for b in content:
+        if isinstance(b, TextContent) and not b.text.strip():
+            break
+    else:
+        if content:
+            return result  # nearly every result: nothing to rebuild
+    blocks = tuple(b for b in content if not (isinstance(b, TextContent) and not b.text.strip()))
     return evolve(result, content=blocks or (TextContent(text=EMPTY_RESULT_TEXT),))
 
 
@@ -513,10 +533,12 @@ class ContextCache:
         if boundary is None:
             return
         after = _all_pair_ids(raw[boundary:])
-        segment = _all_pair_ids(raw[self._split : boundary])
+        # Normalised before the check, which needs the segment's ids, found in the same passes
+        # (a first context has one segment: all of it); an id crossing the split is rare.
+        done, segment = _normalize(raw[self._split : boundary])
         # The tail never shares an id with closed segments: build() rebuilds when it would.
         if after & segment:
             return
-        self._done.extend(normalize_messages(raw[self._split : boundary]))
+        self._done.extend(done)
         self._closed_ids |= segment
         self._split = boundary

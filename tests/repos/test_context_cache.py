@@ -7,9 +7,16 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hooks import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from hooks import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from repos import MemorySessionRepo, build_context
-from repos._context import ContextCache
+from repos._context import ContextCache, _all_pair_ids, _normalize
 
 IDS = ["a", "b", "c", "d"]  # a small pool: duplicates, orphans and crossings happen often
 
@@ -71,3 +78,35 @@ def test_incremental_context_equals_a_full_rebuild(ops: list[tuple[object, ...]]
         )
         assert lazy == expected  # decoding only what is needed gives the same context
         assert session.build_context() == expected  # build_at, through the session
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(op, max_size=40))
+def test_normalising_gathers_the_pair_ids_a_separate_pass_finds(
+    ops: list[tuple[object, ...]],
+) -> None:
+    # The cache's split check relies on these ids: one missed would let an extension reuse a
+    # closed segment that shares a call id with the new messages.
+    messages: list[Message] = []
+    for step in ops:
+        if step[0] == "user":
+            messages.append(UserMessage(content=str(step[1])))
+        elif step[0] == "assistant":
+            calls = [ToolCall(id=str(i), name="t") for i in step[1]]  # type: ignore[union-attr]
+            messages.append(
+                AssistantMessage(
+                    content=[TextContent(text=str(step[3])), *calls],
+                    stop_reason=step[2],  # type: ignore[arg-type]
+                )
+            )
+        elif step[0] == "result":
+            messages.append(
+                ToolResultMessage(tool_call_id=str(step[1]), tool_name="t", content=str(step[2]))
+            )
+    normalised, ids = _normalize(messages)
+    assert ids == _all_pair_ids(messages)
+    # Every call in the result is answered right after its reply.
+    for i, m in enumerate(normalised):
+        if isinstance(m, AssistantMessage):
+            answers = normalised[i + 1 : i + 1 + len(m.tool_calls)]
+            assert [r.tool_call_id for r in answers] == [c.id for c in m.tool_calls]  # type: ignore[union-attr]
