@@ -7,13 +7,14 @@ import builtins
 import contextlib
 import hashlib
 import logging
+import operator
 import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from stat import S_ISLNK, S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import Any
 
 import orjson
@@ -69,54 +70,62 @@ class _ListState:
 
     identity: tuple[int, int, int]  # inode, size, mtime (ns) when last read
     offset: int
-    header: SessionHeader
-    fingerprint: bytes = b""  # of the bytes before `offset`: see _fingerprint
+    session_id: str  # the header's id, timestamp, cwd and parentSession
+    timestamp: str
+    cwd: str
+    parent_session: str | None
+    fingerprint: str = ""  # of the bytes before `offset`: see _fingerprint
     name: str | None = None
     message_count: int = 0
     last_activity_ms: int | None = None
     first_message: str = ""
     info: SessionInfo | None = None  # built from the fields above, dropped when they change
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "identity": list(self.identity),
-            "offset": self.offset,
-            "header": encode_header(self.header),
-            "fingerprint": self.fingerprint.hex(),
-            "name": self.name,
-            "message_count": self.message_count,
-            "last_activity_ms": self.last_activity_ms,
-            "first_message": self.first_message,
-        }
+    def to_row(self) -> builtins.list[Any]:
+        """The persistent cache's row: a flat list, quick to write and to read back."""
+        ino, size, mtime = self.identity
+        return [
+            ino,
+            size,
+            mtime,
+            self.offset,
+            self.fingerprint,
+            self.session_id,
+            self.timestamp,
+            self.cwd,
+            self.parent_session,
+            self.name,
+            self.message_count,
+            self.last_activity_ms,
+            self.first_message,
+        ]
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> _ListState | None:
-        """A state from the persistent cache, or None if the entry is not one we wrote."""
-        try:
-            ino, size, mtime = obj["identity"]
-            name, count, last = obj["name"], obj["message_count"], obj["last_activity_ms"]
-            first = obj["first_message"]
-            ints = (ino, size, mtime, obj["offset"], count)
-            if (
-                not all(type(v) is int and v >= 0 for v in ints)
-                or not (name is None or isinstance(name, str))
-                or not (last is None or (type(last) is int and 0 <= last < 2**53))
-                or not isinstance(first, str)
-                or not isinstance(obj["fingerprint"], str)
-            ):
-                return None  # not what we write: summarise the file again
-            return cls(
-                identity=(ino, size, mtime),
-                offset=obj["offset"],
-                header=decode_header(obj["header"]),
-                fingerprint=bytes.fromhex(obj["fingerprint"]),
-                name=name,
-                message_count=count,
-                last_activity_ms=last,
-                first_message=first,
-            )
-        except (KeyError, TypeError, ValueError, CodecError):
+    def from_row(cls, row: builtins.list[Any]) -> _ListState | None:
+        """A state from a persistent cache row, or None if the row is not one we wrote."""
+        if len(row) != 13:
             return None
+        ino, size, mtime, offset, fp, sid, ts, cwd, parent, name, count, last, first = row
+        if not (
+            type(ino) is int
+            and type(size) is int
+            and type(mtime) is int
+            and type(offset) is int
+            and type(count) is int
+            and ino >= 0
+            and 0 <= offset <= size
+            and count >= 0
+            and (last is None or (type(last) is int and 0 <= last < 2**53))
+            and type(fp) is str
+            and type(sid) is str
+            and type(ts) is str
+            and type(cwd) is str
+            and type(first) is str
+            and (parent is None or type(parent) is str)
+            and (name is None or type(name) is str)
+        ):
+            return None  # not what we write: summarise the file again
+        return cls((ino, size, mtime), offset, sid, ts, cwd, parent, fp, name, count, last, first)
 
 
 class JsonlSessionRepo:
@@ -150,9 +159,11 @@ class JsonlSessionRepo:
         self._root = Path(root).expanduser() if root is not None else default_root()
         self._fsync: FsyncPolicy = fsync
         self._strict = strict
-        self._list_cache: dict[Path, _ListState] = {}
+        self._list_cache: dict[str, _ListState] = {}
         self._persistent = list_cache
         self._persisted_loaded = False
+        # The last list() call's infos in folder order and sorted: see _list.
+        self._last_listed: tuple[list[SessionInfo], list[SessionInfo]] = ([], [])
         self._swept: set[Path] = set()
         # create and fork check that an id is free, then publish: one at a time per repo.
         self._publish_lock = threading.Lock()
@@ -243,7 +254,7 @@ class JsonlSessionRepo:
             # A fork killed mid-way may have left a temp file hard-linked to this session.
             await asyncio.to_thread(sweep_temp_files, path.parent)
         if path is not None and await asyncio.to_thread(_unlink, path):
-            self._list_cache.pop(path, None)
+            self._list_cache.pop(str(path), None)
             session_id = path.stem.split("_", 1)[1] if "_" in path.stem else path.stem
             await notify(self, SessionDeletedEvent(session_id=session_id, path=str(path)))
 
@@ -507,47 +518,61 @@ class JsonlSessionRepo:
         infos: list[SessionInfo] = []
         if self._persistent and not self._persisted_loaded:
             self._load_persisted()
-        before = dict(self._list_cache)
-        seen: dict[Path, _ListState] = {}
-        for files in self._session_files(problems):
-            for path, stat in files:
+        before = self._list_cache
+        seen: dict[str, _ListState] = {}
+        changed = False
+        for folder, entry in self._session_files(problems):
+            key = entry.path
+            try:
+                if entry.is_symlink():
+                    check_under_root(self._root, Path(key))
+                stat = entry.stat()  # the one stat per file: cached by the entry
+                if not S_ISREG(stat.st_mode):
+                    continue
+                state = before.get(key)
+                if state is None or state.identity != _identity(stat):
+                    state = self._scan(key, state)
+                    changed = True
+            except (OSError, SessionError) as exc:
+                problems.append((Path(key), str(exc)))
+                log.warning("skipping %s: %s", key, exc)
+                continue
+            seen[key] = state
+            if cwd is not None and state.cwd != cwd:
+                continue
+            if state.info is None:
                 try:
-                    state = self._scan(path, stat)
-                except (OSError, SessionError) as exc:
-                    problems.append((path, str(exc)))
-                    log.warning("skipping %s: %s", path, exc)
+                    state.info = _info(folder / entry.name, state, stat)
+                except (ValueError, OverflowError, OSError) as exc:  # e.g. a year 3,170,843
+                    problems.append((Path(key), f"cannot be summarised: {exc}"))
+                    log.warning("skipping %s: cannot be summarised: %s", key, exc)
                     continue
-                seen[path] = state
-                if cwd is not None and state.header.cwd != cwd:
-                    continue
-                if state.info is None:
-                    try:
-                        state.info = _info(path, state)
-                    except (ValueError, OverflowError, OSError) as exc:  # e.g. a year 3,170,843
-                        problems.append((path, f"cannot be summarised: {exc}"))
-                        log.warning("skipping %s: cannot be summarised: %s", path, exc)
-                        continue
-                infos.append(state.info)
+            infos.append(state.info)
         self._list_cache = seen
         self.list_problems = tuple(problems)
-        if self._persistent and (
-            seen.keys() != before.keys() or any(before[p] is not s for p, s in seen.items())
-        ):
+        # Nothing rescanned and as many files as before: the same files, unchanged.
+        if self._persistent and (changed or len(seen) != len(before)):
+            prefix = os.path.join(self._root, "")
             list_cache.save(
                 list_cache.cache_file(self._root),
                 self._root,
-                {str(p): s.to_json() for p, s in seen.items()},
+                {p.removeprefix(prefix): s.to_row() for p, s in seen.items()},
             )
-        infos.sort(key=lambda i: i.modified, reverse=True)
-        return infos
+        last_in, last_out = self._last_listed
+        if len(infos) != len(last_in) or any(map(operator.is_not, infos, last_in)):
+            # The same infos in the same order sort the same: a repeat call skips the sort.
+            last_in, last_out = infos, sorted(infos, key=_modified, reverse=True)
+            self._last_listed = last_in, last_out
+        return last_out.copy()
 
     def _session_files(
         self, problems: builtins.list[tuple[Path, str]]
-    ) -> Iterator[Iterator[tuple[Path, os.stat_result]]]:
-        """Each cwd folder under the root with its ``*.jsonl`` files and their stat results.
+    ) -> Iterator[tuple[Path, os.DirEntry[str]]]:
+        """Each ``*.jsonl`` entry of each cwd folder under the root, with its folder.
 
-        One ``scandir`` per folder; only symlinks are resolved (to refuse what leads out of the
-        root). Temp files killed writers left behind are swept on the way.
+        One ``scandir`` per folder, iterated as it goes (no list of a thousand entries). Only
+        symlinked folders are resolved (to refuse what leads out of the root). Temp files
+        killed writers left behind are swept once their folder was listed.
         """
         try:
             folders = list(os.scandir(self._root))
@@ -556,57 +581,50 @@ class JsonlSessionRepo:
         except OSError as exc:
             raise StorageError.wrap(self._root, exc, "listing the sessions folder") from exc
         for folder in folders:
+            path = Path(folder.path)
+            temp = False
             try:
                 if not folder.is_dir():
                     continue
                 if folder.is_symlink():
-                    check_under_root(self._root, Path(folder.path))
-                entries = list(os.scandir(folder.path))
-            except (OSError, SessionError) as exc:
-                problems.append((Path(folder.path), str(exc)))
-                continue
-            if any(e.name.startswith(".") and e.name.endswith(".tmp") for e in entries):
-                sweep_temp_files(Path(folder.path))
-            yield self._folder_files(entries, problems)
-
-    def _folder_files(
-        self, entries: builtins.list[os.DirEntry[str]], problems: builtins.list[tuple[Path, str]]
-    ) -> Iterator[tuple[Path, os.stat_result]]:
-        for entry in entries:
-            if not entry.name.endswith(".jsonl") or entry.name.startswith("."):
-                continue
-            path = Path(entry.path)
-            try:
-                if entry.is_symlink():
                     check_under_root(self._root, path)
-                stat = entry.stat()
+                with os.scandir(folder.path) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        if name.startswith("."):
+                            temp = temp or name.endswith(".tmp")
+                        elif name.endswith(".jsonl"):
+                            yield path, entry
             except (OSError, SessionError) as exc:
                 problems.append((path, str(exc)))
                 continue
-            if not S_ISREG(stat.st_mode):
-                continue
-            yield path, stat
+            if temp:
+                sweep_temp_files(path)
 
     def _load_persisted(self) -> None:
         self._persisted_loaded = True
-        for name, obj in list_cache.load(list_cache.cache_file(self._root), self._root).items():
-            state = _ListState.from_json(obj)
+        prefix = os.path.join(self._root, "")
+        for name, row in list_cache.load(list_cache.cache_file(self._root), self._root).items():
+            state = _ListState.from_row(row)
             if state is not None:
-                self._list_cache.setdefault(Path(name), state)
+                self._list_cache.setdefault(prefix + name, state)
 
-    def _scan(self, path: Path, known: os.stat_result | None = None) -> _ListState:
-        cached = self._list_cache.get(path)
-        identity = _identity(known if known is not None else path.stat())
-        if cached is not None and identity == cached.identity:
-            return cached
+    def _scan(self, path: str, cached: _ListState | None) -> _ListState:
+        """``cached`` caught up with the file at ``path``, or a fresh summary of it.
+
+        Raises:
+            OSError: the file cannot be read.
+            SessionError: it has no complete, valid header line.
+        """
         with open(path, "rb") as f:
             stat = os.fstat(f.fileno())  # of the file actually read, even if renamed over since
             state = None if cached is None else evolve(cached, info=None)
-            # A replaced file (migrated, repaired: a new inode), a shorter one, or one rewritten
-            # in place (the bytes already read changed) is read afresh.
+            # Only a file that grew is caught up with. A replaced file (migrated, repaired: a new
+            # inode), one no longer than when read (cut short, or rewritten in place to the same
+            # size: the mtime moved) or one whose bytes already read changed is read afresh.
             if state is not None and (
                 stat.st_ino != state.identity[0]
-                or stat.st_size < state.offset
+                or stat.st_size <= state.identity[1]
                 or _fingerprint(f.fileno(), state.offset) != state.fingerprint
             ):
                 state = None
@@ -618,7 +636,14 @@ class JsonlSessionRepo:
                     header = decode_header(loads_line(first))
                 except (orjson.JSONDecodeError, CodecError) as exc:
                     raise SessionError(f"bad header: {exc}") from exc
-                state = _ListState(identity=(0, 0, 0), offset=len(first), header=header)
+                state = _ListState(
+                    identity=(0, 0, 0),
+                    offset=len(first),
+                    session_id=header.id,
+                    timestamp=header.timestamp,
+                    cwd=header.cwd,
+                    parent_session=header.parent_session,
+                )
             f.seek(state.offset)
             data = f.read()
             end = data.rfind(b"\n") + 1
@@ -626,7 +651,6 @@ class JsonlSessionRepo:
             state.offset += end
             state.fingerprint = _fingerprint(f.fileno(), state.offset)
         state.identity = _identity(stat)
-        self._list_cache[path] = state
         return state
 
 
@@ -634,18 +658,22 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int]:
     return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
+def _modified(info: SessionInfo) -> datetime:
+    return info.modified
+
+
 _FINGERPRINT_BYTES = 4096
 
 
-def _fingerprint(fd: int, offset: int) -> bytes:
-    """A hash of the first and the last (up to) 4 KiB before ``offset``: an in-place rewrite
+def _fingerprint(fd: int, offset: int) -> str:
+    """A hash (hex) of the first and the last (up to) 4 KiB before ``offset``: an in-place rewrite
     that keeps the inode and grows the file changes one of them (its head, or the bytes just
     before the old end when a line's length changed)."""
     n = min(offset, _FINGERPRINT_BYTES)
     digest = hashlib.blake2b(digest_size=16)
     digest.update(os.pread(fd, n, 0))
     digest.update(os.pread(fd, n, offset - n))
-    return digest.digest()
+    return digest.hexdigest()
 
 
 def _remove_empty(folders: builtins.list[Path]) -> None:
@@ -684,17 +712,19 @@ def _scan_lines(state: _ListState, data: bytes, end: int) -> None:
 
     When every line starts with ``{"type":"`` (as pi and we write them), counting message lines
     and finding the first user message, the last user/assistant message and the last name take
-    C-speed byte scans and a few parses; any other file is parsed line by line.
+    byte scans (over the buffer when lines are short, from line start to line start when they
+    are long) and a few parses; any other file is parsed line by line.
     """
     if end == 0:
         return
-    if _count_heads(data, end, b'{"type":"') != data.count(b"\n", 0, end):
+    heads = _walk_heads(data, end) if _long_lines(data, end) else _search_heads(data, end)
+    if heads is None:
         for raw in data[:end].splitlines():
             _accumulate(state, raw)
         return
-    state.message_count += _count_heads(data, end, _MESSAGE_HEAD)
-    last_info = next(_heads_backward(data, end, _INFO_HEAD), None)
-    if last_info is not None:
+    messages, last_info = heads
+    state.message_count += messages
+    if last_info >= 0:
         _accumulate(state, _line_at(data, last_info))
     if not state.first_message:
         for start in _heads(data, end, _MESSAGE_HEAD):
@@ -707,6 +737,40 @@ def _scan_lines(state: _ListState, data: bytes, end: int) -> None:
         if _role(raw) in ("user", "assistant"):
             _accumulate(state, raw, count=False)
             break
+
+
+_ANY_HEAD = b'{"type":"'
+_LONG_LINE = 512
+"""Bytes: from this average line length on, stepping from line start to line start (one
+``find`` of the newline each) is quicker than counting heads over the whole buffer."""
+
+
+def _long_lines(data: bytes, end: int) -> bool:
+    """Whether the lines of ``data[:end]`` are long on average, judged by the first 64 KiB."""
+    sample = min(end, 65536)
+    return data.count(b"\n", 0, sample) * _LONG_LINE <= sample
+
+
+def _search_heads(data: bytes, end: int) -> tuple[int, int] | None:
+    """(message lines, start of the last ``session_info`` line or -1) in ``data[:end]``, by
+    byte counts over the buffer; None when a line does not start with ``{"type":"``."""
+    if _count_heads(data, end, _ANY_HEAD) != data.count(b"\n", 0, end):
+        return None
+    return _count_heads(data, end, _MESSAGE_HEAD), next(_heads_backward(data, end, _INFO_HEAD), -1)
+
+
+def _walk_heads(data: bytes, end: int) -> tuple[int, int] | None:
+    """What :func:`_search_heads` gives, found line start by line start."""
+    messages, last_info, pos = 0, -1, 0
+    while pos < end:
+        if data.startswith(_MESSAGE_HEAD, pos):
+            messages += 1
+        elif data.startswith(_INFO_HEAD, pos):
+            last_info = pos
+        elif not data.startswith(_ANY_HEAD, pos):
+            return None
+        pos = data.index(b"\n", pos) + 1
+    return messages, last_info
 
 
 def _count_heads(data: bytes, end: int, head: bytes) -> int:
@@ -786,19 +850,19 @@ def _text_of(content: object) -> str:
     return ""
 
 
-def _info(path: Path, state: _ListState) -> SessionInfo:
-    created = parse_iso(state.header.timestamp) or datetime.fromtimestamp(path.stat().st_mtime, UTC)
+def _info(path: Path, state: _ListState, stat: os.stat_result) -> SessionInfo:
+    created = parse_iso(state.timestamp) or datetime.fromtimestamp(stat.st_mtime, UTC)
     modified = (
         datetime.fromtimestamp(state.last_activity_ms / 1000, UTC)
         if state.last_activity_ms is not None
         else created
     )
     return SessionInfo(
-        id=state.header.id,
+        id=state.session_id,
         path=path,
-        cwd=state.header.cwd,
+        cwd=state.cwd,
         name=state.name,
-        parent_session=state.header.parent_session,
+        parent_session=state.parent_session,
         created=created,
         modified=modified,
         message_count=state.message_count,

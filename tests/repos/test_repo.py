@@ -757,6 +757,42 @@ async def test_list_by_byte_scans_agrees_with_a_full_parse(
         assert int(info.modified.timestamp() * 1000) == last
 
 
+@pytest.mark.parametrize("odd_line", [False, True], ids=["pi-key-order", "one-line-reordered"])
+@pytest.mark.parametrize("pad", [0, 2000], ids=["short-lines", "long-lines"])
+async def test_list_summarises_short_and_long_lines_alike(
+    tmp_path: Path, pad: int, odd_line: bool
+) -> None:
+    """Short lines are counted by byte searches over the buffer, long ones line start by line
+    start; a line whose keys are not in pi's order makes either parse every line."""
+    root = tmp_path / "root"
+    with await JsonlSessionRepo(root).create("/w") as s:
+        for i in range(30):
+            s.append_message(user(f"q{i} " + "x" * pad, ts=1_700_000_000_000 + 10 * i))
+            s.append_custom("state", {"i": i})
+            if i % 10 == 5:
+                s.set_name(f"name {i}")
+            s.append_message(reply(f"a{i}", ts=1_700_000_000_001 + 10 * i))
+        path = s.path
+    assert path is not None
+    if odd_line:  # a user message with "type" after "id": not found by its head
+        line = {
+            "id": "zzzz0001",
+            "type": "message",
+            "parentId": None,
+            "timestamp": "2025-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "late", "timestamp": 1_800_000_000_000},
+        }
+        with open(path, "ab") as f:
+            f.write(orjson.dumps(line) + b"\n")
+    body = path.read_bytes().split(b"\n", 1)[1]
+    assert jsonl_repo_module._long_lines(body, len(body)) is (pad > 0)  # both ways are tried
+    [info] = await JsonlSessionRepo(root, list_cache=False).list()
+    count, first, last, name = _summary_by_full_parse(path)
+    assert (info.message_count, info.first_message, info.name) == (count, first, name)
+    assert count == 60 + odd_line and name == "name 25" and first.startswith("q0 ")
+    assert last is not None and _ms(info.modified) == last
+
+
 @pytest.mark.parametrize("scope", ["branch", "tree"])
 async def test_fork_from_an_open_session_equals_a_fork_from_its_path(
     tmp_path: Path, pi_file: Callable[..., pi_sessions.PiSession], scope: str
