@@ -34,7 +34,7 @@ from ._entries import (
     ModelChangeEntry,
     ThinkingLevelChangeEntry,
 )
-from ._gc import bulk
+from ._gc import LARGE_ENTRIES, bulk
 
 __all__ = [
     "NO_RESULT_TEXT",
@@ -499,7 +499,7 @@ class ContextCache:
             return self._finish()
         # Normalising is part of the bulk work: collections triggered by it would walk every
         # value just decoded.
-        with bulk():
+        with bulk(len(path_ids) >= LARGE_ENTRIES):
             raw, model, thinking, tools = _lazy_raw_context(path_ids, kinds, get, get_many)
             self._set(path_ids, raw, (model, thinking, tools))
             return self._finish()

@@ -237,7 +237,8 @@ class Tree:
             # The scan costs about a quarter of a probe per row, all rows; probing costs one
             # per step, at most as many as the lines before this one.
             if row is not None and row.line * 3 > len(rows):
-                for row in reversed(rows.values()):
+                # Over a snapshot: another thread may append while this one reads.
+                for row in reversed(list(rows.values())):
                     if row.id == current:
                         add_id(current)
                         add_kind(row.type)

@@ -30,7 +30,7 @@ from .._errors import (
     SessionWriteError,
     StorageError,
 )
-from .._gc import bulk
+from .._gc import LARGE_ENTRIES, LARGE_FILE, bulk
 from .._index import Indexer, RawLine
 from .._session import Diagnostic, FsyncPolicy, Session
 from .._tree import EAGER_TYPES, Row, Tree
@@ -605,7 +605,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     store.set_v1_line_ids(indexer.v1_ids)
     base, number = first_end + 1, 2
     buf = buf[first_end + 1 :]
-    with bulk():
+    with bulk(info.st_size >= LARGE_FILE):
         while True:
             consumed, number = indexer.feed_chunk(buf, base, number)
             base += consumed
@@ -667,7 +667,7 @@ def index_copied(
         rows, order = tree.rows, tree.order
         offset, number = header_length, 2
         last = len(copied) - 1
-        with bulk():
+        with bulk(len(copied) >= LARGE_ENTRIES):
             for k, (row, length) in enumerate(copied):
                 if k == last or row.type in EAGER_TYPES:
                     indexer.feed([RawLine(number, offset, os.pread(fd, length, offset))])

@@ -4,10 +4,16 @@ branches, leaves far from the end, rows out of file order, cycles and missing pa
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hooks import UserMessage
+from repos import JsonlSessionRepo, open_session
 from repos._errors import EntryNotFoundError
 from repos._tree import _SHORT_WALK, Row, Tree
 
@@ -107,3 +113,41 @@ def test_ids_equal_but_not_identical_are_followed() -> None:
     rows = [r._replace(parent_id="".join(r.parent_id)) if r.parent_id else r for r in rows]
     tree = _tree(rows)
     assert tree.path_types(rows[-1].id)[0] == [r.id for r in rows]
+
+
+def test_a_long_path_read_while_another_thread_appends(tmp_path: Path) -> None:
+    # The scan must not iterate the live rows dict: an append in another thread changes its
+    # size ("dictionary changed size during iteration").
+    async def make() -> Path:
+        session = await JsonlSessionRepo(tmp_path, fsync="never").create("/w")
+        for i in range(3 * _SHORT_WALK):
+            session.append_message(UserMessage(content=f"m{i}"))
+        session.close()
+        return session.path
+
+    session = open_session(asyncio.run(make()), fsync="never")
+    leaf = session.leaf_id
+    expected = session.path_ids(leaf)
+    errors: list[BaseException] = []
+    wrong: list[int] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                if session.path_ids(leaf) != expected:
+                    wrong.append(1)
+            except BaseException as exc:
+                errors.append(exc)
+                return
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for i in range(2000):
+            session.append_message(UserMessage(content=f"more {i}"))
+    finally:
+        stop.set()
+        reader.join()
+        session.close()
+    assert errors == [] and wrong == []
