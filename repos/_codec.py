@@ -75,6 +75,7 @@ __all__ = [
     "encode_entry",
     "encode_header",
     "encode_message",
+    "encode_new_message",
     "frozen_json",
     "loads_line",
     "parse_iso",
@@ -975,7 +976,7 @@ def dumps_line(obj: Mapping[str, JSONValue]) -> bytes:
             ``null``), a set, bytes, an object of another type, a cycle, a non-string key.
     """
     try:
-        line = orjson.dumps(obj)
+        line = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError as exc:
         raise CodecError(f"not JSON: {exc}") from None
     # orjson writes NaN and infinities as null: look for them only when a null is there at all
@@ -984,7 +985,7 @@ def dumps_line(obj: Mapping[str, JSONValue]) -> bytes:
         where = _non_finite(obj, "$")
         if where is not None:
             raise CodecError(f"not JSON: {where} is NaN or infinite")
-    return line + b"\n"
+    return line
 
 
 def _non_finite(value: Any, where: str) -> str | None:
@@ -1011,40 +1012,88 @@ class _General(Exception):
 
 def encode_appended(entry: Entry) -> tuple[bytes, Entry]:
     """The line to append for ``entry`` (newline-terminated) and the entry as reading that line
-    back gives it: equal to ``decode_entry(orjson.loads(line))``, sharing no mutable value with
-    ``entry`` (JSON objects and arrays come back read-only).
+    back gives it: equal to ``decode_entry(orjson.loads(line))``, of the same types all the way
+    down, sharing no mutable value with ``entry`` (JSON objects and arrays come back read-only).
 
-    A message entry whose fields hold exactly the types the decoder produces (the common case)
-    is encoded and copied in one pass; anything else is encoded, then decoded from its line.
+    A message entry whose fields hold the types the decoder produces (the common case) is
+    encoded and copied in one pass; a value that is already exactly what the decoder would
+    build (a frozen value with read-only containers, e.g. one read from a session) is shared,
+    not copied. Anything else is encoded, then decoded from its line.
 
     Raises:
         CodecError: a value JSON cannot hold, or a field that would not read back (wrong type).
     """
     if type(entry) is MessageEntry:
         try:
-            return _appended_message(entry)
+            return _appended_message(
+                entry.id, entry.parent_id, entry.timestamp, entry.extra, entry.message
+            )
         except _General:
             pass
     line = dumps_line(encode_entry(entry))
     return line, decode_entry(orjson.loads(line))
 
 
+def encode_new_message(
+    entry_id: str, parent_id: str | None, timestamp: str, message: Message
+) -> tuple[bytes, MessageEntry]:
+    """:func:`encode_appended` of a message entry with these fields and no extra keys, without
+    building that entry first (the append path of every message).
+
+    Raises:
+        CodecError: as :func:`encode_appended`.
+    """
+    try:
+        return _appended_message(entry_id, parent_id, timestamp, _NO_EXTRA, message)
+    except _General:
+        pass
+    line = dumps_line(
+        encode_entry(
+            MessageEntry(id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message)
+        )
+    )
+    return line, cast(MessageEntry, decode_entry(orjson.loads(line)))
+
+
 # orjson refuses deeper nesting; past it the general path reports the error.
 _MAX_DEPTH = 254
 
 
+def _frozen(value: Any, depth: int) -> bool:
+    """Whether ``value`` is already what decoding its JSON gives (read-only containers, string
+    keys, finite floats all the way down): then it can be shared instead of copied."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return bool(value - value == 0.0)  # False for NaN and the infinities
+    if depth >= _MAX_DEPTH:
+        return False
+    if kind is FrozenDict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) is not str and not _frozen(v, depth + 1)):
+                return False
+        return True
+    if kind is FrozenList:
+        return all(type(v) is str or _frozen(v, depth + 1) for v in value)
+    return False
+
+
 def _plain(value: Any, depth: int = 0) -> Any:
     """``value`` as ``frozen_json(orjson.loads(orjson.dumps(value)))`` gives it, when it holds
-    only JSON types (dict, list, tuple, str, int, finite float, bool, None; string keys)."""
+    only JSON types (dict, list, tuple, str, int, finite float, bool, None; string keys); the
+    value itself, or its parts, where they are that already."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
     if kind is float:
-        if not math.isfinite(value):
+        if value - value != 0.0:
             raise _General
         return value
     if depth >= _MAX_DEPTH:
         raise _General
+    if (kind is FrozenDict or kind is FrozenList) and _frozen(value, depth):
+        return value
     if kind is dict or kind is FrozenDict:
         out = {}
         for k, v in value.items():
@@ -1058,58 +1107,70 @@ def _plain(value: Any, depth: int = 0) -> Any:
 
 
 def _plain_extra(extra: Mapping[str, Any], known: frozenset[str]) -> FrozenDict:
-    """``extra`` as the decoder rebuilds it, when none of its keys is a known field's (those
-    would be dropped or read back as the field: the general path handles them)."""
+    """``extra`` as the decoder rebuilds it (itself when it is that already), when none of its
+    keys is a known field's (those would be dropped or read back as the field: the general
+    path handles them)."""
     if not extra:
-        return _NO_EXTRA
+        return extra if type(extra) is FrozenDict else _NO_EXTRA
     if not extra.keys().isdisjoint(known):
         raise _General
     return cast(FrozenDict, _plain(extra))
 
 
+# ``extra is _NO_EXTRA`` (what the decoder gives a value without extra keys) is checked inline
+# before calling _plain_extra: a call per value is a good part of an append's cost.
+
+
 def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
+    """The block's JSON object and the block as it reads back (``block`` itself when equal)."""
     kind = type(block)
     if kind is TextContent:
-        text = block.text
+        text, extra = block.text, block.extra
         if type(text) is not str:
             raise _General
-        extra = _plain_extra(block.extra, _TEXT_KEYS)
-        return {"type": "text", "text": text, **extra}, _text(text, extra)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TEXT_KEYS)
+        out: Obj = (
+            {"type": "text", "text": text, **kept} if kept else {"type": "text", "text": text}
+        )
+        return out, block if kept is extra else _text(text, kept)
     if kind is ToolCall and assistant:
-        call_id, name, arguments = block.id, block.name, block.arguments
+        call_id, name, arguments, extra = block.id, block.name, block.arguments, block.extra
         if (
             type(call_id) is not str
             or type(name) is not str
             or (type(arguments) is not dict and type(arguments) is not FrozenDict)
         ):
             raise _General
-        extra = _plain_extra(block.extra, _TOOLCALL_KEYS)
-        arguments = _plain(arguments)
-        out = {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments, **extra}
-        return out, _tool_call(call_id, name, arguments, extra)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLCALL_KEYS)
+        args = _plain(arguments)
+        out = {"type": "toolCall", "id": call_id, "name": name, "arguments": args, **kept}
+        same = kept is extra and args is arguments
+        return out, block if same else _tool_call(call_id, name, args, kept)
     if kind is ThinkingContent and assistant:
         thinking, signature, redacted = block.thinking, block.thinking_signature, block.redacted
+        extra = block.extra
         if (
             type(thinking) is not str
             or (signature is not None and type(signature) is not str)
             or type(redacted) is not bool
         ):
             raise _General
-        extra = _plain_extra(block.extra, _THINKING_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _THINKING_KEYS)
         out = {"type": "thinking", "thinking": thinking}
         if signature is not None:
             out["thinkingSignature"] = signature
         if redacted:
             out["redacted"] = True
-        out.update(extra)
-        return out, _thinking(thinking, signature, redacted, extra)
+        if kept:
+            out.update(kept)
+        return out, block if kept is extra else _thinking(thinking, signature, redacted, kept)
     if kind is ImageContent and not assistant:
-        data, mime_type = block.data, block.mime_type
+        data, mime_type, extra = block.data, block.mime_type, block.extra
         if type(data) is not str or type(mime_type) is not str:
             raise _General
-        extra = _plain_extra(block.extra, _IMAGE_KEYS)
-        out = {"type": "image", "data": data, "mimeType": mime_type, **extra}
-        return out, _image(data, mime_type, extra)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _IMAGE_KEYS)
+        out = {"type": "image", "data": data, "mimeType": mime_type, **kept}
+        return out, block if kept is extra else _image(data, mime_type, kept)
     raise _General  # unknown blocks, and blocks the decoder reads as unknown in this role
 
 
@@ -1118,11 +1179,14 @@ def _appended_blocks(blocks: Any, assistant: bool) -> tuple[list[Obj], tuple[Any
         raise _General
     out: list[Obj] = []
     copies: list[Any] = []
+    same = True
     for block in blocks:
         block_out, copy = _appended_block(block, assistant)
         out.append(block_out)
         copies.append(copy)
-    return out, tuple(copies)
+        if copy is not block:
+            same = False
+    return out, blocks if same else tuple(copies)
 
 
 def _appended_user_content(content: Any) -> tuple[str | list[Obj], Any]:
@@ -1131,33 +1195,61 @@ def _appended_user_content(content: Any) -> tuple[str | list[Obj], Any]:
     return _appended_blocks(content, False)
 
 
+_COST_NAMES = ("input", "output", "cacheRead", "cacheWrite", "total")
+
+
 def _appended_cost(cost: Any) -> tuple[Obj, Cost]:
     if type(cost) is not Cost:
         raise _General
-    extra = _plain_extra(cost.extra, _COST_KEYS)
-    values = []
-    for value in (cost.input, cost.output, cost.cache_read, cost.cache_write, cost.total):
-        # Ints in orjson's range only (math.isfinite would overflow on a huge one, and the
-        # general path reports it as orjson refuses it).
-        if (type(value) is int and -(2**63) <= value < 2**64) or (
-            type(value) is float and math.isfinite(value)
-        ):
-            values.append(value)
-            continue
-        raise _General
-        values.append(value)
-    i, o, r, w, t = values
-    out = {
-        "input": _num(i),
-        "output": _num(o),
-        "cacheRead": _num(r),
-        "cacheWrite": _num(w),
-        "total": _num(t),
-        **extra,
-    }
-    # Kept as it reads back: a float of what was written (-0.0 is written as 0).
-    kept = [float(out[k]) for k in ("input", "output", "cacheRead", "cacheWrite", "total")]
-    return out, _cost(*kept, extra)
+    extra = cost.extra
+    kept_extra = extra if extra is _NO_EXTRA else _plain_extra(extra, _COST_KEYS)
+    i, o, r, w, t = cost.input, cost.output, cost.cache_read, cost.cache_write, cost.total
+    if (
+        type(i) is float
+        and type(o) is float
+        and type(r) is float
+        and type(w) is float
+        and type(t) is float
+        and (i - i) + (o - o) + (r - r) + (w - w) + (t - t) == 0.0  # all finite
+    ):
+        # Integral costs are written as ints (pi's zeros stay byte-identical); they read back
+        # as the same floats, but for -0.0 (written 0, read back 0.0).
+        out = {
+            "input": i if i % 1.0 else int(i),
+            "output": o if o % 1.0 else int(o),
+            "cacheRead": r if r % 1.0 else int(r),
+            "cacheWrite": w if w % 1.0 else int(w),
+            "total": t if t % 1.0 else int(t),
+        }
+        same = kept_extra is extra and (
+            bool(i and o and r and w and t)
+            or all(v or math.copysign(1.0, v) > 0 for v in (i, o, r, w, t))
+        )
+    else:
+        same = False
+        written: list[int | float] = []
+        for value in (i, o, r, w, t):
+            if type(value) is float and value - value == 0.0:
+                written.append(value if value % 1.0 else int(value))
+            elif type(value) is int and -(2**63) <= value < 2**64:
+                # In orjson's range only (the general path reports a huge one).
+                written.append(value)
+            else:
+                raise _General  # NaN, an infinity, another type: the general path says which
+        out = dict(zip(_COST_NAMES, written, strict=True))
+    if kept_extra:
+        out.update(kept_extra)
+    if same:
+        return out, cost
+    kept = _cost(
+        float(out["input"]),
+        float(out["output"]),
+        float(out["cacheRead"]),
+        float(out["cacheWrite"]),
+        float(out["total"]),
+        kept_extra,
+    )
+    return out, kept
 
 
 def _appended_usage(usage: Any) -> tuple[Obj, Usage]:
@@ -1178,34 +1270,47 @@ def _appended_usage(usage: Any) -> tuple[Obj, Usage]:
         or (total is not None and type(total) is not int)
     ):
         raise _General
-    extra = _plain_extra(usage.extra, _USAGE_KEYS)
+    extra = usage.extra
+    kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _USAGE_KEYS)
     out: Obj = {"input": i, "output": o, "cacheRead": r, "cacheWrite": w}
     if total is not None:
         out["totalTokens"] = total
     cost_out, cost = _appended_cost(usage.cost)
     out["cost"] = cost_out
-    out.update(extra)
-    return out, _usage(i, o, r, w, total, cost, extra)
+    if kept:
+        out.update(kept)
+    if kept is extra and cost is usage.cost:
+        return out, usage
+    return out, _usage(i, o, r, w, total, cost, kept)
 
 
-def _appended_message(entry: MessageEntry) -> tuple[bytes, Entry]:
-    entry_id, parent_id, timestamp = entry.id, entry.parent_id, entry.timestamp
+_custom_message = _builder(
+    CustomMessage, "custom_type", "content", "display", "details", "timestamp", "extra"
+)
+
+
+def _appended_message(
+    entry_id: str, parent_id: str | None, timestamp: str, entry_extra: Any, msg: Any
+) -> tuple[bytes, MessageEntry]:
     if (
         type(entry_id) is not str
         or type(timestamp) is not str
         or (parent_id is not None and type(parent_id) is not str)
     ):
         raise _General
-    entry_extra = _plain_extra(entry.extra, _K_MESSAGE)
-    msg: Any = entry.message
+    kept_entry_extra = (
+        entry_extra if entry_extra is _NO_EXTRA else _plain_extra(entry_extra, _K_MESSAGE)
+    )
     kind = type(msg)
     ts = msg.timestamp if kind is not UnknownMessage else None
     if type(ts) is not int:
         raise _General
+    # ``message`` is ``msg`` itself when every part of it reads back as it is (shared: it is
+    # frozen all the way down), else the copy built from the parts that read back.
     message: Message
     if kind is AssistantMessage:
         api, provider, model = msg.api, msg.provider, msg.model
-        stop, error = msg.stop_reason, msg.error_message
+        stop, error, extra = msg.stop_reason, msg.error_message, msg.extra
         if (
             type(api) is not str
             or type(provider) is not str
@@ -1214,7 +1319,7 @@ def _appended_message(entry: MessageEntry) -> tuple[bytes, Entry]:
             or (error is not None and type(error) is not str)
         ):
             raise _General
-        extra = _plain_extra(msg.extra, _ASSISTANT_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _ASSISTANT_KEYS)
         blocks_out, blocks = _appended_blocks(msg.content, True)
         usage_out, usage = _appended_usage(msg.usage)
         out: Obj = {
@@ -1229,48 +1334,57 @@ def _appended_message(entry: MessageEntry) -> tuple[bytes, Entry]:
         if error is not None:
             out["errorMessage"] = error
         out["timestamp"] = ts
-        out.update(extra)
-        message = _assistant(blocks, api, provider, model, usage, stop, error, ts, extra)
+        if kept:
+            out.update(kept)
+        if kept is extra and blocks is msg.content and usage is msg.usage:
+            message = msg
+        else:
+            message = _assistant(blocks, api, provider, model, usage, stop, error, ts, kept)
     elif kind is ToolResultMessage:
         call_id, name, is_error = msg.tool_call_id, msg.tool_name, msg.is_error
+        details, extra = msg.details, msg.extra
         if type(call_id) is not str or type(name) is not str or type(is_error) is not bool:
             raise _General
-        extra = _plain_extra(msg.extra, _TOOLRESULT_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLRESULT_KEYS)
         blocks_out, blocks = _appended_blocks(msg.content, False)
-        details = None if msg.details is None else _plain(msg.details)
+        kept_details = None if details is None else _plain(details)
         out = {"role": "toolResult", "toolCallId": call_id, "toolName": name}
         out["content"] = blocks_out
-        if details is not None:
-            out["details"] = details
+        if kept_details is not None:
+            out["details"] = kept_details
         out["isError"], out["timestamp"] = is_error, ts
-        out.update(extra)
-        message = _tool_result(call_id, name, blocks, details, is_error, ts, extra)
+        if kept:
+            out.update(kept)
+        if kept is extra and blocks is msg.content and kept_details is details:
+            message = msg
+        else:
+            message = _tool_result(call_id, name, blocks, kept_details, is_error, ts, kept)
     elif kind is UserMessage:
-        extra = _plain_extra(msg.extra, _USER_KEYS)
+        extra = msg.extra
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _USER_KEYS)
         content_out, content = _appended_user_content(msg.content)
-        out = {"role": "user", "content": content_out, "timestamp": ts, **extra}
-        message = _user(content, ts, extra)
+        out = {"role": "user", "content": content_out, "timestamp": ts}
+        if kept:
+            out.update(kept)
+        message = msg if kept is extra and content is msg.content else _user(content, ts, kept)
     elif kind is CustomMessage:
-        custom_type, display = msg.custom_type, msg.display
+        custom_type, display, details, extra = msg.custom_type, msg.display, msg.details, msg.extra
         if type(custom_type) is not str or type(display) is not bool:
             raise _General
-        extra = _plain_extra(msg.extra, _CUSTOM_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _CUSTOM_KEYS)
         content_out, content = _appended_user_content(msg.content)
-        details = None if msg.details is None else _plain(msg.details)
+        kept_details = None if details is None else _plain(details)
         out = {"role": "custom", "customType": custom_type, "content": content_out}
         out["display"] = display
-        if details is not None:
-            out["details"] = details
+        if kept_details is not None:
+            out["details"] = kept_details
         out["timestamp"] = ts
-        out.update(extra)
-        message = CustomMessage(
-            custom_type=custom_type,
-            content=content,
-            display=display,
-            details=details,
-            timestamp=ts,
-            extra=extra,
-        )
+        if kept:
+            out.update(kept)
+        if kept is extra and content is msg.content and kept_details is details:
+            message = msg
+        else:
+            message = _custom_message(custom_type, content, display, kept_details, ts, kept)
     else:
         raise _General  # bash executions, summaries, unknown roles
     line_obj = {
@@ -1279,13 +1393,14 @@ def _appended_message(entry: MessageEntry) -> tuple[bytes, Entry]:
         "parentId": parent_id,
         "timestamp": timestamp,
         "message": out,
-        **entry_extra,
     }
+    if kept_entry_extra:
+        line_obj.update(kept_entry_extra)
     try:
-        line = orjson.dumps(line_obj)
+        line = orjson.dumps(line_obj, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
         raise _General from None  # e.g. a lone surrogate or a 65-bit integer: say which there
-    return line + b"\n", _message_entry(entry_id, parent_id, timestamp, entry_extra, message)
+    return line, _message_entry(entry_id, parent_id, timestamp, kept_entry_extra, message)
 
 
 def v1_entry_id(line_index: int, line: bytes, taken: set[str]) -> str:

@@ -19,7 +19,14 @@ from attrs import evolve, frozen
 
 from hooks import JSONValue, Message, UserContent
 
-from ._codec import CodecError, dumps_line, encode_appended, encode_entry, encode_header
+from ._codec import (
+    CodecError,
+    dumps_line,
+    encode_appended,
+    encode_entry,
+    encode_header,
+    encode_new_message,
+)
 from ._context import ContextCache, SessionContext
 from ._entries import (
     CURRENT_VERSION,
@@ -55,8 +62,10 @@ _ids = random.Random()
 os.register_at_fork(after_in_child=_ids.seed)
 
 FsyncPolicy: TypeAlias = Literal["never", "turn", "always"]
+EncodedMessage: TypeAlias = tuple[bytes, MessageEntry]
 E = TypeVar("E", bound=Entry)
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 class _Base(TypedDict):
@@ -67,16 +76,39 @@ class _Base(TypedDict):
 
 def iso_now() -> str:
     """Current UTC time as pi writes entry timestamps: ``2025-12-08T22:41:05.306Z``."""
-    seconds, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    ms = time.time_ns() // 1_000_000
     cached = _second[0]
-    if cached[0] != seconds:
+    if cached[0] != ms // 1000:
         # Formatting a datetime costs microseconds an append; the seconds change once a second.
+        # One tuple, replaced whole: another thread never sees a second with another's text.
+        seconds = ms // 1000
         cached = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
         _second[0] = cached
-    return f"{cached[1]}.{millis:03d}Z"
+    return cached[1] + _MILLIS[ms % 1000]
 
 
 _second: list[tuple[int, str]] = [(-1, "")]  # the second last formatted, and its text
+_MILLIS = tuple(f".{n:03d}Z" for n in range(1000))
+
+
+def _encode_message(
+    entry_id: str, parent_id: str | None, timestamp: str, message: Message
+) -> EncodedMessage:
+    try:
+        return encode_new_message(entry_id, parent_id, timestamp, message)
+    except CodecError as exc:
+        raise InvalidEntryError(f"cannot append a message entry: {exc}") from None
+
+
+def _encode_made(
+    entry_id: str, parent_id: str | None, timestamp: str, make: Callable[[_Base], E]
+) -> tuple[bytes, E]:
+    entry = make({"id": entry_id, "parent_id": parent_id, "timestamp": timestamp})
+    try:
+        line, fresh = encode_appended(entry)
+    except CodecError as exc:
+        raise InvalidEntryError(f"cannot append a {entry.type} entry: {exc}") from None
+    return line, fresh  # type: ignore[return-value]
 
 
 @frozen(kw_only=True)
@@ -145,8 +177,9 @@ class Session:
     next id see them, and continues *this* session's leaf: work that diverges becomes branches.
     :meth:`refresh` catches up without appending. Appends are safe from several threads.
     Values passed to an append are copied (the entry returned equals what decoding the stored
-    line gives, and shares nothing with the caller's objects), and JSON objects read back are
-    read-only.
+    line gives, and shares no mutable value with the caller's objects: a value already as the
+    decoder builds it, frozen with read-only containers, is shared, not copied), and JSON
+    objects read back are read-only.
 
     Build sessions with a repository (``JsonlSessionRepo``, ``MemorySessionRepo``), not directly.
     """
@@ -446,16 +479,22 @@ class Session:
 
     def append_message(self, message: Message) -> MessageEntry:
         """Append a message (user, assistant, toolResult, bashExecution, custom)."""
-        return self._append(lambda b: MessageEntry(**b, message=message))
+        return self._append(_encode_message, message)
 
     def append_model_change(self, provider: str, model_id: str) -> ModelChangeEntry:
-        return self._append(lambda b: ModelChangeEntry(**b, provider=provider, model_id=model_id))
+        return self._append_made(
+            lambda b: ModelChangeEntry(**b, provider=provider, model_id=model_id)
+        )
 
     def append_thinking_level_change(self, thinking_level: str) -> ThinkingLevelChangeEntry:
-        return self._append(lambda b: ThinkingLevelChangeEntry(**b, thinking_level=thinking_level))
+        return self._append_made(
+            lambda b: ThinkingLevelChangeEntry(**b, thinking_level=thinking_level)
+        )
 
     def append_active_tools_change(self, names: Sequence[str]) -> ActiveToolsChangeEntry:
-        return self._append(lambda b: ActiveToolsChangeEntry(**b, active_tool_names=tuple(names)))
+        return self._append_made(
+            lambda b: ActiveToolsChangeEntry(**b, active_tool_names=tuple(names))
+        )
 
     def append_compaction(
         self,
@@ -473,7 +512,7 @@ class Session:
             EntryNotFoundError: ``first_kept_entry_id`` is not in the session.
         """
         self._require(first_kept_entry_id)
-        return self._append(
+        return self._append_made(
             lambda b: CompactionEntry(
                 **b,
                 summary=summary,
@@ -489,7 +528,7 @@ class Session:
     ) -> BranchSummaryEntry:
         """Append the summary of an abandoned branch whose leaf was ``from_id``."""
         self._require(from_id)
-        return self._append(
+        return self._append_made(
             lambda b: BranchSummaryEntry(
                 **b, from_id=from_id, summary=summary, details=details, from_hook=from_hook
             )
@@ -497,7 +536,7 @@ class Session:
 
     def append_custom(self, custom_type: str, data: JSONValue = None) -> CustomEntry:
         """Append application state (never sent to the model)."""
-        return self._append(lambda b: CustomEntry(**b, custom_type=custom_type, data=data))
+        return self._append_made(lambda b: CustomEntry(**b, custom_type=custom_type, data=data))
 
     def append_custom_message(
         self,
@@ -509,7 +548,7 @@ class Session:
     ) -> CustomMessageEntry:
         """Append an application message that the model sees as a user message."""
         body = content if isinstance(content, str) else tuple(content)
-        return self._append(
+        return self._append_made(
             lambda b: CustomMessageEntry(
                 **b, custom_type=custom_type, content=body, display=display, details=details
             )
@@ -522,12 +561,14 @@ class Session:
             EntryNotFoundError: no such target.
         """
         self._require(target_id)
-        return self._append(lambda b: LabelEntry(**b, target_id=target_id, label=label or None))
+        return self._append_made(
+            lambda b: LabelEntry(**b, target_id=target_id, label=label or None)
+        )
 
     def set_name(self, name: str) -> SessionInfoEntry:
         """Set the session's display name; "" clears it (the latest ``session_info`` wins, as
         in pi)."""
-        return self._append(lambda b: SessionInfoEntry(**b, name=name.strip()))
+        return self._append_made(lambda b: SessionInfoEntry(**b, name=name.strip()))
 
     def move_to(self, entry_id: str | None) -> LeafEntry:
         """Move the active leaf (pi G1's ``leaf`` entry, so the move survives a reopen).
@@ -548,7 +589,7 @@ class Session:
         with self._lock:
             if entry_id == self._tree.leaf_id:
                 return self._current_leaf_entry()
-            return self._append(
+            return self._append_made(
                 lambda b: LeafEntry(
                     id=b["id"], parent_id=entry_id, timestamp=b["timestamp"], target_id=entry_id
                 )
@@ -650,9 +691,10 @@ class Session:
     def _new_id(self) -> str:
         # Called under the store's lock after catch-up: unique among every line in the file.
         # Ids need not be secret, only unique here: a seeded PRNG, not a syscall per id.
+        rows = self._tree.rows
         for _ in range(100):
-            candidate = f"{_ids.getrandbits(32):08x}"
-            if candidate not in self._tree:
+            candidate = _ids.getrandbits(32).to_bytes(4, "big").hex()
+            if candidate not in rows:
                 return candidate
         return secrets.token_hex(16)
 
@@ -676,33 +718,36 @@ class Session:
                 if self._strict or self._tree.dropped == dropped:
                     raise
 
-    def _append(self, make: Callable[[_Base], E]) -> E:
+    def _append_made(self, make: Callable[[_Base], E]) -> E:
+        """:meth:`_append` of the entry ``make`` builds from its id, parent and timestamp."""
+        return self._append(_encode_made, make)
+
+    def _append(self, encode: Callable[[str, str | None, str, A], tuple[bytes, E]], arg: A) -> E:
+        """Append the entry ``encode(a new id, the leaf, now, arg)`` gives: its line and the
+        entry as that line reads back. Whatever ``encode`` raises (``InvalidEntryError`` for
+        a value that cannot be stored) propagates with nothing written."""
         with self._lock:
-            self._check_open()
-            store = self._store
+            if self._closed:
+                raise SessionClosedError()
+            store, tree = self._store, self._tree
             catch_up = store.begin_append()
             try:
-                self._absorb(catch_up)
+                if catch_up.lines or catch_up.torn_offset is not None:
+                    self._absorb(catch_up)
                 if not self._prepared:
                     self._prepare()
-                entry = make(
-                    {"id": self._new_id(), "parent_id": self._tree.leaf_id, "timestamp": iso_now()}
-                )
-                try:
-                    # The session keeps, and returns, what the line holds (equal to decoding it
-                    # back, sharing nothing with the caller's objects); a line that would not
-                    # read back (a field of the wrong type) is refused before anything is written.
-                    line, fresh = encode_appended(entry)
-                except CodecError as exc:
-                    raise InvalidEntryError(f"cannot append a {entry.type} entry: {exc}") from None
+                # The session keeps, and returns, what the line holds (equal to decoding it back,
+                # sharing nothing mutable with the caller's objects); a line that would not read
+                # back (a field of the wrong type) is refused before anything is written.
+                line, fresh = encode(self._new_id(), tree.leaf_id, iso_now(), arg)
                 stored = store.write(line)
             finally:
                 store.end_append()
             span = (stored.offset, len(line) - 1)
-            self._tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+            tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
             if self._fsync == "always":
                 store.sync()
-            return fresh  # type: ignore[return-value]
+            return fresh
 
     def _absorb(self, catch_up: CatchUpLike) -> None:
         if catch_up.torn_offset is not None:

@@ -73,12 +73,19 @@ class Tree:
         """Index a row (file order); apply labels, names and leaf moves; advance the leaf
         (``own_leaf=False``: only the file's leaf). Returns a (code, reason) problem to report:
         a label or leaf move whose target is not in the tree (ignored)."""
-        self.rows[row.id] = row
-        self.order.append(row.id)
+        entry_id = row.id
+        self.rows[entry_id] = row
+        self.order.append(entry_id)
         if self._children is not None:
-            self._children.setdefault(row.parent_id, []).append(row.id)
+            self._children.setdefault(row.parent_id, []).append(entry_id)
         if entry is not None:
-            self.cache[row.id] = entry
+            self.cache[entry_id] = entry
+            if row.type not in EAGER_TYPES:
+                # An entry appended here (messages, mostly): nothing to apply but the leaf.
+                self.file_leaf_id = entry_id
+                if own_leaf:
+                    self.leaf_id = entry_id
+                return None
         elif row.type in EAGER_TYPES:
             entry = self.get(row.id)
         problem: tuple[str, str] | None = None

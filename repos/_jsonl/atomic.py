@@ -72,6 +72,8 @@ def publish_atomically(
     check: Callable[[Path], object] | None = None,
     durable: bool = True,
     write: Callable[[int], object] | None = None,
+    adopt: Callable[[int], object] | None = None,
+    folder_ready: bool = False,
 ) -> None:
     """Write ``lines`` to a temp file beside ``destination``, fsync, publish it under that name
     (link or rename), fsync the folder.
@@ -87,9 +89,16 @@ def publish_atomically(
             still atomic for readers and other processes, not across a power loss).
         write: called with the temp file's descriptor after ``lines`` are written, to write
             the rest itself (a fork copies byte ranges from its source file).
+        adopt: called with the temp file's descriptor (read-write, switched to ``O_APPEND``)
+            before it is published, after ``check``; when it returns, the descriptor is the
+            callee's to close, even if publishing fails afterwards (a create keeps it to read
+            and append through, instead of opening the new file again). If it raises, the
+            descriptor is closed here.
+        folder_ready: the caller made sure ``destination``'s folder exists (no check here).
     """
     folder = destination.parent
-    make_folders(folder)
+    if not folder_ready:
+        make_folders(folder)
     fd, unnamed = _unnamed(folder) if exclusive else (-1, None)
     named: Path | None = None
     if unnamed is None:
@@ -97,7 +106,8 @@ def publish_atomically(
         named = Path(tmp_name)
         # Held until the temp file is gone: marks it as a live writer's for sweep_temp_files.
         fcntl.flock(fd, fcntl.LOCK_EX)
-    tmp = named if named is not None else cast(Path, unnamed)
+    tmp: str | Path = named if named is not None else cast(str, unnamed)
+    adopted = False
     try:
         if named is not None and not exclusive and destination.exists():
             # A rewrite keeps the file's permissions (mkstemp makes 0600 files).
@@ -111,7 +121,11 @@ def publish_atomically(
         if durable:
             os.fsync(fd)
         if check is not None:
-            check(tmp)
+            check(Path(tmp))
+        if adopt is not None:
+            fcntl.fcntl(fd, fcntl.F_SETFL, os.O_APPEND)
+            adopt(fd)
+            adopted = True
         if named is None:
             # link() fails if the name exists, unlike rename(), so two creators cannot both win.
             # Linking a /proc/self/fd entry needs linkat(AT_SYMLINK_FOLLOW), which os.link uses
@@ -131,7 +145,12 @@ def publish_atomically(
             named.unlink(missing_ok=True)
         raise
     finally:
-        os.close(fd)
+        if not adopted:
+            os.close(fd)
+        elif named is not None:
+            # The temp file's lock marked a live writer; the adopted descriptor must not keep
+            # it (appends through it take and release their own).
+            fcntl.flock(fd, fcntl.LOCK_UN)
     if durable:
         fsync_dir(folder)
 
@@ -142,7 +161,7 @@ _DIR_ONLY = getattr(os, "O_PATH", os.O_RDONLY)
 _TMPFILE = getattr(os, "O_TMPFILE", 0) if _PROC_FD.is_dir() else 0
 
 
-def _unnamed(folder: Path) -> tuple[int, Path | None]:
+def _unnamed(folder: Path) -> tuple[int, str | None]:
     """An unnamed file in ``folder`` (``O_TMPFILE``, 0600) and the ``/proc/self/fd`` path that
     links or opens it; (-1, None) where the platform or the file system has none."""
     if not _TMPFILE:
@@ -151,7 +170,7 @@ def _unnamed(folder: Path) -> tuple[int, Path | None]:
         fd = os.open(folder, _TMPFILE | os.O_RDWR, 0o600)
     except OSError:
         return -1, None  # e.g. EOPNOTSUPP: a file system without O_TMPFILE
-    return fd, _PROC_FD / str(fd)
+    return fd, f"{_PROC_FD}/{fd}"
 
 
 def sweep_temp_files(folder: Path, *, min_age_s: float = 1.0) -> list[Path]:

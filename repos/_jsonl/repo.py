@@ -427,9 +427,11 @@ class JsonlSessionRepo:
         with self._publish_lock:
             if check_id and self._find(header.id):
                 raise SessionExistsError(header.id)
-            self._check_folder(folder)
+            # A folder that is there already (not a symlink) needs no more checks: nothing
+            # here changes it. One made now is checked again (a symlink may have raced it).
+            existed = self._check_folder(folder)
             try:
-                created = make_folders(folder)
+                created = [] if existed else make_folders(folder)
             except OSError as exc:
                 raise StorageError.wrap(folder, exc, "creating the session folder") from exc
             if folder not in self._swept:
@@ -444,25 +446,29 @@ class JsonlSessionRepo:
                 # A fork is checked before it is published, so a failing check leaves no file;
                 # the session reads the same inode once linked. A strict repo reads a fork back
                 # (every body decoded); otherwise its index is derived from what was copied.
-                if write is not None and self._strict:
+                if self._strict:
                     opened.append(load_file(tmp, path, strict=True, fsync=self._fsync))
-                elif write is not None:
+                else:
                     first = len(lines[0])
                     opened.append(
                         index_copied(tmp, path, header, first, copied, extra, fsync=self._fsync)
                     )
-                else:
-                    opened.append(self._created(tmp, path, header, len(lines[0])))
+
+            def adopt(fd: int) -> None:
+                opened.append(self._created(fd, path, header, len(lines[0])))
 
             try:
-                self._check_folder(folder)
+                if not existed:
+                    self._check_folder(folder)
                 publish_atomically(
                     path,
                     lines,
                     exclusive=True,
-                    check=read_back,
+                    check=read_back if write is not None else None,
                     durable=self._fsync != "never",
                     write=write,
+                    adopt=adopt if write is None else None,
+                    folder_ready=True,
                 )
             except BaseException as exc:
                 for session in opened:
@@ -475,28 +481,31 @@ class JsonlSessionRepo:
                 raise
         return opened[0]
 
-    def _check_folder(self, folder: Path) -> None:
+    def _check_folder(self, folder: Path) -> bool:
         """:func:`check_under_root` for a cwd folder (one name under the root): it can only
         lead out of the root as a symlink, so a folder that is none (or not there yet) needs
-        no resolving of every component."""
+        no resolving of every component. Returns whether it is a directory already (and no
+        symlink)."""
         try:
-            if not S_ISLNK(os.lstat(folder).st_mode):
-                return
+            mode = os.lstat(folder).st_mode
+            if not S_ISLNK(mode):
+                return S_ISDIR(mode)
         except FileNotFoundError:
-            return
+            return False
         except (OSError, ValueError):
             pass  # the full check says what is wrong
         check_under_root(self._root, folder)
+        return False
 
-    def _created(self, tmp: Path, path: Path, header: SessionHeader, end: int) -> Session:
-        """The session of a file just created with only its header, through ``tmp`` (the same
-        inode): reads keep going to this file even if its name is taken over later. One
-        descriptor reads and appends (the session was created to be written)."""
+    def _created(self, fd: int, path: Path, header: SessionHeader, end: int) -> Session:
+        """The session of a file just created with only its header, through ``fd`` (its
+        unpublished temp file's descriptor, read-write and appending, which it takes): reads
+        keep going to this file even if its name is taken over later. One descriptor reads
+        and appends (the session was created to be written)."""
         try:
-            fd = os.open(tmp, os.O_RDWR | os.O_APPEND)
+            stat = os.fstat(fd)
         except OSError as exc:
             raise StorageError.wrap(path, exc, "opening the new session file") from exc
-        stat = os.fstat(fd)
         store = JsonlStore(
             path,
             identity=(stat.st_dev, stat.st_ino),

@@ -19,7 +19,7 @@ from typing import cast
 import orjson
 from attrs import frozen
 
-from .._codec import CodecError, decode_entry, decode_header, loads_line
+from .._codec import CodecError, _builder, decode_entry, decode_header, loads_line
 from .._entries import Entry, SessionHeader
 from .._errors import (
     CorruptSessionError,
@@ -266,18 +266,19 @@ class JsonlStore:
             CorruptSessionError: the file holds no complete line (not even a header).
             StorageError: the file system refused.
         """
-        fd = self._writer()
+        fd = self._write_fd
+        if fd is None or self._closed:
+            fd = self._writer()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as exc:
             raise StorageError.wrap(self._path, exc, "locking for append") from exc
         self._locked = True
         try:
-            # The descriptor's own file never changes (checked when it was opened): its end
-            # tells whether others appended, and the name is looked up to see it still leads
-            # there. Two system calls; lines are read only when the size moved.
+            # One system call: the name is looked up to see it still leads to the descriptor's
+            # file (checked when it was opened), and then its size is that file's: it tells
+            # whether others appended. Lines are read only when it moved.
             try:
-                size = os.lseek(fd, 0, os.SEEK_END)
                 named = os.stat(self._name)
             except FileNotFoundError:
                 raise SessionGoneError(self._path, "deleted") from None
@@ -285,6 +286,7 @@ class JsonlStore:
                 raise StorageError.wrap(self._path, exc, "stat") from exc
             if (named.st_dev, named.st_ino) != self._identity:
                 raise SessionGoneError(self._path, "replaced")
+            size = named.st_size
             if size == self._end:
                 return _NOTHING_NEW
             return self._catch_up(fd, set_aside=True, size=size)
@@ -299,29 +301,31 @@ class JsonlStore:
             SessionWriteError: the write failed or was short (disk full, file size limit); the
                 partial bytes are removed (the lock is held, so no other line is cut).
         """
-        fd = self._writer()
+        fd = self._write_fd
+        if fd is None or self._closed:
+            fd = self._writer()
         try:
             written = os.write(fd, line)
         except OSError as exc:
             self._take_back(fd)
             raise SessionWriteError(self._path, 0, len(line), exc.errno) from exc
+        end = self._end
         if written != len(line):
             self._take_back(fd)
             raise SessionWriteError(self._path, written, len(line))
-        stored = RawLine(self._lines + 1, self._end, line[:-1])
-        self._end += len(line)
-        self._lines += 1
-        return stored
+        self._end = end + written
+        number = self._lines = self._lines + 1
+        return _raw_line(number, end, line[:-1])
 
     def end_append(self) -> None:
         """Release the lock (harmless when not held)."""
-        if self._locked and self._write_fd is not None:
+        if self._locked:
             self._locked = False
-            try:
-                fcntl.flock(self._write_fd, fcntl.LOCK_UN)
-            except OSError:
-                log.warning("%s: could not release the append lock", self._path)
-        self._locked = False
+            if self._write_fd is not None:
+                try:
+                    fcntl.flock(self._write_fd, fcntl.LOCK_UN)
+                except OSError:
+                    log.warning("%s: could not release the append lock", self._path)
 
     def poll(self) -> Sequence[RawLine]:
         """Complete lines other writers appended since this session last looked, read under a
@@ -560,6 +564,9 @@ def _check_head(path: Path, row: Row, offset: int, obj: object) -> None:
             path, row.line, offset, "the line's body disagrees with its head (type, id, parentId)"
         )
 
+
+# RawLine built without its keyword __init__: one per append.
+_raw_line = _builder(RawLine, "number", "offset", "raw")
 
 # Indexing reads the file in chunks and keeps no copy of it: memory at open is the index, not
 # the file (a 200 MB session must not cost 200 MB more to open).

@@ -5,6 +5,7 @@ stored line, a fresh open of the written file, the bytes on disk. No timing is a
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import stat
@@ -30,7 +31,16 @@ from hooks import (
     UserMessage,
 )
 from repos import InvalidEntryError, JsonlSessionRepo, SessionGoneError, open_session
-from repos._codec import FrozenDict, FrozenList, decode_entry, dumps_line, encode_entry
+from repos._codec import (
+    FrozenDict,
+    FrozenList,
+    decode_entry,
+    decode_message,
+    dumps_line,
+    encode_entry,
+    encode_message,
+)
+from repos._jsonl import atomic
 
 
 class _Str(str):
@@ -316,3 +326,68 @@ async def test_a_fork_skips_a_damaged_line_it_would_have_to_re_encode(tmp_path: 
             with open_session(fork.path, strict=True) as strict:  # the fork itself is clean
                 assert strict.entry_ids() == fork.entry_ids()
     assert source.read_bytes() == before
+
+
+# --- values already as the decoder gives them are shared, not copied -------------------------
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=[f"m{i}" for i in range(len(MESSAGES))])
+async def test_a_message_read_back_appends_as_what_decoding_its_line_gives(
+    tmp_path: Path, message: Any
+) -> None:
+    # Read-only values from a session (FrozenDict/FrozenList, floats for costs) may be shared
+    # by the returned entry; what it holds must still be exactly what its line decodes to.
+    canonical = decode_message(encode_message(message))
+    s = await JsonlSessionRepo(tmp_path / "root", fsync="never").create("/w")
+    entry = s.append_message(canonical)
+    assert s.path is not None
+    line = s.path.read_bytes().splitlines(keepends=True)[-1]
+    decoded = decode_entry(orjson.loads(line))
+    assert entry == decoded
+    assert _shape(entry) == _shape(decoded)
+    assert line == dumps_line(encode_entry(entry))
+    s.close()
+
+
+async def test_a_read_only_message_is_shared_and_a_mutable_part_is_copied(tmp_path: Path) -> None:
+    s = await JsonlSessionRepo(tmp_path / "root", fsync="never").create("/w")
+    shared = decode_message(encode_message(MESSAGES[2]))  # thinking, text, a tool call, usage
+    assert s.append_message(shared).message is shared  # frozen all the way down: not copied
+    inner: list[Any] = [1, 2]
+    # Read-only outside, a plain list inside: the list is copied, read-only, and the frozen
+    # parts around it are new objects holding the copy.
+    arguments = FrozenDict({"items": inner, "opts": FrozenDict({"n": 1})})
+    call = ToolCall(id="c1", name="read", arguments=arguments, extra=FrozenDict())
+    reply = s.append_message(AssistantMessage(content=(call,), extra=FrozenDict(), timestamp=1))
+    inner.append(3)
+    block = reply.message.content[0]  # type: ignore[union-attr]
+    assert isinstance(block, ToolCall) and block is not call
+    assert block.arguments == {"items": [1, 2], "opts": {"n": 1}}
+    assert type(block.arguments["items"]) is FrozenList
+    assert block.arguments["opts"] is arguments["opts"]  # read-only already: shared
+    s.close()
+
+
+async def test_a_create_without_unnamed_files_releases_its_temp_file_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where O_TMPFILE is missing, a create writes a named temp file that it holds locked (the
+    # mark of a live writer) and then keeps its descriptor for the session: the lock must not
+    # stay with it, or every other writer of the session would wait for it.
+    monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    s = await JsonlSessionRepo(tmp_path / "root", fsync="never").create("/w")
+    assert s.path is not None
+    other = os.open(s.path, os.O_RDONLY)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if the lock were held
+        fcntl.flock(other, fcntl.LOCK_UN)
+    finally:
+        os.close(other)
+    first = s.append_message(UserMessage(content="one", timestamp=1))
+    with open_session(s.path) as writer:
+        second = writer.append_message(UserMessage(content="two", timestamp=2))
+    third = s.append_message(UserMessage(content="three", timestamp=3))
+    assert [p.name for p in s.path.parent.iterdir()] == [s.path.name]  # no temp file left
+    with open_session(s.path, strict=True) as again:
+        assert again.entry_ids() == [first.id, second.id, third.id]
+    s.close()
