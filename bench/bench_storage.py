@@ -12,7 +12,8 @@ Run from the repository root:
   does). *pi*: ``SessionManager`` of ``@mariozechner/pi-coding-agent`` 0.73.1, timed by
   ``../shared/bench/pi_bench.mjs`` on the same files, installed with npm into
   ``~/.cache/jsonl-harness-bench/pi-0.73.1`` when missing.
-* Every figure is the median of ``--runs`` runs (small operations: of at least 21). What depends
+* Every figure is the median of ``--runs`` runs (small operations: of at least 21), each after
+  one untimed call (whichever row ran first in the process paid for its memory). What depends
   on process state (first ``list`` call, memory, the growth table) runs in a fresh subprocess
   per run and is timed inside it (interpreter start and imports excluded); the rest runs here.
 * ``--quick`` is a smoke run on small sizes (1k-5k entries, 100 sessions), without pi.
@@ -471,13 +472,17 @@ def timed_runs(
     setup: Callable[[], Any] | None = None,
     teardown: Callable[[Any], Any] | None = None,
 ) -> list[float]:
+    """``runs`` timings (ms) of ``fn``, after one untimed call: the first call in a process
+    pays for memory the allocator has not got yet, and whichever of two rows ran first paid
+    it (ours, which ran before its floors, by up to 25 %)."""
     times = []
-    for _ in range(runs):
+    for i in range(runs + 1):
         ctx = setup() if setup else None
         gc.collect()  # between runs only; never around the timed call
         start = time.perf_counter()
         result = fn(ctx)
-        times.append((time.perf_counter() - start) * 1e3)
+        if i:
+            times.append((time.perf_counter() - start) * 1e3)
         if teardown:
             teardown(result)  # what the timed call returned
     return times
@@ -489,13 +494,15 @@ async def atimed_runs(
     setup: Callable[[], Awaitable[Any]] | None = None,
     teardown: Callable[[Any], Awaitable[Any]] | None = None,
 ) -> list[float]:
+    """:func:`timed_runs` of a coroutine function (one untimed call first, too)."""
     times = []
-    for _ in range(runs):
+    for i in range(runs + 1):
         ctx = await setup() if setup else None
         gc.collect()
         start = time.perf_counter()
         await fn(ctx)
-        times.append((time.perf_counter() - start) * 1e3)
+        if i:
+            times.append((time.perf_counter() - start) * 1e3)
         if teardown:
             await teardown(ctx)
     return times
@@ -763,11 +770,12 @@ class Bench:
 
             async def measure_session() -> list[float]:
                 times = []
-                for _ in range(runs):
+                for i in range(runs + 1):  # the first untimed, as in timed_runs
                     gc.collect()
                     start = time.perf_counter()
                     fork = await repo.fork(source, entry_id=mid, position="at")
-                    times.append((time.perf_counter() - start) * 1e3)
+                    if i:
+                        times.append((time.perf_counter() - start) * 1e3)
                     await drop(fork)
                 return times
 
@@ -786,11 +794,12 @@ class Bench:
 
         async def measure_path() -> list[float]:
             times = []
-            for _ in range(runs):
+            for i in range(runs + 1):  # the first untimed, as in timed_runs
                 gc.collect()
                 start = time.perf_counter()
                 fork = await repo.fork(path, entry_id=mid, position="at")
-                times.append((time.perf_counter() - start) * 1e3)
+                if i:
+                    times.append((time.perf_counter() - start) * 1e3)
                 await drop(fork)
             return times
 
@@ -852,13 +861,25 @@ class Bench:
     # --- memory and growth (fresh processes) ---
 
     def bench_growth(self) -> None:
+        # The sizes take turns, run after run: this machine's speed drifts by tens of per cent
+        # over minutes, and the per-entry ratios compare sizes, so each run sees them all.
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in self.sizes.growth}
+        for _ in range(self.runs):
+            for name in self.sizes.growth:
+                n = label(name)
+                if f"growth.{n}" in self.fig.errors:
+                    continue
+                try:
+                    runs[name].append(
+                        run_worker("ours", self.file(name), self.facts(name)["entries"])
+                    )
+                except Exception as exc:
+                    self.fig.fail(f"growth.{n}", exc)
         ref_per: dict[str, float] = {}
         for name in self.sizes.growth:
             path, facts, n = self.file(name), self.facts(name), label(name)
-            try:
-                samples = [run_worker("ours", path, facts["entries"]) for _ in range(self.runs)]
-            except Exception as exc:
-                self.fig.fail(f"growth.{n}", exc)
+            samples = runs[name]
+            if f"growth.{n}" in self.fig.errors:
                 self.growth.append({"name": name, "error": self.fig.errors[f"growth.{n}"]})
                 continue
             med = {
