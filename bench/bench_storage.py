@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import importlib.util
+import inspect
 import json
 import os
 import platform
@@ -508,6 +509,65 @@ async def atimed_runs(
     return times
 
 
+Series = tuple[Callable[[Any], Any], Callable[[], Any] | None, Callable[[Any], Any] | None]
+
+
+def timed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[float] | Exception]:
+    """:func:`timed_runs` of several (fn, setup, teardown) series taking turns: one untimed
+    call of each, then ``runs`` rounds of one timed call of each. A ratio of two series then
+    compares calls made seconds apart, not minutes (this machine's speed drifts by tens of per
+    cent over minutes). A series that raises is left out of later rounds (its error returned)."""
+    out: dict[str, list[float] | Exception] = {key: [] for key in series}
+    for i in range(runs + 1):
+        for key, (fn, setup, teardown) in series.items():
+            times = out[key]
+            if isinstance(times, Exception):
+                continue
+            try:
+                ctx = setup() if setup else None
+                gc.collect()
+                start = time.perf_counter()
+                result = fn(ctx)
+                took = (time.perf_counter() - start) * 1e3
+                if teardown:
+                    teardown(result)
+            except Exception as exc:
+                out[key] = exc
+                continue
+            if i:
+                times.append(took)
+    return out
+
+
+async def atimed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[float] | Exception]:
+    """:func:`timed_rounds` where any of fn, setup and teardown may be a coroutine function."""
+    out: dict[str, list[float] | Exception] = {key: [] for key in series}
+
+    async def call(f: Callable[..., Any], *args: Any) -> Any:
+        result = f(*args)
+        return await result if inspect.isawaitable(result) else result
+
+    for i in range(runs + 1):
+        for key, (fn, setup, teardown) in series.items():
+            times = out[key]
+            if isinstance(times, Exception):
+                continue
+            try:
+                ctx = await call(setup) if setup else None
+                gc.collect()
+                start = time.perf_counter()
+                result = await call(fn, ctx)
+                took = (time.perf_counter() - start) * 1e3
+                if teardown:
+                    await call(teardown, result)
+            except Exception as exc:
+                out[key] = exc
+                continue
+            if i:
+                times.append(took)
+    return out
+
+
 @dataclass
 class Figures:
     """Medians by key; a failed measurement keeps its error instead."""
@@ -586,6 +646,20 @@ class Bench:
         except Exception as exc:
             self.fig.fail(key, exc)
 
+    def attempt_rounds(self, series: dict[str, Series]) -> None:
+        for key, got in timed_rounds(self.runs, series).items():
+            if isinstance(got, Exception):
+                self.fig.fail(key, got)
+            else:
+                self.fig.put(key, got)
+
+    async def aattempt_rounds(self, series: dict[str, Series]) -> None:
+        for key, got in (await atimed_rounds(self.runs, series)).items():
+            if isinstance(got, Exception):
+                self.fig.fail(key, got)
+            else:
+                self.fig.put(key, got)
+
     def warm_page_cache(self) -> None:
         for path in self.data.rglob("*.jsonl"):
             with open(path, "rb") as f:
@@ -616,31 +690,24 @@ class Bench:
         def close(session: Any) -> None:
             session.close()
 
+        # Each of ours beside its floor, taking turns (see timed_rounds).
+        series: dict[str, Series] = {}
         if whole:
-            self.attempt(f"ours.open.{n}", lambda: timed_runs(runs, open_it, teardown=close))
-            self.attempt(
-                f"ours.resume.{n}",
-                lambda: timed_runs(runs, lambda _: context(open_it()), teardown=close),
+            series[f"ours.open.{n}"] = (open_it, None, close)
+            series[f"floor.lazy.{n}"] = (lambda _: floor_lazy_index(path), None, None)
+            series[f"ours.resume.{n}"] = (lambda _: context(open_it()), None, close)
+            series[f"floor.resume.{n}"] = (
+                lambda _: floor_lazy_context(floor_lazy_index(path)),
+                None,
+                None,
             )
-        self.attempt(
-            f"ours.context.{n}",
-            lambda: timed_runs(runs, context, setup=open_it, teardown=close),
-        )
+        series[f"ours.context.{n}"] = (context, open_it, close)
+        series[f"floor.context.{n}"] = (floor_lazy_context, lambda: floor_lazy_index(path), None)
+        self.attempt_rounds(series)
         if whole:
-            self.attempt(
-                f"floor.lazy.{n}", lambda: timed_runs(runs, lambda _: floor_lazy_index(path))
-            )
             self.attempt(
                 f"floor.full.{n}", lambda: timed_runs(runs, lambda _: floor_full_parse(path))
             )
-            self.attempt(
-                f"floor.resume.{n}",
-                lambda: timed_runs(runs, lambda _: floor_lazy_context(floor_lazy_index(path))),
-            )
-        self.attempt(
-            f"floor.context.{n}",
-            lambda: timed_runs(runs, floor_lazy_context, setup=lambda: floor_lazy_index(path)),
-        )
 
     # --- appends ---
 
@@ -673,7 +740,7 @@ class Bench:
         """``every`` > 0: fsync="never" and ``session.sync()`` every ``every`` appends."""
         from repos import JsonlSessionRepo
 
-        cwd, n, runs = self.manifest["cwd"], label(self.sizes.append), self.runs
+        cwd, n = self.manifest["cwd"], label(self.sizes.append)
         folder = self.scratch(f"append-{key}")
         repo = JsonlSessionRepo(folder, fsync=policy)
 
@@ -698,18 +765,23 @@ class Bench:
             session.close()
             os.unlink(session.path)
 
-        await self.aattempt(
-            f"ours.append_{key}.{n}", lambda: atimed_runs(runs, run, setup, teardown)
-        )
         dest = folder / "floor.jsonl"
         floor_every = {"nofsync": 0, "fsync_each": 1, "fsync_100": 100}[key]
-        self.attempt(
-            f"floor.append_{key}.{n}",
-            lambda: timed_runs(
-                runs,
-                lambda _: floor_append(dest, raw, fsync_every=floor_every),
-                teardown=lambda _: dest.unlink(),
-            ),
+
+        async def ours(session: Any) -> Any:
+            await run(session)
+            return session
+
+        # Ours and the floor take turns (see timed_rounds).
+        await self.aattempt_rounds(
+            {
+                f"ours.append_{key}.{n}": (ours, setup, teardown),
+                f"floor.append_{key}.{n}": (
+                    lambda _: floor_append(dest, raw, fsync_every=floor_every),
+                    None,
+                    lambda _: dest.unlink(),
+                ),
+            }
         )
 
     # --- list ---
