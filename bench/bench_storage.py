@@ -512,35 +512,12 @@ async def atimed_runs(
 Series = tuple[Callable[[Any], Any], Callable[[], Any] | None, Callable[[Any], Any] | None]
 
 
-def timed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[float] | Exception]:
+async def timed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[float] | Exception]:
     """:func:`timed_runs` of several (fn, setup, teardown) series taking turns: one untimed
-    call of each, then ``runs`` rounds of one timed call of each. A ratio of two series then
-    compares calls made seconds apart, not minutes (this machine's speed drifts by tens of per
-    cent over minutes). A series that raises is left out of later rounds (its error returned)."""
-    out: dict[str, list[float] | Exception] = {key: [] for key in series}
-    for i in range(runs + 1):
-        for key, (fn, setup, teardown) in series.items():
-            times = out[key]
-            if isinstance(times, Exception):
-                continue
-            try:
-                ctx = setup() if setup else None
-                gc.collect()
-                start = time.perf_counter()
-                result = fn(ctx)
-                took = (time.perf_counter() - start) * 1e3
-                if teardown:
-                    teardown(result)
-            except Exception as exc:
-                out[key] = exc
-                continue
-            if i:
-                times.append(took)
-    return out
-
-
-async def atimed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[float] | Exception]:
-    """:func:`timed_rounds` where any of fn, setup and teardown may be a coroutine function."""
+    call of each, then ``runs`` rounds of one timed call of each; any of the three may be a
+    coroutine function. A ratio of two series then compares calls made seconds apart, not
+    minutes (this machine's speed drifts by tens of per cent over minutes). A series that
+    raises is left out of later rounds (its error returned)."""
     out: dict[str, list[float] | Exception] = {key: [] for key in series}
 
     async def call(f: Callable[..., Any], *args: Any) -> Any:
@@ -646,15 +623,8 @@ class Bench:
         except Exception as exc:
             self.fig.fail(key, exc)
 
-    def attempt_rounds(self, series: dict[str, Series]) -> None:
-        for key, got in timed_rounds(self.runs, series).items():
-            if isinstance(got, Exception):
-                self.fig.fail(key, got)
-            else:
-                self.fig.put(key, got)
-
-    async def aattempt_rounds(self, series: dict[str, Series]) -> None:
-        for key, got in (await atimed_rounds(self.runs, series)).items():
+    async def attempt_rounds(self, series: dict[str, Series]) -> None:
+        for key, got in (await timed_rounds(self.runs, series)).items():
             if isinstance(got, Exception):
                 self.fig.fail(key, got)
             else:
@@ -668,11 +638,11 @@ class Bench:
 
     # --- open and context ---
 
-    def bench_open_context(self) -> None:
+    async def bench_open_context(self) -> None:
         for name in (self.sizes.big, self.sizes.mid):
-            self._open_context(name, whole=name == self.sizes.big)
+            await self._open_context(name, whole=name == self.sizes.big)
 
-    def _open_context(self, name: str, *, whole: bool) -> None:
+    async def _open_context(self, name: str, *, whole: bool) -> None:
         from repos import open_session
 
         runs, path, facts, n = self.runs, self.file(name), self.facts(name), label(name)
@@ -703,7 +673,7 @@ class Bench:
             )
         series[f"ours.context.{n}"] = (context, open_it, close)
         series[f"floor.context.{n}"] = (floor_lazy_context, lambda: floor_lazy_index(path), None)
-        self.attempt_rounds(series)
+        await self.attempt_rounds(series)
         if whole:
             self.attempt(
                 f"floor.full.{n}", lambda: timed_runs(runs, lambda _: floor_full_parse(path))
@@ -773,7 +743,7 @@ class Bench:
             return session
 
         # Ours and the floor take turns (see timed_rounds).
-        await self.aattempt_rounds(
+        await self.attempt_rounds(
             {
                 f"ours.append_{key}.{n}": (ours, setup, teardown),
                 f"floor.append_{key}.{n}": (
@@ -1005,7 +975,7 @@ class Bench:
             log("warming the page cache")
             self.warm_page_cache()
             log("open and first context")
-            self.bench_open_context()
+            await self.bench_open_context()
             log("append")
             await self.bench_append()
             log("list")

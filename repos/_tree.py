@@ -230,32 +230,15 @@ class Tree:
         kinds: list[str] = []
         add_id, add_kind, rows = ids.append, kinds.append, self.rows
         current = leaf_id
-        for _ in range(_SHORT_WALK):
-            if current is None:
-                break
-            row = rows.get(current)
-            if row is None:
-                raise EntryNotFoundError(current)
-            add_id(current)
-            add_kind(row.type)
-            current = row.parent_id
-        else:
-            row = rows.get(current)  # type: ignore[arg-type]
-            # The scan costs about a quarter of a probe per row, all rows; probing costs one
-            # per step, at most as many as the lines before this one.
-            if row is not None and row.line * 3 > len(rows):
-                # Over a snapshot: another thread may append while this one reads.
-                for row in reversed(list(rows.values())):
-                    if row.id == current:
-                        add_id(current)
-                        add_kind(row.type)
-                        current = row.parent_id
-                        if current is None:
-                            break
+        scan_at = _SHORT_WALK
         # A path is at most as long as the tree: more steps mean a cycle, found only then (a
         # set of the ids seen would cost more than the walk itself).
         limit = len(rows)
         while current is not None:
+            if len(ids) == scan_at:
+                scan_at = -1
+                current = self._scan_path(current, add_id, add_kind)
+                continue
             row = rows.get(current)
             if row is None:
                 raise EntryNotFoundError(current)
@@ -268,6 +251,29 @@ class Tree:
         ids.reverse()
         kinds.reverse()
         return ids, kinds
+
+    def _scan_path(
+        self, current: str, add_id: Callable[[str], None], add_kind: Callable[[str], None]
+    ) -> str | None:
+        """The rest of a long path from ``current`` up, found by one backward scan of the rows
+        (see :meth:`path_types`); returns where it stopped: None at the root, else the id whose
+        row it did not meet (then, or when scanning would cost more, probing goes on)."""
+        rows = self.rows
+        row = rows.get(current)
+        # The scan costs about a quarter of a probe per row, all rows; probing costs one per
+        # step, at most as many as the lines before this one.
+        if row is None or row.line * 3 <= len(rows):
+            return current
+        # Over a snapshot: another thread may append while this one reads.
+        found: str | None = current
+        for row in reversed(list(rows.values())):
+            if row.id == found:
+                add_id(found)
+                add_kind(row.type)
+                found = row.parent_id
+                if found is None:
+                    break
+        return found
 
     def _acyclic_path(self, leaf_id: str | None) -> list[str]:
         out: list[str] = []
