@@ -58,6 +58,7 @@ async def main() -> None:
             model=model,
             tools=[bash_tool(), write_tool()],
             supervisor=SecuritySupervisor(mode="accept_edits"),
+            cwd=workdir,
         )
         harness.connect(ToolCallEvent, guard)
         await harness.prompt("Clean up, then write a report")

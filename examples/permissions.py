@@ -52,7 +52,9 @@ async def check_repository(project: Path) -> None:
         rules=PermissionRules(allow=["bash(git status:*)"]),
         setting_sources=(),  # rules from this script only, not from settings files
     )
-    harness = AgentHarness(session=session, model=model, tools=[bash_tool()], supervisor=supervisor)
+    harness = AgentHarness(
+        session=session, model=model, tools=[bash_tool()], supervisor=supervisor, cwd=project
+    )
 
     @harness.on(PermissionDecisionEvent)
     def audit(sender: object, event: PermissionDecisionEvent) -> None:

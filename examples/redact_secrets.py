@@ -44,7 +44,7 @@ async def main() -> None:
                 lambda request: f"The file says: {request.messages[-1].text!r}",  # type: ignore[union-attr]
             ]
         )
-        harness = AgentHarness(session=session, model=model, tools=[read_tool()])
+        harness = AgentHarness(session=session, model=model, tools=[read_tool()], cwd=workdir)
         harness.connect(ToolResultEvent, redact)
         reply = await harness.prompt("What is in .env?")
         print(reply.text)

@@ -54,7 +54,7 @@ async def main() -> None:
                 "Reproduction first, please.",
             ]
         )
-        agent = AgentHarness(session=session, model=model)  # discovers .agents/skills from its cwd
+        agent = AgentHarness(session=session, model=model, cwd=project)  # discovers from its cwd
         reply = await agent.prompt("Write the release notes for: skills catalog")
 
         catalog = [

@@ -95,6 +95,7 @@ from ._tools.base import Tool, ToolResult
 
 log = logging.getLogger("harness")
 
+
 __all__ = [
     "DEFAULT_RESOURCES",
     "DEFAULT_SYSTEM_PROMPT",
@@ -157,8 +158,10 @@ class AgentHarness:
             (:class:`ResourceOptions`); the default discovers them from the working folder up
             to the repository root and from the user's config folder. ``None`` turns all of it
             off (no discovery, no catalog, no ``skill`` tool), for embedding.
-        cwd: working directory for tools; default the session's cwd if it exists, else the
-            process's.
+        cwd: working directory for tools, resources and the supervisor; default the process's
+            current folder. Never the session header's ``cwd``: a session file is untrusted
+            (docs/security.md), and the folder it names is information only; pass
+            ``cwd=session.cwd`` to work there once you trust it.
         thinking_level: reasoning effort (``off``, ``minimal``, ``low``, ``medium``, ``high``,
             ``xhigh``; mapped to Anthropic thinking budgets).
         stream_options: options of every request (timeout, retries, headers, caching).
@@ -232,12 +235,21 @@ class AgentHarness:
         self._active = self._checked_active(active_tools)
         self._thinking: ThinkingLevel = _checked_level(thinking_level)
         self._system_prompt = system_prompt
-        if cwd is not None:
-            self._cwd = Path(cwd)
-        elif session.cwd and os.path.isdir(session.cwd):
-            self._cwd = Path(session.cwd)
-        else:
-            self._cwd = Path.cwd()
+        self._cwd = Path(cwd) if cwd is not None else Path.cwd()
+        if (
+            cwd is None
+            and session.cwd
+            and Path(session.cwd) != self._cwd
+            and os.path.isdir(session.cwd)
+        ):
+            # The header's folder is information only (docs/security.md): say where we work.
+            log.warning(
+                "session %s was recorded in %s; its tools work in the current folder %s "
+                "(pass AgentHarness(cwd=...) to choose)",
+                session.id,
+                session.cwd,
+                self._cwd,
+            )
         self._options = stream_options if stream_options is not None else StreamOptions()
         self._retry_base_delay_s = retry_base_delay_s
         self._tool_context = tool_context

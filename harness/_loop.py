@@ -10,6 +10,7 @@ queues) is read from the :class:`RunHost` (the harness) at each turn boundary.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,6 +73,8 @@ from ._providers.base import (
 )
 from ._tools.base import Tool, ToolResult, ToolRun, validate_input
 from ._validate import check_request
+
+_log = logging.getLogger("harness")
 
 __all__ = ["Run", "RunHost", "TurnSettings", "run_agent"]
 
@@ -425,7 +428,18 @@ async def _run_tools(
                     tool_call_id=call.id, tool_name=call.name, input=_copy(call.arguments)
                 ),
             )
-            pending.append(await _preflight(run, settings, reply, call))
+            try:
+                checked = await _preflight(run, settings, reply, call)
+            except Exception as exc:  # one call's failure is its result, never the run's end
+                _log.error("checking tool call %s failed", call.id, exc_info=exc)
+                checked = _Pending(
+                    call,
+                    settings.tools.get(call.name),
+                    call.arguments,
+                    error=f"The call could not be checked, so it did not run: "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            pending.append(checked)
         await _execute_batch(run, settings, pending, context)
     except asyncio.CancelledError:
         _persist_aborted_results(run, reply, pending, set())
@@ -554,8 +568,14 @@ async def _preflight(
     await asyncio.sleep(0)
     verdict = await run.gate.check(call, tool, final)
     await asyncio.sleep(0)  # the same for an approver that aborted
+    # The tool runs with the gate's own copy of exactly what the supervisor was shown.
     return _Pending(
-        call, tool, final, error=verdict.denied, patched=patched, confined=not verdict.leaves_cwd
+        call,
+        tool,
+        verdict.input,
+        error=verdict.denied,
+        patched=patched,
+        confined=not verdict.leaves_cwd,
     )
 
 

@@ -299,11 +299,16 @@ class _Chain(Generic[E, R]):
         limit = asyncio.timeout(timeout_s)
         try:
             async with limit:
-                return await _call(receiver, self.sender, self.event, self._expected)
+                result = await _call(receiver, self.sender, self.event, self._expected)
         except TimeoutError:
             if not limit.expired():  # the receiver's own TimeoutError, reported as it is
                 raise
             raise HookTimeoutError(self.event.name, _name(receiver), timeout_s) from None
+        if limit.expired():
+            # The receiver swallowed its cancellation and answered late: a timed-out hook's
+            # answer never counts (a late "allow" must not fail a tool_call hook open).
+            raise HookTimeoutError(self.event.name, _name(receiver), timeout_s)
+        return result
 
 
 def _hook(

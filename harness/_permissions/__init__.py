@@ -12,13 +12,25 @@ from .decisions import (
     Supervisor,
 )
 from .gate import PERMISSION_ENTRY, Gate, GateResult, remembered_approvals
-from .rules import PERMISSION_MODES, PermissionRules, Rule, add_project_rule, load_settings
-from .supervisor import PROJECT_SETTINGS, SecuritySupervisor, user_settings_path
+from .rules import (
+    OPERATION_RULES,
+    PERMISSION_MODES,
+    PermissionRules,
+    Rule,
+    add_project_rule,
+    load_settings,
+)
+from .signing import APPROVAL_KEY_FILE, ApprovalSigner, approval_key_path
+from .supervisor import MODE_STRICTNESS, PROJECT_SETTINGS, SecuritySupervisor, user_settings_path
 
 __all__ = [
+    "APPROVAL_KEY_FILE",
+    "MODE_STRICTNESS",
+    "OPERATION_RULES",
     "PERMISSION_ENTRY",
     "PERMISSION_MODES",
     "PROJECT_SETTINGS",
+    "ApprovalSigner",
     "Approve",
     "ApproveAlways",
     "Approver",
@@ -33,6 +45,7 @@ __all__ = [
     "SecuritySupervisor",
     "Supervisor",
     "add_project_rule",
+    "approval_key_path",
     "load_settings",
     "remembered_approvals",
     "user_settings_path",

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from attrs import define, frozen
+import orjson
+from attrs import define, field, frozen
 
 from hooks import (
     JSONValue,
@@ -23,37 +24,47 @@ from .._tools.base import Tool
 from .decisions import Approve, ApproveAlways, Decision, Deny, PermissionRequest, Supervisor
 from .keys import describe_call
 from .rules import add_project_rule
+from .signing import ApprovalSigner
 
 __all__ = ["PERMISSION_ENTRY", "Gate", "GateResult", "remembered_approvals"]
 
 PERMISSION_ENTRY = "permission"
 """``customType`` of the session entry an approve-always writes:
-``{"operationKey", "decision": "approve_always", "toolName", "scope", "depth"}``."""
+``{"operationKey", "decision": "approve_always", "toolName", "scope", "depth", "signature"}``
+(``signature``: see :class:`ApprovalSigner`)."""
 
 _log = logging.getLogger("harness")
 
 
-def remembered_approvals(session: Session) -> set[str]:
+def remembered_approvals(session: Session, signer: ApprovalSigner | None = None) -> set[str]:
     """Operation keys approved always in ``session`` (every branch: an approval is a fact of the
-    session, not of one conversation path)."""
+    session, not of one conversation path), counting only entries signed with this user's
+    secret: a session file is untrusted, and a ``permission`` entry someone else wrote (or one
+    copied from another session) grants nothing (docs/security.md)."""
+    signer = signer or ApprovalSigner()
     keys = set()
     for entry in session.entries():
         if isinstance(entry, CustomEntry) and entry.custom_type == PERMISSION_ENTRY:
             data = entry.data
             if isinstance(data, Mapping) and data.get("decision") == "approve_always":
                 key = data.get("operationKey")
-                if isinstance(key, str):
+                if isinstance(key, str) and signer.verify(session.id, data):
                     keys.add(key)
     return keys
 
 
 @frozen
 class GateResult:
-    """The supervisor's answer for one call: ``denied`` is the reason (None: run it), and
-    ``leaves_cwd`` whether the approved call may go outside the working folder."""
+    """The supervisor's answer for one call: ``denied`` is the reason (None: run it),
+    ``leaves_cwd`` whether the approved call may go outside the working folder, ``input`` a
+    fresh copy of exactly the input the supervisor was shown (nobody else holds it: the tool
+    runs with it), and ``approved_path`` the absolute path, symlinks resolved when the call was
+    decided, that an approval outside the folder covers (None inside it)."""
 
     denied: str | None
     leaves_cwd: bool
+    input: Mapping[str, JSONValue]
+    approved_path: str | None = None
 
 
 @define
@@ -71,15 +82,32 @@ class Gate:
     depth: int
     approvals: set[str]
     write: Callable[[Callable[[], object]], None]
+    signer: ApprovalSigner = field(factory=ApprovalSigner)
 
     async def check(self, call: ToolCall, tool: Tool, input: Mapping[str, JSONValue]) -> GateResult:
         """Announce, decide and record one call that the ``tool_call`` hooks let through.
 
+        ``input`` is serialised once; observers, the supervisor and the tool each get their
+        own copy of that snapshot, so an observer or an approver that keeps a reference (to a
+        nested list, say) and changes it later changes nothing the tool sees.
+
         A supervisor that raises or returns something else than a decision denies the call
         (fails closed, like a raising ``tool_call`` receiver), and the error is logged.
+
+        Raises:
+            TypeError: ``input`` is not JSON (the loop checks that before).
         """
-        target = describe_call(tool, input, self.cwd)
-        frozen_input = MappingProxyType(dict(input))
+        snapshot = orjson.dumps(input)
+        try:
+            target = describe_call(tool, orjson.loads(snapshot), self.cwd)
+        except (OSError, ValueError, RuntimeError, RecursionError) as exc:
+            # A NUL in a path, a symlink chain too long to follow: no decision can be made.
+            return GateResult(
+                denied=f"the call's target cannot be checked: {type(exc).__name__}: {exc}",
+                leaves_cwd=False,
+                input=orjson.loads(snapshot),
+            )
+        frozen_input = MappingProxyType(orjson.loads(snapshot))
         request = PermissionRequest(
             tool_call_id=call.id,
             tool_name=tool.name,
@@ -100,7 +128,7 @@ class Gate:
             PermissionRequestEvent(
                 tool_call_id=call.id,
                 tool_name=tool.name,
-                input=frozen_input,
+                input=MappingProxyType(orjson.loads(snapshot)),
                 operation_key=request.operation_key,
                 cwd=str(self.cwd),
                 leaves_cwd=request.leaves_cwd,
@@ -126,6 +154,8 @@ class Gate:
         return GateResult(
             denied=decision.reason if isinstance(decision, Deny) else None,
             leaves_cwd=request.leaves_cwd,
+            input=orjson.loads(snapshot),
+            approved_path=target.resolved if request.leaves_cwd else None,
         )
 
     async def _decide(self, request: PermissionRequest) -> Decision:
@@ -153,6 +183,9 @@ class Gate:
             "scope": decision.scope,
             "depth": request.depth,
         }
+        signature = self.signer.sign(self.session.id, data)
+        if signature is not None:
+            data["signature"] = signature
         self.write(lambda: self.session.append_custom(PERMISSION_ENTRY, data))
         if decision.scope == "project":
             try:

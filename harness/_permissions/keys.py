@@ -44,6 +44,8 @@ class CallTarget:
     target: str | None
     paths: tuple[str, ...]
     leaves_cwd: bool
+    resolved: str | None = None
+    """The path's absolute form with symlinks resolved (None for commands and no target)."""
 
 
 def command_parts(command: str) -> tuple[tuple[str, ...], bool]:
@@ -87,7 +89,13 @@ def _inside(root: str, path: str) -> str | None:
 
 
 def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> CallTarget:
-    """The operation key, target, rule paths and cwd escape of one call of ``tool``."""
+    """The operation key, target, rule paths and cwd escape of one call of ``tool``.
+
+    Raises:
+        ValueError: the path holds a NUL byte.
+        OSError, RuntimeError, RecursionError: the path cannot be resolved (a symlink chain
+            too long or changing under us).
+    """
     raw = input.get(tool.target) if tool.target is not None else None
     if tool.target is None or (raw is None and tool.kind == "execute"):
         return CallTarget(operation_key=tool.name, target=None, paths=(), leaves_cwd=False)
@@ -114,4 +122,5 @@ def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> Call
         target=given,
         paths=paths,
         leaves_cwd=leaves,
+        resolved=resolved,
     )

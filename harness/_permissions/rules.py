@@ -15,6 +15,10 @@ A rule is a tool name, optionally with a specifier in parentheses, as in Claude 
   resolved; deny and ask rules catch either, allow rules need both. A specifier starting with
   ``/`` or ``~`` is matched against absolute paths; a relative one also against paths outside
   the working folder, without their leading ``/`` (so ``**/.env`` catches them everywhere).
+  ``read(...)`` rules name the operation, not one tool: they apply to every tool that reads
+  paths (read, grep, find, ls); ``write(...)`` and ``edit(...)`` to every tool that writes
+  them (write, edit). A folder a tool walks is filtered too: files a deny or ask ``read``
+  rule matches are left out of what grep, find and ls return.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from .decisions import PermissionMode, PermissionRequest
 from .keys import command_parts
 
 __all__ = [
+    "OPERATION_RULES",
     "PERMISSION_MODES",
     "PermissionRules",
     "Rule",
@@ -48,6 +53,8 @@ PERMISSION_MODES: tuple[PermissionMode, ...] = (
     "bypass",
     "dont_ask",
 )
+OPERATION_RULES: Mapping[str, str] = {"read": "read", "write": "edit", "edit": "edit"}
+"""Rule names that name an operation, not one tool: the tool kind each covers."""
 _RULE = re.compile(r"(?P<tool>[\w.-]+)(?:\((?P<spec>.*)\))?", re.S)
 _GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
 
@@ -73,7 +80,7 @@ class Rule:
     def matches(self, request: PermissionRequest, *, how: Literal["any", "all"]) -> bool:
         """Whether the rule covers ``request``: ``any`` part (deny, ask) or ``all`` parts
         (allow) of a compound command or of the path variants."""
-        if self.tool != request.tool_name:
+        if not self.covers_tool(request):
             return False
         if self.spec is None:
             return True
@@ -83,6 +90,16 @@ class Rule:
             return self._matches_command(request.target, how)
         hits = [self._matches_path(p) for p in request.paths]
         return bool(hits) and (any(hits) if how == "any" else all(hits))
+
+    def covers_tool(self, request: PermissionRequest) -> bool:
+        """Whether the rule's tool part names the call: ``read`` names every tool that reads
+        paths (kind ``read``: read, grep, find, ls, and any tool of that kind), ``write`` and
+        ``edit`` every tool that writes them (kind ``edit``: write, edit); any other name
+        names that tool only."""
+        operation = OPERATION_RULES.get(self.tool)
+        if operation is not None:
+            return request.kind == operation
+        return self.tool == request.tool_name
 
     def _matches_command(self, command: str, how: Literal["any", "all"]) -> bool:
         whole = " ".join(command.split())

@@ -4,11 +4,12 @@ the order of the Claude Agent SDK."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from attrs import evolve
+from attrs import evolve, frozen
 from platformdirs import user_config_path
 
 from .decisions import Approve, Approver, Decision, Deny, PermissionMode, PermissionRequest
@@ -17,7 +18,7 @@ from .rules import PERMISSION_MODES, PermissionRules, Rule, Settings, load_setti
 
 log = logging.getLogger("harness")
 
-__all__ = ["PROJECT_SETTINGS", "SecuritySupervisor", "user_settings_path"]
+__all__ = ["MODE_STRICTNESS", "PROJECT_SETTINGS", "SecuritySupervisor", "user_settings_path"]
 
 PROJECT_SETTINGS = Path(".harness") / "settings.json"
 """Where project rules live, relative to the working folder."""
@@ -31,6 +32,53 @@ def user_settings_path() -> Path:
     return user_config_path("harness") / "settings.json"
 
 
+@frozen
+class _Policy:
+    """What a permission mode does, as three independent restrictions, so that two modes can
+    be combined into the strictest of both (a project can only add restrictions)."""
+
+    lift: int  # 2: approve everything (bypass); 1: approve edits inside (accept_edits); 0: none
+    plan: bool  # deny edits, commands and other controlled calls inside the folder
+    no_ask: bool  # what would be asked is denied (dont_ask)
+
+    @classmethod
+    def of(cls, mode: PermissionMode) -> _Policy:
+        return cls(
+            lift={"bypass": 2, "accept_edits": 1}.get(mode, 0),
+            plan=mode == "plan",
+            no_ask=mode == "dont_ask",
+        )
+
+    def __and__(self, other: _Policy) -> _Policy:
+        return _Policy(
+            lift=min(self.lift, other.lift),
+            plan=self.plan or other.plan,
+            no_ask=self.no_ask or other.no_ask,
+        )
+
+    @property
+    def name(self) -> PermissionMode:
+        """The mode this policy is, or the strictest one it holds (``plan`` with ``dont_ask``
+        shows as ``plan``)."""
+        if self.plan:
+            return "plan"
+        if self.no_ask:
+            return "dont_ask"
+        return ("default", "accept_edits", "bypass")[self.lift]
+
+
+MODE_STRICTNESS: tuple[PermissionMode, ...] = (
+    "bypass",
+    "accept_edits",
+    "default",
+    "dont_ask",
+    "plan",
+)
+"""The modes from the most permissive to the strictest. ``plan`` and ``dont_ask`` restrict
+different things (``plan`` denies every edit and command even when a rule allows it;
+``dont_ask`` denies whatever would be asked); when both apply, both restrictions hold."""
+
+
 class SecuritySupervisor:
     """The default supervisor: deny, ask and allow rules, a permission mode, an approver.
 
@@ -38,14 +86,16 @@ class SecuritySupervisor:
     SDK's: hooks, deny rules, ask rules, mode, allow rules, ``can_use_tool``):
 
     1. a **deny** rule matches: denied;
-    2. an **ask** rule matches: asked (step 6), whatever the mode or allow rules say;
-    3. the **mode**: ``bypass`` approves; ``plan`` denies ``edit`` and ``execute`` tools and
-       any other controlled tool, with a reason telling the model to present a plan instead;
-       ``accept_edits`` approves ``edit`` tools whose path stays inside the working folder;
-    4. an **allow** rule matches: approved;
-    5. a call that is not controlled (a ``read``/``ls``/``grep``/``find`` inside the working
+    2. ``plan`` mode denies ``edit`` and ``execute`` tools and any other controlled call inside
+       the working folder, with a reason telling the model to present a plan instead; no ask
+       rule, allow rule or remembered approval lifts it;
+    3. an **ask** rule matches: asked (step 7), whatever the mode or allow rules say;
+    4. the **mode**: ``bypass`` approves; ``accept_edits`` approves ``edit`` tools whose path
+       stays inside the working folder;
+    5. an **allow** rule matches: approved;
+    6. a call that is not controlled (a ``read``/``ls``/``grep``/``find`` inside the working
        folder, a tool not marked ``controlled``) is approved;
-    6. asking: an operation key approved always before (``request.approvals``) is approved;
+    7. asking: an operation key approved always before (``request.approvals``) is approved;
        in ``dont_ask`` mode the call is denied; with no approver it is denied with a reason
        saying so; otherwise the approver's answer stands.
 
@@ -54,22 +104,26 @@ class SecuritySupervisor:
     edits apply at once). A settings file that does not parse denies every call, naming the
     file: a broken deny list must not open everything up.
 
+    The **mode** is ``mode`` (code, or the user's ``--mode``), else the user settings' ``mode``,
+    else ``default``; a project's ``mode`` (trusted or not) can only make it stricter: each
+    restriction of either mode holds (:data:`MODE_STRICTNESS`).
+
     Args:
-        mode: a :data:`PermissionMode`; None takes ``permissions.mode`` from the project, else
-            the user settings, else ``default``.
+        mode: a :data:`PermissionMode`; None takes ``permissions.mode`` from the user settings,
+            else ``default``.
         rules: rules from code (:class:`PermissionRules`, or a mapping of ``allow``/``deny``/
             ``ask`` to lists of rule strings).
-        approver: ``async (request) -> Approve | Deny | ApproveAlways``, asked when step 6 is
+        approver: ``async (request) -> Approve | Deny | ApproveAlways``, asked when step 7 is
             reached; None denies those calls.
         setting_sources: which settings files to read: ``user``, ``project`` (default both);
             ``()`` for rules from code only.
         user_settings: the user settings file (default :func:`user_settings_path`).
-        trust_project: let the project's ``.harness/settings.json`` *widen* permissions: its
-            ``allow`` rules and the modes ``accept_edits`` and ``bypass``. Off by default: the
-            file comes with the folder (a cloned repository can hold one), so untrusted it may
-            only restrict (deny and ask rules, the modes ``default``, ``plan``, ``dont_ask``);
-            what it would widen is ignored and logged. Claude Code asks the user to trust a
-            folder for the same reason.
+        trust_project: let the project's ``.harness/settings.json`` add ``allow`` rules. Off by
+            default: the file comes with the folder (a cloned repository can hold one), so
+            untrusted it may only restrict (deny and ask rules, a stricter mode); its allow
+            rules are ignored and logged. Claude Code asks the user to trust a folder for the
+            same reason. ``True`` trusts the project of every request's working folder; a path
+            trusts that folder only (what the CLI's ``--trust-project`` passes).
 
     Raises:
         ValueError: an unknown mode, or a rule from code that does not parse.
@@ -83,7 +137,7 @@ class SecuritySupervisor:
         approver: Approver | None = None,
         setting_sources: Iterable[SettingSource] = ("user", "project"),
         user_settings: Path | None = None,
-        trust_project: bool = False,
+        trust_project: bool | str | os.PathLike[str] = False,
     ) -> None:
         if mode is not None and mode not in PERMISSION_MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
@@ -94,8 +148,10 @@ class SecuritySupervisor:
         self.approver = approver
         self._sources = tuple(setting_sources)
         self._user_settings = user_settings
-        self._trust_project = trust_project
-        self._warned: set[Path] = set()
+        self._trust_project: bool | str = (
+            trust_project if isinstance(trust_project, bool) else os.path.realpath(trust_project)
+        )
+        self._warned: set[tuple[Path, str]] = set()
 
     @property
     def rules(self) -> PermissionRules:
@@ -103,20 +159,17 @@ class SecuritySupervisor:
         return self._rules
 
     def mode_for(self, cwd: Path) -> PermissionMode:
-        """The mode in force for calls in ``cwd`` (see ``mode``).
+        """The mode in force for calls in ``cwd`` (see ``mode``): when a project's mode and
+        the user's both restrict, the strictest name shows (``plan`` over ``dont_ask``).
 
         Raises:
             ValueError: a settings file does not parse.
         """
-        if self._mode is not None:
-            return self._mode
-        for settings in reversed(self._settings(cwd)):
-            if settings.mode is not None:
-                return settings.mode
-        return "default"
+        return self._policy(cwd, self._settings(cwd)).name
 
     def set_mode(self, mode: PermissionMode) -> None:
-        """Change the mode from the next decision on (e.g. leaving ``plan``).
+        """Change the mode from the next decision on (e.g. leaving ``plan``); a project's mode
+        still only restricts it.
 
         Raises:
             ValueError: not a :data:`PermissionMode`.
@@ -125,60 +178,94 @@ class SecuritySupervisor:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
         self._mode = mode
 
-    def _settings(self, cwd: Path) -> list[Settings]:
-        found = []
+    def _trusts(self, cwd: Path) -> bool:
+        if isinstance(self._trust_project, bool):
+            return self._trust_project
+        return os.path.realpath(cwd) == self._trust_project
+
+    def _settings(self, cwd: Path) -> list[tuple[SettingSource, Settings]]:
+        found: list[tuple[SettingSource, Settings]] = []
         if "user" in self._sources:
-            found.append(load_settings(self._user_settings or user_settings_path()))
+            found.append(("user", load_settings(self._user_settings or user_settings_path())))
         if "project" in self._sources:
             project = load_settings(cwd / PROJECT_SETTINGS)
-            found.append(project if self._trust_project else self._restrictive(cwd, project))
+            found.append(
+                ("project", project if self._trusts(cwd) else self._restrictive(cwd, project))
+            )
         return found
+
+    def _policy(self, cwd: Path, settings: list[tuple[SettingSource, Settings]]) -> _Policy:
+        base = self._mode
+        if base is None:
+            base = next((s.mode for src, s in settings if src == "user" and s.mode), None)
+        policy = _Policy.of(base or "default")
+        for source, found in settings:
+            if source != "project" or found.mode is None:
+                continue
+            asked = _Policy.of(found.mode)
+            if policy & asked != asked:  # it would lift something the user's mode restricts
+                self._warn(
+                    cwd,
+                    "mode",
+                    f"its mode {found.mode!r} only adds restrictions to the user's "
+                    f"{policy.name!r} (a project can make the mode stricter, never laxer)",
+                )
+            policy = policy & asked
+        return policy
 
     def _restrictive(self, cwd: Path, project: Settings) -> Settings:
         """What an untrusted project file may say: only what restricts."""
-        widening = project.rules.allow or project.mode in ("accept_edits", "bypass")
-        if not widening:
+        if not project.rules.allow:
             return project
+        self._warn(
+            cwd,
+            "allow",
+            "its allow rules are ignored: the project is not trusted "
+            "(SecuritySupervisor(trust_project=...), --trust-project, lets it allow)",
+        )
+        return evolve(project, rules=evolve(project.rules, allow=()))
+
+    def _warn(self, cwd: Path, what: str, message: str) -> None:
         path = cwd / PROJECT_SETTINGS
-        if path not in self._warned:
-            self._warned.add(path)
-            log.warning(
-                "%s: allow rules and the mode %r are ignored: the project is not trusted "
-                "(SecuritySupervisor(trust_project=True) lets it widen permissions)",
-                path,
-                project.mode,
-            )
-        mode = None if project.mode in ("accept_edits", "bypass") else project.mode
-        return evolve(project, rules=evolve(project.rules, allow=()), mode=mode)
+        if (path, what) not in self._warned:
+            self._warned.add((path, what))
+            log.warning("%r: %s", str(path), message)
 
     async def decide(self, request: PermissionRequest) -> Decision:
         """Decide one call in the documented order (see the class docstring)."""
         try:
             settings = self._settings(request.cwd)
-            mode = self.mode_for(request.cwd)
+            policy = self._policy(request.cwd, settings)
         except ValueError as exc:
             return Deny(reason=f"permission settings are broken, so no tool may run: {exc}")
         rules = self._rules
-        for s in settings:
+        for _source, s in settings:
             rules = rules + s.rules
         if rule := _first(rules.deny, request, "any"):
             return Deny(reason=f"{request.operation_key} is denied by the rule {_named(rule)}")
+        if policy.plan and _plan_denies(request):
+            return Deny(
+                reason=f"{request.operation_key} is not allowed in plan mode (read-only): read "
+                "and search only, then present your plan; changes run once the user leaves "
+                "plan mode"
+            )
         if rule := _first(rules.ask, request, "any"):
-            return await self._ask(request, mode, f"the rule {_named(rule)} asks for approval")
-        decided = _by_mode(request, mode)
-        if decided is not None:
-            return decided
+            return await self._ask(request, policy, f"the rule {_named(rule)} asks for approval")
+        if policy.lift == 2:
+            return Approve(reason="permission mode bypass")
+        if policy.lift == 1 and request.kind == "edit" and not request.leaves_cwd:
+            return Approve(reason="permission mode accept_edits: an edit inside the working folder")
         if rule := _allowed(rules.allow, request):
             return Approve(reason=f"allowed by the rule {_named(rule)}")
         if not request.controlled:
             return Approve(reason="not a controlled call")
         why = "it leaves the working folder" if request.leaves_cwd else "the tool is controlled"
-        return await self._ask(request, mode, why)
+        return await self._ask(request, policy, why)
 
-    async def _ask(self, request: PermissionRequest, mode: PermissionMode, why: str) -> Decision:
+    async def _ask(self, request: PermissionRequest, policy: _Policy, why: str) -> Decision:
         if request.operation_key in request.approvals:
             return Approve(reason=f"{request.operation_key} was approved always before")
-        if mode == "dont_ask":
+        if policy.no_ask:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "
                 "is dont_ask: only calls allowed by a rule run; do without it or ask the user "
@@ -187,7 +274,7 @@ class SecuritySupervisor:
         if self.approver is None:
             # The model reads the reason; the developer gets the fix in the log.
             log.warning(
-                "denied %s: it needs approval (%s) and the supervisor has no approver; pass "
+                "denied %r: it needs approval (%s) and the supervisor has no approver; pass "
                 "SecuritySupervisor(approver=...), an allow rule, or a mode that allows it "
                 "(accept_edits: file edits; bypass: everything not denied; docs/permissions.md)",
                 request.operation_key,
@@ -225,16 +312,5 @@ def _named(rule: Rule) -> str:
     return rule.text if rule.source == "code" else f"{rule.text} ({rule.source})"
 
 
-def _by_mode(request: PermissionRequest, mode: PermissionMode) -> Decision | None:
-    if mode == "bypass":
-        return Approve(reason="permission mode bypass")
-    if mode == "plan" and (
-        request.kind in ("edit", "execute") or (request.controlled and not request.leaves_cwd)
-    ):
-        return Deny(
-            reason=f"{request.operation_key} is not allowed in plan mode (read-only): read and "
-            "search only, then present your plan; changes run once the user leaves plan mode"
-        )
-    if mode == "accept_edits" and request.kind == "edit" and not request.leaves_cwd:
-        return Approve(reason="permission mode accept_edits: an edit inside the working folder")
-    return None
+def _plan_denies(request: PermissionRequest) -> bool:
+    return request.kind in ("edit", "execute") or (request.controlled and not request.leaves_cwd)

@@ -48,7 +48,13 @@ from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
-from ._run import _online_model, _pick_session, permission_options, session_options
+from ._run import (
+    _online_model,
+    _pick_session,
+    permission_options,
+    session_options,
+    working_folder,
+)
 from ._sessions import _warn_diagnostics
 
 __all__ = ["Chat", "chat"]
@@ -72,15 +78,17 @@ class Chat:
         mode: PermissionMode | None,
         reader: LineReader,
         view: ChatView,
+        cwd: Path,
         trust_project: bool = False,
     ) -> None:
         self.repo = repo
+        self.cwd = cwd
         self.session = session
         self.offline = offline
         self.reader = reader
         self.view = view
         self.supervisor = SecuritySupervisor(
-            mode=mode, approver=self._approve, trust_project=trust_project
+            mode=mode, approver=self._approve, trust_project=cwd if trust_project else False
         )
         self.harness = self._harness_for(session, model)
         self.edit_text = ""
@@ -101,6 +109,7 @@ class Chat:
                 find_tool(),
             ],
             supervisor=self.supervisor,
+            cwd=self.cwd,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
         )
@@ -224,6 +233,7 @@ def _sigint(chat: Chat) -> Iterator[None]:
 async def _main(
     repo: JsonlSessionRepo,
     session_ref: str | None,
+    work_dir: Path | None,
     continue_: bool,
     model: Model | None,
     model_id: str | None,
@@ -242,10 +252,13 @@ async def _main(
         reader = TerminalReader(history_path())
     else:
         reader = PipeReader(sys.stdin)
-    session = await _pick_session(repo, session_ref, continue_)
+    here = (work_dir or Path.cwd()).absolute()
+    session = await _pick_session(repo, session_ref, continue_, here)
     created = session_ref is None and not continue_
     _warn_diagnostics(session)
     try:
+        ask = _confirm if terminal else None
+        cwd = working_folder(session, here if work_dir is not None else None, ask=ask)
         if model is None:
             model = _online_model(model_id, session)
         chat = Chat(
@@ -257,6 +270,7 @@ async def _main(
             trust_project=trust_project,
             reader=reader,
             view=view,
+            cwd=cwd,
         )
     except BaseException:
         session.close()
@@ -283,6 +297,10 @@ async def _main(
             view.error(f"error[{gone.code}]: session {chat.session.id} was not saved: {gone}")
 
 
+def _confirm(question: str) -> bool:
+    return click.confirm(question, default=False, err=True)
+
+
 @click.command()
 @session_options
 @click.option(
@@ -301,6 +319,7 @@ async def _main(
 @root_option
 def chat(
     session_ref: str | None,
+    work_dir: Path | None,
     continue_: bool,
     model_id: str | None,
     offline: bool,
@@ -328,5 +347,16 @@ def chat(
     if model is None and (model_id is not None or (session_ref is None and not continue_)):
         model = _online_model(model_id, None)
     run_async(
-        _main(repo, session_ref, continue_, model, model_id, offline, thinking, mode, trust_project)
+        _main(
+            repo,
+            session_ref,
+            work_dir,
+            continue_,
+            model,
+            model_id,
+            offline,
+            thinking,
+            mode,
+            trust_project,
+        )
     )

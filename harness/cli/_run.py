@@ -169,7 +169,7 @@ class _EventWriter:
 
 
 async def _pick_session(
-    repo: JsonlSessionRepo, session_ref: str | None, continue_: bool
+    repo: JsonlSessionRepo, session_ref: str | None, continue_: bool, cwd: Path
 ) -> Session:
     if session_ref is not None:
         path = resolve_ref(repo, session_ref)
@@ -186,19 +186,50 @@ async def _pick_session(
                 ) from None
             raise
     if continue_:
-        cwd = str(Path.cwd())
-        infos = await repo.list(cwd)
+        infos = await repo.list(str(cwd))
         if not infos:
             raise SessionNotFoundError(
                 "--continue", f"no session for the folder {cwd} under {repo.root}"
             )
         return await repo.open(infos[0].path or infos[0].id)
-    return await repo.create(str(Path.cwd()))
+    return await repo.create(str(cwd))
+
+
+def working_folder(
+    session: Session, given: Path | None, *, ask: Callable[[str], bool] | None = None
+) -> Path:
+    """The folder tools work in: ``--cwd`` when given, else the current folder.
+
+    A session's recorded ``cwd`` comes from its file, which is untrusted (docs/security.md):
+    it is never adopted unless the user says so, by ``--cwd`` or by answering ``ask`` (chat on
+    a terminal). Otherwise a recorded folder that differs is named on stderr.
+    """
+    if given is not None:
+        return given
+    here = Path.cwd()
+    recorded = session.cwd
+    if not recorded or os.path.realpath(recorded) == os.path.realpath(here):
+        return here
+    if not os.path.isdir(recorded):
+        return here
+    shown = printable(repr(recorded))
+    if ask is not None and ask(
+        f"This session was recorded in {shown}; you are in {printable(repr(str(here)))}. "
+        "Work in the recorded folder?"
+    ):
+        return Path(recorded)
+    click.echo(
+        f"note: session {session.id} was recorded in {shown}; working in the current folder "
+        f"(--cwd DIR to choose)",
+        err=True,
+    )
+    return here
 
 
 def session_options(command: Callable[..., None]) -> Callable[..., None]:
-    """``--session ID|PATH``, ``-c/--continue`` and ``--model M``, shared by ``run`` and
-    ``chat`` (passed as ``session_ref``, ``continue_`` and ``model_id``)."""
+    """``--session ID|PATH``, ``--cwd DIR``, ``-c/--continue`` and ``--model M``, shared by
+    ``run`` and ``chat`` (passed as ``session_ref``, ``work_dir``, ``continue_`` and
+    ``model_id``)."""
     command = click.option(
         "--model",
         "model_id",
@@ -213,6 +244,15 @@ def session_options(command: Callable[..., None]) -> Callable[..., None]:
         is_flag=True,
         help="Continue the most recently active session of the current folder.",
     )(command)
+    command = click.option(
+        "--cwd",
+        "work_dir",
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="Work in DIR (default: the current folder; a session's recorded folder is "
+        "used only when given here).",
+    )(command)
     return click.option(
         "--session", "session_ref", metavar="ID|PATH", help="Continue this session."
     )(command)
@@ -224,8 +264,9 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option(
         "--trust-project",
         is_flag=True,
-        help="Let ./.harness/settings.json widen permissions (its allow rules and mode); "
-        "without it, project settings may only restrict them (docs/permissions.md).",
+        help="Let the working folder's .harness/settings.json widen permissions (its allow "
+        "rules and mode); without it, project settings may only restrict them "
+        "(docs/permissions.md).",
     )(command)
     return click.option(
         "--mode",
@@ -255,6 +296,7 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
 def run(
     text: str,
     session_ref: str | None,
+    work_dir: Path | None,
     continue_: bool,
     model_id: str | None,
     offline: bool,
@@ -287,8 +329,10 @@ def run(
     model: Model | None = offline_model() if offline else None
     if model is None and (model_id is not None or (session_ref is None and not continue_)):
         model = _online_model(model_id, None)
-    with run_async(_pick_session(repo, session_ref, continue_)) as session:
+    here = (work_dir or Path.cwd()).absolute()
+    with run_async(_pick_session(repo, session_ref, continue_, here)) as session:
         _warn_diagnostics(session)
+        cwd = working_folder(session, here if work_dir is not None else None)
         if model is None:
             model = _online_model(model_id, session)
         harness = AgentHarness(
@@ -303,7 +347,8 @@ def run(
                 grep_tool(),
                 find_tool(),
             ],
-            supervisor=SecuritySupervisor(mode=mode, trust_project=trust_project),
+            supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
+            cwd=cwd,
         )
         writer = _EventWriter()
         if output == "events":

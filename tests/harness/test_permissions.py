@@ -243,10 +243,15 @@ async def test_rules_and_mode_come_from_project_and_user_settings(tmp_path: Path
         orjson.dumps({"permissions": {"allow": ["bash(make:*)"], "mode": "dont_ask"}})
     )
     s = SecuritySupervisor(user_settings=user, trust_project=True)
-    assert s.mode_for(tmp_path) == "dont_ask"  # the project's mode wins
-    assert isinstance(await s.decide(request(tmp_path, "bash", command="make test")), Approve)
+    # The project's dont_ask adds to the user's plan; it cannot lift it (test_modes.py).
+    assert s.mode_for(tmp_path) == "plan"
+    made = await s.decide(request(tmp_path, "bash", command="make test"))
+    assert isinstance(made, Deny) and "plan mode" in made.reason  # plan beats allow rules
     denied = await s.decide(request(tmp_path, "bash", command="curl x"))
     assert isinstance(denied, Deny) and str(user) in denied.reason
+    user.write_bytes(orjson.dumps({"permissions": {"deny": ["bash(curl:*)"]}}))
+    assert s.mode_for(tmp_path) == "dont_ask"  # stricter than the user's default: it holds
+    assert isinstance(await s.decide(request(tmp_path, "bash", command="make test")), Approve)
     assert isinstance(await s.decide(request(tmp_path, "bash", command="ls")), Deny)
 
 
@@ -358,7 +363,9 @@ async def test_approve_always_survives_a_reopen_and_shows_in_the_session(tmp_pat
         "toolName": "bash",
         "scope": "session",
         "depth": 0,
+        "signature": entry.data["signature"],  # with this user's secret (test_signed_approvals)
     }
+    assert len(str(entry.data["signature"])) == 64
     again = [FauxToolCall(name="bash", arguments={"command": "echo hi again"})]
     h2, events2 = await run(tmp_path, again, supervisor(approver=approver), session=reopened)
     assert len(approver.asked) == 1  # not asked again

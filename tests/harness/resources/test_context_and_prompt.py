@@ -34,7 +34,7 @@ async def test_context_files_in_documented_order(
     (project.parent / "AGENTS.md").write_text("outside the repository")
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project / "app"))
     model = FauxModel(["ok"])
-    h = AgentHarness(session=session, model=model, system_prompt="BASE")
+    h = AgentHarness(session=session, cwd=session.cwd, model=model, system_prompt="BASE")
     assert [Path(f.path) for f in h.context_files] == [
         user_config / "AGENTS.md",
         project / "AGENTS.md",
@@ -53,7 +53,7 @@ async def test_refresh_lists_context_files_in_resources_update(
     project: Path, tmp_path: Path
 ) -> None:
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
-    h = AgentHarness(session=session)
+    h = AgentHarness(session=session, cwd=session.cwd)
     events: list[object] = []
     h.connect("resources_update", lambda s, event: events.append(event))
     (project / "AGENTS.md").write_text("new rules")
@@ -81,7 +81,7 @@ async def test_the_system_prompt_may_be_a_function_of_the_parts(
 
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
     model = FauxModel(["ok"])
-    h = AgentHarness(session=session, model=model, system_prompt=build)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model, system_prompt=build)
     await h.prompt("hi")
     assert model.requests[0].system_prompt == (
         "files=1 skills=['review'] templates=['fix'] tools=['skill']"
@@ -93,7 +93,7 @@ async def test_the_system_prompt_may_be_a_function_of_the_parts(
 async def test_per_prompt_overrides_are_for_one_call_only(tmp_path: Path) -> None:
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(tmp_path))
     base, other = FauxModel(["one", "three"]), FauxModel(["two"], model_id="faux-other")
-    h = AgentHarness(session=session, model=base, resources=None)
+    h = AgentHarness(session=session, cwd=session.cwd, model=base, resources=None)
     options: list[object] = []
     h.connect("before_provider_request", lambda s, event: options.append(event.options.metadata))
     await h.prompt("a")
@@ -114,7 +114,7 @@ async def test_per_prompt_overrides_are_for_one_call_only(tmp_path: Path) -> Non
 async def test_initial_history_only_for_an_empty_session(tmp_path: Path) -> None:
     session = await MemorySessionRepo().create(str(tmp_path))
     model = FauxModel(["hello again", "x"])
-    h = AgentHarness(session=session, model=model, resources=None)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model, resources=None)
     history = [
         UserMessage(content="earlier question"),
         AssistantMessage(content=(), stop_reason="stop"),
@@ -139,10 +139,12 @@ async def test_no_discovery_switch_keeps_explicit_roots_only(
     write_skill(tmp_path / "mine", "explicit")
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
     h = AgentHarness(
-        session=session, resources=ResourceOptions(discover=False, skill_roots=[tmp_path / "mine"])
+        session=session,
+        cwd=session.cwd,
+        resources=ResourceOptions(discover=False, skill_roots=[tmp_path / "mine"]),
     )
     assert [r.name for r in await h.get_skills()] == ["explicit"]
     assert h.context_files == () and h.templates == ()
-    default = AgentHarness(session=session)
+    default = AgentHarness(session=session, cwd=session.cwd)
     assert [r.name for r in await default.get_skills()] == ["project-skill", "user-skill"]
     session.close()

@@ -58,7 +58,7 @@ async def test_the_model_loads_an_offered_skill_and_the_prompt_lists_the_catalog
 ) -> None:
     session = await repo.create(str(project))
     model = FauxModel([load("review"), "Reviewed."])
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model)
     reply = await h.prompt("Review my change")
     assert reply.text == "Reviewed."
     first = model.requests[0]
@@ -85,7 +85,7 @@ async def test_the_skill_tool_refuses_a_name_outside_this_turns_catalog(
 ) -> None:
     session = await repo.create(str(project))
     model = FauxModel([load("deploy"), load("invented"), "ok"])
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model)
     await h.prompt("go")
     results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
     assert [r.is_error for r in results] == [True, True]
@@ -101,7 +101,9 @@ async def test_the_catalog_is_capped_with_the_omitted_count(
         write_skill(project / ".agents" / "skills", f"skill-{i}", f"Task {i}")
     session = await repo.create(str(project))
     model = FauxModel(["ok"])
-    h = AgentHarness(session=session, model=model, resources=ResourceOptions(max_skills=3))
+    h = AgentHarness(
+        session=session, cwd=session.cwd, model=model, resources=ResourceOptions(max_skills=3)
+    )
     await h.prompt("hi")
     prompt = model.requests[0].system_prompt
     assert [f"skill-{i}" in prompt for i in range(5)] == [True, True, True, False, False]
@@ -114,7 +116,7 @@ async def test_the_default_cap_is_twenty(project: Path, repo: JsonlSessionRepo) 
     for i in range(22):
         write_skill(project / ".agents" / "skills", f"s{i:02d}", "x")
     session = await repo.create(str(project))
-    h = AgentHarness(session=session, model=FauxModel(["ok"]))
+    h = AgentHarness(session=session, cwd=session.cwd, model=FauxModel(["ok"]))
     await h.prompt("hi")
     assert len(h.skill_offer.entries) == 20 and h.skill_offer.omitted == 2
     session.close()
@@ -124,14 +126,14 @@ async def test_a_reopened_session_reads_the_journaled_catalog_and_body_after_the
     project: Path, skills_dir: Path, repo: JsonlSessionRepo
 ) -> None:
     session = await repo.create(str(project))
-    h = AgentHarness(session=session, model=FauxModel([load("review"), "first"]))
+    h = AgentHarness(session=session, cwd=session.cwd, model=FauxModel([load("review"), "first"]))
     await h.prompt("one")
     session.close()
     write_skill(skills_dir, "review", "A different description", "Totally new text.")
 
     reopened = await repo.open(session.id)
     model = FauxModel([load("review"), "second"])
-    h2 = AgentHarness(session=reopened, model=model)
+    h2 = AgentHarness(session=reopened, cwd=reopened.cwd, model=model)
     assert h2.skill_offer.entries[0].description == "Review a diff for bugs"
     await h2.prompt("two")
     assert "Review a diff for bugs" in model.requests[0].system_prompt
@@ -164,7 +166,7 @@ async def test_enable_disable_validate_the_whole_batch_and_update_a_live_run(
             disabled_mid_run.extend(await h.disable_skills(["check"]))
 
     model = FauxModel([load("lint"), load("lint"), "done"])
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model)
     h.connect("resources_update", lambda s, event: events.append(event))
     with pytest.raises(SkillNotFoundError) as caught:
         await h.disable_skills(["review", "nope"])
@@ -194,7 +196,7 @@ async def test_refresh_reports_added_updated_removed_and_keeps_disabled_intent(
     project: Path, skills_dir: Path, repo: JsonlSessionRepo
 ) -> None:
     session = await repo.create(str(project))
-    h = AgentHarness(session=session, model=FauxModel([]))
+    h = AgentHarness(session=session, cwd=session.cwd, model=FauxModel([]))
     events: list[ResourcesUpdateEvent] = []
     h.connect("resources_update", lambda s, event: events.append(event))
     await h.disable_skills(["review"])
@@ -220,7 +222,11 @@ async def test_build_skills_runs_in_parallel_and_isolates_one_failure(
     write_skill(root, "none")
     write_skill(root, "idle", extra="build: touch ran.txt\n")
     session = await repo.create(str(tmp_path))
-    h = AgentHarness(session=session, resources=ResourceOptions(discover=False, skill_roots=[root]))
+    h = AgentHarness(
+        session=session,
+        cwd=session.cwd,
+        resources=ResourceOptions(discover=False, skill_roots=[root]),
+    )
     await h.disable_skills(["idle"])
     results = {r.name: r for r in await h.build_skills()}
     assert set(results) == {"good", "bad"}
@@ -236,7 +242,7 @@ async def test_no_resources_means_no_catalog_no_skill_tool(
 ) -> None:
     session = await repo.create(str(project))
     model = FauxModel(["ok"])
-    h = AgentHarness(session=session, model=model, resources=None)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model, resources=None)
     await h.prompt("hi")
     assert model.requests[0].system_prompt == "You are a helpful assistant."
     assert not model.requests[0].tools and await h.get_skills() == ()
@@ -254,8 +260,10 @@ async def test_a_user_tool_named_skill_is_refused_while_resources_are_on(
 
     session = await repo.create(str(tmp_path))
     with pytest.raises(ValueError, match="skill"):
-        AgentHarness(session=session, tools=[mine])
-    assert AgentHarness(session=session, tools=[mine], resources=None).tools == (mine,)
+        AgentHarness(session=session, cwd=session.cwd, tools=[mine])
+    assert AgentHarness(session=session, cwd=session.cwd, tools=[mine], resources=None).tools == (
+        mine,
+    )
     session.close()
 
 
@@ -265,7 +273,7 @@ async def test_get_skills_lists_everything_with_diagnostics(
     (skills_dir / "broken").mkdir()
     (skills_dir / "broken" / "SKILL.md").write_text("---\nname: [\n---\n")
     session = await repo.create(str(project))
-    h = AgentHarness(session=session)
+    h = AgentHarness(session=session, cwd=session.cwd)
     listing = await h.get_skill_listing()
     assert [r.name for r in listing.records] == ["deploy", "review"]
     assert [d.code for d in listing.diagnostics] == ["parse_failed"]
@@ -275,7 +283,7 @@ async def test_get_skills_lists_everything_with_diagnostics(
 
 def test_prompt_sync_still_works_with_skills(project: Path, skills_dir: Path) -> None:
     session = asyncio.run(JsonlSessionRepo(project / "s").create(str(project)))
-    h = AgentHarness(session=session, model=FauxModel([load("review"), "ok"]))
+    h = AgentHarness(session=session, cwd=session.cwd, model=FauxModel([load("review"), "ok"]))
     assert h.prompt_sync("go").text == "ok"
     session.close()
 
@@ -286,7 +294,7 @@ async def test_the_catalog_line_says_which_scopes_a_skill_overrides(
     write_skill(user_config / "skills", "review", "The user's own review")
     session = await repo.create(str(project))
     model = FauxModel(["ok"])
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model)
     await h.prompt("hi")
     (line,) = [x for x in model.requests[0].system_prompt.splitlines() if x.startswith("- ")]
     assert line.startswith("- review [project]: Review a diff for bugs")

@@ -34,7 +34,7 @@ async def test_run_skill_runs_the_body_in_a_linked_child_session(
     repo = JsonlSessionRepo(tmp_path / "sessions")
     session = await repo.create(str(project))
     model = FauxModel(["Released 1.2."])
-    h = AgentHarness(session=session, model=model, tool_context={"app": "state"})
+    h = AgentHarness(session=session, cwd=session.cwd, model=model, tool_context={"app": "state"})
     before = len(session.build_context().messages)
 
     result = await h.run_skill("release", "Release version 1.2")
@@ -65,7 +65,7 @@ async def test_run_skill_refuses_a_disabled_or_unknown_skill(project: Path) -> N
     write_skill(project / ".agents" / "skills", "release", "Cut a release")
     session = await MemorySessionRepo().create(str(project))
     model = FauxModel([])
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model)
     await h.disable_skills(["release"])
     with pytest.raises(SkillDisabledError) as disabled:
         await h.run_skill("release", "go")
@@ -80,7 +80,7 @@ async def test_the_nested_run_inherits_the_parents_supervisor_one_level_deeper(
 ) -> None:
     write_skill(project / ".agents" / "skills", "probe", "Probe", "Answer.")
     session = await MemorySessionRepo().create(str(project))
-    h = AgentHarness(session=session, model=FauxModel(["ok"]))
+    h = AgentHarness(session=session, cwd=session.cwd, model=FauxModel(["ok"]))
     senders: list[object] = []
     disconnect = connect("agent_start", lambda sender, event: senders.append(sender))
     try:

@@ -71,7 +71,7 @@ async def test_templates_are_found_and_expanded_from_a_prompt(
     (user_config / "prompts" / "hello.md").write_text("Hello $ARGUMENTS\n")
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
     model = FauxModel(["a", "b", "c", "d"])
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, cwd=session.cwd, model=model)
     by_name = {t.name: t for t in h.templates}
     assert set(by_name) == {"fix", "plain", "hello"}
     assert by_name["fix"] == PromptTemplate(
@@ -110,6 +110,7 @@ async def test_extra_template_roots(tmp_path: Path) -> None:
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(tmp_path))
     h = AgentHarness(
         session=session,
+        cwd=session.cwd,
         resources=ResourceOptions(discover=False, template_roots=[tmp_path / "t"]),
     )
     assert h.get_template("go").expand("now") == "Go now"

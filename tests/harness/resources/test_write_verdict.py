@@ -47,7 +47,7 @@ async def test_write_skill_enforces_the_verdict_writes_atomically_and_refreshes(
     project: Path, user_config: Path, tmp_path: Path
 ) -> None:
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
-    h = AgentHarness(session=session)
+    h = AgentHarness(session=session, cwd=session.cwd)
     events: list[ResourcesUpdateEvent] = []
     h.connect("resources_update", lambda s, event: events.append(event))
     scopes = ("project", "user", "extra", "internal")
@@ -84,7 +84,7 @@ async def test_write_skill_enforces_the_verdict_writes_atomically_and_refreshes(
 
 async def test_write_skill_needs_a_folder_for_the_scope(tmp_path: Path) -> None:
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(tmp_path))
-    h = AgentHarness(session=session, resources=ResourceOptions(discover=False))
+    h = AgentHarness(session=session, cwd=session.cwd, resources=ResourceOptions(discover=False))
     request = SkillWriteRequest(scope="extra", scopes=("extra",), author="human")
     with pytest.raises(SkillWriteRefusedError) as refused:
         await h.write_skill(request, name="x", description="d", body="b")
