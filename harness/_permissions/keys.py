@@ -108,6 +108,8 @@ def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> Call
             leaves_cwd=False,
         )
     given = "." if raw is None or raw == "" else str(raw)
+    if "\0" in given:  # the kernel refuses it; a lexical ``..`` must not normalise it away
+        raise ValueError(f"the path {given!r} holds a NUL byte")
     base = os.path.abspath(cwd)
     real_base = os.path.realpath(base)
     lexical = os.path.normpath(os.path.join(base, os.path.expanduser(given)))
