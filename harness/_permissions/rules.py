@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,8 @@ import orjson
 from attrs import field, frozen
 from wcmatch import glob
 
+from .._errors import ToolError
+from .._tools._fs import open_file, open_parent, replace_file
 from .decisions import PermissionMode, PermissionRequest
 from .keys import command_parts
 
@@ -167,22 +170,31 @@ class Settings:
     mode: PermissionMode | None = None
 
 
-def load_settings(path: Path) -> Settings:
+def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     """Read ``{"permissions": {"allow": [...], "deny": [...], "ask": [...], "mode": ...}}``
     from ``path`` (the layout of Claude Code's settings files; other keys are ignored).
+
+    Never blocks and never reads without bound: a FIFO, a device or a folder is refused before
+    reading, and so is a file over :data:`SETTINGS_MAX_BYTES`. With ``root`` (a project's
+    folder), ``path`` is opened beneath it by the kernel: a symlink leading out is refused.
 
     Returns:
         Empty settings when the file does not exist.
 
     Raises:
-        ValueError: the file is not JSON of that shape, a rule does not parse, or the mode is
-            not one of :data:`PERMISSION_MODES` (the message names the file).
+        ValueError: the file cannot be read as above, is not JSON of that shape, a rule does
+            not parse, or the mode is not one of :data:`PERMISSION_MODES` (the message names
+            the file).
     """
     try:
-        data: Any = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        return Settings()
-    except (OSError, orjson.JSONDecodeError) as exc:
+        if root is not None:
+            raw = read_beneath(root, os.path.relpath(path, root), max_bytes=SETTINGS_MAX_BYTES)
+        else:
+            raw = _read_regular(path, max_bytes=SETTINGS_MAX_BYTES)
+        if raw is None:
+            return Settings()
+        data: Any = orjson.loads(raw)
+    except (OSError, ToolError, ValueError) as exc:  # JSONDecodeError is a ValueError
         raise ValueError(f"{path}: cannot read permission settings: {exc}") from None
     permissions = data.get("permissions", {}) if isinstance(data, Mapping) else None
     if not isinstance(permissions, Mapping):
@@ -190,7 +202,7 @@ def load_settings(path: Path) -> Settings:
     try:
         lists = {k: permissions.get(k, []) for k in ("allow", "deny", "ask")}
         for key, values in lists.items():
-            if not isinstance(values, Sequence) or not all(isinstance(v, str) for v in values):
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise ValueError(f"'{key}' must be a list of strings")
         rules = PermissionRules(
             allow=_rules(lists["allow"], str(path)),
@@ -205,29 +217,84 @@ def load_settings(path: Path) -> Settings:
     return Settings(rules=rules, mode=mode)
 
 
+def _read_regular(path: Path, *, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` (symlinks followed: the user's own file may be one), refusing a
+    non-regular file before reading; None when it does not exist."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes")
+    return data
+
+
+SETTINGS_MAX_BYTES = 1_000_000
+"""A settings file larger than this is refused (no real one comes near)."""
+
+
 def add_project_rule(cwd: Path, rule: str) -> Path:
     """Append ``rule`` to the allow list of ``cwd/.harness/settings.json`` (created if missing;
     other content kept), replacing the file atomically.
+
+    The file is read and written beneath ``cwd`` by the kernel (``openat2`` with
+    ``RESOLVE_BENEATH``): a ``.harness`` that is a symlink to another folder (the user's config
+    folder, say) is refused, never written through.
 
     Returns:
         The settings file's path.
 
     Raises:
-        ValueError: the existing file is not a JSON object with a ``permissions`` object.
+        ValueError: the existing file is not a JSON object with a ``permissions`` object, or
+            is no regular file, too large, or reached through a symlink leading out of ``cwd``.
         OSError: the file could not be written.
     """
     path = cwd / ".harness" / "settings.json"
+    rel = ".harness/settings.json"
     try:
-        data: Any = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        data = {}
-    if not isinstance(data, dict) or not isinstance(data.setdefault("permissions", {}), dict):
-        raise ValueError(f"{path}: not a settings object; not changed")
-    allow = data["permissions"].setdefault("allow", [])
-    if rule not in allow:
-        allow.append(rule)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    os.replace(tmp, path)
+        raw = read_beneath(cwd, rel, max_bytes=SETTINGS_MAX_BYTES)
+        data: Any = {} if raw is None else orjson.loads(raw)
+        if not isinstance(data, dict) or not isinstance(data.setdefault("permissions", {}), dict):
+            raise ValueError("not a settings object")
+        allow = data["permissions"].setdefault("allow", [])
+        if not isinstance(allow, list):
+            raise ValueError("'allow' is not a list")
+        if rule not in allow:
+            allow.append(rule)
+        folder, name = open_parent(cwd, rel, confined=True)
+        try:
+            replace_file(folder, name, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        finally:
+            os.close(folder)
+    except (ToolError, orjson.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: {exc}; not changed") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}; not changed") from None
     return path
+
+
+def read_beneath(root: Path, rel: str, *, max_bytes: int) -> bytes | None:
+    """The bytes of ``root/rel`` opened beneath ``root`` (no symlink out), or None when it
+    does not exist.
+
+    Raises:
+        ToolError: the path leads out of ``root``.
+        ValueError: not a regular file (a FIFO, a device: refused before reading, so nothing
+            blocks), or larger than ``max_bytes``.
+        OSError: it cannot be read.
+    """
+    try:
+        fd = open_file(root, rel, os.O_RDONLY | os.O_NONBLOCK, confined=True)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes")
+    return data

@@ -188,7 +188,7 @@ class SecuritySupervisor:
         if "user" in self._sources:
             found.append(("user", load_settings(self._user_settings or user_settings_path())))
         if "project" in self._sources:
-            project = load_settings(cwd / PROJECT_SETTINGS)
+            project = load_settings(cwd / PROJECT_SETTINGS, root=cwd)
             found.append(
                 ("project", project if self._trusts(cwd) else self._restrictive(cwd, project))
             )
