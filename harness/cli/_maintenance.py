@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-import orjson
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from repos._jsonl.verify import (
@@ -25,7 +24,7 @@ from repos._jsonl.verify import (
 )
 
 from ._common import one_line, open_repo, resolve_ref, root_option
-from ._escape import echo, terminal
+from ._escape import echo, json_line, terminal
 from ._sessions import sessions
 
 __all__ = ["migrate", "repair", "verify"]
@@ -83,7 +82,7 @@ def verify(ctx: click.Context, root: Path | None, ref: str, as_json: bool) -> No
     with _progress(path, "verifying") as progress:
         report = verify_file(path, progress=None if as_json else progress)
     if as_json:
-        echo(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2).decode())
+        echo(json_line(report.as_json(), indent=True))
     else:
         for finding in report.findings:
             echo(_finding_line(path, finding))
