@@ -210,7 +210,7 @@ def test_chat_shows_tool_output_and_approval_questions_escaped(tmp_path: Path) -
     }
     # The command's output holds raw controls (printf writes them); the typed line holds them
     # too, so the approval question quotes them.
-    typed = "\x1b]52;c;aGk=\x07\u202e\x9b2J"
+    typed = "\x1b]52;c;aGk=\x07\u202e\x9b2J [bold]B[/bold] [link=https://example.invalid]L[/link]"
     stdin = (
         f"!printf 'a\\033]52;c;aGk=\\007b\\302\\2332Jc\\342\\200\\256d'; echo '{typed}'\ny\n"
         f"/name {typed}\n/tree\n/exit\n"
@@ -221,6 +221,11 @@ def test_chat_shows_tool_output_and_approval_questions_escaped(tmp_path: Path) -
     assert code == 0, err
     assert_clean("chat", out, err)
     assert "allow bash(" in out and "| a\\x1b]52;c;aGk=\\x07b\\x9b2Jc\\u202ed" in out
+    # Rich markup in session text is text, not styles or links.
+    assert (
+        "name: \\x1b]52;c;aGk=\\x07\\u202e\\x9b2J [bold]B[/bold] [link=https://example.invalid]L"
+        in out
+    )
 
 
 def test_project_skills_and_templates_are_listed_escaped(tmp_path: Path) -> None:
