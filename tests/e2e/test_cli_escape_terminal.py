@@ -114,7 +114,9 @@ def test_show_prints_every_spelling_as_a_visible_escape(files: dict[str, Path]) 
     assert_clean("show", out, err)
     # Names the issue lists: provider/model, approval keys, tool names and ids.
     assert "model: provESC" not in out
-    for line in ("model: prov", "approved always: bash(", "-> name", "toolResult name"):
+    # (An approved-always key from a file is listed only when this user's harness signed it;
+    # the chat test below shows one that is.)
+    for line in ("model: prov", "-> name", "toolResult name"):
         assert line in out, line
     # Each spelling arrives whole, as the escapes a reader can see (\x1b, \x9b, \u202e...).
     for name, payload in PAYLOADS_TERMINAL.items():
@@ -203,21 +205,20 @@ def test_run_prints_a_hostile_reply_escaped_in_every_output(tmp_path: Path) -> N
 def test_chat_shows_tool_output_and_approval_questions_escaped(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
+    root = tmp_path / "root"
     env = {
         "HARNESS_CHAT_HISTORY": str(tmp_path / "history"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
     }
     # The command's output holds raw controls (printf writes them); the typed line holds them
-    # too, so the approval question quotes them.
+    # too, so the approval question quotes them, and so does the approved-always key.
     typed = "\x1b]52;c;aGk=\x07\u202e\x9b2J [bold]B[/bold] [link=https://example.invalid]L[/link]"
     stdin = (
-        f"!printf 'a\\033]52;c;aGk=\\007b\\302\\2332Jc\\342\\200\\256d'; echo '{typed}'\ny\n"
+        f"!printf 'a\\033]52;c;aGk=\\007b\\302\\2332Jc\\342\\200\\256d'; echo '{typed}'\na\n"
         f"/name {typed}\n/tree\n/exit\n"
     )
-    code, out, err = harness(
-        "chat", "--offline", "--root", tmp_path / "root", stdin=stdin, cwd=work, env=env
-    )
+    code, out, err = harness("chat", "--offline", "--root", root, stdin=stdin, cwd=work, env=env)
     assert code == 0, err
     assert_clean("chat", out, err)
     assert "allow bash(" in out and "| a\\x1b]52;c;aGk=\\x07b\\x9b2Jc\\u202ed" in out
@@ -226,6 +227,13 @@ def test_chat_shows_tool_output_and_approval_questions_escaped(tmp_path: Path) -
         "name: \\x1b]52;c;aGk=\\x07\\u202e\\x9b2J [bold]B[/bold] [link=https://example.invalid]L"
         in out
     )
+    # The key approved always is listed by `show`, escaped.
+    (session,) = root.glob("*/*.jsonl")
+    code, out, err = harness("sessions", "show", session, "--no-page", cwd=work, env=env)
+    assert code == 0, err
+    assert_clean("show after chat", out, err)
+    assert "approved always: bash(printf 'a\\033]52" in out
+    assert "echo '\\x1b]52;c;aGk=\\x07\\u202e\\x9b2J [bold]" in out
 
 
 def test_project_skills_and_templates_are_listed_escaped(tmp_path: Path) -> None:
