@@ -44,6 +44,7 @@ _load("replay_server", TESTS / "replay_server.py")
 _load("anthropic_streams", TESTS / "fixtures" / "anthropic_streams.py")
 _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
 _load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
+_load("hostile_sessions", TESTS / "fixtures" / "hostile_sessions.py")
 _load("postgres_server", TESTS / "postgres_server.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402

@@ -9,6 +9,7 @@ stderr with exit code 1 (usage errors exit 2, click's default); see ``_common.py
 from __future__ import annotations
 
 import logging
+import sys
 from importlib.metadata import PackageNotFoundError, version
 
 import click
@@ -27,6 +28,7 @@ from ._common import (
     run_async,
 )
 from ._demo import demo
+from ._escape import TerminalFormatter, excepthook
 from ._export import export
 from ._import import import_group
 from ._resources import skills, templates
@@ -59,12 +61,13 @@ def _version() -> str:
 def main(verbose: bool) -> None:
     """An agent harness whose sessions are pi-compatible JSONL trees."""
     make_streams_safe()
+    sys.excepthook = excepthook  # a bug's traceback may quote session text
     # The commands report problems themselves (skipped files, diagnostics); the library's own
-    # warnings would repeat them, so they show only with --verbose.
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.ERROR,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    # warnings would repeat them, so they show only with --verbose. Log messages may quote
+    # session text: escaped like every other line.
+    handler = logging.StreamHandler()
+    handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, handlers=[handler])
 
 
 main.add_command(sessions)

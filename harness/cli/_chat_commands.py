@@ -1,8 +1,9 @@
 """The slash commands of ``harness chat``, and prompt templates as ``/name args``.
 
-Each command prints through the chat's view and leaves the chat running; a mistake (an unknown
-command, a bad argument, an entry that does not exist) is one ``error: ...`` line and changes
-nothing. The renderers are the ``sessions`` and ``export`` commands' own.
+Each command prints through the chat's view (which escapes terminal controls) and leaves the
+chat running; a mistake (an unknown command, a bad argument, an entry that does not exist) is
+one ``error: ...`` line and changes nothing. The renderers are the ``sessions`` and ``export``
+commands' own.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from repos import (
 
 from .._resources import split_command
 from .._restore import THINKING_LEVELS
-from ._common import one_line, printable
+from ._common import one_line
 from ._export import session_html, session_jsonl, session_markdown
 from ._render import tree_view
 
@@ -178,10 +179,10 @@ async def _export(chat: Chat, args: str) -> None:
     if words and not Path(words[0]).suffix and "/" not in words[0]:
         # `/export xml` is a format we lack, not a file to be named "xml".
         raise CommandError(
-            f"unknown format {printable(words[0])!r} (html, md or jsonl); a FILE needs a suffix"
+            f"unknown format {words[0]!r} (html, md or jsonl); a FILE needs a suffix"
         )
     path, size = _write_export(chat.session, fmt, words[0] if words else None)
-    chat.view.line(f"wrote {printable(str(path))} ({fmt}, {size} bytes)")
+    chat.view.line(f"wrote {path} ({fmt}, {size} bytes)")
 
 
 def _write_export(session: Session, fmt: str, name: str | None) -> tuple[Path, int]:
@@ -246,7 +247,7 @@ async def run_command(chat: Chat, text: str) -> bool:
             await chat.turn(text)  # the harness expands the template
             return True
         chat.view.error(
-            f"error: unknown command /{printable(name)}; /help lists the commands "
+            f"error: unknown command /{name}; /help lists the commands "
             "(//TEXT sends /TEXT as a prompt)"
         )
         return True
@@ -260,5 +261,5 @@ async def run_command(chat: Chat, text: str) -> bool:
         chat.view.error(f"error[{exc.code}]: {one_line(str(exc))}")
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        chat.view.error(f"error: {printable(where)}{exc.strerror or exc}")
+        chat.view.error(f"error: {where}{exc.strerror or exc}")
     return True

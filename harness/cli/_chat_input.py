@@ -17,7 +17,7 @@ from typing import Protocol, TextIO
 
 import platformdirs
 
-from ._common import printable
+from ._escape import terminal
 
 __all__ = ["HISTORY_ENV", "LineReader", "PipeReader", "history_path"]
 
@@ -97,7 +97,7 @@ class PipeReader:
         return True
 
     async def _next(self, prompt: str) -> str:
-        self._echo.write(prompt)
+        self._echo.write(terminal(prompt))  # an approval question quotes model output
         self._echo.flush()
         self._waiting = True
         try:
@@ -117,13 +117,13 @@ class PipeReader:
         if isinstance(item, _Interrupt):
             self._echo.write("^C\n")
             raise KeyboardInterrupt
-        self._echo.write(printable(item) + "\n")
+        self._echo.write(terminal(item) + "\n")
         self._echo.flush()
         return item
 
     async def line(self, prompt: str, default: str = "") -> str:
         if default:
-            self._echo.write(f"(to edit and resend: {printable(default)})\n")
+            self._echo.write(f"(to edit and resend: {terminal(default)})\n")
         return await self._next(prompt)
 
     async def answer(self, question: str) -> str:

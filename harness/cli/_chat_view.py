@@ -2,7 +2,7 @@
 start, update and end (output collapsed to a few lines), approvals remembered, retries.
 
 Everything is printed as the harness's events fire (receivers connected with
-``AgentHarness.connect``). Session text goes through :func:`printable` first, so a reply or tool
+``AgentHarness.connect``). Session text goes through ``_escape.terminal`` first, so a reply or tool
 output holding terminal control sequences cannot drive the user's terminal. Styles come from
 rich and vanish when stdout is not a terminal.
 """
@@ -28,7 +28,8 @@ from hooks import (
 )
 
 from .._harness import AgentHarness
-from ._common import one_line, printable
+from ._common import one_line
+from ._escape import terminal
 from ._render import short
 
 __all__ = ["OUTPUT_LINES", "ChatView"]
@@ -43,7 +44,7 @@ _ARGS_CHARS = 120
 
 def _call_text(name: str, input: Mapping[str, JSONValue]) -> str:
     """``bash echo hi``: the tool and its main argument (else all arguments), on one line,
-    printable and shortened."""
+    escaped and shortened."""
     main = next(
         (v for key in ("command", "path", "pattern") if isinstance(v := input.get(key), str)),
         " ".join(f"{k}={v!r}" for k, v in input.items()),
@@ -73,7 +74,7 @@ class ChatView:
         are escaped here, once for every caller: these lines quote session text (names,
         labels, template names, a checked-out message)."""
         self.end_line()
-        self.console.print(Text(printable(text), style=style or ""))
+        self.console.print(Text(terminal(text), style=style or ""))
 
     def note(self, text: str) -> None:
         self.line(text, "dim")
@@ -112,7 +113,7 @@ class ChatView:
                 self.console.print(Text("thinking: ", style=_THINKING), end="")
             self._block = event.kind
         style = _THINKING if event.kind == "thinking" else ""
-        self.console.print(Text(printable(event.delta), style=style), end="")
+        self.console.print(Text(terminal(event.delta), style=style), end="")
 
     def _on_message_end(self, sender: object, event: MessageEndEvent) -> None:
         message = event.message

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import re
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -33,6 +32,8 @@ from rich.progress import (
 from hooks import HarnessError
 from repos import JsonlSessionRepo, SessionError, SessionNotFoundError, validate_session_id
 
+from ._escape import echo, terminal
+
 __all__ = [
     "MIN_PREFIX",
     "AmbiguousSessionError",
@@ -43,7 +44,6 @@ __all__ = [
     "make_streams_safe",
     "one_line",
     "open_repo",
-    "printable",
     "progress",
     "resolve_ref",
     "root_option",
@@ -56,21 +56,10 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` with terminal control characters (ESC, BEL, ...) shown as ``\\x1b`` escapes.
-
-    Session text is arbitrary: a tool result holding ``ESC]0;...`` would otherwise retitle or
-    clear the user's terminal when shown. Newlines and tabs are kept.
-    """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def one_line(text: str) -> str:
-    """``text`` with whitespace runs (newlines included) collapsed to one space, printable."""
-    return printable(" ".join(text.split()))
+    """``text`` with whitespace runs (newlines included) collapsed to one space, and terminal
+    controls shown escaped (``_escape.terminal``)."""
+    return terminal(" ".join(text.split()))
 
 
 class HarnessCliError(click.ClickException):
@@ -87,7 +76,7 @@ class HarnessCliError(click.ClickException):
         self.error = error
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error[{self.code}]: {self.format_message()}", file=file, err=file is None)
+        echo(f"error[{self.code}]: {self.format_message()}", file=file, err=file is None)
 
 
 @contextmanager
@@ -270,13 +259,13 @@ def progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
         return
     columns = (
         SpinnerColumn(),
-        TextColumn(escape(description)),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
     with Progress(*columns, transient=True) as bar:
-        task = bar.add_task(description, total=total)
+        task = bar.add_task(terminal(description), total=total)
         yield lambda n: bar.advance(task, n)
 
 

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from repos import CopyReport, copy_sessions, open_line_store
 
 from ._common import one_line, run_async
+from ._escape import echo, terminal
 from ._sessions import sessions
 
 __all__ = ["copy"]
@@ -34,14 +35,14 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]
         TextColumn("copying"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a session id: text, not markup
         TimeRemainingColumn(),
     )
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task("", total=None)
 
         def update(done: int, total: int, session_id: str) -> None:
-            bar.update(task, completed=done, total=total, description=session_id)
+            bar.update(task, completed=done, total=total, description=terminal(session_id))
 
         yield update
 
@@ -107,9 +108,9 @@ def copy(
             if close is not None:
                 close()  # a database's connections (a PostgreSQL pool's threads)
     for session_id in report.conflicts:
-        click.echo(f"conflict: {session_id}: the destination holds other lines; left alone")
+        echo(f"conflict: {session_id}: the destination holds other lines; left alone")
     for session_id, problem in report.problems:
-        click.echo(f"warning: {session_id}: {one_line(problem)}", err=True)
-    click.echo(_summary(report))
+        echo(f"warning: {session_id}: {one_line(problem)}", err=True)
+    echo(_summary(report))
     if report.conflicts:
         ctx.exit(1)

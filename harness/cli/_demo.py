@@ -10,6 +10,7 @@ import click
 
 from .._demo import run_demo
 from ._common import run_async, short_id
+from ._escape import echo
 from ._render import tree_view
 
 __all__ = ["demo"]
@@ -33,28 +34,26 @@ def demo(root: Path | None, keep: bool) -> None:
     """
     temporary = root is None
     folder = root if root is not None else Path(tempfile.mkdtemp(prefix="harness-demo-"))
-    click.echo(f"Writing to {folder}")
+    echo(f"Writing to {folder}")
     try:
         session_id = _run(folder)
     finally:
         if temporary and not keep:
             shutil.rmtree(folder)
-            click.echo(f"\nRemoved {folder} (--keep keeps it; --root DIR writes elsewhere).")
+            echo(f"\nRemoved {folder} (--keep keeps it; --root DIR writes elsewhere).")
     if not temporary or keep:
-        click.echo(
-            f"\nTry: harness sessions tree --root {folder / 'sessions'} {short_id(session_id)}"
-        )
+        echo(f"\nTry: harness sessions tree --root {folder / 'sessions'} {short_id(session_id)}")
 
 
 def _run(folder: Path) -> str:
     """Run the demo in ``folder`` and print what it wrote; returns the session's id."""
-    result = run_async(run_demo(folder, click.echo))
+    result = run_async(run_demo(folder, echo))
     with result.session as session, result.fork as fork:
         for title, s in (("Session", session), ("Fork (cut before the second prompt)", fork)):
-            click.echo(f"\n{title} {s.id}")
+            echo(f"\n{title} {s.id}")
             for line in tree_view(s).lines:
-                click.echo(f"  {line}")
-        click.echo(f"\nSession file: {session.path}")
-        click.echo(f"Fork file:    {fork.path}  (parentSession -> {fork.header.parent_session})")
-        click.echo(f"Workspace:    {result.workspace}")
+                echo(f"  {line}")
+        echo(f"\nSession file: {session.path}")
+        echo(f"Fork file:    {fork.path}  (parentSession -> {fork.header.parent_session})")
+        echo(f"Workspace:    {result.workspace}")
         return session.id

@@ -9,11 +9,16 @@
 * ``md``: the active branch as Markdown (thinking and tool output in ``<details>``).
 * ``jsonl``: the session re-written in our format (v3), entries in file order: a v1/v2 pi file
   comes out migrated, with the same ids a read gives; the source is not modified.
+
+Every value read from the session is untrusted (docs/security.md) and is escaped by
+``_escape.py`` for the format: in HTML it is text or a quoted attribute value, never a tag, an
+attribute or a class name (entry types and roles map to our own class tokens, ``unknown`` for
+any other); images are embedded only as PNG, JPEG, GIF or WebP with valid base64. In Markdown
+it cannot become raw HTML or a script link. No format lets a terminal control through.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +40,7 @@ from hooks import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UnknownMessage,
     UserContent,
     UserMessage,
 )
@@ -48,11 +54,24 @@ from repos import (
     Session,
     SessionInfoEntry,
     TreeNode,
+    UnknownEntry,
     encode_entry,
 )
 from repos._codec import dumps_line, encode_header
 
-from ._common import open_repo, printable, progress, root_option
+from ._common import one_line, open_repo, progress, root_option
+from ._escape import (
+    echo,
+    html_text,
+    html_token,
+    image_src,
+    json_text,
+    md_code,
+    md_fence,
+    md_text,
+    terminal,
+)
+from ._escape import html_text as _e  # text and quoted attribute values of the page
 from ._render import entry_kind, entry_text, totals
 from ._sessions import _open
 
@@ -133,8 +152,43 @@ if (location.hash === '#expand-all') { setAll(true); }
 """
 
 
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+# Our class tokens for entry types and message roles (the CSS above styles some of them).
+_ENTRY_TOKENS = frozenset(
+    {
+        "message",
+        "model_change",
+        "thinking_level_change",
+        "active_tools_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "leaf",
+    }
+)
+_ROLE_TOKENS = frozenset(
+    {
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+    }
+)
+
+
+def _entry_token(entry: Entry) -> str:
+    return "unknown" if isinstance(entry, UnknownEntry) else html_token(entry.type, _ENTRY_TOKENS)
+
+
+def _role_token(message: Message) -> str:
+    return (
+        "unknown" if isinstance(message, UnknownMessage) else html_token(message.role, _ROLE_TOKENS)
+    )
 
 
 def _details(cls: str, summary: str, body: str, *, open_: bool = False) -> str:
@@ -154,8 +208,11 @@ def _user_content_html(content: str | Iterable[UserContent]) -> str:
         if isinstance(block, TextContent):
             parts.append(f'<div class="text">{_e(block.text)}</div>')
         elif isinstance(block, ImageContent):
-            src = f"data:{_e(block.mime_type)};base64,{_e(block.data)}"
-            parts.append(f'<img class="image" alt="image ({_e(block.mime_type)})" src="{src}">')
+            src = image_src(block.mime_type, block.data)
+            if src is None:  # not shown: an SVG or HTML "image" could run script
+                parts.append(f'<div class="text">[image {_e(block.mime_type)}: not shown]</div>')
+            else:
+                parts.append(f'<img class="image" alt="image ({_e(block.mime_type)})" src="{src}">')
         else:
             parts.append(f'<div class="text">[{_e(block.type or "unknown")} block]</div>')
     return "".join(parts)
@@ -201,10 +258,12 @@ def _entry_html(
 ) -> tuple[str, bool]:
     """The opening tag and body of one entry (the caller closes the ``div``), and whether it is
     a minor entry (settings, labels, leaf moves)."""
-    classes = ["entry", entry.type]
+    token = _entry_token(entry)
+    classes = ["entry", token]
     minor = False
     if isinstance(entry, MessageEntry):
-        classes.append(f"role-{entry.message.role}")
+        token = _role_token(entry.message)
+        classes.append(f"role-{token}")
         msg = entry.message
         if (isinstance(msg, ToolResultMessage) and msg.is_error) or (
             isinstance(msg, AssistantMessage) and msg.stop_reason == "error"
@@ -212,7 +271,7 @@ def _entry_html(
             classes.append("error")
         body = _message_html(msg)
     elif isinstance(entry, CompactionEntry):
-        summary = f"Compaction: {entry.tokens_before} tokens before; first kept entry "
+        summary = f"Compaction: {_e(entry.tokens_before)} tokens before; first kept entry "
         summary += f"<code>{_e(entry.first_kept_entry_id or '-')}</code>"
         body = _details("compaction-summary", summary, _pre(entry.summary), open_=True)
     elif isinstance(entry, BranchSummaryEntry):
@@ -233,7 +292,7 @@ def _entry_html(
     elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
         m = entry.message
         head += f" · {_e('/'.join(p for p in (m.provider, m.model) if p))}"
-        head += f" · {m.usage.input}→{m.usage.output} tokens"
+        head += f" · {_e(m.usage.input)}→{_e(m.usage.output)} tokens"
         if m.stop_reason not in ("stop", "toolUse"):
             head += f" · {_e(m.stop_reason)}"
     if label:
@@ -242,7 +301,7 @@ def _entry_html(
         head += ' <span class="label">leaf</span>'
     opening = (
         f'<div class="{" ".join(classes)}" id="entry-{_e(entry.id)}" '
-        f'data-entry-id="{_e(entry.id)}" data-type="{_e(kind)}" '
+        f'data-entry-id="{_e(entry.id)}" data-type="{token}" '
         f'data-on-path="{"true" if on_path else "false"}">'
     )
     return f'{opening}<div class="head">{head}</div>{body}', minor
@@ -299,7 +358,7 @@ def _tree_html(session: Session, advance: Callable[[int], None]) -> Iterator[str
             what = entry_text(child.entry) or entry_kind(child.entry)
             summary = (
                 f"{'Active branch' if active else 'Branch'} at <code>{_e(child.entry.id)}</code>"
-                f" ({sizes[child.entry.id]} entries): {_e(what)}"
+                f" ({_e(sizes[child.entry.id])} entries): {_e(what)}"
             )
             stack.append("</details>")
             stack.append(child)
@@ -336,7 +395,7 @@ def session_html(session: Session, advance: Callable[[int], None] = _nothing) ->
         f"id <code>{_e(session.id)}</code>",
         f"cwd <code>{_e(header.cwd)}</code>",
         f"created {_e(header.timestamp)}",
-        f"{len(session)} entries, {len(branch)} on the active branch",
+        f"{_e(len(session))} entries, {_e(len(branch))} on the active branch",
     ]
     if header.parent_session:
         meta.append(f"forked from <code>{_e(header.parent_session)}</code>")
@@ -365,61 +424,65 @@ def session_html(session: Session, advance: Callable[[int], None] = _nothing) ->
 # --- markdown ---------------------------------------------------------------------------------
 
 
-def _fence(text: str, lang: str = "") -> str:
-    ticks = "```"
-    while ticks in text:
-        ticks += "`"
-    return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
 def _md_details(summary: str, body: str) -> str:
-    return f"<details><summary>{html.escape(summary)}</summary>\n\n{body}\n\n</details>"
+    return f"<details><summary>{html_text(one_line(summary))}</summary>\n\n{body}\n\n</details>"
+
+
+def _md_inline(text: str) -> str:
+    """Session text inside one of our lines (a heading, an emphasis): one line, escaped."""
+    return md_text(one_line(text))
 
 
 def _message_md(message: Message) -> list[str]:
     if isinstance(message, UserMessage):
-        return ["## User", _content_text(message.content)]
+        return ["## User", md_text(_content_text(message.content))]
     if isinstance(message, CustomMessage):
-        return [f"## Custom ({message.custom_type})", _content_text(message.content)]
+        return [
+            f"## Custom ({_md_inline(message.custom_type)})",
+            md_text(_content_text(message.content)),
+        ]
     if isinstance(message, AssistantMessage):
         source = "/".join(p for p in (message.provider, message.model) if p)
-        out = [f"## Assistant ({source})" if source else "## Assistant"]
+        out = [f"## Assistant ({_md_inline(source)})" if source else "## Assistant"]
         for block in message.content:
             if isinstance(block, TextContent):
-                out.append(block.text)
+                out.append(md_text(block.text))
             elif isinstance(block, ThinkingContent):
                 body = "(redacted)" if block.redacted else block.thinking
-                out.append(_md_details("Thinking", _fence(body)))
+                out.append(_md_details("Thinking", md_fence(body)))
             elif isinstance(block, ToolCall):
-                args = _fence(_json_text(dict(block.arguments)), "json")
-                out.append(f"**Tool call** `{block.name}` (`{block.id}`)\n\n{args}")
+                args = md_fence(_json_text(dict(block.arguments)), "json")
+                out.append(f"**Tool call** {md_code(block.name)} ({md_code(block.id)})\n\n{args}")
         if message.error_message:
-            out.append(f"**Error:** {message.error_message}")
+            out.append(f"**Error:** {md_text(message.error_message)}")
         if message.stop_reason not in ("stop", "toolUse"):
-            out.append(f"*Stopped: {message.stop_reason}*")
+            out.append(f"*Stopped: {_md_inline(message.stop_reason)}*")
         return out
     if isinstance(message, ToolResultMessage):
         flag = " (error)" if message.is_error else ""
         title = f"Result of {message.tool_name}{flag}"
-        return [_md_details(title, _fence(_content_text(message.content)))]
+        return [_md_details(title, md_fence(_content_text(message.content)))]
     if isinstance(message, BashExecutionMessage):
-        return [_md_details("Shell command", _fence(f"$ {message.command}\n{message.output}"))]
+        return [_md_details("Shell command", md_fence(f"$ {message.command}\n{message.output}"))]
     if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
-        return ["## Summary", message.summary]
-    return [_fence(_json_text(dict(message.raw)), "json")]
+        return ["## Summary", md_text(message.summary)]
+    return [md_fence(_json_text(dict(message.raw)), "json")]
 
 
 def session_markdown(session: Session, advance: Callable[[int], None] = _nothing) -> str:
     """The active branch as Markdown: every message, compaction and branch summary, in order.
-    Terminal control characters are shown as ``\\x1b``-style escapes.
+    Session text keeps its own Markdown but no raw HTML (``_escape.md_text``); code and tool
+    output are fenced; terminal controls are shown as ``\\x1b``-style escapes.
 
     ``advance(1)`` is called after each entry of the branch."""
     branch = session.get_branch()
     labels = session.labels
     out = [
-        f"# {session.name or f'Session {session.id}'}",
-        f"- id: `{session.id}`\n- cwd: `{session.cwd}`\n- created: {session.header.timestamp}\n"
-        f"- active branch: {len(branch)} of {len(session)} entries, leaf `{session.leaf_id}`\n"
+        f"# {_md_inline(session.name or f'Session {session.id}')}",
+        f"- id: {md_code(session.id)}\n- cwd: {md_code(session.cwd)}\n"
+        f"- created: {_md_inline(session.header.timestamp)}\n"
+        f"- active branch: {len(branch)} of {len(session)} entries, "
+        f"leaf {md_code(str(session.leaf_id))}\n"
         f"- totals (active branch): {totals(branch).line()}",
     ]
     for entry in branch:
@@ -429,21 +492,21 @@ def session_markdown(session: Session, advance: Callable[[int], None] = _nothing
         elif isinstance(entry, CompactionEntry):
             part = [
                 f"## Compaction ({entry.tokens_before} tokens before)",
-                entry.summary,
+                md_text(entry.summary),
             ]
         elif isinstance(entry, BranchSummaryEntry):
-            part = ["## Branch summary", entry.summary]
+            part = ["## Branch summary", md_text(entry.summary)]
         elif isinstance(entry, SessionInfoEntry | LabelEntry | LeafEntry):
             continue
         else:
             text = entry_text(entry)
-            part = [f"*{entry_kind(entry)}{': ' + text if text else ''}*"]
+            part = [f"*{_md_inline(entry_kind(entry) + (': ' + text if text else ''))}*"]
         label = labels.get(entry.id)
         if label and part[0].startswith("## "):
-            part[0] += f" [{label}]"
+            part[0] += f" [{_md_inline(label)}]"
         out.extend(part)
-    # Markdown is for reading (in a terminal too); the exact bytes are what `jsonl` exports.
-    return printable("\n\n".join(out) + "\n")
+    # Markdown is for reading (in a terminal too); the exact values are what `jsonl` exports.
+    return terminal("\n\n".join(out) + "\n")
 
 
 # --- jsonl --------------------------------------------------------------------------------------
@@ -451,14 +514,20 @@ def session_markdown(session: Session, advance: Callable[[int], None] = _nothing
 
 def session_jsonl(session: Session, advance: Callable[[int], None] = _nothing) -> bytes:
     """Our format (v3): the header, then every entry in file order (v1/v2 files migrated).
+    Characters a terminal acts on are written as JSON escapes (``\\u009b``): the values read
+    back are exactly the session's.
 
     ``advance(1)`` is called after each entry."""
     header = attrs.evolve(session.header, version=3)
-    lines = [dumps_line(encode_header(header))]
+    lines = [_safe_line(encode_header(header))]
     for entry in session.entries():
-        lines.append(dumps_line(encode_entry(entry)))
+        lines.append(_safe_line(encode_entry(entry)))
         advance(1)
     return b"".join(lines)
+
+
+def _safe_line(obj: dict[str, object]) -> bytes:
+    return json_text(dumps_line(obj).decode()).encode()
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -504,7 +573,7 @@ def export(root: Path | None, ref: str, fmt: str | None, output: Path | None) ->
         with progress(f"exporting {fmt}", _entries_to_render(session, fmt)) as advance:
             data = _render(session, fmt, advance)
         output.write_bytes(data)
-        click.echo(f"wrote {output} ({fmt}, {len(data)} bytes)", err=True)
+        echo(f"wrote {output} ({fmt}, {len(data)} bytes)", err=True)
 
 
 _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".jsonl": "jsonl"}

@@ -28,6 +28,7 @@ from repos._importers.claude_code import (
 )
 
 from ._common import HarnessGroup, one_line, open_repo, progress, root_option, run_async
+from ._escape import echo
 
 __all__ = ["import_group"]
 
@@ -79,14 +80,14 @@ def _transcripts(source: Path) -> list[Path]:
 
 def _report(conversion: Conversion) -> None:
     for d in conversion.dropped:
-        click.echo(f"  dropped line {d.line}{f' ({d.uuid})' if d.uuid else ''}: {d.reason}")
+        echo(f"  dropped line {d.line}{f' ({d.uuid})' if d.uuid else ''}: {d.reason}")
     for r in conversion.reattached:
-        click.echo(
+        echo(
             f"  re-attached line {r.line} ({r.uuid}): parent {r.missing_parent or '(none)'} "
             f"missing; now under {r.new_parent or '(root)'}"
         )
     if conversion.unpaired_tool_results:
-        click.echo(f"  {conversion.unpaired_tool_results} tool results without their call")
+        echo(f"  {conversion.unpaired_tool_results} tool results without their call")
 
 
 def _extend(path: Path, imported: ImportedSession) -> tuple[int, int]:
@@ -122,7 +123,7 @@ def claude_code(root: Path | None, source: Path) -> None:
             skipped += outcome == "unchanged"
             refused += outcome == "skipped"
             advance(1)
-    click.echo(f"{imported} imported, {extended} extended, {skipped} already imported")
+    echo(f"{imported} imported, {extended} extended, {skipped} already imported")
     if refused and source.is_file():
         raise SystemExit(1)  # the one file named is not a transcript (said above, on stderr)
 
@@ -133,7 +134,7 @@ def _import_one(
     """Import one transcript; returns ``imported``, ``extended``, ``unchanged`` or ``skipped``
     (not a transcript)."""
     if not is_claude_code(path):
-        click.echo(f"skipped {path}: not a Claude Code transcript", err=True)
+        echo(f"skipped {path}: not a Claude Code transcript", err=True)
         return "skipped"
     conversion = convert(path)
     sid = conversion.source_session_id
@@ -142,30 +143,30 @@ def _import_one(
         added, changed = _extend(previous[0], conversion.main)
         new_sides = _sidechains(repo, known, conversion, previous[0])
         if not added and not new_sides:
-            click.echo(f"already imported {path} (Claude Code session {sid}) as {previous[0]}")
+            echo(f"already imported {path} (Claude Code session {sid}) as {previous[0]}")
             return "unchanged"
-        click.echo(
+        echo(
             f"extended {previous[0]} from {path} (Claude Code session {sid}): "
             f"{added} new entries, {new_sides} new sidechain entries"
         )
         if changed:
-            click.echo(
+            echo(
                 f"  {changed} entries changed in the transcript since the first import; "
                 "kept as first imported"
             )
         return "extended"
     main = run_async(_publish(repo, conversion.main, None))
     known[(sid, None)] = (main, conversion.records)
-    click.echo(
+    echo(
         f"imported {path} (Claude Code session {sid}) as {conversion.main.header.id}: "
         f"{conversion.main.entries} entries, {conversion.main.messages} messages"
         + (f", {conversion.compactions} compactions" if conversion.compactions else "")
         + (f", named {one_line(conversion.name)!r}" if conversion.name else "")
     )
-    click.echo(f"  file: {main}")
+    echo(f"  file: {main}")
     _sidechains(repo, known, conversion, main)
     _report(conversion)
-    click.echo(
+    echo(
         f"  {conversion.records} records read, {len(conversion.dropped)} dropped, "
         f"{len(conversion.reattached)} re-attached"
     )
@@ -189,7 +190,7 @@ def _sidechains(
             written += added
             continue
         side_path = run_async(_publish(repo, side, main))
-        click.echo(f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries")
+        echo(f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries")
         known[key] = (side_path, conversion.records)
         written += side.entries
     return written

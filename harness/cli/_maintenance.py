@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-import orjson
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from repos._jsonl.verify import (
@@ -25,6 +24,7 @@ from repos._jsonl.verify import (
 )
 
 from ._common import one_line, open_repo, resolve_ref, root_option
+from ._escape import echo, json_line, terminal
 from ._sessions import sessions
 
 __all__ = ["migrate", "repair", "verify"]
@@ -44,13 +44,14 @@ def _progress(path: Path, label: str) -> Iterator[Callable[[int], None] | None]:
         yield None
         return
     columns = (
-        TextColumn(f"{label} {path.name}"),
+        # The file name is data: shown as text, neither rich markup nor a format string.
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         DownloadColumn(),
         TimeRemainingColumn(),
     )
     with Progress(*columns, transient=True) as bar:
-        task = bar.add_task(label, total=size)
+        task = bar.add_task(terminal(f"{label} {path.name}"), total=size)
         yield lambda done: bar.update(task, completed=done)
 
 
@@ -81,20 +82,20 @@ def verify(ctx: click.Context, root: Path | None, ref: str, as_json: bool) -> No
     with _progress(path, "verifying") as progress:
         report = verify_file(path, progress=None if as_json else progress)
     if as_json:
-        click.echo(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2).decode())
+        echo(json_line(report.as_json(), indent=True))
     else:
         for finding in report.findings:
-            click.echo(_finding_line(path, finding))
+            echo(_finding_line(path, finding))
         problems = len(report.problems)
         if problems:
-            click.echo(
+            echo(
                 f"{path}: {problems} problem{'s' if problems != 1 else ''} "
                 f"({report.entries} entries after repair); `harness sessions repair` fixes them"
                 if report.readable
                 else f"{path}: {problems} problem{'s' if problems != 1 else ''}; unreadable"
             )
         else:
-            click.echo(f"ok: {path}: {report.entries} entries, no problems")
+            echo(f"ok: {path}: {report.entries} entries, no problems")
     if report.problems:
         ctx.exit(1)
 
@@ -116,18 +117,18 @@ def repair(root: Path | None, ref: str, dry_run: bool) -> None:
     with _progress(path, "repairing") as progress:
         result = repair_file(path, dry_run=dry_run, progress=progress)
     if not result.changes:
-        click.echo(f"nothing to repair: {path}: {result.entries} entries, no problems")
+        echo(f"nothing to repair: {path}: {result.entries} entries, no problems")
         return
     for change in result.changes:
-        click.echo(f"{_where(change)}: {change.code}: {change.fix or 'changed'}")
+        echo(f"{_where(change)}: {change.code}: {change.fix or 'changed'}")
     count = len(result.changes)
     if dry_run:
-        click.echo(
+        echo(
             f"dry run: {path}: {count} change{'s' if count != 1 else ''} would leave "
             f"{result.entries} entries; nothing written"
         )
     else:
-        click.echo(
+        echo(
             f"repaired {path}: {count} change{'s' if count != 1 else ''}, {result.entries} "
             f"entries; original kept as {result.backup}"
         )
@@ -146,12 +147,12 @@ def migrate(root: Path | None, ref: str) -> None:
     path = resolve_ref(open_repo(root), ref)
     result = migrate_file(path)
     if result.backup is None:
-        click.echo(f"already v{result.from_version}: {path}; nothing to migrate")
+        echo(f"already v{result.from_version}: {path}; nothing to migrate")
         return
     for note in result.notes:
         where = f"line {note.line}: " if note.line is not None else ""
-        click.echo(f"note: {where}{one_line(note.message)} ({note.code})", err=True)
-    click.echo(
+        echo(f"note: {where}{one_line(note.message)} ({note.code})", err=True)
+    echo(
         f"migrated {path} from v{result.from_version} to v3: {result.entries} entries; "
         f"original kept as {result.backup}"
     )

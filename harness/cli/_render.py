@@ -1,8 +1,8 @@
 """Plain-text and JSON renderings of sessions, contexts and trees. No I/O: every function returns
 strings or JSON-ready values, and the commands print them.
 
-Decorations are ASCII only (``...``, ``|-``, ``->``), so the output survives any pipe; session
-text itself is printed as stored.
+Decorations are ASCII only (``...``, ``|-``, ``->``), so the output survives any pipe. Session
+text is returned as stored: every sink escapes it for its output kind (``_escape.py``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from repos import (
     UnknownEntry,
 )
 
-from ._common import one_line, printable, short_id
+from ._common import one_line, short_id
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -119,7 +119,11 @@ def _jsonable(value: object) -> JSONValue:
 
 
 def _indented(text: str) -> list[str]:
-    lines = printable(text).splitlines()
+    # Split on newlines only: str.splitlines would also split on (so hide) controls such as
+    # U+0085 or U+2028, which the terminal sink shows escaped.
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
     return [_INDENT + line if line else "" for line in lines] or [_INDENT + "(empty)"]
 
 
@@ -199,9 +203,7 @@ def context_lines(
     tools = context.active_tool_names
     lines = [
         f"session: {session.id}",
-        f"file: {printable(str(session.path))}"
-        if session.path is not None
-        else "file: (in memory)",
+        f"file: {session.path}" if session.path is not None else "file: (in memory)",
         f"model: {model.provider}/{model.model_id}" if model is not None else "model: (none)",
         f"thinking level: {context.thinking_level}",
         "active tools: " + ("(not set)" if tools is None else ", ".join(tools) or "(none)"),

@@ -19,7 +19,8 @@ from harness import (
     SkillNotFoundError,
 )
 
-from ._common import HarnessGroup, one_line, printable, run_async
+from ._common import HarnessGroup, one_line, run_async
+from ._escape import echo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,20 +83,20 @@ def list_skills(dirs: tuple[Path, ...], cwd: Path | None) -> None:
     offered it), then every diagnostic of discovery."""
     _, _, listing = _listing(cwd, dirs)
     for r in listing.records:
-        click.echo(f"{one_line(r.name)}  [{r.scope}]  {one_line(r.description)}")
-        click.echo(f"    path: {printable(r.path or '-')}")
+        echo(f"{one_line(r.name)}  [{r.scope}]  {one_line(r.description)}")
+        echo(f"    path: {r.path or '-'}")
         if r.shadows:
-            click.echo(f"    shadows: {one_line(', '.join(r.shadows))}")
+            echo(f"    shadows: {one_line(', '.join(r.shadows))}")
         if not r.enabled:
-            click.echo("    disabled")
+            echo("    disabled")
         if r.disable_model_invocation:
-            click.echo("    not offered to the model (disable-model-invocation)")
+            echo("    not offered to the model (disable-model-invocation)")
     if not listing.records:
-        click.echo("no skills found")
+        echo("no skills found")
     if listing.diagnostics:
-        click.echo("diagnostics:")
+        echo("diagnostics:")
         for d in listing.diagnostics:
-            click.echo(f"  {_diagnostic_line(d)}")
+            echo(f"  {_diagnostic_line(d)}")
 
 
 @skills.command("show")
@@ -109,16 +110,16 @@ def show_skill(dirs: tuple[Path, ...], cwd: Path | None, name: str) -> None:
     body = None if record is None else run_async(resources.load(record.name, record.scope, ctx))
     if record is None or body is None:
         raise SkillNotFoundError([name], [r.name for r in listing.records])
-    click.echo(f"name: {one_line(record.name)}")
-    click.echo(f"scope: {record.scope}")
-    click.echo(f"description: {one_line(record.description)}")
-    click.echo(f"path: {printable(record.path or '-')}")
+    echo(f"name: {one_line(record.name)}")
+    echo(f"scope: {record.scope}")
+    echo(f"description: {one_line(record.description)}")
+    echo(f"path: {record.path or '-'}")
     if record.aliases:
-        click.echo(f"aliases: {one_line(', '.join(record.aliases))}")
+        echo(f"aliases: {one_line(', '.join(record.aliases))}")
     if record.shadows:
-        click.echo(f"shadows: {one_line(', '.join(record.shadows))}")
-    click.echo("")
-    click.echo(printable(body))
+        echo(f"shadows: {one_line(', '.join(record.shadows))}")
+    echo("")
+    echo(body)
 
 
 @click.group(cls=HarnessGroup)
@@ -133,15 +134,15 @@ def list_templates(cwd: Path | None) -> None:
     resources, _ = _resources(cwd)
     for t in resources.templates:
         hint = f" {one_line(t.argument_hint)}" if t.argument_hint else ""
-        click.echo(f"/{one_line(t.name)}{hint}  [{t.scope}]  {one_line(t.description)}")
-        click.echo(f"    path: {printable(t.path or '-')}")
+        echo(f"/{one_line(t.name)}{hint}  [{t.scope}]  {one_line(t.description)}")
+        echo(f"    path: {t.path or '-'}")
     if not resources.templates:
-        click.echo("no templates found")
+        echo("no templates found")
     problems = [d for d in resources.diagnostics if d.kind == "template"]
     if problems:
-        click.echo("diagnostics:")
+        echo("diagnostics:")
         for d in problems:
-            click.echo(f"  {_diagnostic_line(d)}")
+            echo(f"  {_diagnostic_line(d)}")
 
 
 @templates.command("show")
@@ -153,15 +154,15 @@ def show_template(cwd: Path | None, name: str, args: tuple[str, ...]) -> None:
     prompt `/NAME ARGS` expands to."""
     resources, _ = _resources(cwd)
     template = resources.template(name.removeprefix("/"))
-    click.echo(f"name: {one_line(template.name)}")
-    click.echo(f"scope: {template.scope}")
-    click.echo(f"description: {one_line(template.description)}")
+    echo(f"name: {one_line(template.name)}")
+    echo(f"scope: {template.scope}")
+    echo(f"description: {one_line(template.description)}")
     if template.argument_hint:
-        click.echo(f"arguments: {one_line(template.argument_hint)}")
-    click.echo(f"path: {printable(template.path or '-')}")
-    click.echo("")
-    click.echo(printable(template.content))
+        echo(f"arguments: {one_line(template.argument_hint)}")
+    echo(f"path: {template.path or '-'}")
+    echo("")
+    echo(template.content)
     if args:
-        click.echo("")
-        click.echo(f"/{one_line(template.name)} {one_line(' '.join(args))} expands to:")
-        click.echo(printable(template.expand(list(args))))
+        echo("")
+        echo(f"/{one_line(template.name)} {one_line(' '.join(args))} expands to:")
+        echo(template.expand(list(args)))

@@ -1,11 +1,13 @@
 """``harness run -p TEXT``: one prompt, non-interactive, for scripts and CI.
 
-The reply is printed as text (default), as one JSON object (``--output json``: the reply, the
-session id and path), or every bus event is written as one JSON line as it fires (``--output
-events``). A provider error exits 1 with ``error[<code>]: <message>`` once the error reply is
-persisted. Tool calls go to a :class:`~harness.SecuritySupervisor` with no approver: controlled
-calls (``bash``, ``write``, ``edit``, paths outside the cwd) are denied unless ``--mode`` or a
-rule in the settings allows them.
+The reply is printed as text (default; terminal controls shown escaped), as one JSON object
+(``--output json``: the exact reply, the session id and path), or every bus event is written as
+one JSON line as it fires (``--output events``). JSON output writes the characters a terminal
+would act on as escapes (``\\u009b``...), so it still decodes to exactly the values. A provider
+error exits 1 with ``error[<code>]: <message>`` once the error reply is persisted. Tool calls
+go to a :class:`~harness.SecuritySupervisor` with no approver: controlled calls (``bash``,
+``write``, ``edit``, paths outside the cwd) are denied unless ``--mode`` or a rule in the
+settings allows them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from typing import Any, get_args
 
 import attrs
 import click
-import orjson
 
 from hooks import (
     EVENT_CLASSES,
@@ -52,7 +53,8 @@ from .._tools.grep import grep_tool
 from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
-from ._common import open_repo, printable, resolve_ref, root_option, run_async
+from ._common import open_repo, resolve_ref, root_option, run_async
+from ._escape import echo, json_line
 from ._sessions import _warn_diagnostics
 
 __all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
@@ -155,8 +157,7 @@ class _EventWriter:
         if self.broken:
             return
         try:
-            sys.stdout.write(orjson.dumps(event_json(event), default=repr).decode() + "\n")
-            sys.stdout.flush()
+            echo(json_line(event_json(event), default=repr))
         except BrokenPipeError:
             self.broken = True
             # Python flushes stdout again at exit: point it at /dev/null so that cannot fail.
@@ -356,17 +357,15 @@ def run(
                 harness.connect(name, writer, priority=-100)
         reply = run_async(harness.prompt(text))
         if writer.broken:
-            click.echo(
-                f"warning: stdout was closed; the run finished in session {session.id}", err=True
-            )
+            echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
             raise SystemExit(1)
         if output == "text":
-            # Exact for a pipe; a terminal gets control characters escaped (a reply holding
-            # ESC]52 would otherwise write the clipboard).
-            click.echo(printable(reply.text) if sys.stdout.isatty() else reply.text)
+            # Terminal controls escaped even into a pipe (a reply holding ESC]52 would write the
+            # clipboard of whoever views the log); `--output json` carries the exact text.
+            echo(reply.text)
         elif output == "json":
-            click.echo(
-                orjson.dumps(
+            echo(
+                json_line(
                     {
                         "session_id": session.id,
                         "path": str(session.path),
@@ -380,6 +379,6 @@ def run(
                             "total_tokens": reply.usage.total_tokens,
                         },
                     },
-                    option=orjson.OPT_INDENT_2,
-                ).decode()
+                    indent=True,
+                )
             )

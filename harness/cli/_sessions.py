@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import click
-import orjson
 
 from repos import (
     CorruptSessionError,
@@ -31,12 +30,12 @@ from ._common import (
     HarnessGroup,
     one_line,
     open_repo,
-    printable,
     resolve_ref,
     root_option,
     run_async,
     short_id,
 )
+from ._escape import echo, json_line, terminal
 from ._render import (
     DEFAULT_MAX_CHARS,
     context_lines,
@@ -52,15 +51,15 @@ _REF = "ID|PATH"
 
 
 def _dump(value: object) -> str:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return json_line(value, indent=True)
 
 
 def _warn_diagnostics(session: Session) -> None:
     """Report what reading the file found and handled (torn tail, skipped lines...): the data
     shown may differ from the file, and the user should know why."""
     for diag in session.diagnostics:
-        where = printable(str(session.path)) + (f":{diag.line}" if diag.line is not None else "")
-        click.echo(f"warning: {where}: {one_line(diag.message)} ({diag.code})", err=True)
+        where = str(session.path) + (f":{diag.line}" if diag.line is not None else "")
+        echo(f"warning: {where}: {one_line(diag.message)} ({diag.code})", err=True)
 
 
 def _open(repo: JsonlSessionRepo, ref: str) -> Session:
@@ -80,7 +79,7 @@ def _open(repo: JsonlSessionRepo, ref: str) -> Session:
 def _open_claude_code(path: Path) -> Session:
     """A Claude Code transcript, converted and opened read-only (nothing is written near it)."""
     conversion = convert(path)
-    click.echo(
+    echo(
         f"note: {path} is a Claude Code transcript (session {conversion.source_session_id}, "
         f"{conversion.records} records), not one of our sessions; shown converted, read-only. "
         f"`harness import claude-code {path}` imports it.",
@@ -119,15 +118,15 @@ def list_command(root: Path | None, cwd: str | None, as_json: bool) -> None:
     repo = open_repo(root, must_exist=True)
     infos = run_async(repo.list(cwd))
     for path, reason in repo.list_problems:
-        click.echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
+        echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
     if as_json:
-        click.echo(_dump([info_json(i) for i in infos]))
+        echo(_dump([info_json(i) for i in infos]))
     elif infos:
         for line in session_table(infos):
-            click.echo(line)
+            echo(line)
     else:
         where = f" with cwd {cwd!r}" if cwd is not None else ""
-        click.echo(f"no sessions{where} under {repo.root}", err=True)
+        echo(f"no sessions{where} under {repo.root}", err=True)
 
 
 @sessions.command()
@@ -158,7 +157,7 @@ def show(root: Path | None, ref: str, as_json: bool, max_chars: int, page: bool 
     with _open(open_repo(root), ref) as session:
         context = session.build_context()
         if as_json:
-            click.echo(_dump([encode_message(m) for m in context.messages]))
+            echo(_dump([encode_message(m) for m in context.messages]))
             return
         _emit(context_lines(session, context, max_chars=max_chars), page)
 
@@ -169,10 +168,10 @@ def _emit(lines: Iterable[str], page: bool | None) -> None:
     if page is None:
         page = sys.stdout.isatty()
     if page:
-        click.echo_via_pager(f"{line}\n" for line in lines)
+        click.echo_via_pager(f"{terminal(line)}\n" for line in lines)
         return
     for line in lines:
-        click.echo(line)
+        echo(line)
 
 
 @sessions.command()
@@ -196,13 +195,13 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
     with _open(open_repo(root), ref) as session:
         view = tree_view(session, show_all=show_all)
         forked = parent_ref(session.header.parent_session)
-        click.echo(
-            f"session {short_id(session.id)}  {printable(str(session.path or '(in memory)'))}"
+        echo(
+            f"session {short_id(session.id)}  {session.path or '(in memory)'}"
             + (f"  (fork of {forked})" if forked else "")
             + (f"  name: {one_line(session.name)}" if session.name else "")
         )
         for line in view.lines:
-            click.echo(line)
+            echo(line)
         n = view.hidden_entries
         hidden = (
             f", {n} label/leaf/name {'entry' if n == 1 else 'entries'} not drawn (--all draws them)"
@@ -210,7 +209,7 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
             else ""
         )
         leaf = session.leaf_id or "(before the first entry)"
-        click.echo(f"({view.shown} entries shown{hidden}; active leaf: {leaf})")
+        echo(f"({view.shown} entries shown{hidden}; active leaf: {leaf})")
 
 
 @sessions.command()
@@ -259,7 +258,7 @@ def fork(
     )
     with new:
         if as_json:
-            click.echo(
+            echo(
                 _dump(
                     {
                         "id": new.id,
@@ -271,8 +270,8 @@ def fork(
                 )
             )
         else:
-            click.echo(f"id: {new.id}")
-            click.echo(f"path: {printable(str(new.path))}")
+            echo(f"id: {new.id}")
+            echo(f"path: {new.path}")
 
 
 @sessions.command()
@@ -286,7 +285,7 @@ def delete(root: Path | None, ref: str) -> None:
     repo = open_repo(root)
     path = resolve_ref(repo, ref)
     run_async(repo.delete(path))
-    click.echo(f"deleted {path}")
+    echo(f"deleted {path}")
     folder = path.parent
     if folder.resolve() != repo.root.resolve() and not any(folder.iterdir()):
         try:
@@ -295,4 +294,4 @@ def delete(root: Path | None, ref: str) -> None:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
             return  # another process wrote a session there meanwhile: the folder stays
-        click.echo(f"removed the empty folder {folder}")
+        echo(f"removed the empty folder {folder}")

@@ -21,6 +21,7 @@ from .._compaction.tokens import context_size
 from .._errors import HarnessStateError
 from .._harness import AgentHarness
 from ._common import one_line, open_repo, root_option, run_async, spinner
+from ._escape import echo
 from ._sessions import _open, sessions
 
 __all__ = ["checkout", "compact", "label"]
@@ -37,7 +38,7 @@ def _reporting(session: Session) -> Iterator[None]:
         yield
     finally:
         for diag in session.diagnostics[seen:]:
-            click.echo(f"note: {one_line(diag.message)} ({diag.code})", err=True)
+            echo(f"note: {one_line(diag.message)} ({diag.code})", err=True)
 
 
 def _harness_for(
@@ -106,18 +107,18 @@ def compact(
             entry = run_async(harness.compact(instructions))
         branch = session.get_branch()
         if entry is None and branch and isinstance(branch[-1], CompactionEntry):
-            click.echo("nothing to compact: the active leaf is a compaction already")
+            echo("nothing to compact: the active leaf is a compaction already")
             return
         if entry is None:
             keep = harness.compaction.keep_recent_tokens
-            click.echo(
+            echo(
                 f"nothing to compact: keeping the last {keep} tokens verbatim (cut where a "
                 f"turn starts) leaves nothing older in the context (~{size} tokens, {before} "
                 "messages); --keep-recent-tokens N keeps fewer"
             )
             return
         after = len(session.build_context().messages)
-        click.echo(
+        echo(
             f"compaction {entry.id}: {before} -> {after} messages in context; "
             f"first kept entry {entry.first_kept_entry_id}; tokens before ~{entry.tokens_before}"
         )
@@ -148,14 +149,14 @@ def checkout(
         with spinner("summarising the branch..." if summarize else "moving the leaf..."):
             result = run_async(harness.navigate_tree(entry, summarize=summarize, label=label_text))
         if result.cancelled:
-            click.echo("cancelled by a hook")
+            echo("cancelled by a hook")
             return
-        click.echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
         if result.summary_entry_id:
-            click.echo(f"branch summary: {result.summary_entry_id}")
+            echo(f"branch summary: {result.summary_entry_id}")
         if result.editor_text is not None:
-            click.echo("message to edit and resend:")
-            click.echo(result.editor_text)
+            echo("message to edit and resend:")
+            echo(result.editor_text)
 
 
 @sessions.command()
@@ -170,4 +171,4 @@ def label(root: Path | None, ref: str, entry: str, text: str) -> None:
         with _reporting(session):
             written = session.set_label(entry, text or None)
             session.move_to(leaf)  # a label entry must not become the active leaf
-        click.echo(f"label {written.id}: {entry} = {text!r}" if text else f"cleared {entry}")
+        echo(f"label {written.id}: {entry} = {text!r}" if text else f"cleared {entry}")
