@@ -54,7 +54,7 @@ from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
 from ._common import open_repo, resolve_ref, root_option, run_async
-from ._escape import echo, json_line
+from ._escape import echo, json_line, terminal
 from ._sessions import _warn_diagnostics
 
 __all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
@@ -213,13 +213,13 @@ def working_folder(
         return here
     if not os.path.isdir(recorded):
         return here
-    shown = printable(repr(recorded))
+    shown = terminal(repr(recorded))
     if ask is not None and ask(
-        f"This session was recorded in {shown}; you are in {printable(repr(str(here)))}. "
+        f"This session was recorded in {shown}; you are in {terminal(repr(str(here)))}. "
         "Work in the recorded folder?"
     ):
         return Path(recorded)
-    click.echo(
+    echo(
         f"note: session {session.id} was recorded in {shown}; working in the current folder "
         f"(--cwd DIR to choose)",
         err=True,
