@@ -28,6 +28,7 @@ from pathlib import Path
 import attrs
 import click
 
+from harness import PERMISSION_ENTRY
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -515,15 +516,25 @@ def session_markdown(session: Session, advance: Callable[[int], None] = _nothing
 def session_jsonl(session: Session, advance: Callable[[int], None] = _nothing) -> bytes:
     """Our format (v3): the header, then every entry in file order (v1/v2 files migrated).
     Characters a terminal acts on are written as JSON escapes (``\\u009b``): the values read
-    back are exactly the session's.
+    back are exactly the session's, but for approvals' signatures, which are left out.
 
     ``advance(1)`` is called after each entry."""
     header = attrs.evolve(session.header, version=3)
     lines = [_safe_line(encode_header(header))]
     for entry in session.entries():
-        lines.append(_safe_line(encode_entry(entry)))
+        lines.append(_safe_line(_unsigned(encode_entry(entry))))
         advance(1)
     return b"".join(lines)
+
+
+def _unsigned(obj: dict[str, object]) -> dict[str, object]:
+    """An exported ``permission`` entry without its signature: an export is for sharing, and
+    a signed approval in it could be replayed into a file with the same session id
+    (docs/permissions.md); the approval itself stays readable."""
+    data = obj.get("data")
+    if obj.get("customType") == PERMISSION_ENTRY and isinstance(data, dict) and "signature" in data:
+        return {**obj, "data": {k: v for k, v in data.items() if k != "signature"}}
+    return obj
 
 
 def _safe_line(obj: dict[str, object]) -> bytes:

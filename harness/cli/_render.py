@@ -209,9 +209,12 @@ def context_lines(
         "active tools: " + ("(not set)" if tools is None else ", ".join(tools) or "(none)"),
         f"leaf: {session.leaf_id or '(before the first entry)'}",
     ]
-    approved = sorted(remembered_approvals(session))
-    if approved:  # approve-always decisions of the supervisor (docs/permissions.md)
-        lines.append("approved always: " + ", ".join(approved))
+    honoured = remembered_approvals(session)
+    if honoured:  # approve-always decisions of the supervisor (docs/permissions.md)
+        lines.append("approved always: " + ", ".join(sorted(honoured)))
+    ignored = _recorded_approvals(session) - honoured
+    if ignored:  # written by hand, edited, copied or another user's: they grant nothing
+        lines.append("approvals not honoured (not signed by you): " + ", ".join(sorted(ignored)))
     ids = session.entry_ids()
     in_file = sum(1 for i in ids if session.entry_type(i) == "message")
     branch = session.get_branch()
@@ -298,6 +301,17 @@ def entry_kind(entry: Entry) -> str:
     if isinstance(entry, MessageEntry):
         return entry.message.role
     return entry.type
+
+
+def _recorded_approvals(session: Session) -> set[str]:
+    """Every operation key a ``permission`` entry of ``session`` names, signed or not."""
+    keys = set()
+    for entry in session.entries():
+        if isinstance(entry, CustomEntry) and entry.custom_type == PERMISSION_ENTRY:
+            data = entry.data
+            if isinstance(data, Mapping) and isinstance(data.get("operationKey"), str):
+                keys.add(str(data["operationKey"]))
+    return keys
 
 
 def entry_text(entry: Entry) -> str:

@@ -289,3 +289,28 @@ async def test_the_library_never_adopts_a_headers_cwd(tmp_path: Path) -> None:
     session = open_session(mailed)
     assert AgentHarness(session=session).cwd == Path.cwd()
     assert AgentHarness(session=session, cwd=named).cwd == named
+
+
+async def test_show_tells_honoured_from_forged_approvals_and_export_drops_signatures(
+    places: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(places["config"]))  # the CLI below: same user
+    repo = JsonlSessionRepo(places["sessions"])
+    path = Path(await _approve_once(places["here"], repo))
+    with path.open("ab") as f:
+        f.write(orjson.dumps({**_permission("bash(rm:*)"), "parentId": None}) + b"\n")
+    common = dict(config=places["config"], sessions=places["sessions"])
+    shown = _cli("sessions", "show", path, cwd=places["here"], **common)
+    assert shown.returncode == 0, shown.stderr
+    assert "approved always: bash(echo hi:*)" in shown.stdout
+    assert "not honoured (not signed by you): bash(rm:*)" in shown.stdout
+    exported = _cli("export", path, "--format", "jsonl", cwd=places["here"], **common)
+    assert exported.returncode == 0, exported.stderr
+    permissions = [
+        orjson.loads(line)["data"]
+        for line in exported.stdout.splitlines()
+        if '"permission"' in line
+    ]
+    assert [p["operationKey"] for p in permissions] == ["bash(echo hi:*)", "bash(rm:*)"]
+    assert all("signature" not in p for p in permissions)
+    assert b'"signature"' in path.read_bytes()  # the session itself keeps them
