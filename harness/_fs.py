@@ -48,6 +48,7 @@ __all__ = [
     "open_parent",
     "open_regular",
     "open_regular_at",
+    "read_capped",
     "read_regular",
     "read_regular_at",
     "read_regular_file",
@@ -99,6 +100,10 @@ class Location:
     def path(self) -> str:
         """The path as one string, for messages."""
         return self.root if self.rel == "." else os.path.join(self.root, self.rel)
+
+    def child(self, name: str) -> Location:
+        """The location of ``name`` inside this one (a single path component)."""
+        return Location(self.root, name if self.rel == "." else f"{self.rel}/{name}", self.rule)
 
 
 class _Kernel:
@@ -351,7 +356,14 @@ def open_regular_at(dir_fd: int, name: str, shown: str) -> tuple[int, os.stat_re
     return fd, _ready(fd, before, shown)
 
 
-def _read_capped(fd: int, st: os.stat_result, max_bytes: int, shown: str) -> bytes:
+def read_capped(fd: int, st: os.stat_result, max_bytes: int, shown: str) -> bytes:
+    """The whole content of the regular file ``fd`` (``st`` its ``fstat``), refused when it
+    is larger than ``max_bytes``, before reading or when it grew while read.
+
+    Raises:
+        FileRefusedError: larger than ``max_bytes`` (``EFBIG``); ``shown`` names the file.
+        OSError: the read failed.
+    """
     if st.st_size > max_bytes:
         raise _too_large(shown, max_bytes)
     chunks: list[bytes] = []
@@ -381,7 +393,7 @@ def read_regular(loc: Location, max_bytes: int) -> bytes:
     """
     fd, st = open_regular(loc)
     try:
-        return _read_capped(fd, st, max_bytes, loc.path)
+        return read_capped(fd, st, max_bytes, loc.path)
     finally:
         os.close(fd)
 
@@ -390,7 +402,7 @@ def read_regular_at(dir_fd: int, name: str, max_bytes: int, shown: str) -> bytes
     """:func:`read_regular` of ``name`` in the folder ``dir_fd``, following no symlink."""
     fd, st = open_regular_at(dir_fd, name, shown)
     try:
-        return _read_capped(fd, st, max_bytes, shown)
+        return read_capped(fd, st, max_bytes, shown)
     finally:
         os.close(fd)
 
