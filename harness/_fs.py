@@ -425,6 +425,13 @@ def read_regular_file(path: Path, *, max_bytes: int, root: Path | None = None) -
         return read_regular(loc, max_bytes)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except FileRefusedError as exc:
+        if loc.path == os.fspath(path):
+            raise
+        # Name the file asked for; the one a symlink led to is part of the reason.
+        raise FileRefusedError(
+            exc.errno or errno.EINVAL, f"{exc.strerror} ({loc.path})", os.fspath(path)
+        ) from None
 
 
 def _as_is(path: Path) -> Location:
