@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ from harness._fs import FileRefusedError, read_regular_file
 from hooks import JSONValue
 
 TRIES = 2000
+HOLD_S = 0.0002  # how long the swapper keeps each state (pacing only; nothing is timed)
 
 
 def make_run(cwd: Path, *, approved_path: str | None = None) -> ToolRun:
@@ -73,9 +75,11 @@ def swapping(folder: Path, elsewhere: Path) -> Iterator[None]:
 
     def swap() -> None:
         while not stop.is_set():
+            time.sleep(HOLD_S)  # each state lasts a little, so reads meet both
             os.rename(folder, real)
             with contextlib.suppress(FileExistsError):
                 os.symlink(elsewhere, folder)
+            time.sleep(HOLD_S)
             while True:
                 try:
                     os.rename(real, folder)

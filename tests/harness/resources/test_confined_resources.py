@@ -184,7 +184,7 @@ async def test_the_model_never_gets_a_file_outside_the_project(
             "done",
         ]
     )
-    h = AgentHarness(session=session, model=model)
+    h = AgentHarness(session=session, model=model, cwd=project)
     await h.prompt("go")
     assert all(SECRET not in r.system_prompt for r in model.requests)
     results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
@@ -252,7 +252,7 @@ async def test_write_skill_never_writes_through_a_symlink_out(
     else:
         (project / ".agents").symlink_to(user_config)
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
-    h = AgentHarness(session=session)
+    h = AgentHarness(session=session, cwd=project)
     with pytest.raises(SkillWriteRefusedError):
         await h.write_skill(REQUEST, name="learned", description="d", body="b")
     assert list((user_config / "skills" / "learned").iterdir()) == []
@@ -266,7 +266,7 @@ async def test_write_skill_replaces_a_symlinked_skill_file_never_its_target(
     (project / ".agents" / "skills" / "learned" / "SKILL.md").symlink_to(secret)
     before = secret.read_text()
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
-    h = AgentHarness(session=session)
+    h = AgentHarness(session=session, cwd=project)
     path = await h.write_skill(REQUEST, name="learned", description="d", body="b")
     assert secret.read_text() == before
     assert not path.is_symlink() and "description: d" in path.read_text()
@@ -393,7 +393,7 @@ async def test_a_harness_over_a_deep_frontmatter_starts_and_runs(
     (project / ".agents" / "prompts").mkdir()
     (project / ".agents" / "prompts" / "t.md").write_text(_nested_json_arrays(5000))
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
-    h = AgentHarness(session=session, model=FauxModel(["ok"]))
+    h = AgentHarness(session=session, model=FauxModel(["ok"]), cwd=project)
     assert (await h.prompt("hi")).text == "ok"
     session.close()
 
@@ -447,7 +447,7 @@ async def test_a_long_description_is_cut_to_the_agent_skills_limit(
     assert [d.code for d in listing.diagnostics] == ["invalid_metadata"]
     session = await JsonlSessionRepo(tmp_path / "sessions").create(str(project))
     model = FauxModel(["ok"])
-    await AgentHarness(session=session, model=model).prompt("hi")
+    await AgentHarness(session=session, model=model, cwd=project).prompt("hi")
     assert word * 1025 not in model.requests[0].system_prompt
     session.close()
 
