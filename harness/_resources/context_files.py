@@ -9,17 +9,29 @@ folder, so a ``CLAUDE.md`` linking to ``AGENTS.md`` is not read twice).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from attrs import frozen
 
+from .._fs import beneath, open_regular, read_capped
+from .discovery import refusal_code, refusal_text
 from .records import ResourceDiagnostic
 
-__all__ = ["CONTEXT_FILE_NAMES", "ContextFile", "context_block", "scan_context_files"]
+__all__ = [
+    "CONTEXT_FILE_NAMES",
+    "MAX_CONTEXT_FILE_BYTES",
+    "ContextFile",
+    "context_block",
+    "scan_context_files",
+]
 
 CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+MAX_CONTEXT_FILE_BYTES = 262_144
+"""Largest context file read (256 KiB: it goes into every request's system prompt); a larger
+one is refused with a ``read_failed`` diagnostic."""
 
 
 @frozen(kw_only=True)
@@ -34,38 +46,49 @@ class ContextFile:
 def scan_context_files(
     project: Sequence[Path], user: Path | None
 ) -> tuple[list[ContextFile], list[ResourceDiagnostic]]:
-    """Context files of ``user`` (a folder, or None) and ``project`` (folders, nearest first)."""
+    """Context files of ``user`` (a folder, or None) and ``project`` (folders, nearest first;
+    the last, the widest, is the project's boundary and holds the others)."""
     found: list[ContextFile] = []
     diagnostics: list[ResourceDiagnostic] = []
-    seen: set[Path] = set()
-    places: list[tuple[Path, Literal["user", "project"]]] = []
+    seen: set[tuple[int, int]] = set()
+    places: list[tuple[Path, Path, Literal["user", "project"]]] = []
     if user is not None:
-        places.append((user, "user"))
-    places += [(folder, "project") for folder in reversed(project)]
-    for folder, scope in places:
+        places.append((user, user, "user"))
+    places += [(folder, project[-1], "project") for folder in reversed(project)]
+    for folder, boundary, scope in places:
         for name in CONTEXT_FILE_NAMES:
             path = folder / name
-            if not path.is_file():
+            try:
+                loc = beneath(boundary, path)
+                fd, st = open_regular(loc)
+            except (FileNotFoundError, NotADirectoryError):
                 continue
-            real = path.resolve()
-            if real not in seen:
-                seen.add(real)
-                try:
-                    content = path.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError) as exc:
-                    diagnostics.append(
-                        ResourceDiagnostic(
-                            code="read_failed",
-                            kind="context_file",
-                            message=f"cannot read {path}: {exc}",
-                            path=str(path),
-                            dropped=True,
-                        )
-                    )
-                else:
-                    found.append(ContextFile(path=str(path), content=content, scope=scope))
+            except OSError as exc:
+                diagnostics.append(_failed(path, exc))
+                break
+            try:
+                if (st.st_dev, st.st_ino) in seen:
+                    break
+                seen.add((st.st_dev, st.st_ino))
+                content = read_capped(fd, st, MAX_CONTEXT_FILE_BYTES, str(path)).decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                diagnostics.append(_failed(path, exc))
+            else:
+                found.append(ContextFile(path=str(path), content=content, scope=scope))
+            finally:
+                os.close(fd)
             break
     return found, diagnostics
+
+
+def _failed(path: Path, exc: BaseException) -> ResourceDiagnostic:
+    return ResourceDiagnostic(
+        code=refusal_code(exc),
+        kind="context_file",
+        message=f"cannot read {path}: {refusal_text(exc)}",
+        path=str(path),
+        dropped=True,
+    )
 
 
 def context_block(files: Sequence[ContextFile]) -> str:

@@ -4,29 +4,67 @@ A skill is a folder holding ``SKILL.md``, or a ``*.md`` file at the top level of
 Folders starting with ``.``, ``node_modules`` and paths matched by a ``.gitignore`` inside the
 root are skipped; a folder holding ``SKILL.md`` is not descended (nested skills are ignored);
 a folder or file reached twice through symbolic links counts once, across roots too, so
-overlapping roots are deduplicated by descriptor path. Problems become diagnostics, never
-exceptions.
+overlapping roots are deduplicated by the file itself (device and inode). Problems become
+diagnostics, never exceptions.
+
+Every folder and file is opened beneath its root's ``boundary`` (:mod:`harness._fs`): the
+project for project skills, the user's config folder for the user's, the root itself for an
+extra root. A symlink that stays inside is followed; one leading out is refused
+(``outside_root``) and never read. Only regular files of at most :data:`MAX_SKILL_BYTES` are
+read, so a FIFO or a link to ``/dev/zero`` is reported, not waited on.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+import stat
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pathspec
 from attrs import frozen
 
+from .._fs import (
+    FileRefusedError,
+    Location,
+    beneath,
+    open_dir,
+    open_regular,
+    read_capped,
+    read_regular,
+)
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
 
-__all__ = ["SkillRoot", "first_paragraph", "read_body", "scan_skills", "valid_skill_name"]
+__all__ = [
+    "MAX_DESCRIPTION",
+    "MAX_NAME",
+    "MAX_SKILL_BYTES",
+    "SkillRoot",
+    "first_paragraph",
+    "is_dir_at",
+    "read_body",
+    "refusal_code",
+    "refusal_text",
+    "scan_skills",
+    "shown_value",
+    "valid_skill_name",
+]
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64
+"""Longest skill name, in characters (the Agent Skills specification)."""
 MAX_DESCRIPTION = 1024
+"""Longest description, in characters (the Agent Skills specification, Anthropic's limit);
+a longer one is cut, with an ``invalid_metadata`` diagnostic."""
+MAX_SKILL_BYTES = 1_048_576
+"""Largest skill file read (1 MiB); a larger one is refused with a ``read_failed``
+diagnostic."""
+_GITIGNORE_MAX = 1_000_000
+_SHOWN_CHARS = 80  # a value from a file quoted in a message is cut to this many characters
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
@@ -34,10 +72,21 @@ _FALSE = frozenset({"false", "no", "off", "0"})
 
 @frozen
 class SkillRoot:
-    """A folder searched for skills, and the scope token its skills are published at."""
+    """A folder searched for skills, and the scope token its skills are published at.
+
+    ``boundary`` is the folder nothing under ``path`` may lead out of (a symlink pointing
+    further is refused): the project for project skills, the user's config folder for the
+    user's; None means ``path`` itself. It must hold ``path``.
+    """
 
     path: Path
     scope: str
+    boundary: Path | None = None
+
+    @property
+    def top(self) -> Path:
+        """The folder reads stay beneath: ``boundary``, or ``path``."""
+        return self.path if self.boundary is None else self.boundary
 
 
 def valid_skill_name(name: str) -> bool:
@@ -45,38 +94,65 @@ def valid_skill_name(name: str) -> bool:
     return len(name) <= MAX_NAME and _NAME.fullmatch(name) is not None
 
 
+def shown_value(value: object) -> str:
+    """``repr(value)`` cut to a few dozen characters, for a message quoting a file's value."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
+def refusal_code(exc: BaseException) -> DiagnosticCode:
+    """``outside_root`` for a read refused because it leads out of its root, else
+    ``read_failed``."""
+    if isinstance(exc, FileRefusedError) and exc.errno in (errno.EXDEV, errno.ELOOP):
+        return "outside_root"
+    return "read_failed"
+
+
+def refusal_text(exc: BaseException) -> str:
+    """Why a read failed, without the path (the diagnostic carries it)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
 def scan_skills(
     roots: Sequence[SkillRoot],
-) -> tuple[list[SkillSummary], list[ResourceDiagnostic]]:
+) -> tuple[list[SkillSummary], list[ResourceDiagnostic], dict[str, Location]]:
     """Every skill under ``roots`` (missing roots are skipped), in root order then name order.
 
     Several skills of one name in one scope: the first found wins and a ``collision``
     diagnostic names both paths (different scopes are resolved later, by precedence).
+
+    Returns:
+        The skills, the diagnostics, and where each skill's file is (by its ``location``), to
+        read its body from later beneath the same boundary.
     """
-    seen: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
     found: list[SkillSummary] = []
+    places: dict[str, Location] = {}
     diagnostics: list[ResourceDiagnostic] = []
     for root in roots:
-        if not root.path.is_dir():
+        try:
+            start = beneath(root.top, root.path)
+        except FileRefusedError as exc:
+            diagnostics.append(_folder_failed(root.path, exc))
             continue
-        for path, top_level in _descriptors(root.path, diagnostics):
-            real = path.resolve()
-            if real in seen:
-                continue
-            seen.add(real)
-            skill = _load(path, root.scope, top_level, diagnostics)
-            if skill is not None:
+        for path, loc, top_level in _descriptors(root.path, start, diagnostics):
+            skill = _load(path, loc, root.scope, top_level, diagnostics, seen)
+            if skill is not None and skill.location is not None:
                 found.append(skill)
-    return _first_per_scope(found, diagnostics), diagnostics
+                places[skill.location] = loc
+    return _first_per_scope(found, diagnostics), diagnostics, places
 
 
-def read_body(path: str | Path) -> str:
-    """The body of a skill or template file (frontmatter removed).
+def read_body(loc: Location) -> str:
+    """The body of a skill or template file (frontmatter removed), read as discovery reads.
 
     Raises:
-        OSError: the file cannot be read. FrontmatterError: its frontmatter is broken.
+        OSError: the file cannot be read, or is refused (``FileRefusedError``).
+        UnicodeDecodeError: not UTF-8. FrontmatterError: its frontmatter is broken.
     """
-    return split_frontmatter(Path(path).read_text(encoding="utf-8"))[1].strip()
+    return split_frontmatter(read_regular(loc, MAX_SKILL_BYTES).decode("utf-8"))[1].strip()
 
 
 def first_paragraph(body: str) -> str:
@@ -104,60 +180,98 @@ def first_paragraph(body: str) -> str:
     return " ".join(lines)
 
 
-def _descriptors(root: Path, diagnostics: list[ResourceDiagnostic]) -> Iterator[tuple[Path, bool]]:
-    """(descriptor path, at the root's top level) for every skill file under ``root``."""
-    visited: set[Path] = set()
+def _folder_failed(folder: Path, exc: OSError) -> ResourceDiagnostic:
+    code: DiagnosticCode = "outside_root" if refusal_code(exc) == "outside_root" else "list_failed"
+    return ResourceDiagnostic(
+        code=code,
+        message=f"cannot list {folder}: {refusal_text(exc)}",
+        path=str(folder),
+        dropped=code == "outside_root",
+    )
 
-    def walk(
-        folder: Path, ignores: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]
-    ) -> Iterator[Path]:
-        real = folder.resolve()
-        if real in visited:  # a symbolic link loop, or a folder reached twice
-            return
-        visited.add(real)
-        descriptor = folder / SKILL_FILE
-        if descriptor.is_file():
-            yield descriptor
-            return
-        ignores = (*ignores, *_ignore_file(folder, diagnostics))
+
+def is_dir_at(dir_fd: int, name: str) -> bool:
+    """Whether ``name`` in ``dir_fd`` is a folder (or a symlink to one: the open that follows
+    decides whether it may be entered). A stat opens nothing, so a FIFO cannot block it."""
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+_Ignores = tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]
+
+
+def _descriptors(
+    root: Path, start: Location, diagnostics: list[ResourceDiagnostic]
+) -> list[tuple[Path, Location, bool]]:
+    """(descriptor path, its location, at the root's top level) for every skill file under
+    ``root``, depth first in name order (without recursion: a deep tree costs no stack)."""
+    visited: set[tuple[int, int]] = set()
+    out: list[tuple[Path, Location, bool]] = []
+    # Each item: a folder to list (with its depth and the ignore files above it), or a file.
+    stack: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = [
+        (root, start, 0, ())
+    ]
+    while stack:
+        item = stack.pop()
+        if len(item) == 2:
+            out.append((item[0], item[1], True))
+            continue
+        folder, loc, depth, ignores = item
         try:
-            with os.scandir(folder) as listing:
-                children = sorted(listing, key=lambda e: e.name)
+            fd = open_dir(loc)
+        except FileNotFoundError as exc:
+            if depth:  # a folder gone since it was listed; a missing root is just skipped
+                diagnostics.append(_folder_failed(folder, exc))
+            continue
         except OSError as exc:
-            diagnostics.append(
-                ResourceDiagnostic(
-                    code="list_failed", message=f"cannot list {folder}: {exc}", path=str(folder)
-                )
-            )
-            return
-        for child in children:
-            path = Path(child.path)
-            if child.name.startswith(".") or child.name == "node_modules":
+            diagnostics.append(_folder_failed(folder, exc))
+            continue
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in visited:  # a symbolic link loop, or reached twice
                 continue
-            is_dir = path.is_dir()
-            if _ignored(path, is_dir, ignores):
+            visited.add((st.st_dev, st.st_ino))
+            names = sorted(os.listdir(fd))
+            if SKILL_FILE in names and not is_dir_at(fd, SKILL_FILE):
+                out.append((folder / SKILL_FILE, loc.child(SKILL_FILE), False))
                 continue
-            if is_dir:
-                yield from walk(path, ignores)
-            elif folder == root and child.name.endswith(".md") and path.is_file():
-                yield path
-
-    for path in walk(root, ()):
-        yield path, path.name != SKILL_FILE
+            if ".gitignore" in names:
+                ignores = (*ignores, *_ignore_file(folder, loc, diagnostics))
+            children: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = []
+            for name in names:
+                if name.startswith(".") or name == "node_modules":
+                    continue
+                path = folder / name
+                is_dir = is_dir_at(fd, name)
+                if _ignored(path, is_dir, ignores):
+                    continue
+                if is_dir:
+                    children.append((path, loc.child(name), depth + 1, ignores))
+                elif depth == 0 and name.endswith(".md"):
+                    children.append((path, loc.child(name)))
+        except OSError as exc:
+            diagnostics.append(_folder_failed(folder, exc))
+            continue
+        finally:
+            os.close(fd)
+        stack.extend(reversed(children))
+    return out
 
 
 def _ignore_file(
-    folder: Path, diagnostics: list[ResourceDiagnostic]
+    folder: Path, loc: Location, diagnostics: list[ResourceDiagnostic]
 ) -> tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]:
     path = folder / ".gitignore"
-    if not path.is_file():
-        return ()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular(loc.child(".gitignore"), _GITIGNORE_MAX).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         diagnostics.append(
             ResourceDiagnostic(
-                code="read_failed", message=f"cannot read {path}: {exc}", path=str(path)
+                code=refusal_code(exc),
+                message=f"cannot read {path}: {refusal_text(exc)}",
+                path=str(path),
             )
         )
         return ()
@@ -165,9 +279,7 @@ def _ignore_file(
     return ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),)
 
 
-def _ignored(
-    path: Path, is_dir: bool, ignores: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]
-) -> bool:
+def _ignored(path: Path, is_dir: bool, ignores: _Ignores) -> bool:
     for base, spec in ignores:
         relative = path.relative_to(base).as_posix() + ("/" if is_dir else "")
         if spec.match_file(relative):
@@ -176,7 +288,12 @@ def _ignored(
 
 
 def _load(
-    path: Path, scope: str, top_level: bool, diagnostics: list[ResourceDiagnostic]
+    path: Path,
+    loc: Location,
+    scope: str,
+    top_level: bool,
+    diagnostics: list[ResourceDiagnostic],
+    seen: set[tuple[int, int]],
 ) -> SkillSummary | None:
     where = str(path)
 
@@ -188,10 +305,17 @@ def _load(
         )
 
     try:
-        data = path.read_bytes()
+        fd, st = open_regular(loc)
+        try:
+            if (st.st_dev, st.st_ino) in seen:  # the same file through another link or root
+                return None
+            seen.add((st.st_dev, st.st_ino))
+            data = read_capped(fd, st, MAX_SKILL_BYTES, where)
+        finally:
+            os.close(fd)
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        report("read_failed", f"cannot read: {exc}", None, True)
+        report(refusal_code(exc), f"not read: {refusal_text(exc)}", None, True)
         return None
     try:
         meta, body = split_frontmatter(text)
@@ -201,13 +325,18 @@ def _load(
     default_name = path.stem if top_level else path.parent.name
     name = meta.get("name", default_name)
     if not isinstance(name, str) or not valid_skill_name(name):
-        message = f"skill name {name!r} must be 1-{MAX_NAME} of a-z, 0-9 and single hyphens"
+        message = (
+            f"skill name {shown_value(name)} must be 1-{MAX_NAME} of a-z, 0-9 and single hyphens"
+        )
         report("invalid_name", message, None, True)
         return None
     if name != default_name:
         kind = "file" if top_level else "folder"
         report(
-            "invalid_name", f"name {name!r} differs from its {kind} {default_name!r}", name, False
+            "invalid_name",
+            f"name {name!r} differs from its {kind} {shown_value(default_name)}",
+            name,
+            False,
         )
 
     def warn(message: str) -> None:
@@ -221,7 +350,11 @@ def _load(
         return None
     description = " ".join(description.split())
     if len(description) > MAX_DESCRIPTION:
-        warn(f"description longer than {MAX_DESCRIPTION} characters")
+        warn(
+            f"description is {len(description)} characters, longer than {MAX_DESCRIPTION} "
+            f"(the Agent Skills limit); cut to {MAX_DESCRIPTION}"
+        )
+        description = description[:MAX_DESCRIPTION]
     return SkillSummary(
         name=name,
         description=description,
@@ -240,7 +373,7 @@ def _flag(value: object, warn: Callable[[str], None]) -> bool:
     word = str(value).strip().lower()
     if word in _TRUE | _FALSE:
         return word in _TRUE
-    warn(f"disable-model-invocation {value!r} is not a boolean; taken as false")
+    warn(f"disable-model-invocation {shown_value(value)} is not a boolean; taken as false")
     return False
 
 

@@ -3,6 +3,11 @@
 YAML frontmatter between ``---`` lines (the Agent Skills layout, pi's loader) is read with
 PyYAML's safe loader; a leading JSON object, optionally followed by a ``---`` line (the AgentCore
 seed's format), is read with :mod:`json`. A file with neither is all body.
+
+Frontmatter comes from project files, which are untrusted, so its shape is bounded: nesting
+deeper than :data:`MAX_DEPTH` and YAML aliases (``*name``, whose shared references make a small
+file into an exponentially large value for anything that walks it) are refused as errors,
+never met as a ``RecursionError`` or a value too large to print.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FrontmatterError", "split_frontmatter"]
+__all__ = ["MAX_DEPTH", "FrontmatterError", "split_frontmatter"]
+
+MAX_DEPTH = 32
+"""Deepest nesting of mappings and lists a frontmatter may have (the top mapping is 1)."""
 
 _YAML_FENCE = re.compile(r"\A---[ \t]*\r?\n")
 _YAML_END = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
@@ -21,15 +29,37 @@ _JSON_END = re.compile(r"\A[ \t]*(?:\r?\n)?(?:---[ \t]*(?:\r?\n|\Z))?")
 
 
 class FrontmatterError(ValueError):
-    """The frontmatter is not valid YAML/JSON, or not a mapping."""
+    """The frontmatter is not valid YAML/JSON, not a mapping, nested deeper than
+    :data:`MAX_DEPTH`, or uses YAML aliases."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader refusing aliases and nesting past :data:`MAX_DEPTH` while it
+    composes, before its recursive constructor could run out of stack."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise FrontmatterError("YAML aliases (*name) are not allowed in frontmatter")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise FrontmatterError(f"frontmatter is nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     """``(metadata, body)`` of a markdown file's text.
 
     Raises:
-        FrontmatterError: unterminated ``---`` block, a YAML or JSON syntax error, or
-            frontmatter that is not a mapping (discovery turns this into ``parse_failed``).
+        FrontmatterError: unterminated ``---`` block, a YAML or JSON syntax error, frontmatter
+            that is not a mapping, nested deeper than :data:`MAX_DEPTH`, or with YAML aliases
+            (discovery turns this into ``parse_failed``).
     """
     text = text.removeprefix("\ufeff")
     fence = _YAML_FENCE.match(text)
@@ -38,7 +68,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         if end is None:
             raise FrontmatterError("the frontmatter's opening '---' has no closing '---'")
         try:
-            meta = yaml.safe_load(text[fence.end() : end.start()])
+            meta = _load_yaml(text[fence.end() : end.start()])
         except yaml.YAMLError as exc:
             raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
         return _mapping(meta), text[end.end() :]
@@ -48,10 +78,38 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             meta, stop = json.JSONDecoder().raw_decode(text, start)
         except json.JSONDecodeError as exc:
             raise FrontmatterError(f"invalid JSON frontmatter: {exc}") from None
+        except RecursionError:  # the decoder recurses once per level
+            raise FrontmatterError(
+                f"frontmatter is nested deeper than {MAX_DEPTH} levels"
+            ) from None
+        _check_depth(meta)
         rest = text[stop:]
         separator = _JSON_END.match(rest)
         return _mapping(meta), rest[separator.end() if separator else 0 :]
     return {}, text
+
+
+def _load_yaml(text: str) -> Any:
+    loader = _BoundedLoader(text)  # its reader already refuses control characters
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _check_depth(value: object) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > MAX_DEPTH:
+                    raise FrontmatterError(f"frontmatter is nested deeper than {MAX_DEPTH} levels")
+                stack.append((child, depth + 1))
 
 
 def _mapping(meta: object) -> dict[str, Any]:

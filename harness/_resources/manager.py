@@ -346,9 +346,13 @@ class Resources:
         """Every skill root, in precedence order within each scope (nearest folder first)."""
         roots: list[SkillRoot] = []
         if self._options.discover:
-            for folder in project_folders(self._cwd):
-                roots += [SkillRoot(folder / f / "skills", PROJECT_SCOPE) for f in PROJECT_FOLDERS]
-            roots.append(SkillRoot(user_folder() / "skills", USER_SCOPE))
+            project = project_folders(self._cwd)
+            for folder in project:
+                roots += [
+                    SkillRoot(folder / f / "skills", PROJECT_SCOPE, boundary=project[-1])
+                    for f in PROJECT_FOLDERS
+                ]
+            roots.append(SkillRoot(user_folder() / "skills", USER_SCOPE, boundary=user_folder()))
         extra = self._options.skill_roots
         roots += [SkillRoot(Path(p), EXTRA_SCOPE) for p in (extra() if callable(extra) else extra)]
         if self._options.internal_skills:
@@ -358,14 +362,17 @@ class Resources:
         return roots
 
     def _scan_documents(self) -> None:
-        folders: list[tuple[Path, str]] = []
+        # Each folder with the boundary its files are read beneath (see scan_templates).
+        folders: list[tuple[Path, str, Path]] = []
         project: tuple[Path, ...] = ()
         if self._options.discover:
             project = project_folders(self._cwd)
             for folder in project:
-                folders += [(folder / f / "prompts", PROJECT_SCOPE) for f in PROJECT_FOLDERS]
-            folders.append((user_folder() / "prompts", USER_SCOPE))
-        folders += [(Path(p), EXTRA_SCOPE) for p in self._options.template_roots]
+                folders += [
+                    (folder / f / "prompts", PROJECT_SCOPE, project[-1]) for f in PROJECT_FOLDERS
+                ]
+            folders.append((user_folder() / "prompts", USER_SCOPE, user_folder()))
+        folders += [(Path(p), EXTRA_SCOPE, Path(p)) for p in self._options.template_roots]
         templates, template_diagnostics = scan_templates(folders)
         files, file_diagnostics = scan_context_files(
             project, user_folder() if self._options.discover else None

@@ -8,8 +8,6 @@ one place (:mod:`.catalog`), so a provider's filter bug cannot widen what a turn
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -19,7 +17,16 @@ from attrs import field, frozen
 
 from hooks import JSONValue
 
-from .discovery import SKILL_FILE, SkillRoot, read_body, scan_skills, valid_skill_name
+from .._fs import Location, beneath, write_file
+from .discovery import (
+    SKILL_FILE,
+    SkillRoot,
+    read_body,
+    refusal_code,
+    refusal_text,
+    scan_skills,
+    valid_skill_name,
+)
 from .errors import SkillWriteRefusedError
 from .frontmatter import FrontmatterError
 from .records import ResourceDiagnostic, Skill, SkillSummary
@@ -151,6 +158,7 @@ class FileSystemSkillProvider:
         self._source = roots
         self._roots: tuple[SkillRoot, ...] = ()
         self._skills: tuple[SkillSummary, ...] = ()
+        self._places: dict[str, Location] = {}
         self._diagnostics: tuple[ResourceDiagnostic, ...] = ()
         try:
             self.refresh()
@@ -183,19 +191,24 @@ class FileSystemSkillProvider:
                 raise RootResolutionError(f"{type(exc).__name__}: {exc}") from exc
         else:
             roots = tuple(self._source)
-        skills, diagnostics = scan_skills(roots)
+        skills, diagnostics, places = scan_skills(roots)
         self._roots, self._skills, self._diagnostics = roots, tuple(skills), tuple(diagnostics)
+        self._places = places
 
     async def list(self, scopes: Sequence[str], ctx: SkillContext) -> Sequence[SkillSummary]:
         return [s for s in self._skills if s.scope in scopes]
 
     async def load(self, name: str, scope: str, ctx: SkillContext) -> str | None:
-        """The body read from disk now (None: the skill or its file is gone or broken)."""
+        """The body read from disk now, beneath the same boundary the scan kept to (None: the
+        skill or its file is gone, broken, or now leads outside)."""
         skill = next((s for s in self._skills if (s.name, s.scope) == (name, scope)), None)
-        if skill is None or skill.location is None:
+        place = (
+            None if skill is None or skill.location is None else self._places.get(skill.location)
+        )
+        if place is None:
             return None
         try:
-            return await asyncio.to_thread(read_body, skill.location)
+            return await asyncio.to_thread(read_body, place)
         except (OSError, UnicodeDecodeError, FrontmatterError):
             return None
 
@@ -214,15 +227,19 @@ class FileSystemSkillProvider:
 
         The verdict (:func:`skill_write_verdict`) is enforced first. The file is written to a
         temporary file in the same folder, flushed and renamed over the old one, so a reader
-        sees the old skill or the new one, never half of it.
+        sees the old skill or the new one, never half of it. Folders are created and opened
+        beneath the root's boundary (the project, the user's config folder): a symlinked
+        ``<root>/<name>`` leading out of it is refused, never written through.
 
         Returns:
             The path written.
 
         Raises:
-            SkillWriteRefusedError: the verdict refused, no root serves ``request.scope``, or
-                ``name`` is not a valid skill name (code ``skill_write_refused``).
+            SkillWriteRefusedError: the verdict refused, no root serves ``request.scope``,
+                ``name`` is not a valid skill name, or the path leads out of the scope's folder
+                (code ``skill_write_refused``).
             ValueError: an empty description.
+            OSError: the file could not be written.
         """
         verdict = skill_write_verdict(request)
         if not verdict.allowed:
@@ -239,19 +256,19 @@ class FileSystemSkillProvider:
             meta["disable-model-invocation"] = True
         text = f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n\n{body}"
         target = root.path / name / SKILL_FILE
-        await asyncio.to_thread(_write_atomic, target, text)
+        try:
+            await asyncio.to_thread(_write_beneath, root.top, target, text.encode("utf-8"))
+        except OSError as exc:
+            if refusal_code(exc) != "outside_root":
+                raise
+            raise SkillWriteRefusedError(
+                request.scope, f"{target}: {refusal_text(exc)}; nothing written"
+            ) from None
         return target
 
 
-def _write_atomic(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+def _write_beneath(boundary: Path, target: Path, data: bytes) -> None:
+    """Write ``target`` beneath ``boundary``, which is made first (it is trusted: the project,
+    the user's config folder); everything under it is created by :func:`write_file`."""
+    boundary.mkdir(parents=True, exist_ok=True)
+    write_file(beneath(boundary, target), data, durable=True)

@@ -41,6 +41,7 @@ DiagnosticCode: TypeAlias = Literal[
     "parse_failed",
     "read_failed",
     "list_failed",
+    "outside_root",
     "invalid_metadata",
     "collision",
     "root_failed",
@@ -57,7 +58,9 @@ class ResourceDiagnostic:
     """Something discovery found and handled; discovery never raises.
 
     Codes follow pi's loader (reference §6.2) plus our own: ``invalid_name``,
-    ``missing_description``, ``parse_failed``, ``read_failed``, ``list_failed``,
+    ``missing_description``, ``parse_failed``, ``read_failed`` (unreadable, not UTF-8, no
+    regular file, larger than the cap), ``list_failed``, ``outside_root`` (a file or folder
+    that leads out of its scope's folder through a symlink or ``..``: never read),
     ``invalid_metadata``, ``collision`` (``winner_path``, ``loser_path`` and ``reason`` say who
     won and why), ``root_failed`` (a root resolver raised) and ``provider_failed``.
 

@@ -8,6 +8,7 @@ expression visits the template once: argument text is inserted, never re-read.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from attrs import frozen
 
+from .._fs import Location, beneath, open_dir, read_regular
+from .discovery import is_dir_at, refusal_code, refusal_text
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import ResourceDiagnostic
 
@@ -23,6 +26,9 @@ __all__ = ["PromptTemplate", "expand_template", "parse_args", "scan_templates", 
 _PLACEHOLDER = re.compile(r"\$\$|\$ARGUMENTS|\$@|\$\{@:(\d+)(?::(\d+))?\}|\$(\d+)")
 _COMMAND = re.compile(r"/([A-Za-z0-9][A-Za-z0-9._-]*)(?:\s+(.*))?\Z", re.DOTALL)
 _DESCRIPTION_CHARS = 60
+MAX_TEMPLATE_BYTES = 1_048_576
+"""Largest template file read (1 MiB); a larger one is refused with a ``read_failed``
+diagnostic."""
 
 
 @frozen(kw_only=True)
@@ -99,19 +105,19 @@ def split_command(text: str) -> tuple[str, str] | None:
 
 
 def scan_templates(
-    folders: Sequence[tuple[Path, str]],
+    folders: Sequence[tuple[Path, str, Path]],
 ) -> tuple[list[PromptTemplate], list[ResourceDiagnostic]]:
-    """Templates in ``folders`` (each ``(path, scope)``, not recursive, sorted by name); the
-    first of a name wins and later ones get a ``collision`` diagnostic."""
+    """Templates in ``folders`` (each ``(path, scope, boundary)``, not recursive, sorted by
+    name); the first of a name wins and later ones get a ``collision`` diagnostic.
+
+    Files are read beneath ``boundary`` (the project, the user's config folder, the extra root
+    itself): one leading out is refused (``outside_root``); only regular files of at most
+    :data:`MAX_TEMPLATE_BYTES` are read."""
     found: dict[str, PromptTemplate] = {}
     diagnostics: list[ResourceDiagnostic] = []
-    for folder, scope in folders:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.glob("*.md")):
-            if path.name.startswith(".") or not path.is_file():
-                continue
-            template = _load(path, scope, diagnostics)
+    for folder, scope, boundary in folders:
+        for path, loc in _listed(folder, boundary, diagnostics):
+            template = _load(path, loc, scope, diagnostics)
             if template is None:
                 continue
             winner = found.get(template.name)
@@ -134,16 +140,49 @@ def scan_templates(
     return list(found.values()), diagnostics
 
 
-def _load(path: Path, scope: str, diagnostics: list[ResourceDiagnostic]) -> PromptTemplate | None:
+def _listed(
+    folder: Path, boundary: Path, diagnostics: list[ResourceDiagnostic]
+) -> list[tuple[Path, Location]]:
+    """The ``*.md`` entries of ``folder`` that are no folders, by name (none when it is
+    missing; a folder leading out of ``boundary`` is reported)."""
     try:
-        meta, body = split_frontmatter(path.read_text(encoding="utf-8"))
+        loc = beneath(boundary, folder)
+        fd = open_dir(loc)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        diagnostics.append(
+            ResourceDiagnostic(
+                code="outside_root" if refusal_code(exc) == "outside_root" else "list_failed",
+                kind="template",
+                message=f"cannot list {folder}: {refusal_text(exc)}",
+                path=str(folder),
+            )
+        )
+        return []
+    try:
+        names = sorted(os.listdir(fd))
+        return [
+            (folder / name, loc.child(name))
+            for name in names
+            if name.endswith(".md") and not name.startswith(".") and not is_dir_at(fd, name)
+        ]
+    finally:
+        os.close(fd)
+
+
+def _load(
+    path: Path, loc: Location, scope: str, diagnostics: list[ResourceDiagnostic]
+) -> PromptTemplate | None:
+    try:
+        meta, body = split_frontmatter(read_regular(loc, MAX_TEMPLATE_BYTES).decode("utf-8"))
     except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
         broken = isinstance(exc, FrontmatterError)
         diagnostics.append(
             ResourceDiagnostic(
-                code="parse_failed" if broken else "read_failed",
+                code="parse_failed" if broken else refusal_code(exc),
                 kind="template",
-                message=f"{path}: {exc}",
+                message=f"{path}: {exc if broken else refusal_text(exc)}",
                 path=str(path),
                 dropped=True,
             )

@@ -1,17 +1,17 @@
-"""Walking a folder tree for ``grep`` and ``find``: beneath the working folder, never through a
-symlink, skipping ``.git`` and what ``.gitignore`` files exclude (matched with ``pathspec``'s
-git-compatible rules, so negations and folder-only patterns behave as in git)."""
+"""Walking a folder tree for ``grep`` and ``find``: beneath the folder opened by the rules of
+:mod:`harness._fs`, never through a symlink, skipping ``.git`` and what ``.gitignore`` files
+exclude (matched with ``pathspec``'s git-compatible rules, so negations and folder-only
+patterns behave as in git)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pathspec
 from attrs import frozen
 
-from ._fs import open_dir, relative_to_cwd
+from .._fs import Location, open_dir, read_regular, read_regular_at
 
 __all__ = ["WalkedFile", "walk"]
 
@@ -29,14 +29,17 @@ class WalkedFile:
     is_dir: bool
 
 
+def _spec(data: bytes) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+
+
 def _ignore_spec(dir_fd: int) -> pathspec.GitIgnoreSpec | None:
+    """The folder's ``.gitignore``; one that is no regular file (a FIFO, a symlink), or too
+    large, is not read: it is no real one."""
     try:
-        fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        return _spec(read_regular_at(dir_fd, ".gitignore", _GITIGNORE_MAX, ".gitignore"))
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(_GITIGNORE_MAX)
-    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
 
 
 def _ignored(rules: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str, is_dir: bool) -> bool:
@@ -53,25 +56,25 @@ def _ignored(rules: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str, is_dir: 
     return verdict
 
 
-def walk(cwd: Path, path: str, *, confined: bool) -> Iterator[WalkedFile]:
-    """Every folder and file under ``path`` (top-down, names sorted), ``.gitignore`` respected.
+def walk(start: Location) -> Iterator[WalkedFile]:
+    """Every folder and file under ``start`` (top-down, names sorted), ``.gitignore``
+    respected; beneath a root, the root's own ``.gitignore`` applies below it too.
 
     Raises:
-        ToolError: ``path`` leaves the working folder (confined).
-        OSError: ``path`` is no folder, or cannot be opened.
+        FileRefusedError: ``start`` leaves its root, or has a forbidden symlink.
+        OSError: ``start`` is no folder, or cannot be opened.
     """
-    start_rel = relative_to_cwd(cwd, path) if confined else None
-    prefix = "" if start_rel in (None, ".") else f"{start_rel}/"
+    within = start.rule == "beneath" and start.rel != "."
+    prefix = f"{start.rel}/" if within else ""
     rules: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-    if prefix:  # the working folder's own .gitignore applies below it too
-        root = open_dir(cwd, ".", confined=confined)
+    if within:
         try:
-            spec = _ignore_spec(root)
-        finally:
-            os.close(root)
-        if spec is not None:
-            rules.append(("", spec))
-    top = open_dir(cwd, path, confined=confined)
+            top_rules = read_regular(Location(start.root, ".gitignore"), _GITIGNORE_MAX)
+        except OSError:
+            pass
+        else:
+            rules.append(("", _spec(top_rules)))
+    top = open_dir(start)
     try:
         for dirpath, dirnames, filenames, dir_fd in os.fwalk(
             ".", dir_fd=top, follow_symlinks=False

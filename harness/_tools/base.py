@@ -59,12 +59,19 @@ class ToolRun:
         context: the harness's ``tool_context`` for this turn (application state), or None.
         confined: True unless the supervisor approved this call going outside ``cwd``; the
             built-in file tools then refuse any path that resolves outside it.
+        approved_path: for a call approved outside ``cwd``, the absolute path (symlinks
+            resolved when the supervisor decided) that the approval covers. The built-in file
+            tools then open exactly that path and follow no symlink on it, so a symlink
+            swapped in after the decision cannot redirect them; with ``confined`` False and
+            no ``approved_path``, they open the given path made absolute and normalised
+            lexically, again through no symlink.
     """
 
     tool_call_id: str
     cwd: Path
     context: Any = None
     confined: bool = True
+    approved_path: str | None = None
     _on_update: Callable[[JSONValue], Awaitable[None]] = field(alias="on_update")
 
     async def update(self, partial: JSONValue) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import contextlib
 import os
 import signal
 import tempfile
+import threading
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from hooks import JSONValue
 
@@ -35,7 +38,13 @@ _REAP_S = 2.0  # how long to wait for a killed command to be reaped
 _MIN_PENDING = 64 * 1024  # output held for observers, at least; older bytes are skipped
 
 
-def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
+def bash_tool(
+    *,
+    timeout_s: float = 120.0,
+    max_bytes: int = 50_000,
+    log_max_bytes: int = 32_000_000,
+    logs_max_bytes: int = 128_000_000,
+) -> Tool:
     """A ``bash`` tool whose commands start in the working directory.
 
     The command runs in its own process group with stdin from ``/dev/null``; stdout and stderr
@@ -45,10 +54,13 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     every 50 ms, so under a flood (more than ``max(2 * max_bytes, 64 KiB)`` per 50 ms) the updates
     skip to recent output. Only the last ``max_bytes`` are kept in memory (about twice that
     while reading) and returned, with a note when the start was cut: the end of a log is what
-    matters. The whole output also goes to a temporary file, kept only when the output was cut:
-    the note and ``details["fullOutputPath"]`` name it, so the model can ``read`` or ``grep`` it
-    (pi's bash does the same); it lies outside the working folder, where the supervisor may ask
-    or refuse, so the note also suggests rerunning the command narrowed. A non-zero exit (or
+    matters. The output also goes to a temporary file (its first ``log_max_bytes``), kept only
+    when the output was cut: the note and ``details["fullOutputPath"]`` name it, so the model
+    can ``read`` or ``grep`` it (pi's bash does the same); it lies outside the working folder,
+    where the supervisor may ask or refuse, so the note also suggests rerunning the command
+    narrowed. The files one tool keeps are bounded in total: once they pass ``logs_max_bytes``
+    the oldest are removed, and every kept file is removed when the process exits (one killed
+    with SIGKILL leaves its files to the system's temporary-file cleaning). A non-zero exit (or
     death by a signal) is an error result.
 
     The command is done when bash exits: output still in the pipe is collected for up to 100 ms,
@@ -64,16 +76,32 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     Args:
         timeout_s: default limit per command, in seconds (the model may pass ``timeout``).
         max_bytes: most output returned.
+        log_max_bytes: most bytes one full-output file holds (the output's start; the result
+            holds its end).
+        logs_max_bytes: most bytes of full-output files this tool keeps at once (at least
+            ``log_max_bytes``).
+
+    Raises:
+        ValueError: ``logs_max_bytes`` is smaller than ``log_max_bytes``.
 
     The result's ``details`` is ``{"exitCode", "truncated", "timedOut"}``, plus
     ``fullOutputPath`` when the output was cut; ``exitCode`` is negative (``-signal``) when a
     signal ended bash, as after a timeout's kill.
     """
 
+    if logs_max_bytes < log_max_bytes:
+        raise ValueError(
+            f"logs_max_bytes ({logs_max_bytes}) must be at least log_max_bytes ({log_max_bytes})"
+        )
+    kept = _KeptLogs(logs_max_bytes)
+
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         limit = float(input.get("timeout") or timeout_s)
-        out = _Output(max_bytes)
-        proc, pipe = await _start(str(input["command"]), run.cwd, out)
+        command = str(input["command"])
+        if "\0" in command:  # no argument of a process can hold one
+            raise ToolError("the command holds a NUL byte, which no shell command can")
+        out = _Output(max_bytes, log_max_bytes)
+        proc, pipe = await _start(command, run.cwd, out)
         streamer = asyncio.create_task(_stream(out, run))
         timed_out = False
         try:
@@ -97,14 +125,19 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
         out.finish()
         await streamer
         text, truncated = out.result()
-        full_path = out.keep_file() if truncated else None
+        full_path = out.keep_file(kept) if truncated else None
         if not truncated:
             out.discard()
         if truncated:
             # The file lies outside the working folder, where a supervisor may refuse a read:
             # the note also says how to get the rest without it.
+            held = (
+                f"the first {log_max_bytes} bytes of the output in"
+                if out.file_cut
+                else "full output in"
+            )
             saved = (
-                f"[full output in {safe_text(full_path)} (outside the working folder: reading it "
+                f"[{held} {safe_text(full_path)} (outside the working folder: reading it "
                 "may need approval); or rerun the command narrowed, e.g. `| grep PATTERN`, "
                 "`| head -n 200`, `> out.log` in the working folder]\n"
                 if full_path
@@ -145,11 +178,48 @@ def bash_tool(*, timeout_s: float = 120.0, max_bytes: int = 50_000) -> Tool:
     )
 
 
+class _KeptLogs:
+    """The full-output files one bash tool keeps: at most ``max_total`` bytes of them, the
+    oldest removed first; every kept file is removed when the process exits."""
+
+    _everyone: ClassVar[set[str]] = set()  # the process's kept files, for atexit
+    # Bash tools of several event loops (threads) share the set.
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, max_total: int) -> None:
+        self._max_total = max_total
+        self._files: deque[tuple[str, int]] = deque()
+        self._total = 0
+
+    def add(self, path: str, size: int) -> None:
+        with self._lock:
+            self._files.append((path, size))
+            self._everyone.add(path)
+            self._total += size
+            while self._total > self._max_total and len(self._files) > 1:
+                old, old_size = self._files.popleft()
+                self._total -= old_size
+                self._everyone.discard(old)
+                with contextlib.suppress(OSError):  # the model, or a user, removed it already
+                    os.unlink(old)
+
+    @classmethod
+    def remove_all(cls) -> None:
+        with cls._lock:
+            for path in cls._everyone:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            cls._everyone.clear()
+
+
+atexit.register(_KeptLogs.remove_all)
+
+
 class _Output(asyncio.Protocol):
     """Receives the command's output: keeps the tail for the result and what observers have not
-    seen yet, both bounded."""
+    seen yet, both bounded, and the start of the output (``log_max_bytes``) in a file."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, log_max_bytes: int) -> None:
         self._keep = max(max_bytes, 0)
         self._pending_cap = max(2 * self._keep, _MIN_PENDING)
         self._tail = bytearray()
@@ -159,9 +229,11 @@ class _Output(asyncio.Protocol):
         self.arrived = asyncio.Event()  # new output, or finish()
         self.eof = asyncio.Event()  # every writer closed the pipe (or it failed)
         self.finished = asyncio.Event()  # reading stopped; the streamer sends what is left
-        self._file: BinaryIO | None = None  # every byte, for the model to read when cut
+        self._file: BinaryIO | None = None  # the output's start, for the model to read when cut
         self._file_name = ""
         self._file_failed = False
+        self._file_room = log_max_bytes
+        self.file_cut = False  # the file holds only the first log_max_bytes
 
     def data_received(self, data: bytes) -> None:
         self._save(data)
@@ -176,8 +248,12 @@ class _Output(asyncio.Protocol):
         self.arrived.set()
 
     def _save(self, data: bytes) -> None:
-        if self._file_failed:
+        if self._file_failed or self.file_cut:
             return
+        if len(data) > self._file_room:
+            data = data[: self._file_room]
+            self.file_cut = True
+        self._file_room -= len(data)
         try:
             if self._file is None:
                 fd, name = tempfile.mkstemp(prefix="harness-bash-", suffix=".log")
@@ -187,13 +263,16 @@ class _Output(asyncio.Protocol):
         except OSError:  # a full disk loses the full copy, never the command's result
             self._file_failed = True
 
-    def keep_file(self) -> str | None:
-        """Close the full-output file and return its path (None if it could not be written)."""
+    def keep_file(self, kept: _KeptLogs) -> str | None:
+        """Close the full-output file, hand it to ``kept`` and return its path (None if it
+        could not be written)."""
         if self._file is None or self._file_failed:
             self.discard()
             return None
+        size = self._file.tell()
         self._file.close()
         self._file = None
+        kept.add(self._file_name, size)
         return self._file_name
 
     def discard(self) -> None:

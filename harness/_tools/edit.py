@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import os
 from collections.abc import Mapping, Sequence
 
 from hooks import JSONValue
 
 from .._errors import ToolError
-from ._fs import open_file
+from .._fs import read_regular, write_file
+from ._files import locate, tool_error
 from .base import Tool, ToolResult, ToolRun, safe_text
-from .write import write_bytes
 
 __all__ = ["edit_tool"]
 
@@ -53,7 +52,8 @@ def edit_tool() -> Tool:
     may overlap; otherwise nothing is written and the error says which edit failed and why
     (not found: re-read the file and copy the text exactly; several matches: add surrounding
     lines). A file with CRLF line ends is matched with LF and keeps its CRLF. The file is
-    opened beneath the working directory and replaced atomically, as ``write_tool`` does.
+    read as ``read_tool`` reads (only a regular file, at most 10 MB, refused otherwise) and
+    replaced atomically, keeping its permission bits, as ``write_tool`` does.
     Controlled: every call needs the supervisor's approval.
 
     ``details`` is ``{"path", "diff", "firstChangedLine"}``: a unified diff of the change and the
@@ -65,15 +65,12 @@ def edit_tool() -> Tool:
         name = safe_text(path)
         edits = _edits(input)
         try:
-            fd = open_file(run.cwd, path, os.O_RDONLY, confined=run.confined)
+            loc = locate(run, path)
+            raw = read_regular(loc, _MAX_BYTES)
         except FileNotFoundError:
             raise ToolError(f"no such file: {name} (use write to create it)") from None
         except OSError as exc:
-            raise ToolError(f"cannot read {name}: {exc.strerror or exc}") from exc
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read(_MAX_BYTES + 1)
-        if len(raw) > _MAX_BYTES:
-            raise ToolError(f"{name} is larger than {_MAX_BYTES} bytes")
+            raise tool_error("read", name, exc) from None
         try:
             before = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -86,9 +83,9 @@ def edit_tool() -> Tool:
         if after == text:
             raise ToolError(f"the edits leave {name} unchanged")
         try:
-            write_bytes(run, path, (after.replace("\n", "\r\n") if crlf else after).encode())
+            write_file(loc, (after.replace("\n", "\r\n") if crlf else after).encode())
         except OSError as exc:
-            raise ToolError(f"cannot write {name}: {exc.strerror or exc}") from exc
+            raise tool_error("write", name, exc) from None
         diff = "".join(
             difflib.unified_diff(
                 text.splitlines(keepends=True), after.splitlines(keepends=True), name, name

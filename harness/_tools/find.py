@@ -10,6 +10,7 @@ from wcmatch import fnmatch, glob
 from hooks import JSONValue
 
 from .._errors import ToolError
+from ._files import locate, tool_error
 from ._walk import walk
 from .base import Tool, ToolResult, ToolRun, safe_text
 
@@ -53,7 +54,7 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
         except NotADirectoryError:
             raise ToolError(f"{safe_text(path)} is not a folder") from None
         except OSError as exc:
-            raise ToolError(f"cannot search {safe_text(path)}: {exc.strerror or exc}") from exc
+            raise tool_error("search", safe_text(path), exc) from None
         text = "\n".join(safe_text(f) for f in found) or "No files found"
         if more:
             text += f"\n[more than {limit} matches; narrow the pattern or raise limit]"
@@ -72,7 +73,7 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
 def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str], bool]:
     by_name = "/" not in pattern
     found: list[str] = []
-    for item in walk(run.cwd, path, confined=run.confined):
+    for item in walk(locate(run, path)):
         hit = (
             fnmatch.fnmatch(item.name, pattern, flags=_NAME_FLAGS)
             if by_name

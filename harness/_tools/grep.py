@@ -1,20 +1,29 @@
-"""The built-in ``grep`` tool: lines matching a regular expression, ``.gitignore`` respected."""
+"""The built-in ``grep`` tool: lines matching a regular expression, ``.gitignore`` respected.
+
+Patterns run on RE2 (``google-re2``), whose matching time is linear in the text searched:
+a pattern such as ``(a+)+$``, which makes a backtracking engine (Python's ``re``) run for
+ever on a line of ``a``s, costs here what any other pattern costs.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
-import re
-import stat
+import threading
+import time
 from collections.abc import Mapping
+from typing import Any
 
+import re2
 from attrs import define, field
 from wcmatch import fnmatch, glob
 
 from hooks import JSONValue
 
 from .._errors import ToolError
-from ._fs import open_file
+from .._fs import FileRefusedError, open_regular, open_regular_at
+from ._files import locate, tool_error
 from ._walk import walk
 from .base import Tool, ToolResult, ToolRun, safe_text
 
@@ -23,7 +32,10 @@ __all__ = ["grep_tool"]
 _PARAMETERS: dict[str, JSONValue] = {
     "type": "object",
     "properties": {
-        "pattern": {"type": "string", "description": "Regular expression (Python syntax)"},
+        "pattern": {
+            "type": "string",
+            "description": "Regular expression, RE2 syntax (no backreferences or lookaround)",
+        },
         "path": {"type": "string", "description": "File or folder to search (default: the cwd)"},
         "glob": {"type": "string", "description": "Only files matching this glob, e.g. '*.py'"},
         "ignoreCase": {"type": "boolean", "description": "Case-insensitive search"},
@@ -38,6 +50,12 @@ _PARAMETERS: dict[str, JSONValue] = {
 _MAX_FILE_BYTES = 10_000_000  # larger files are skipped (logs, data), and counted
 _MAX_LINE_CHARS = 500  # a longer matching line is shown cut
 _BINARY_SNIFF = 8192
+_CHECK_EVERY = 1024  # lines searched between two looks at the clock
+_RE2_UNSUPPORTED = (
+    "RE2 syntax has no backreferences (\\1), lookahead or lookbehind ((?=...), (?!...), "
+    "(?<=...)), possessive or atomic groups (a++, (?>...)), \\Z (use \\z or $) or "
+    "repetition counts over 1000; rewrite the pattern without them, or set literal=true"
+)
 
 
 @define
@@ -47,46 +65,95 @@ class _Found:
     files: int = 0
     skipped: int = 0
     truncated: bool = False
+    timed_out: bool = False
 
 
-def grep_tool(*, default_limit: int = 100) -> Tool:
+@define
+class _Search:
+    """One call's pattern and bounds, shared by the files it searches."""
+
+    regex: Any  # a compiled RE2 pattern (google-re2 ships no type hints)
+    context: int
+    limit: int
+    deadline: float  # time.monotonic() at which the search stops
+    stop: threading.Event  # set when the call is cancelled
+
+    def over(self, found: _Found) -> bool:
+        if self.stop.is_set() or time.monotonic() > self.deadline:
+            found.timed_out = True
+        return found.timed_out
+
+
+def _compile(pattern: str, *, literal: bool, ignore_case: bool) -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern to stderr
+    options.literal = literal
+    options.case_sensitive = not ignore_case
+    options.never_capture = True  # groups are never read; this keeps matching cheap
+    try:
+        return re2.compile(pattern.encode("utf-8", "surrogateescape"), options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        shown = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raise ToolError(
+            f"invalid regular expression {safe_text(pattern)!r}: {shown}. {_RE2_UNSUPPORTED}"
+        ) from None
+    except UnicodeEncodeError:
+        raise ToolError("the pattern holds a character that is not text") from None
+
+
+def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
     """A ``grep`` tool with pi's name and parameters (``pattern``, ``path``, ``glob``,
     ``ignoreCase``, ``literal``, ``context``, ``limit``).
 
-    Searches one file, or every file under a folder except ``.git``, what a ``.gitignore``
-    excludes, binary files (a NUL byte in the first 8 KiB), files over 10 MB and symlinks
-    (never followed). Output lines are ``path:line: text`` for matches and ``path-line- text``
-    for context, paths relative to the working directory; long lines are cut at 500
-    characters. At most ``limit`` matches, with a note when more were found. ``details`` is
-    ``{"matches", "files", "truncated", "skippedFiles"}``.
+    Patterns are RE2 syntax, matched in linear time (no backreferences or lookaround: a
+    pattern RE2 refuses is an error saying what it lacks). Searches one file, or every file
+    under a folder except ``.git``, what a ``.gitignore`` excludes, and files skipped and
+    counted: binary ones (a NUL byte in the first 8 KiB), ones over 10 MB, and anything that
+    is no regular file (symlinks, never followed; FIFOs, devices, sockets, never opened for
+    reading). Lines end at ``\\n`` (a ``\\r`` before it is dropped), numbered as ``read``
+    numbers them. Output lines are ``path:line: text`` for matches and ``path-line- text`` for
+    context, paths relative to the working directory; long lines are cut at 500 characters.
+    At most ``limit`` matches, with a note when more were found. ``details`` is
+    ``{"matches", "files", "truncated", "skippedFiles", "timedOut"}``.
+
+    Args:
+        default_limit: most matches when the call gives no ``limit``.
+        timeout_s: the search stops after this many seconds (checked between files and every
+            1024 lines) and returns what it found, with a note saying so.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         text = str(input["pattern"])
-        source = re.escape(text) if input.get("literal") else text
-        try:
-            regex = re.compile(source, re.IGNORECASE if input.get("ignoreCase") else 0)
-        except re.error as exc:
-            raise ToolError(f"invalid regular expression {text!r}: {exc}") from None
+        regex = _compile(
+            text, literal=bool(input.get("literal")), ignore_case=bool(input.get("ignoreCase"))
+        )
         path = str(input.get("path") or ".")
         limit = int(input.get("limit") or default_limit)
-        context = int(input.get("context") or 0)
         file_glob = input.get("glob")
+        search = _Search(
+            regex=regex,
+            context=int(input.get("context") or 0),
+            limit=limit,
+            deadline=time.monotonic() + timeout_s,
+            stop=threading.Event(),
+        )
         try:
             found = await asyncio.to_thread(
-                _grep,
-                run,
-                path,
-                regex,
-                None if file_glob is None else str(file_glob),
-                context,
-                limit,
+                _grep, run, path, search, None if file_glob is None else str(file_glob)
             )
         except OSError as exc:
-            raise ToolError(f"cannot search {safe_text(path)}: {exc.strerror or exc}") from exc
+            raise tool_error("search", safe_text(path), exc) from None
+        finally:
+            search.stop.set()  # a cancelled call's thread stops at its next check
         out = "\n".join(found.lines) or "No matches found"
         if found.truncated:
             out += f"\n[more than {limit} matches; narrow the search or raise limit]"
+        if found.timed_out:
+            out += (
+                f"\n[search stopped after {timeout_s:g} s; these are the matches found so far:"
+                " narrow the path or the glob]"
+            )
         return ToolResult(
             content=out,
             details={
@@ -94,13 +161,14 @@ def grep_tool(*, default_limit: int = 100) -> Tool:
                 "files": found.files,
                 "truncated": found.truncated,
                 "skippedFiles": found.skipped,
+                "timedOut": found.timed_out,
             },
         )
 
     return Tool(
         name="grep",
         description=(
-            "Search file contents with a regular expression (respects .gitignore); "
+            "Search file contents with a regular expression (RE2 syntax; respects .gitignore); "
             "returns path:line: text."
         ),
         parameters=_PARAMETERS,
@@ -110,32 +178,35 @@ def grep_tool(*, default_limit: int = 100) -> Tool:
     )
 
 
-def _grep(
-    run: ToolRun, path: str, regex: re.Pattern[str], file_glob: str | None, context: int, limit: int
-) -> _Found:
+def _grep(run: ToolRun, path: str, search: _Search, file_glob: str | None) -> _Found:
     found = _Found()
-    fd = open_file(run.cwd, path, os.O_RDONLY, confined=run.confined)
-    is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
-    if not is_dir:
+    start = locate(run, path)
+    try:
+        fd, _ = open_regular(start)
+    except FileRefusedError as exc:
+        if exc.errno != errno.EISDIR:
+            raise
+    else:
         with os.fdopen(fd, "rb") as f:
-            _search(f.read(_MAX_FILE_BYTES + 1), path, regex, context, limit, found)
+            _search(f.read(_MAX_FILE_BYTES + 1), path, search, found)
         return found
-    os.close(fd)
     base = "" if path in ("", ".") else path.rstrip("/") + "/"
-    for item in walk(run.cwd, path, confined=run.confined):
+    for item in walk(start):
+        if search.over(found):
+            break
         if item.is_dir or (file_glob is not None and not _glob_hit(item.rel, item.name, file_glob)):
             continue
         try:
-            file_fd = os.open(
-                item.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=item.dir_fd
-            )
-        except OSError:  # a symlink (ELOOP), a socket, a file gone meanwhile
+            file_fd, st = open_regular_at(item.dir_fd, item.name, item.rel)
+        except OSError:  # a symlink, FIFO, device or socket; a file gone meanwhile
+            found.skipped += 1
             continue
         with os.fdopen(file_fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+            if st.st_size > _MAX_FILE_BYTES:
+                found.skipped += 1
                 continue
-            _search(f.read(_MAX_FILE_BYTES + 1), base + item.rel, regex, context, limit, found)
-        if found.truncated:
+            _search(f.read(_MAX_FILE_BYTES + 1), base + item.rel, search, found)
+        if found.truncated or found.timed_out:
             break
     return found
 
@@ -146,22 +217,29 @@ def _glob_hit(rel: str, name: str, pattern: str) -> bool:
     return fnmatch.fnmatch(name, pattern, flags=fnmatch.DOTMATCH | fnmatch.BRACE)
 
 
-def _search(
-    data: bytes, shown: str, regex: re.Pattern[str], context: int, limit: int, found: _Found
-) -> None:
+def _search(data: bytes, shown: str, search: _Search, found: _Found) -> None:
     if len(data) > _MAX_FILE_BYTES or b"\0" in data[:_BINARY_SNIFF]:
         found.skipped += 1
         return
-    lines = data.decode("utf-8", "replace").splitlines()
-    hits = [i for i, line in enumerate(lines) if regex.search(line)]
+    raw = data.split(b"\n")
+    if raw[-1] == b"":  # the newline ending the last line starts no line of its own
+        raw.pop()
+    lines = [line.removesuffix(b"\r") for line in raw]
+    hits: list[int] = []
+    for i, line in enumerate(lines):
+        if i % _CHECK_EVERY == 0 and search.over(found):
+            break
+        if search.regex.search(line) is not None:
+            hits.append(i)
     if not hits:
         return
     found.files += 1
     hit_set = set(hits)
     name = safe_text(shown)
     printed = -1  # the last line index written, so context windows do not repeat lines
+    context = search.context
     for i in hits:
-        if found.matches == limit:
+        if found.matches == search.limit:
             found.truncated = True
             return
         found.matches += 1
@@ -171,5 +249,6 @@ def _search(
             printed = j
 
 
-def _cut(line: str) -> str:
+def _cut(raw: bytes) -> str:
+    line = raw.decode("utf-8", "replace")
     return line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + " [line cut]"

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from hooks import JSONValue
 
 from .._errors import ToolError
-from ._fs import open_dir
+from .._fs import open_dir
+from ._files import locate, tool_error
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["ls_tool"]
@@ -29,7 +30,8 @@ def ls_tool(*, default_limit: int = 500) -> Tool:
 
     Lists every entry (hidden ones too) sorted case-insensitively, folders ending in ``/`` and
     symlinks in ``@`` (not followed); at most ``limit`` entries, with a note when there are
-    more. The folder is opened beneath the working directory (see ``read_tool``). ``details`` is
+    more. The folder is opened beneath the working directory (see ``read_tool``); a FIFO or any
+    other non-folder is refused without blocking. ``details`` is
     ``{"entries", "truncated"}``.
     """
 
@@ -41,7 +43,7 @@ def ls_tool(*, default_limit: int = 500) -> Tool:
         except NotADirectoryError:
             raise ToolError(f"{safe_text(path)} is not a folder") from None
         except OSError as exc:
-            raise ToolError(f"cannot list {safe_text(path)}: {exc.strerror or exc}") from exc
+            raise tool_error("list", safe_text(path), exc) from None
         shown = names[:limit]
         text = "\n".join(safe_text(n) for n in shown) or "(empty folder)"
         if len(names) > limit:
@@ -61,7 +63,7 @@ def ls_tool(*, default_limit: int = 500) -> Tool:
 
 
 def _list(run: ToolRun, path: str) -> list[str]:
-    fd = open_dir(run.cwd, path, confined=run.confined)
+    fd = open_dir(locate(run, path))
     try:
         with os.scandir(fd) as entries:
             names = [

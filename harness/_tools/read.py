@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import stat
 from collections.abc import Mapping
 from typing import BinaryIO
 
@@ -14,7 +13,8 @@ from attrs import frozen
 from hooks import ImageContent, JSONValue, TextContent
 
 from .._errors import ToolError
-from ._fs import open_file
+from .._fs import Location, open_regular
+from ._files import locate, tool_error
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["read_tool"]
@@ -44,9 +44,11 @@ def read_tool(*, max_bytes: int = 50_000, max_image_bytes: int = 5_000_000) -> T
     """A ``read`` tool confined to the working directory, with pi's name and parameters
     (``path``, ``offset``, ``limit``).
 
-    The file is opened beneath the working directory by the kernel (see ``_fs``), so a symlink
-    swapped onto the path cannot take the read outside; a path outside needs the supervisor's
-    approval. A PNG, JPEG, GIF or WebP file (recognised by its first bytes) is returned as an
+    The file is opened beneath the working directory by the kernel (see ``harness._fs``), so a
+    symlink swapped onto the path cannot take the read outside; a path outside needs the
+    supervisor's approval, and is then opened through no symlink at all. Only a regular file is
+    read: a folder, FIFO, device or socket is refused before it is opened for reading, so
+    nothing blocks. A PNG, JPEG, GIF or WebP file (recognised by its first bytes) is returned as an
     image block with a short text note, as pi's read does; one larger than ``max_image_bytes`` is
     refused.
 
@@ -69,15 +71,14 @@ def read_tool(*, max_bytes: int = 50_000, max_image_bytes: int = 5_000_000) -> T
         offset = int(input.get("offset", 1))
         limit = input.get("limit")
         try:
-            fd = open_file(run.cwd, str(input["path"]), os.O_RDONLY, confined=run.confined)
+            loc = locate(run, str(input["path"]))
+            fd, _ = open_regular(loc)
         except FileNotFoundError:
             raise ToolError(f"no such file: {name}") from None
         except OSError as exc:
-            raise ToolError(f"cannot read {name}: {exc.strerror or exc}") from exc
+            raise tool_error("read", name, exc) from None
         with os.fdopen(fd, "rb") as f:
-            shown = safe_text(_opened_path(fd, run, str(input["path"])))
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ToolError(f"{name} is not a regular file")
+            shown = safe_text(_opened_path(fd, loc))
             try:
                 image = await asyncio.to_thread(_read_image, f, max_image_bytes)
                 if image is not None:
@@ -86,7 +87,7 @@ def read_tool(*, max_bytes: int = 50_000, max_image_bytes: int = 5_000_000) -> T
                     _read_page, f, offset, None if limit is None else int(limit), max_bytes
                 )
             except OSError as exc:
-                raise ToolError(f"cannot read {name}: {exc.strerror or exc}") from exc
+                raise tool_error("read", name, exc) from None
         if page.binary:
             raise ToolError(f"{name} is a binary file")
         text = "\n".join(page.lines)
@@ -119,12 +120,12 @@ def read_tool(*, max_bytes: int = 50_000, max_image_bytes: int = 5_000_000) -> T
     )
 
 
-def _opened_path(fd: int, run: ToolRun, path: str) -> str:
+def _opened_path(fd: int, loc: Location) -> str:
     """The path the kernel opened (symlinks resolved), for ``details``."""
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:  # no /proc: the resolved path, looked up again
-        return os.path.realpath(os.path.join(run.cwd, path))
+        return os.path.realpath(loc.path)
 
 
 @frozen

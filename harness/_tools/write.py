@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from hooks import JSONValue
 
 from .._errors import ToolError
-from ._fs import open_parent, replace_file
+from .._fs import write_file
+from ._files import locate, tool_error
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["write_tool"]
@@ -30,8 +30,11 @@ def write_tool() -> Tool:
 
     Creates missing parent folders and replaces the file atomically (temp file + rename), so a
     reader never sees half a file. Folders are created and opened beneath the working directory
-    by the kernel (see ``_fs``), so a folder swapped for a symlink cannot move the write
-    outside; a symlink at the file's own name is replaced, not followed. The result's ``details``
+    by the kernel (see ``harness._fs``), so a folder swapped for a symlink cannot move the write
+    outside; approved outside it, no symlink on the path is followed. A symlink at the file's
+    own name is replaced, not followed. A replaced file keeps its permission bits (a symlink's
+    target's, for a symlink at the name); a new one gets 0o666 less the umask. A folder, FIFO,
+    device or socket at the name is refused. The result's ``details``
     is ``{"path", "bytes", "created"}`` (``path`` as given, normalised); paths in the result show
     undecodable bytes as ``\\xNN`` escapes, so it always encodes as JSON.
     """
@@ -43,14 +46,15 @@ def write_tool() -> Tool:
         except UnicodeEncodeError as exc:  # a lone surrogate cannot be written as UTF-8
             raise ToolError(f"content is not valid text: {exc}") from exc
         try:
-            created = write_bytes(run, str(input["path"]), data)
+            loc = locate(run, str(input["path"]))
+            created = write_file(loc, data)
         except OSError as exc:
-            raise ToolError(f"cannot write {name}: {exc.strerror or exc}") from exc
+            raise tool_error("write", name, exc) from None
         verb = "Created" if created else "Wrote"
         return ToolResult(
             content=f"{verb} {name} ({len(data)} bytes)",
             details={
-                "path": safe_text(os.path.join(run.cwd, str(input["path"]))),
+                "path": safe_text(loc.path),
                 "bytes": len(data),
                 "created": created,
             },
@@ -66,17 +70,3 @@ def write_tool() -> Tool:
         controlled=True,
         target="path",
     )
-
-
-def write_bytes(run: ToolRun, path: str, data: bytes) -> bool:
-    """Replace ``path`` with ``data`` (confined as ``run`` says); True if it was created."""
-    parent, name = open_parent(run.cwd, path, confined=run.confined)
-    try:
-        try:
-            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except FileNotFoundError:
-            before = None
-        replace_file(parent, name, data, mode=None if before is None else before.st_mode & 0o7777)
-    finally:
-        os.close(parent)
-    return before is None
