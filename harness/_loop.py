@@ -407,6 +407,7 @@ class _Pending:
     error: str | None = None
     patched: bool = False
     confined: bool = True
+    approved_path: str | None = None
     result: ToolResultMessage | None = None
     terminate: bool = False
     fatal: BaseException | None = None
@@ -576,6 +577,7 @@ async def _preflight(
         error=verdict.denied,
         patched=patched,
         confined=not verdict.leaves_cwd,
+        approved_path=verdict.approved_path,
     )
 
 
@@ -644,6 +646,7 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
         cwd=run.cwd,
         context=context,
         confined=p.confined,
+        approved_path=p.approved_path,
         on_update=on_update,
     )
     try:

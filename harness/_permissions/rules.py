@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -34,8 +33,7 @@ import orjson
 from attrs import field, frozen
 from wcmatch import glob
 
-from .._errors import ToolError
-from .._tools._fs import open_file, open_parent, replace_file
+from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .decisions import PermissionMode, PermissionRequest
 from .keys import command_parts
 
@@ -187,14 +185,11 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
             the file).
     """
     try:
-        if root is not None:
-            raw = read_beneath(root, os.path.relpath(path, root), max_bytes=SETTINGS_MAX_BYTES)
-        else:
-            raw = _read_regular(path, max_bytes=SETTINGS_MAX_BYTES)
+        raw = read_regular_file(path, max_bytes=SETTINGS_MAX_BYTES, root=root)
         if raw is None:
             return Settings()
         data: Any = orjson.loads(raw)
-    except (OSError, ToolError, ValueError) as exc:  # JSONDecodeError is a ValueError
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
         raise ValueError(f"{path}: cannot read permission settings: {exc}") from None
     permissions = data.get("permissions", {}) if isinstance(data, Mapping) else None
     if not isinstance(permissions, Mapping):
@@ -215,22 +210,6 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     if mode is not None and mode not in PERMISSION_MODES:
         raise ValueError(f"{path}: mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
     return Settings(rules=rules, mode=mode)
-
-
-def _read_regular(path: Path, *, max_bytes: int) -> bytes | None:
-    """The bytes of ``path`` (symlinks followed: the user's own file may be one), refusing a
-    non-regular file before reading; None when it does not exist."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ValueError(f"larger than {max_bytes} bytes")
-    return data
 
 
 SETTINGS_MAX_BYTES = 1_000_000
@@ -254,9 +233,8 @@ def add_project_rule(cwd: Path, rule: str) -> Path:
         OSError: the file could not be written.
     """
     path = cwd / ".harness" / "settings.json"
-    rel = ".harness/settings.json"
     try:
-        raw = read_beneath(cwd, rel, max_bytes=SETTINGS_MAX_BYTES)
+        raw = read_regular_file(path, max_bytes=SETTINGS_MAX_BYTES, root=cwd)
         data: Any = {} if raw is None else orjson.loads(raw)
         if not isinstance(data, dict) or not isinstance(data.setdefault("permissions", {}), dict):
             raise ValueError("not a settings object")
@@ -265,36 +243,9 @@ def add_project_rule(cwd: Path, rule: str) -> Path:
             raise ValueError("'allow' is not a list")
         if rule not in allow:
             allow.append(rule)
-        folder, name = open_parent(cwd, rel, confined=True)
-        try:
-            replace_file(folder, name, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-        finally:
-            os.close(folder)
-    except (ToolError, orjson.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: {exc}; not changed") from None
-    except ValueError as exc:
+        write_file(beneath(cwd, path), orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    except FileRefusedError as exc:
+        raise ValueError(f"{exc}; not changed") from None
+    except ValueError as exc:  # JSONDecodeError too
         raise ValueError(f"{path}: {exc}; not changed") from None
     return path
-
-
-def read_beneath(root: Path, rel: str, *, max_bytes: int) -> bytes | None:
-    """The bytes of ``root/rel`` opened beneath ``root`` (no symlink out), or None when it
-    does not exist.
-
-    Raises:
-        ToolError: the path leads out of ``root``.
-        ValueError: not a regular file (a FIFO, a device: refused before reading, so nothing
-            blocks), or larger than ``max_bytes``.
-        OSError: it cannot be read.
-    """
-    try:
-        fd = open_file(root, rel, os.O_RDONLY | os.O_NONBLOCK, confined=True)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ValueError(f"larger than {max_bytes} bytes")
-    return data

@@ -318,3 +318,44 @@ def test_read_regular_file_refuses_hostile_files_without_blocking(
     assert not thread.is_alive(), "read_regular_file hangs"
     assert isinstance(box["value"], FileRefusedError)
     assert str(path) in str(box["value"])  # the message names the file
+
+
+async def test_through_the_gate_an_allowed_outside_read_never_returns_what_the_rule_misses(
+    places: tuple[Path, Path, Path],
+) -> None:
+    """The issue's setup end to end: allow ``read(<allowed>/**)`` in ``dont_ask`` mode, the
+    model reads ``<allowed>/d/f.txt`` again and again while a thread swaps ``d`` for a symlink
+    to the secret folder. The gate resolves once and hands the tool what it approved."""
+    from harness import (
+        AgentHarness,
+        FauxModel,
+        FauxReply,
+        FauxToolCall,
+        MemorySessionRepo,
+        SecuritySupervisor,
+        ToolResultMessage,
+    )
+
+    work, allowed, secret = places
+    rounds, per_round = 20, 30
+    calls = [
+        FauxToolCall(name="read", arguments={"path": str(allowed / "d" / "f.txt")})
+        for _ in range(per_round)
+    ]
+    session = await MemorySessionRepo().create(str(work))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([*(FauxReply(tool_calls=calls) for _ in range(rounds)), "done"]),
+        tools=[read_tool()],
+        cwd=work,
+        supervisor=SecuritySupervisor(
+            mode="dont_ask", setting_sources=(), rules={"allow": [f"read({allowed}/**)"]}
+        ),
+        resources=None,
+    )
+    with swapping(allowed / "d", secret):
+        await harness.prompt("read it")
+    results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
+    assert len(results) == rounds * per_round
+    assert not any("SECRET" in r.text for r in results)
+    assert any(r.text.startswith("allowed") for r in results)  # the reads did happen
