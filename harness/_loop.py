@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -408,6 +408,7 @@ class _Pending:
     patched: bool = False
     confined: bool = True
     approved_path: str | None = None
+    hidden: Callable[[str], bool] | None = None
     result: ToolResultMessage | None = None
     terminate: bool = False
     fatal: BaseException | None = None
@@ -578,6 +579,7 @@ async def _preflight(
         patched=patched,
         confined=not verdict.leaves_cwd,
         approved_path=verdict.approved_path,
+        hidden=verdict.hidden,
     )
 
 
@@ -647,6 +649,7 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
         context=context,
         confined=p.confined,
         approved_path=p.approved_path,
+        hidden=p.hidden,
         on_update=on_update,
     )
     try:

@@ -113,6 +113,10 @@ when a call needs asking (the CLI's asks y / n / always)."""
 
 class Supervisor(Protocol):
     """Decides every tool call the ``tool_call`` hooks let through. The harness's default is
-    :class:`SecuritySupervisor`; pass your own with ``AgentHarness(supervisor=...)``."""
+    :class:`SecuritySupervisor`; pass your own with ``AgentHarness(supervisor=...)``.
+
+    A supervisor may also define ``hidden_paths(request) -> Callable[[str], bool] | None``:
+    for an approved call that walks a folder, which paths beneath it the tool leaves unread
+    (see ``SecuritySupervisor.hidden_paths``)."""
 
     async def decide(self, request: PermissionRequest) -> Decision: ...

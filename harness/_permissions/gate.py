@@ -65,6 +65,9 @@ class GateResult:
     leaves_cwd: bool
     input: Mapping[str, JSONValue]
     approved_path: str | None = None
+    hidden: Callable[[str], bool] | None = None
+    """For a folder walk: the paths beneath it the supervisor keeps unread (``ToolRun.hidden``);
+    from the supervisor's optional ``hidden_paths(request)``."""
 
 
 @define
@@ -151,12 +154,25 @@ class Gate:
                 remembered=remembered,
             ),
         )
+        denied = decision.reason if isinstance(decision, Deny) else None
+        hidden = None
+        if denied is None:
+            try:
+                hidden = self._hidden(request)
+            except Exception as exc:  # fail closed, as for a raising decide()
+                _log.error("supervisor failed on %r", request.operation_key, exc_info=exc)
+                denied = f"the supervisor failed, so the call is denied: {exc!r}"
         return GateResult(
-            denied=decision.reason if isinstance(decision, Deny) else None,
+            denied=denied,
             leaves_cwd=request.leaves_cwd,
             input=orjson.loads(snapshot),
             approved_path=target.resolved if request.leaves_cwd else None,
+            hidden=hidden,
         )
+
+    def _hidden(self, request: PermissionRequest) -> Callable[[str], bool] | None:
+        hidden_paths = getattr(self.supervisor, "hidden_paths", None)
+        return hidden_paths(request) if callable(hidden_paths) else None
 
     async def _decide(self, request: PermissionRequest) -> Decision:
         try:

@@ -89,7 +89,7 @@ class Rule:
             return False
         if request.kind == "execute":
             return self._matches_command(request.target, how)
-        hits = [self._matches_path(p) for p in request.paths]
+        hits = [self.matches_path(p) for p in request.paths]
         return bool(hits) and (any(hits) if how == "any" else all(hits))
 
     def covers_tool(self, request: PermissionRequest) -> bool:
@@ -120,7 +120,9 @@ class Rule:
         pattern = ".*".join(re.escape(piece) for piece in spec.split("*"))
         return re.fullmatch(pattern, text, re.S) is not None
 
-    def _matches_path(self, path: str) -> bool:
+    def matches_path(self, path: str) -> bool:
+        """Whether the specifier's glob matches ``path`` (relative to the working folder, or
+        absolute outside it)."""
         spec = self.spec or ""
         if spec.startswith(("/", "~")):
             return os.path.isabs(path) and glob.globmatch(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -261,6 +261,38 @@ class SecuritySupervisor:
             return Approve(reason="not a controlled call")
         why = "it leaves the working folder" if request.leaves_cwd else "the tool is controlled"
         return await self._ask(request, policy, why)
+
+    def hidden_paths(self, request: PermissionRequest) -> Callable[[str], bool] | None:
+        """For an approved call that walks a folder (``grep``, ``find``, ``ls``): whether a
+        path beneath it, relative to the folder, is one a deny or ask rule for reading matches
+        (``read(**/.env)``); the tools leave those out. A walk cannot stop to ask, so what an
+        ask rule covers is left out too: the model can still read it by name, and be asked.
+        None when no rule could hide anything.
+        """
+        if request.kind != "read" or not request.paths:
+            return None
+        try:
+            settings = self._settings(request.cwd)
+        except ValueError:  # decide() denied the call already; hide all if it ever gets here
+            return lambda rel: True
+        rules = self._rules
+        for _source, s in settings:
+            rules = rules + s.rules
+        relevant = [
+            r for r in (*rules.deny, *rules.ask) if r.spec is not None and r.covers_tool(request)
+        ]
+        if not relevant:
+            return None
+        starts = tuple(p.rstrip("/") for p in request.paths)
+
+        def hidden(rel: str) -> bool:
+            for start in starts:
+                path = rel if start in ("", ".") else f"{start}/{rel}"
+                if any(r.matches_path(path) for r in relevant):
+                    return True
+            return False
+
+        return hidden
 
     async def _ask(self, request: PermissionRequest, policy: _Policy, why: str) -> Decision:
         if request.operation_key in request.approvals:

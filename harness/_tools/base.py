@@ -65,6 +65,10 @@ class ToolRun:
             swapped in after the decision cannot redirect them; with ``confined`` False and
             no ``approved_path``, they open the given path made absolute and normalised
             lexically, again through no symlink.
+        hidden: for a call that walks a folder (``grep``, ``find``, ``ls``), whether a path
+            beneath it (relative to the folder walked, ``/``-separated) is one the supervisor
+            keeps from being read (a deny or ask ``read`` rule matches it); the built-in tools
+            leave such files out and say how many. None: nothing is hidden.
     """
 
     tool_call_id: str
@@ -72,6 +76,7 @@ class ToolRun:
     context: Any = None
     confined: bool = True
     approved_path: str | None = None
+    hidden: Callable[[str], bool] | None = None
     _on_update: Callable[[JSONValue], Awaitable[None]] = field(alias="on_update")
 
     async def update(self, partial: JSONValue) -> None:

@@ -42,7 +42,8 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
     ``**`` spans folders, ``{a,b}`` alternates, hidden files match). ``.git`` and whatever a
     ``.gitignore`` excludes are skipped, and symlinks are never followed. Results are sorted
     paths relative to ``path``, folders ending in ``/``, at most ``limit`` of them with a note
-    when more matched. ``details`` is ``{"matches", "truncated"}``.
+    when more matched; paths the supervisor keeps from being read (``ToolRun.hidden``) are left
+    out and counted. ``details`` is ``{"matches", "truncated", "hidden"}``.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
@@ -50,7 +51,7 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
         path = str(input.get("path") or ".")
         limit = int(input.get("limit") or default_limit)
         try:
-            found, more = await asyncio.to_thread(_find, run, path, pattern, limit)
+            found, more, hidden = await asyncio.to_thread(_find, run, path, pattern, limit)
         except NotADirectoryError:
             raise ToolError(f"{safe_text(path)} is not a folder") from None
         except OSError as exc:
@@ -58,7 +59,12 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
         text = "\n".join(safe_text(f) for f in found) or "No files found"
         if more:
             text += f"\n[more than {limit} matches; narrow the pattern or raise limit]"
-        return ToolResult(content=text, details={"matches": len(found), "truncated": more})
+        if hidden:
+            text += f"\n[{hidden} matches left out: permission rules keep them from being read]"
+        return ToolResult(
+            content=text,
+            details={"matches": len(found), "truncated": more, "hidden": hidden},
+        )
 
     return Tool(
         name="find",
@@ -70,17 +76,20 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
     )
 
 
-def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str], bool]:
+def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str], bool, int]:
     by_name = "/" not in pattern
     found: list[str] = []
+    hidden = 0
     for item in walk(locate(run, path)):
         hit = (
             fnmatch.fnmatch(item.name, pattern, flags=_NAME_FLAGS)
             if by_name
             else glob.globmatch(item.rel, pattern, flags=_GLOB_FLAGS)
         )
-        if hit:
+        if hit and run.hidden is not None and run.hidden(item.rel):  # a deny/ask read rule's
+            hidden += 1
+        elif hit:
             if len(found) == limit:
-                return found, True
+                return found, True, hidden
             found.append(item.rel + "/" if item.is_dir else item.rel)
-    return found, False
+    return found, False, hidden

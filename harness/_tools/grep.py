@@ -64,6 +64,7 @@ class _Found:
     matches: int = 0
     files: int = 0
     skipped: int = 0
+    hidden: int = 0
     truncated: bool = False
     timed_out: bool = False
 
@@ -115,7 +116,9 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
     numbers them. Output lines are ``path:line: text`` for matches and ``path-line- text`` for
     context, paths relative to the working directory; long lines are cut at 500 characters.
     At most ``limit`` matches, with a note when more were found. ``details`` is
-    ``{"matches", "files", "truncated", "skippedFiles", "timedOut"}``.
+    ``{"matches", "files", "truncated", "skippedFiles", "hiddenFiles", "timedOut"}``;
+    files the supervisor keeps from being read (``ToolRun.hidden``) are not searched, and
+    counted in ``hiddenFiles``.
 
     Args:
         default_limit: most matches when the call gives no ``limit``.
@@ -149,6 +152,10 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
         out = "\n".join(found.lines) or "No matches found"
         if found.truncated:
             out += f"\n[more than {limit} matches; narrow the search or raise limit]"
+        if found.hidden:
+            out += (
+                f"\n[{found.hidden} files not searched: permission rules keep them from being read]"
+            )
         if found.timed_out:
             out += (
                 f"\n[search stopped after {timeout_s:g} s; these are the matches found so far:"
@@ -161,6 +168,7 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
                 "files": found.files,
                 "truncated": found.truncated,
                 "skippedFiles": found.skipped,
+                "hiddenFiles": found.hidden,
                 "timedOut": found.timed_out,
             },
         )
@@ -195,6 +203,9 @@ def _grep(run: ToolRun, path: str, search: _Search, file_glob: str | None) -> _F
         if search.over(found):
             break
         if item.is_dir or (file_glob is not None and not _glob_hit(item.rel, item.name, file_glob)):
+            continue
+        if run.hidden is not None and run.hidden(item.rel):  # a deny/ask read rule's file
+            found.hidden += 1
             continue
         try:
             file_fd, st = open_regular_at(item.dir_fd, item.name, item.rel)

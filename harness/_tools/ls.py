@@ -67,7 +67,9 @@ def _list(run: ToolRun, path: str) -> list[str]:
     try:
         with os.scandir(fd) as entries:
             names = [
-                e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else "") for e in entries
+                e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else "")
+                for e in entries
+                if run.hidden is None or not run.hidden(e.name)  # a deny/ask read rule's
             ]
     finally:
         os.close(fd)

@@ -31,6 +31,7 @@ from harness import (
     PermissionRequest,
     SecuritySupervisor,
     Tool,
+    ToolResultMessage,
     bash_tool,
     edit_tool,
     find_tool,
@@ -293,3 +294,48 @@ async def test_edit_in_a_locked_folder_does_not_run(tmp_path: Path) -> None:
     )
     await harness.prompt("go")
     assert (locked / "a.txt").read_text() == "original"
+
+
+# --- class 6 in walks: a folder a tool walks does not hand out what a read rule denies --------
+
+WALKS = [
+    FauxToolCall(name="grep", arguments={"pattern": "KEY"}),  # the issue's: grep over the cwd
+    FauxToolCall(name="grep", arguments={"pattern": "KEY", "path": "."}),
+    FauxToolCall(name="grep", arguments={"pattern": "KEY", "path": "sub"}),
+    FauxToolCall(name="grep", arguments={"pattern": "KEY", "path": "link"}),  # symlinked folder
+    FauxToolCall(name="grep", arguments={"pattern": "KEY", "glob": "*.env"}),
+    FauxToolCall(name="grep", arguments={"pattern": "KEY", "glob": ".env*"}),
+    FauxToolCall(name="find", arguments={"pattern": ".env"}),
+    FauxToolCall(name="find", arguments={"pattern": "*", "path": "sub"}),
+    FauxToolCall(name="ls", arguments={"path": "sub"}),
+    FauxToolCall(name="ls", arguments={"path": "link"}),
+]
+
+
+@pytest.mark.parametrize("rule", ["deny", "ask"])
+@pytest.mark.parametrize("call", WALKS, ids=lambda c: f"{c.name}-{c.arguments}")
+async def test_a_read_rule_hides_its_files_from_every_walk(
+    tmp_path: Path, rule: str, call: FauxToolCall
+) -> None:
+    (tmp_path / ".env").write_text("KEY=root-secret\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".env").write_text("KEY=sub-secret\n")
+    (tmp_path / "sub" / "notes.txt").write_text("KEY is documented here\n")
+    (tmp_path / "link").symlink_to("sub")
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=[call]), "ok"]),
+        tools=[grep_tool(), find_tool(), ls_tool()],
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(
+            mode="bypass", setting_sources=(), rules={rule: ["read(**/.env)"]}
+        ),
+        resources=None,
+    )
+    await harness.prompt("go")
+    [result] = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
+    assert not result.is_error, result.text
+    assert "secret" not in result.text and ".env" not in result.text.split("[")[0]
+    if call.name == "grep" and call.arguments.get("glob") is None:
+        assert "documented" in result.text  # the rest is still searched
