@@ -161,7 +161,7 @@ async def test_find_globs_names_and_paths_and_respects_gitignore(tmp_path: Path)
     logs = await find_tool().execute({"pattern": "*.log"}, make_run(tmp_path))
     assert text(logs).splitlines() == ["logs/keep.log"]  # nested .gitignore, with a negation
     capped = await find_tool().execute({"pattern": "*", "limit": 2}, make_run(tmp_path))
-    assert details(capped) == {"matches": 2, "truncated": True}
+    assert details(capped) == {"matches": 2, "truncated": True, "hidden": 0}
 
 
 async def test_grep_searches_with_regex_glob_context_and_caps(tmp_path: Path) -> None:

@@ -177,6 +177,7 @@ def test_grep_over_a_folder_skips_and_counts_fifos_sockets_and_symlinks(
         "files": 1,
         "truncated": False,
         "skippedFiles": 6,  # .gitignore, fifo, sock, sub/deep-fifo, to-zero, to-ok
+        "hiddenFiles": 0,
         "timedOut": False,
     }
     found = call(find_tool(), {"pattern": "*fifo"}, make_run(work))
