@@ -224,6 +224,7 @@ _CONSTRUCTS = {
 # never does: CR, VT, FF, and any byte of a non-ASCII character (U+3000, U+00A0, ...).
 _PAIR_OR_BLANK = re.compile(rb"\\[\s\S]|[\r\x0b\x0c\x80-\xff]")
 _MASK = b"\x01"  # a plain word character for tree-sitter, as those are for bash
+_LONE_DASH = re.compile(rb"(?<![^ \t\n])-(?![^ \t\n])")
 _MASKED_AFTER_BACKSLASH = frozenset(b" \t\r\x0b\x0c") | frozenset(range(0x80, 0x100))
 
 
@@ -242,7 +243,9 @@ def _masked(src: bytes) -> bytes:
             return b"\\" + _MASK if text[1] in _MASKED_AFTER_BACKSLASH else text
         return _MASK
 
-    return _PAIR_OR_BLANK.sub(one, src)
+    # A "-" word of its own before a here-document vanishes from the grammar's tree
+    # (`git commit -F - <<EOF`); as a plain character it stays a word.
+    return _LONE_DASH.sub(_MASK, _PAIR_OR_BLANK.sub(one, src))
 
 
 def _kept_continuation(tree: Tree, at: int) -> bool:
@@ -461,16 +464,30 @@ def _extras(redirect: Node) -> list[Node]:
     return found
 
 
-def _timed(command: Node, src: bytes) -> bool:
-    """Whether ``command`` starts with bash's ``time`` keyword (unquoted, at a pipeline's start;
-    elsewhere ``time`` is the program)."""
-    name = command.child_by_field_name("name")
-    if name is None or _text(src, name) != "time":
-        return False
+def _starts_pipeline(command: Node) -> bool:
+    """Whether ``command`` stands where bash reads ``!`` and ``time`` as keywords: at the start
+    of a pipeline (``a | time b`` runs the program ``time``)."""
     node = command
     while node.parent is not None and node.parent.type == "redirected_statement":
         node = node.parent
-    return node.parent is None or node.parent.type != "pipeline" or node.parent.children[0] == node
+    parent = node.parent
+    return parent is None or parent.type != "pipeline" or parent.children[0] == node
+
+
+def _keywords_removed(words: list[tuple[str, Word]]) -> list[tuple[str, Word]]:
+    """``words`` (as written, value) without the leading ``!`` and ``time [-p] [--]`` keywords
+    the grammar left in a command (``! ! x``, ``time ! x``)."""
+    while words:
+        if words[0][0] == "!":
+            words = words[1:]
+        elif words[0][0] == "time":
+            words = words[1:]
+            for option in ("-p", "--"):
+                if words and words[0][0] == option:
+                    words = words[1:]
+        else:
+            break
+    return words
 
 
 def _basename(value: str) -> str:
@@ -507,10 +524,17 @@ class _Analysis:
 
     def walk(self, root: Node, src: bytes) -> None:
         stack = [root]
+        covered = 0  # the tokens so far cover src up to here (leaves come in source order)
         while stack:
             node = stack.pop()
             self.node(node, src)
+            if node.child_count == 0 or node.type == "heredoc_body":  # a body holds its text
+                if src[covered : node.start_byte].strip(b" \t\n"):
+                    self.misread()  # text the grammar dropped (IFS=x - cmd loses the "-")
+                covered = max(covered, node.end_byte)
             stack.extend(reversed(node.children))
+        if src[covered:].strip(b" \t\n"):
+            self.misread()
 
     def node(self, node: Node, src: bytes) -> None:
         t = node.type
@@ -551,6 +575,9 @@ class _Analysis:
                 self.construct("an expansion that assigns (${x=…})")
         elif t == "file_redirect":
             self.redirect(node, src)
+        elif t in ("simple_expansion", "concatenation"):
+            if not _tiles(node, node.children, node.start_byte, node.end_byte):
+                self.misread()  # $<TAB>- is no expansion to bash
         elif t == "file_descriptor":
             if not _text(src, node).isdigit():  # -x2>&1 is the word -x2 and >&1 to bash
                 self.misread()
@@ -632,47 +659,46 @@ class _Analysis:
         return True
 
     def command(self, node: Node, src: bytes) -> None:
-        units: list[Node | None] = []
+        # (where, the word's node; None for one the harness cannot read), in source order
+        units: list[tuple[int, Node | None]] = []
         for i, child in enumerate(node.children):
             field = node.field_name_for_child(i)
             if child.type in _REDIRECTS:
-                units.extend(_extras(child))
+                units.extend((x.start_byte, x) for x in _extras(child))
             elif field == "name":
-                units.append(child.children[0] if child.child_count == 1 else None)
+                units.append(
+                    (child.start_byte, child.children[0] if child.child_count == 1 else None)
+                )
             elif child.type == "variable_assignment" or (field == "argument" and child.is_named):
-                units.append(child)
+                units.append((child.start_byte, child))
             else:
                 self.construct(f"syntax the harness does not read ({child.type})")
-                units.append(None)
+                units.append((child.start_byte, None))
         parent = node.parent
         if parent is not None and parent.type == "redirected_statement":
             for redirect in parent.children_by_field_name("redirect"):
-                units.extend(_extras(redirect))
-        units.sort(key=lambda u: u.start_byte if u is not None else -1)
+                units.extend((x.start_byte, x) for x in _extras(redirect))
+        units.sort(key=lambda u: u[0])
         assignments: list[Word] = []
-        rest: list[Word] = []
-        for unit in units:
+        rest: list[tuple[str, Word]] = []  # (as written, value)
+        for _, unit in units:
             if unit is None:
-                rest.append(_SPLITS)
+                rest.append(("", _SPLITS))
             elif unit.type == "variable_assignment" and not rest:
                 assignments.append(_assignment_word(unit, src))
             else:
-                rest.append(_word(unit, src))
+                rest.append((_text(src, unit), _word(unit, src)))
+        if not assignments and units and units[0][0] == node.start_byte and _starts_pipeline(node):
+            rest = _keywords_removed(rest)
+            while rest and _ASSIGNMENT.match(rest[0][0]):
+                assignments.append(rest.pop(0)[1])  # time X=1 cmd: X=1 assigns again
         if not rest:
+            if not assignments:
+                return  # time alone: it times nothing
             self.construct("a variable assignment")
             return
-        if not assignments and _timed(node, src):
-            rest = rest[1:]  # bash's time keyword, [-p] [--]: it runs the rest
-            for skip in ("-p", "--"):
-                if rest and rest[0].value == skip:
-                    rest = rest[1:]
-            words = [u for u in units if u is not None][-len(rest) :] if rest else []
-            while words and _ASSIGNMENT.match(_text(src, words[0])):
-                assignments.append(rest.pop(0))  # time X=1 cmd: X=1 is an assignment again
-                words.pop(0)
-            if not rest:
-                return
-        self.add(SimpleCommand(tuple(assignments + rest), len(assignments)))
+        words = tuple(assignments) + tuple(w for _, w in rest)
+        self.add(SimpleCommand(words, len(assignments)))
 
     def declaration(self, node: Node, src: bytes) -> None:
         words = []
@@ -692,6 +718,7 @@ class _Analysis:
         first = command.words[command.assignments].value
         if first is not None and _basename(first) == "coproc":
             self.construct("a background job (coproc)")
+            self.hide("coproc, whose syntax the harness does not read")
         self.unwrap(command, self.views)
 
     # -- what a command runs --
