@@ -598,7 +598,8 @@ class _Analysis:
         """A word or keyword of the grammar must be a word for bash too: ended on both sides
         by a metacharacter (``""\\!x`` is one word to bash, ``done}`` is no keyword)."""
         start, end = node.start_byte, node.end_byte
-        operator = src[start : start + 1] in (b"<", b">", b"&")  # a redirection starts a word
+        # a redirection starts a word; a here-document's delimiter follows its << or <<-
+        operator = src[start : start + 1] in (b"<", b">", b"&") or node.type == "heredoc_start"
         if (start > 0 and src[start - 1] not in _META and not operator) or (
             end < len(src) and src[end] not in _META and node.type != "comment"
         ):
@@ -1152,6 +1153,8 @@ def command_key(tool: str, command: str) -> str:
     ``eval``); otherwise ``tool(<the command, byte for byte>)`` with ``*`` and ``\\`` escaped, so
     that the key, read back as a rule, matches that command and nothing else.
     """
+    if not command:
+        return f"{tool}('')"  # tool() would be every command; this one is asked again later
     parsed = parse_command(command)
     if parsed.plain:
         argv = [w.value or "" for w in parsed.commands[0].words]
