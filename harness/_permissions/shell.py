@@ -765,6 +765,8 @@ class _Analysis:
     def shell(self, args: tuple[Word, ...]) -> None:
         """``bash -c CODE`` runs CODE; ``bash`` without a script (or with ``-s``, ``-``) runs
         what it reads from its input."""
+        if any(a.value in ("--version", "--help") for a in args):
+            return  # it prints and exits
         code = stdin = False
         i = 0
         while i < len(args):

@@ -296,6 +296,8 @@ async def test_a_deny_rule_catches_every_spelling_in_bypass_mode(tmp_path: Path)
         ("echo touch P", "no"),
         ("ls -la", "no"),
         ("bash script.sh", "no"),  # a script file is a program like any other
+        ("bash --version", "no"),
+        ("bash", "maybe"),  # it reads commands from its input
         ("python3 -c 'import os'", "no"),  # deny rules do not read other languages
         ("cat <<'EOF'\ntouch P\nEOF", "no"),  # a here-document is data
     ],
@@ -359,15 +361,27 @@ async def test_approve_always_covers_only_what_was_approved(
         pytest.skip("no perl here")
     work = tmp_path / "work"
     work.mkdir()
-    assert makes_file(other, made, work)
+    assert makes_file(other, made, work), "the other command must really make the file"
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(work))
     approver = Recorder(ApproveAlways(), Deny(reason="not that one"))
-    results, decisions = await run_bash(work, [approved], supervisor(approver=approver))
-    assert decisions == ["approve_always"]
-    key = command_key("bash", approved)
+    turns = [
+        FauxReply(tool_calls=[FauxToolCall(name="bash", arguments={"command": approved})]),
+        FauxReply(tool_calls=[FauxToolCall(name="bash", arguments={"command": other})]),
+        "done",
+    ]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(turns),
+        tools=[bash_tool(timeout_s=20)],
+        supervisor=supervisor(approver=approver),
+        cwd=work,
+    )
+    await harness.prompt("go")
+    assert approver.asked == [approved, other]  # the approval did not cover the other command
+    assert not (work / made).exists()
+    (key,) = harness.approvals
     assert key == "bash(" + approved.replace("\\", "\\\\").replace("*", "\\*") + ")"
-    s = supervisor(approver=approver)
-    decision = await s.decide(request(work, other, approvals=frozenset({key})))
-    assert decision == Deny(reason="not that one")
+    # as an allow rule (what ApproveAlways(scope="project") writes) it does not cover it either
     results, _ = await run_bash(work, [other], supervisor("dont_ask", rules={"allow": [key]}))
     assert results[0].is_error and not (work / made).exists()
 
