@@ -9,6 +9,7 @@ many rules look at it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -38,7 +39,7 @@ counts as possibly matching them (so they are asked)."""
 
 _LANGUAGE = Language(tree_sitter_bash.language())
 _MAX_DEPTH = 8  # code inside code (bash -c "bash -c '…'"), commands run by xargs and find -exec
-_BUDGET = 64  # such nested analyses per command, in all
+_BUDGET = 64  # such nested analyses per command, in all (and as much code as the command)
 _MAX_PASSES = 8  # rounds of removing line continuations (each pass removes every one it can see)
 
 Found: TypeAlias = Literal["yes", "maybe", "no"]
@@ -162,6 +163,7 @@ _STATE = frozenset(
         "source", "trap", "typeset", "unalias", "unset",
     }
 )  # fmt: skip
+_RUNS_CODE = _SHELLS | {"xargs", "find", "eval", "source", "."}
 _STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
 _SHELL_OPTION_ARGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 # Redirection targets that write and read nothing: allow rules accept them.
@@ -248,27 +250,28 @@ def _masked(src: bytes) -> bytes:
     return _LONE_DASH.sub(_MASK, _PAIR_OR_BLANK.sub(one, src))
 
 
-def _kept_continuation(tree: Tree, at: int) -> bool:
-    """Whether bash keeps the backslash-newline at ``at`` (in single quotes, ``$'…'``, a
-    comment or a quoted here-document); elsewhere it joins the lines."""
-    node: Node | None = tree.root_node.descendant_for_byte_range(at, at + 1)
-    while node is not None:
+def _kept_ranges(tree: Tree) -> list[tuple[int, int]]:
+    """Where bash keeps a backslash-newline (single quotes, ``$'…'``, comments, quoted
+    here-documents; elsewhere it joins the lines), in source order (they never nest)."""
+    ranges: list[tuple[int, int]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
         if node.type in ("raw_string", "ansi_c_string", "comment"):
-            return True
-        if node.type == "heredoc_body" and _quoted_heredoc(node):
-            return True
-        node = node.parent
-    return False
+            ranges.append((node.start_byte, node.end_byte))
+            continue
+        if node.type == "heredoc_redirect":
+            kids = node.children
+            start = next((c for c in kids if c.type == "heredoc_start"), None)
+            if start is None or any(q in (start.text or b"") for q in (b"'", b'"', b"\\")):
+                ranges.extend((c.start_byte, c.end_byte) for c in kids if c.type == "heredoc_body")
+        stack.extend(node.children)
+    return sorted(ranges)
 
 
-def _quoted_heredoc(body: Node) -> bool:
-    redirect = body.parent
-    start = (
-        next((c for c in redirect.children if c.type == "heredoc_start"), None)
-        if redirect
-        else None
-    )
-    return start is None or any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
+def _kept(ranges: list[tuple[int, int]], at: int) -> bool:
+    i = bisect.bisect_right(ranges, (at, 1 << 62)) - 1  # the last range starting at or before
+    return i >= 0 and ranges[i][0] <= at < ranges[i][1]
 
 
 def _parse(command: str) -> tuple[bytes, Tree] | None:
@@ -283,11 +286,9 @@ def _parse(command: str) -> tuple[bytes, Tree] | None:
     parser = Parser(_LANGUAGE)
     for _ in range(_MAX_PASSES):
         tree = parser.parse(_masked(src))
-        cuts = [
-            m.start()
-            for m in _PAIR_OR_BLANK.finditer(src)
-            if m.group(0) == b"\\\n" and not _kept_continuation(tree, m.start())
-        ]
+        found = [m.start() for m in _PAIR_OR_BLANK.finditer(src) if m.group(0) == b"\\\n"]
+        kept = _kept_ranges(tree) if found else []
+        cuts = [at for at in found if not _kept(kept, at)]
         if not cuts:
             return src, tree
         joined = bytearray()
@@ -336,7 +337,7 @@ def _unquoted(raw: str, at_start: bool) -> tuple[Word, str]:
         if c in "*?[":
             unknown = splits = True
         elif c in "$`" or (c == "~" and ((i == 0 and at_start) or raw[i - 1 : i] in ("=", ":"))):
-            unknown = True  # a stray $ or backtick the grammar left in a word: do not guess
+            unknown = True  # a tilde bash expands, or a $ or backtick left in a word: no guess
         out.append(c)
         mask.append(c)
         i += 1
@@ -372,19 +373,19 @@ def _word(node: Node, src: bytes) -> Word:
 
 def _word_and_mask(node: Node, src: bytes, *, at_start: bool) -> tuple[Word, str]:
     t = node.type
-    raw = _text(src, node)
-    opaque = "\x00" * len(raw)
+    opaque = "\x00"  # a quoted or computed part: no brace of brace expansion
     if t == "word":
-        word, mask = _unquoted(raw, at_start)
+        word, mask = _unquoted(_text(src, node), at_start)
         if _BRACE.search(mask):
             return _SPLITS, mask
         return word, mask
     if t == "number":
+        raw = _text(src, node)
         return (Word(raw) if raw.isalnum() else _UNKNOWN), opaque
     if t == "variable_name":
-        return Word(raw), opaque
+        return Word(_text(src, node)), opaque
     if t == "raw_string":
-        return Word(raw[1:-1]), opaque
+        return Word(_text(src, node)[1:-1]), opaque
     if t == "string":
         inner = node.children[1:-1] if node.child_count >= 2 else []
         if not _tiles(node, inner, node.start_byte + 1, node.end_byte - 1):
@@ -464,14 +465,32 @@ def _extras(redirect: Node) -> list[Node]:
     return found
 
 
-def _starts_pipeline(command: Node) -> bool:
-    """Whether ``command`` stands where bash reads ``!`` and ``time`` as keywords: at the start
-    of a pipeline (``a | time b`` runs the program ``time``)."""
-    node = command
-    while node.parent is not None and node.parent.type == "redirected_statement":
-        node = node.parent
-    parent = node.parent
-    return parent is None or parent.type != "pipeline" or parent.children[0] == node
+class _Place:
+    """A node and its parent's place: tree-sitter finds a parent by walking down from the root,
+    so the walk carries them (deep nesting stays linear)."""
+
+    __slots__ = ("node", "up")
+
+    def __init__(self, node: Node, up: _Place | None) -> None:
+        self.node = node
+        self.up = up
+
+
+def _starts_pipeline(place: _Place) -> bool:
+    """Whether the command at ``place`` stands where bash reads ``!`` and ``time`` as keywords:
+    at the start of a pipeline (``a | time b`` runs the program ``time``)."""
+    while place.up is not None and place.up.node.type == "redirected_statement":
+        place = place.up
+    if place.up is None or place.up.node.type != "pipeline":
+        return True
+    first = place.up.node.children[0]
+    return (first.start_byte, first.end_byte) == (place.node.start_byte, place.node.end_byte)
+
+
+def _head(src: bytes, node: Node) -> str:
+    """The start of ``node``'s text: enough to tell a keyword or ``NAME=`` (decoding all of a
+    long word, for every command nested in it, would be quadratic)."""
+    return os.fsdecode(src[node.start_byte : min(node.end_byte, node.start_byte + 256)])
 
 
 def _keywords_removed(words: list[tuple[str, Word]]) -> list[tuple[str, Word]]:
@@ -499,7 +518,7 @@ class _Analysis:
 
     def __init__(self, depth: int, budget: list[int]) -> None:
         self.depth = depth
-        self.budget = budget  # shared with nested analyses: one list, one count
+        self.budget = budget  # [analyses, characters] left, shared with nested analyses
         self.commands: list[SimpleCommand] = []
         self.constructs: dict[str, None] = {}
         self.views: list[View] = []
@@ -512,37 +531,41 @@ class _Analysis:
     def hide(self, why: str) -> None:
         self.hidden.setdefault(why)
 
-    def spend(self) -> bool:
-        """Take one nested analysis from the budget; False (and hidden code) when exhausted."""
-        if self.depth >= _MAX_DEPTH or self.budget[0] <= 0:
+    def spend(self, chars: int = 0) -> bool:
+        """Take one nested analysis (of ``chars`` characters of code) from the budget; False,
+        and hidden code, when it is spent."""
+        if self.depth >= _MAX_DEPTH or self.budget[0] <= 0 or chars > self.budget[1]:
             self.hide("it nests commands deeper than the harness reads")
             return False
         self.budget[0] -= 1
+        self.budget[1] -= chars
         return True
 
     # -- nodes --
 
     def walk(self, root: Node, src: bytes) -> None:
-        stack = [root]
+        stack = [_Place(root, None)]
         covered = 0  # the tokens so far cover src up to here (leaves come in source order)
         while stack:
-            node = stack.pop()
-            self.node(node, src)
+            place = stack.pop()
+            node = place.node
+            self.node(place, src)
             if node.child_count == 0 or node.type == "heredoc_body":  # a body holds its text
                 if src[covered : node.start_byte].strip(b" \t\n"):
-                    self.misread()  # text the grammar dropped (IFS=x - cmd loses the "-")
+                    self.misread()  # text the grammar dropped from its tree
                 covered = max(covered, node.end_byte)
-            stack.extend(reversed(node.children))
+            stack.extend(_Place(c, place) for c in reversed(node.children))
         if src[covered:].strip(b" \t\n"):
             self.misread()
 
-    def node(self, node: Node, src: bytes) -> None:
+    def node(self, place: _Place, src: bytes) -> None:
+        node = place.node
         t = node.type
         if node.is_error or node.is_missing:
             self.construct("it does not parse")
             self.hide("it does not parse")
             return
-        parent = node.parent
+        parent = place.up.node if place.up is not None else None
         if parent is not None and (
             (not node.is_named and t in _KEYWORDS and parent.type in _KEYWORD_PARENTS)
             or (node.is_named and parent.type in _WORD_PARENTS and t not in _NOT_WORDS)
@@ -553,7 +576,7 @@ class _Analysis:
             if t == "&":
                 self.construct("a background job (&)")
             elif t == "((":
-                self.construct("arithmetic ((( … )))")
+                self.construct("arithmetic ((…))")
             return
         if t in _CONSTRUCTS:
             self.construct(_CONSTRUCTS[t])
@@ -561,7 +584,7 @@ class _Analysis:
             if any(m["meta"] for m in _UNQUOTED_META.finditer(_text(src, node))):
                 self.misread()
         elif t == "command":
-            self.command(node, src)
+            self.command(place, src)
         elif t in ("declaration_command", "unset_command"):
             self.declaration(node, src)
         elif t == "variable_name":
@@ -659,7 +682,8 @@ class _Analysis:
                     return False
         return True
 
-    def command(self, node: Node, src: bytes) -> None:
+    def command(self, place: _Place, src: bytes) -> None:
+        node = place.node
         # (where, the word's node; None for one the harness cannot read), in source order
         units: list[tuple[int, Node | None]] = []
         for i, child in enumerate(node.children):
@@ -675,7 +699,7 @@ class _Analysis:
             else:
                 self.construct(f"syntax the harness does not read ({child.type})")
                 units.append((child.start_byte, None))
-        parent = node.parent
+        parent = place.up.node if place.up is not None else None
         if parent is not None and parent.type == "redirected_statement":
             for redirect in parent.children_by_field_name("redirect"):
                 units.extend((x.start_byte, x) for x in _extras(redirect))
@@ -688,8 +712,8 @@ class _Analysis:
             elif unit.type == "variable_assignment" and not rest:
                 assignments.append(_assignment_word(unit, src))
             else:
-                rest.append((_text(src, unit), _word(unit, src)))
-        if not assignments and units and units[0][0] == node.start_byte and _starts_pipeline(node):
+                rest.append((_head(src, unit), _word(unit, src)))
+        if not assignments and units and units[0][0] == node.start_byte and _starts_pipeline(place):
             rest = _keywords_removed(rest)
             while rest and _ASSIGNMENT.match(rest[0][0]):
                 assignments.append(rest.pop(0)[1])  # time X=1 cmd: X=1 assigns again
@@ -738,19 +762,21 @@ class _Analysis:
                 continue  # a computed command word: matching says "maybe"
             name = _basename(value)
             runner = s + 1 < len(words) and (name, words[s + 1].value) in _RUNNERS
-            if name in _WRAPPERS or runner:
-                if open_after is None:
-                    open_after = s
-                self.wrapped_code(words[s + 1 :])
+            if (name in _WRAPPERS or runner) and open_after is None:
+                open_after = s
+                self.wrapped_code(words[s + 1 :])  # later wrappers' arguments are among these
+            derived = len(words) - s if name in ("xargs", "find") else 0
+            if name not in _RUNS_CODE or not self.spend(derived):
+                continue  # each costs one from the budget: a line of 10,000 "bash" stays cheap
             if name == "xargs":
                 self.xargs(words[s + 1 :], into)
             elif name == "find":
                 self.find_exec(words[s + 1 :], into)
             elif name in _SHELLS:
-                self.shell(words[s + 1 :])
+                self.shell(words, s + 1)
             elif name == "eval":
                 self.eval(words[s + 1 :])
-            elif name in ("source", "."):
+            else:  # source, .
                 script = words[s + 1] if s + 1 < len(words) else None
                 if script is None or script.value is None or _STDIN_SCRIPTS.fullmatch(script.value):
                     self.hide("it sources code the harness cannot read")
@@ -762,33 +788,33 @@ class _Analysis:
             if arg.value is not None and _CODE_CHARS.search(arg.value):
                 self.nested(arg.value, certain=False)
 
-    def shell(self, args: tuple[Word, ...]) -> None:
+    def shell(self, words: tuple[Word, ...], start: int) -> None:
         """``bash -c CODE`` runs CODE; ``bash`` without a script (or with ``-s``, ``-``) runs
-        what it reads from its input."""
-        if any(a.value in ("--version", "--help") for a in args):
-            return  # it prints and exits
+        what it reads from its input. Options end at the first operand (the code or script)."""
         code = stdin = False
-        i = 0
-        while i < len(args):
-            value = args[i].value
+        i = start
+        while i < len(words):
+            value = words[i].value
             if value is None:
                 break
             if value == "--":
                 i += 1
                 break
+            if value in ("--version", "--help"):
+                return  # it prints and exits
             if value in _SHELL_OPTION_ARGS:
                 i += 2
                 continue
-            if value.startswith("--") or len(value) < 2 or value[0] not in "-+":
-                if value.startswith("--"):
-                    i += 1
-                    continue
+            if value.startswith("--"):
+                i += 1
+                continue
+            if len(value) < 2 or value[0] not in "-+":
                 break
             flags = value[1:]
             code = code or (value[0] == "-" and "c" in flags)
             stdin = stdin or "s" in flags
             i += 2 if ("o" in flags or "O" in flags) else 1
-        operand = args[i] if i < len(args) else None
+        operand = words[i] if i < len(words) else None
         if code:
             if operand is None or operand.value is None:
                 self.hide("it runs a shell on code the harness cannot read")
@@ -825,7 +851,7 @@ class _Analysis:
             elif value in ("-a", "-d", "-E", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter"):
                 i += 1  # an option with a value
             i += 1
-        if i >= len(args) or not self.spend():
+        if i >= len(args):
             return
         words = tuple(
             _UNKNOWN if replace and a.value is not None and replace in a.value else a
@@ -843,13 +869,13 @@ class _Analysis:
                 if a.value in (";", "+"):
                     break
                 tail.append(_UNKNOWN if a.value is None or "{}" in a.value else a)
-            if tail and self.spend():
+            if tail:
                 self.unwrap(SimpleCommand(tuple(tail)), into)
 
     def nested(self, code: str, *, certain: bool) -> None:
         """Analyse ``code`` as a command line run by this one: its views count as views
         (``certain``) or as possible views, and its hidden code hides in this one too."""
-        if not self.spend():
+        if not self.spend(len(code)):
             return
         inner = _analyse(code, self.depth + 1, self.budget)
         if certain:
@@ -911,7 +937,7 @@ def parse_command(command: str) -> ParsedCommand:
     Never raises: a command that does not parse comes back with a construct and hidden code
     saying so. Cached by text.
     """
-    return _analyse(command, 0, [_BUDGET])
+    return _analyse(command, 0, [_BUDGET, MAX_COMMAND_CHARS])
 
 
 # --- rule specifiers -----------------------------------------------------------------------
@@ -965,19 +991,23 @@ class Spec:
         ``parsed``: ``yes``; ``maybe`` when it could (a computed word where the rule looks, code
         the harness cannot read, a possible command); else ``no``."""
         best: Found = "maybe" if parsed.hidden else "no"
-        for command, start in parsed.views:
-            found = self._finds_view(command, start)
+        for command, starts in _by_command(parsed.views):
+            found = self._finds_in(command, starts)
             if found == "yes":
                 return "yes"
             best = _BY_RANK[max(_RANK[best], _RANK[found])]
-        if best == "no" and any(self._finds_view(c, s) != "no" for c, s in parsed.possible):
+        if best == "no" and any(
+            self._finds_in(c, starts) != "no" for c, starts in _by_command(parsed.possible)
+        ):
             best = "maybe"
         return best
 
-    def _finds_view(self, command: SimpleCommand, start: int) -> Found:
+    def _finds_in(self, command: SimpleCommand, starts: set[int]) -> Found:
+        """The rule against ``command`` from each of ``starts`` at once (one pass, however many
+        wrappers give it starts)."""
         words = command.words
         n = len(words)
-        states: dict[int, int] = {start: 2}
+        states: dict[int, int] = dict.fromkeys(starts, 2)
         maybe = False
         for i, rule in enumerate(self.words):
             new: dict[int, int] = {}
@@ -999,7 +1029,7 @@ class Spec:
                         got = 1
                     elif rule.matches(word.value) or (
                         i == 0
-                        and j == start
+                        and j in starts
                         and "/" in word.value
                         and rule.matches(_basename(word.value))
                     ):
@@ -1052,6 +1082,14 @@ class Spec:
             if not states:
                 return False
         return self.rest or n in states
+
+
+def _by_command(views: Iterable[View]) -> list[tuple[SimpleCommand, set[int]]]:
+    """``views`` grouped by command: each command once, with every index a view starts at."""
+    starts: dict[int, tuple[SimpleCommand, set[int]]] = {}
+    for command, start in views:
+        starts.setdefault(id(command), (command, set()))[1].add(start)
+    return list(starts.values())
 
 
 @functools.lru_cache(maxsize=1024)
