@@ -1,4 +1,4 @@
-"""What a call touches: operation keys, the paths rules see, and the parts of a shell command.
+"""What a call touches: operation keys and the paths rules see (commands are read by ``shell``).
 
 Pure functions, no I/O beyond resolving a path's symlinks (``os.path.realpath``), which only
 informs the decision: the built-in tools enforce confinement themselves when they open.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from attrs import frozen
 from hooks import JSONValue
 
 from .._tools.base import Tool
+from .shell import command_key
 
 # What a path pattern would read as a wildcard: escaped in operation keys (which become allow
 # rules when approved for good), nothing else ("-" is special only inside brackets).
@@ -27,13 +27,7 @@ def _escape(path: str) -> str:
     return _GLOB_SPECIAL.sub(lambda m: "\\" + m.group(0), path)
 
 
-__all__ = ["CallTarget", "command_parts", "describe_call"]
-
-_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", "\n"})
-_SUBCOMMAND = re.compile(r"[A-Za-z][\w.:-]*")
-# Anything that runs a command inside the command or redirects output: allow rules never
-# match such a command by its parts, only as a whole.
-_OPAQUE = re.compile(r"\$\(|`|<\(|>\(|[<>]")
+__all__ = ["CallTarget", "describe_call"]
 
 
 @frozen(kw_only=True)
@@ -46,38 +40,6 @@ class CallTarget:
     leaves_cwd: bool
     resolved: str | None = None
     """The path's absolute form with symlinks resolved (None for commands and no target)."""
-
-
-def command_parts(command: str) -> tuple[tuple[str, ...], bool]:
-    """The simple commands of a shell command line, whitespace normalised, and whether the
-    line is opaque (command substitution, process substitution, redirection, or unparsable).
-
-    ``git status && rm -rf x`` gives ``("git status", "rm -rf x")``.
-    """
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
-    lexer.whitespace = " \t\r"  # newlines separate commands, as ; does
-    lexer.commenters = ""
-    parts: list[list[str]] = [[]]
-    try:
-        for token in lexer:
-            if token in _OPERATORS or token == "\n":
-                parts.append([])
-            else:
-                parts[-1].append(token)
-    except ValueError:  # an unclosed quote
-        return (" ".join(command.split()),), True
-    texts = tuple(" ".join(p) for p in parts if p)
-    opaque = bool(_OPAQUE.search(command)) or any(t in ("(", ")") for p in parts for t in p)
-    return texts, opaque
-
-
-def _command_key(tool: str, command: str) -> str:
-    parts, opaque = command_parts(command)
-    if len(parts) == 1 and not opaque:
-        words = parts[0].split(" ")
-        prefix = words[:2] if len(words) > 1 and _SUBCOMMAND.fullmatch(words[1]) else words[:1]
-        return f"{tool}({' '.join(prefix)}:*)"
-    return f"{tool}({' '.join(command.split())})"
 
 
 def _inside(root: str, path: str) -> str | None:
@@ -102,7 +64,7 @@ def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> Call
     if tool.kind == "execute":
         command = str(raw)
         return CallTarget(
-            operation_key=_command_key(tool.name, command),
+            operation_key=command_key(tool.name, command),
             target=command,
             paths=(),
             leaves_cwd=False,

@@ -4,12 +4,16 @@ settings files they are loaded from.
 A rule is a tool name, optionally with a specifier in parentheses, as in Claude Code:
 
 - no specifier, or ``(*)``: every call of the tool;
-- a tool with a command ``target`` (``bash``): ``prefix:*`` matches the command ``prefix`` and
-  any command that starts with ``prefix`` and a space; any other specifier is a pattern in which
-  ``*`` matches any text. A compound command (``a && b``, ``a; b``, ``a | b``) is matched part
-  by part: a deny or ask rule catches it when it matches any part, an allow rule approves it
-  only when every part matches it. A command with substitution or redirection (``$(...)``,
-  backticks, ``>``) is approved only by an allow rule that is exactly that command.
+- a tool with a command ``target`` (``bash``): the command is parsed (``shell``) into the
+  simple commands bash would run, and the specifier's words are compared with their words
+  after quote removal: ``prefix:*`` is those words and any after, ``*`` a wildcard. A deny or
+  ask rule catches a command when any simple command matches, seen through wrappers
+  (``sudo``, ``env``, ``xargs``, ``bash -c``, ...) and by the command word's basename; when
+  one possibly matches (a computed word, code it cannot read, a line that does not parse) the
+  call is asked. An allow rule approves a command only when every simple command is allowed,
+  naming its command word literally, and the line holds nothing the words do not show
+  (substitutions, redirections to files, ``&``, ...), or when the command is exactly the
+  specifier's text. docs/permissions.md has the whole table.
 - a tool with a path ``target``: a glob (``wcmatch``: ``**`` spans folders, hidden files
   match) against the path relative to the working folder, as written and with symlinks
   resolved; deny and ask rules catch either, allow rules need both. A specifier starting with
@@ -35,7 +39,7 @@ from wcmatch import glob
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .decisions import PermissionMode, PermissionRequest
-from .keys import command_parts
+from .shell import SimpleCommand, compile_spec, parse_command
 
 __all__ = [
     "OPERATION_RULES",
@@ -78,9 +82,10 @@ class Rule:
         spec = found["spec"]
         return cls(found["tool"], None if spec in (None, "", "*") else spec, text.strip(), source)
 
-    def matches(self, request: PermissionRequest, *, how: Literal["any", "all"]) -> bool:
-        """Whether the rule covers ``request``: ``any`` part (deny, ask) or ``all`` parts
-        (allow) of a compound command or of the path variants."""
+    def matches(self, request: PermissionRequest, *, how: Literal["any", "maybe", "all"]) -> bool:
+        """Whether the rule covers ``request``: ``any`` part (deny, ask), ``maybe`` any part
+        possibly (a command whose words or code the rule cannot see), or ``all`` parts (allow)
+        of a compound command or of the path variants."""
         if not self.covers_tool(request):
             return False
         if self.spec is None:
@@ -90,7 +95,7 @@ class Rule:
         if request.kind == "execute":
             return self._matches_command(request.target, how)
         hits = [self.matches_path(p) for p in request.paths]
-        return bool(hits) and (any(hits) if how == "any" else all(hits))
+        return bool(hits) and (all(hits) if how == "all" else any(hits))
 
     def covers_tool(self, request: PermissionRequest) -> bool:
         """Whether the rule's tool part names the call: ``read`` names every tool that reads
@@ -102,23 +107,33 @@ class Rule:
             return request.kind == operation
         return self.tool == request.tool_name
 
-    def _matches_command(self, command: str, how: Literal["any", "all"]) -> bool:
-        whole = " ".join(command.split())
-        parts, opaque = command_parts(command)
-        if how == "any":
-            return self._matches_text(whole) or any(self._matches_text(p) for p in parts)
-        if opaque:  # a pattern could match past a substitution: only the exact command allows
-            return self.spec == whole
-        # Never the whole line against a pattern: "git status ; rm x" starts with "git status".
-        return bool(parts) and all(self._matches_text(p) for p in parts)
+    def allows(self, tool_name: str, command: SimpleCommand) -> bool:
+        """Whether the rule, as an allow rule, approves one simple command of ``tool_name``
+        (by its words; the line's constructs are the caller's to check)."""
+        if self.tool != tool_name:
+            return False
+        return self.spec is None or compile_spec(self.spec).allows(command)
+
+    def _matches_command(self, command: str, how: Literal["any", "maybe", "all"]) -> bool:
+        spec = compile_spec(self.spec or "")
+        if spec.exact is not None and spec.exact == command:
+            return True  # the command the rule names, byte for byte (an approve-always key)
+        parsed = parse_command(command)
+        if how == "all":
+            return (
+                parsed.allowable
+                and bool(parsed.commands)
+                and all(spec.allows(c) for c in parsed.commands)
+            )
+        if self._matches_text(" ".join(command.split())):
+            return True
+        found = spec.finds(parsed)
+        return found == "yes" or (how == "maybe" and found == "maybe")
 
     def _matches_text(self, text: str) -> bool:
-        spec = self.spec or ""
-        if spec.endswith(":*"):
-            prefix = spec[:-2]
-            return text == prefix or text.startswith(prefix + " ")
-        pattern = ".*".join(re.escape(piece) for piece in spec.split("*"))
-        return re.fullmatch(pattern, text, re.S) is not None
+        """The specifier against the command's text, blanks squeezed: deny and ask rules catch
+        what a text pattern catches, on top of what they find in the words."""
+        return compile_spec(self.spec or "").text.fullmatch(text) is not None
 
     def matches_path(self, path: str) -> bool:
         """Whether the specifier's glob matches ``path`` (relative to the working folder, or

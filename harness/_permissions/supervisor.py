@@ -13,8 +13,8 @@ from attrs import evolve, frozen
 from platformdirs import user_config_path
 
 from .decisions import Approve, Approver, Decision, Deny, PermissionMode, PermissionRequest
-from .keys import command_parts
 from .rules import PERMISSION_MODES, PermissionRules, Rule, Settings, load_settings
+from .shell import parse_command
 
 log = logging.getLogger("harness")
 
@@ -89,7 +89,9 @@ class SecuritySupervisor:
     2. ``plan`` mode denies ``edit`` and ``execute`` tools and any other controlled call inside
        the working folder, with a reason telling the model to present a plan instead; no ask
        rule, allow rule or remembered approval lifts it;
-    3. an **ask** rule matches: asked (step 7), whatever the mode or allow rules say;
+    3. an **ask** rule matches, or possibly matches, or a deny rule possibly matches (a bash
+       command whose words the rule looks at are computed, that runs code the harness cannot
+       read, or that does not parse): asked (step 7), whatever the mode or allow rules say;
     4. the **mode**: ``bypass`` approves; ``accept_edits`` approves ``edit`` tools whose path
        stays inside the working folder;
     5. an **allow** rule matches: approved;
@@ -249,8 +251,14 @@ class SecuritySupervisor:
                 "and search only, then present your plan; changes run once the user leaves "
                 "plan mode"
             )
-        if rule := _first(rules.ask, request, "any"):
+        if rule := _first(rules.ask, request, "maybe"):
             return await self._ask(request, policy, f"the rule {_named(rule)} asks for approval")
+        if rule := _first(rules.deny, request, "maybe"):
+            why = (
+                f"it may run what the rule {_named(rule)} denies: a word the rule looks at is "
+                "computed, or it runs code the harness cannot read, or it does not parse"
+            )
+            return await self._ask(request, policy, why)
         if policy.lift == 2:
             return Approve(reason="permission mode bypass")
         if policy.lift == 1 and request.kind == "edit" and not request.leaves_cwd:
@@ -320,23 +328,26 @@ class SecuritySupervisor:
 
 
 def _first(
-    rules: Iterable[Rule], request: PermissionRequest, how: Literal["any", "all"]
+    rules: Iterable[Rule], request: PermissionRequest, how: Literal["any", "maybe", "all"]
 ) -> Rule | None:
     return next((r for r in rules if r.matches(request, how=how)), None)
 
 
 def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
-    """The allow rule approving ``request``; a compound command needs each of its parts allowed,
-    by any allow rule (``git status && git log`` by ``bash(git status:*)`` and
-    ``bash(git log:*)``)."""
+    """The allow rule approving ``request``; a compound command needs each of its simple
+    commands allowed, by any allow rule (``git status && git log`` by ``bash(git status:*)``
+    and ``bash(git log:*)``), and no construct the words do not show."""
     if rule := _first(rules, request, "all"):
         return rule
     if request.kind != "execute" or request.target is None:
         return None
-    parts, opaque = command_parts(request.target)
-    if opaque or len(parts) < 2:
+    parsed = parse_command(request.target)
+    if not parsed.allowable or len(parsed.commands) < 2:
         return None
-    found = [_first(rules, evolve(request, target=part), "all") for part in parts]
+    found = [
+        next((r for r in rules if r.allows(request.tool_name, command)), None)
+        for command in parsed.commands
+    ]
     return found[0] if all(found) else None
 
 

@@ -1,0 +1,1205 @@
+"""Shell commands as the permission rules see them: the simple commands bash would run, their
+words after quote removal, and what no allow rule can vouch for.
+
+Parsed with tree-sitter's bash grammar, then checked where the grammar and bash part ways
+(:func:`parse_command`). Matching a rule is done here too, on words, never on re-joined text
+(:class:`Spec`). Pure functions, no I/O; a command is parsed once per text (an LRU cache), however
+many rules look at it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import Literal, TypeAlias
+
+import tree_sitter_bash
+from attrs import frozen
+from tree_sitter import Language, Node, Parser, Tree
+
+__all__ = [
+    "MAX_COMMAND_CHARS",
+    "Found",
+    "ParsedCommand",
+    "SimpleCommand",
+    "Spec",
+    "Word",
+    "command_key",
+    "compile_spec",
+    "escape_spec",
+    "parse_command",
+]
+
+MAX_COMMAND_CHARS = 100_000
+"""Longer commands are not parsed: no rule allows them by their words, and every deny and ask rule
+counts as possibly matching them (so they are asked)."""
+
+_LANGUAGE = Language(tree_sitter_bash.language())
+_MAX_DEPTH = 8  # code inside code (bash -c "bash -c '…'"), commands run by xargs and find -exec
+_BUDGET = 64  # such nested analyses per command, in all (and as much code as the command)
+_MAX_PASSES = 8  # rounds of removing line continuations (each pass removes every one it can see)
+
+Found: TypeAlias = Literal["yes", "maybe", "no"]
+_RANK: dict[Found, int] = {"no": 0, "maybe": 1, "yes": 2}
+_BY_RANK: tuple[Found, ...] = ("no", "maybe", "yes")
+
+
+@frozen
+class Word:
+    """One word of a simple command after quote removal.
+
+    ``value`` is None when bash computes it at run time (``$x``, ``$(…)``, a glob, ``~``,
+    ``$'…'``); ``splits`` says such a word may also become several words or none (unquoted
+    expansions, globs, brace expansion).
+    """
+
+    value: str | None
+    splits: bool = False
+
+
+_UNKNOWN = Word(None)
+_SPLITS = Word(None, splits=True)
+
+
+@frozen
+class SimpleCommand:
+    """The words of one simple command as written: prefix assignments (``X=1``) first, then the
+    command word and its arguments. ``assignments`` counts the prefix assignments."""
+
+    words: tuple[Word, ...]
+    assignments: int = 0
+
+    @property
+    def vanish_from(self) -> int:
+        """The index from which every word may expand to nothing."""
+        i = len(self.words)
+        while i > 0 and self.words[i - 1].splits:
+            i -= 1
+        return i
+
+
+View: TypeAlias = tuple[SimpleCommand, int]
+"""A command a deny rule is matched against: the words of ``SimpleCommand`` from an index on (a
+command run by a wrapper: ``sudo touch P`` gives ``touch P`` from 1)."""
+
+
+@frozen
+class ParsedCommand:
+    """What a command line runs, as far as the parser can tell.
+
+    Attributes:
+        commands: every simple command in it, as written (inside pipelines, lists, subshells,
+            ``{ }``, if/while/case, substitutions and function bodies), in source order.
+        constructs: why no allow rule can approve the line by its words (a substitution, a
+            redirection to a file, ``&``, it does not parse, ...); empty when allow rules may.
+        views: the commands deny and ask rules are matched against: each simple command with
+            and without its assignments, and what wrappers (``env``, ``sudo``, ``xargs``, ...),
+            ``bash -c``, ``eval`` and ``find -exec`` run.
+        possible: commands that may run, or may be data (a here-document whose end bash may
+            see elsewhere; a wrapper's argument that reads as a command): a rule matching one
+            of them possibly matches.
+        hidden: why the line may run code no view shows (it does not parse, ``eval "$x"``, a
+            shell reading commands from its input): every deny and ask rule possibly matches.
+        plain: the line is exactly one simple command of literal words and nothing else.
+    """
+
+    commands: tuple[SimpleCommand, ...]
+    constructs: tuple[str, ...]
+    views: tuple[View, ...]
+    possible: tuple[View, ...]
+    hidden: tuple[str, ...]
+    plain: bool
+
+    @property
+    def allowable(self) -> bool:
+        """Whether allow rules may approve it by the words of its simple commands."""
+        return not self.constructs
+
+
+# --- what bash runs that is not the command word ----------------------------------------------
+
+# Programs and builtins that run a command given in their arguments: deny rules see the command
+# starting at every later word; none gets a prefix operation key.
+_WRAPPERS = frozenset(
+    {
+        "builtin", "busybox", "caffeinate", "chroot", "chrt", "command", "coproc", "doas",
+        "env", "exec", "firejail", "flock", "ionice", "ltrace", "nice", "nohup", "nsenter",
+        "parallel", "proxychains", "proxychains4", "runuser", "script", "setsid", "sshpass",
+        "stdbuf", "strace", "su", "sudo", "systemd-run", "taskset", "time", "timeout",
+        "torsocks", "unbuffer", "unshare", "valgrind", "watch", "xargs",
+    }
+)  # fmt: skip
+# Tools whose subcommand runs any command: `uv run touch P`.
+_RUNNERS = frozenset(
+    {
+        ("conda", "run"), ("hatch", "run"), ("mamba", "run"), ("npm", "exec"), ("pdm", "run"),
+        ("pipx", "run"), ("pixi", "run"), ("pnpm", "dlx"), ("pnpm", "exec"), ("poetry", "run"),
+        ("uv", "run"), ("yarn", "dlx"), ("yarn", "exec"), ("bun", "x"),
+    }
+)  # fmt: skip
+_SHELLS = frozenset(
+    {"ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "posh", "rbash", "sh", "tcsh", "yash",
+     "zsh"}
+)  # fmt: skip
+# Interpreters take code in their arguments (-c, -e, -m, a script); rules cannot read it, so they
+# never get a prefix key (deny rules do not look into other languages: deny the interpreter).
+_INTERPRETERS = frozenset(
+    {
+        "awk", "bun", "bunx", "deno", "expect", "gawk", "groovy", "irb", "jshell", "julia",
+        "mawk", "nawk", "node", "nodejs", "npx", "osascript", "php", "powershell", "pwsh", "R",
+        "Rscript", "sed", "tclsh", "ts-node", "tsx", "uvx", "wish",
+    }
+)  # fmt: skip
+_VERSIONED = re.compile(r"(?:python|pypy|perl|ruby|lua|luajit|php)[0-9.]*")
+# Builtins that change the shell for the commands after them (variables, options, functions,
+# the command hash): a line with one of them and other commands is not allowed by its parts.
+_STATE = frozenset(
+    {
+        ".", "alias", "builtin", "declare", "enable", "eval", "exec", "export", "getopts",
+        "hash", "let", "local", "mapfile", "read", "readarray", "readonly", "set", "shopt",
+        "source", "trap", "typeset", "unalias", "unset",
+    }
+)  # fmt: skip
+_RUNS_CODE = _SHELLS | {"xargs", "find", "eval", "source", "."}
+_STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
+_SHELL_OPTION_ARGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+# Redirection targets that write and read nothing: allow rules accept them.
+_QUIET_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_HEREDOC_START = re.compile(
+    r"(?P<w>[A-Za-z_]\w*)|'(?P<s>[A-Za-z_]\w*)'|\"(?P<d>[A-Za-z_]\w*)\"|\\(?P<b>[A-Za-z_]\w*)"
+)
+_CODE_CHARS = re.compile(r"[\s;&|<>()$`\"'\\]")
+# Bytes that end a word for bash (its metacharacters); and the grammar's keywords, which bash
+# reads as keywords only when they stand as words of their own.
+_META = frozenset(b" \t\n;&|()<>")
+_UNQUOTED_META = re.compile(r"\\[\s\S]|(?P<meta>[ \t\n;&|()<>])")
+_KEYWORDS = frozenset(
+    {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "in", "while",
+     "until", "do", "done", "function", "{", "}", "!", "[[", "]]"}
+)  # fmt: skip
+_KEYWORD_PARENTS = frozenset(
+    {"compound_statement", "negated_command", "if_statement", "elif_clause", "else_clause",
+     "while_statement", "do_group", "case_statement", "for_statement", "function_definition",
+     "test_command"}
+)  # fmt: skip
+# Where the grammar puts words of their own (the others are inside words or expressions).
+_WORD_PARENTS = frozenset(
+    {"command", "declaration_command", "unset_command", "file_redirect", "herestring_redirect",
+     "heredoc_redirect", "for_statement", "case_statement", "case_item"}
+)  # fmt: skip
+_NOT_WORDS = frozenset(
+    {"file_redirect", "heredoc_redirect", "herestring_redirect", "heredoc_body", "heredoc_end",
+     "comment"}
+)  # fmt: skip
+
+# Node types that hold no construct of their own: their commands and words are checked.
+_STRUCTURE = frozenset(
+    {
+        "program", "list", "pipeline", "subshell", "negated_command", "if_statement",
+        "elif_clause", "else_clause", "while_statement", "do_group", "case_statement",
+        "case_item", "comment", "command", "command_name",
+        "declaration_command", "unset_command", "herestring_redirect", "heredoc_start",
+        "heredoc_body", "heredoc_content", "heredoc_end", "file_descriptor", "word", "string",
+        "string_content", "raw_string", "ansi_c_string", "translated_string", "concatenation",
+        "number", "simple_expansion", "variable_name", "special_variable_name",
+        "brace_expression", "extglob_pattern",
+    }
+)  # fmt: skip
+_CONSTRUCTS = {
+    "command_substitution": "a command substitution ($(…) or backticks)",
+    "process_substitution": "a process substitution (<(…) or >(…))",
+    "arithmetic_expansion": "arithmetic ($((…)))",
+    "function_definition": "a function definition",
+    "for_statement": "a for or select loop (it assigns a variable)",
+    "c_style_for_statement": "arithmetic (for ((…)))",
+    "test_command": "a test expression ([ … ] or [[ … ]])",
+    "variable_assignments": "a variable assignment",
+}
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+# A backslash and the character it escapes, or a byte tree-sitter may read as a blank where bash
+# never does: CR, VT, FF, and any byte of a non-ASCII character (U+3000, U+00A0, ...).
+_PAIR_OR_BLANK = re.compile(rb"\\[\s\S]|[\r\x0b\x0c\x80-\xff]")
+_MASK = b"\x01"  # a plain word character for tree-sitter, as those are for bash
+_LONE_DASH = re.compile(rb"(?<![^ \t\n])-(?![^ \t\n])")
+_MASKED_AFTER_BACKSLASH = frozenset(b" \t\r\x0b\x0c") | frozenset(range(0x80, 0x100))
+
+
+def _masked(src: bytes) -> bytes:
+    """``src`` as tree-sitter must read it to split words where bash does, same length.
+
+    Tree-sitter takes CR, VT, FF and Unicode spaces for blanks, and drops a backslash before a
+    blank; bash splits words only at ASCII space, tab and newline (``git\\<TAB>x`` is one word).
+    Each such byte is replaced by one that both read as a word character, so byte offsets still
+    point into ``src``.
+    """
+
+    def one(m: re.Match[bytes]) -> bytes:
+        text = m.group(0)
+        if len(text) == 2:
+            return b"\\" + _MASK if text[1] in _MASKED_AFTER_BACKSLASH else text
+        return _MASK
+
+    # A "-" word of its own before a here-document vanishes from the grammar's tree
+    # (`git commit -F - <<EOF`); as a plain character it stays a word.
+    return _LONE_DASH.sub(_MASK, _PAIR_OR_BLANK.sub(one, src))
+
+
+def _kept_ranges(tree: Tree) -> list[tuple[int, int]]:
+    """Where bash keeps a backslash-newline (single quotes, ``$'…'``, comments, quoted
+    here-documents; elsewhere it joins the lines), in source order (they never nest)."""
+    ranges: list[tuple[int, int]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in ("raw_string", "ansi_c_string", "comment"):
+            ranges.append((node.start_byte, node.end_byte))
+            continue
+        if node.type == "heredoc_redirect":
+            kids = node.children
+            start = next((c for c in kids if c.type == "heredoc_start"), None)
+            if start is None or any(q in (start.text or b"") for q in (b"'", b'"', b"\\")):
+                ranges.extend((c.start_byte, c.end_byte) for c in kids if c.type == "heredoc_body")
+        stack.extend(node.children)
+    return sorted(ranges)
+
+
+def _kept(ranges: list[tuple[int, int]], at: int) -> bool:
+    i = bisect.bisect_right(ranges, (at, 1 << 62)) - 1  # the last range starting at or before
+    return i >= 0 and ranges[i][0] <= at < ranges[i][1]
+
+
+def _parse(command: str) -> tuple[bytes, Tree] | None:
+    """The bytes bash runs (line continuations joined) and their tree; None when the command is
+    too long, holds NUL, cannot be encoded, or keeps changing as continuations are joined."""
+    if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
+        return None
+    try:
+        src = os.fsencode(command)  # as subprocess hands it to bash
+    except UnicodeError:
+        return None
+    parser = Parser(_LANGUAGE)
+    for _ in range(_MAX_PASSES):
+        tree = parser.parse(_masked(src))
+        found = [m.start() for m in _PAIR_OR_BLANK.finditer(src) if m.group(0) == b"\\\n"]
+        kept = _kept_ranges(tree) if found else []
+        cuts = [at for at in found if not _kept(kept, at)]
+        if not cuts:
+            return src, tree
+        joined = bytearray()
+        last = 0
+        for at in cuts:
+            joined += src[last:at]
+            last = at + 2
+        src = bytes(joined + src[last:])
+    return None
+
+
+def _text(src: bytes, node: Node) -> str:
+    return os.fsdecode(src[node.start_byte : node.end_byte])
+
+
+def _tiles(node: Node, inner: Iterable[Node], start: int, end: int) -> bool:
+    """Whether ``inner`` covers ``start..end`` with no gap (no text the grammar skipped)."""
+    at = start
+    for child in inner:
+        if child.start_byte != at:
+            return False
+        at = child.end_byte
+    return at == end
+
+
+_BRACE = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+
+
+def _unquoted(raw: str, at_start: bool) -> tuple[Word, str]:
+    """An unquoted word part: its value and a mask (escaped characters as NUL) for brace
+    detection. Globs, tildes and stray ``$`` or backticks make the value unknown."""
+    out: list[str] = []
+    mask: list[str] = []
+    unknown = splits = False
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\":
+            if i + 1 == len(raw):  # a lone trailing backslash: leave it to bash
+                unknown = True
+                break
+            out.append(raw[i + 1])
+            mask.append("\x00")
+            i += 2
+            continue
+        if c in "*?[":
+            unknown = splits = True
+        elif c in "$`" or (c == "~" and ((i == 0 and at_start) or raw[i - 1 : i] in ("=", ":"))):
+            unknown = True  # a tilde bash expands, or a $ or backtick left in a word: no guess
+        out.append(c)
+        mask.append(c)
+        i += 1
+    if unknown:
+        return (_SPLITS if splits else _UNKNOWN), "".join(mask)
+    return Word("".join(out)), "".join(mask)
+
+
+_DQ_ESCAPES = '$`"\\\n'
+
+
+def _double_quoted(raw: str) -> Word:
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\" and i + 1 < len(raw) and raw[i + 1] in _DQ_ESCAPES:
+            if raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 2
+            continue
+        if c in "$`":  # the grammar should have made a node of it: do not guess
+            return _UNKNOWN
+        out.append(c)
+        i += 1
+    return Word("".join(out))
+
+
+def _word(node: Node, src: bytes) -> Word:
+    """The value of one argument node (see :class:`Word`)."""
+    return _word_and_mask(node, src, at_start=True)[0]
+
+
+def _word_and_mask(node: Node, src: bytes, *, at_start: bool) -> tuple[Word, str]:
+    t = node.type
+    opaque = "\x00"  # a quoted or computed part: no brace of brace expansion
+    if t == "word":
+        word, mask = _unquoted(_text(src, node), at_start)
+        if _BRACE.search(mask):
+            return _SPLITS, mask
+        return word, mask
+    if t == "number":
+        raw = _text(src, node)
+        return (Word(raw) if raw.isalnum() else _UNKNOWN), opaque
+    if t == "variable_name":
+        return Word(_text(src, node)), opaque
+    if t == "raw_string":
+        return Word(_text(src, node)[1:-1]), opaque
+    if t == "string":
+        inner = node.children[1:-1] if node.child_count >= 2 else []
+        if not _tiles(node, inner, node.start_byte + 1, node.end_byte - 1):
+            return _UNKNOWN, opaque
+        parts = [
+            _double_quoted(_text(src, c)) if c.type == "string_content" else _UNKNOWN for c in inner
+        ]
+        if any(p.value is None for p in parts):
+            return _UNKNOWN, opaque
+        return Word("".join(p.value or "" for p in parts)), opaque
+    if t == "concatenation":
+        if not _tiles(node, node.children, node.start_byte, node.end_byte):
+            return _SPLITS, opaque
+        values: list[str] = []
+        masks: list[str] = []
+        unknown = splits = False
+        for i, child in enumerate(node.children):
+            part, mask = _word_and_mask(child, src, at_start=at_start and i == 0)
+            masks.append(mask)
+            if part.value is None:
+                unknown = True
+                splits = splits or part.splits
+            else:
+                values.append(part.value)
+        mask = "".join(masks)
+        if _BRACE.search(mask):
+            return _SPLITS, mask
+        if unknown:
+            return (_SPLITS if splits else _UNKNOWN), mask
+        return Word("".join(values)), mask
+    if t in ("ansi_c_string", "translated_string"):
+        return _UNKNOWN, opaque
+    return _SPLITS, opaque  # expansions, substitutions, anything else: computed at run time
+
+
+def _assignment_word(node: Node, src: bytes) -> Word:
+    """``NAME=value`` as a word of the command (unknown when the value is computed)."""
+    value = node.child_by_field_name("value")
+    if value is None:
+        head = _text(src, node)
+        return Word(head) if head.endswith("=") else _UNKNOWN
+    if value.type == "array":
+        return _UNKNOWN
+    head = os.fsdecode(src[node.start_byte : value.start_byte])
+    word = _word_and_mask(value, src, at_start=True)[0]
+    if word.value is None:
+        return _UNKNOWN
+    return Word(head + word.value)
+
+
+# --- the walk ------------------------------------------------------------------------------
+
+
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_WORDISH = frozenset(
+    {"word", "string", "raw_string", "concatenation", "number", "simple_expansion", "expansion",
+     "ansi_c_string", "translated_string", "command_substitution", "process_substitution",
+     "arithmetic_expansion", "brace_expression"}
+)  # fmt: skip
+
+
+def _extras(redirect: Node) -> list[Node]:
+    """Words the grammar puts inside a redirection that bash gives the command as arguments
+    (``echo >&2 message``: ``message``; ``cat <<EOF -``: ``-``)."""
+    if redirect.type == "file_redirect":
+        return redirect.children_by_field_name("destination")[1:]
+    if redirect.type != "heredoc_redirect":
+        return []
+    found: list[Node] = []
+    for child in redirect.children:
+        if child.type in _REDIRECTS:
+            found.extend(_extras(child))
+        elif child.type in _WORDISH:
+            found.append(child)
+    return found
+
+
+class _Place:
+    """A node and its parent's place: tree-sitter finds a parent by walking down from the root,
+    so the walk carries them (deep nesting stays linear)."""
+
+    __slots__ = ("node", "up")
+
+    def __init__(self, node: Node, up: _Place | None) -> None:
+        self.node = node
+        self.up = up
+
+
+def _starts_pipeline(place: _Place) -> bool:
+    """Whether the command at ``place`` stands where bash reads ``!`` and ``time`` as keywords:
+    at the start of a pipeline (``a | time b`` runs the program ``time``)."""
+    while place.up is not None and place.up.node.type == "redirected_statement":
+        place = place.up
+    if place.up is None or place.up.node.type != "pipeline":
+        return True
+    first = place.up.node.children[0]
+    return (first.start_byte, first.end_byte) == (place.node.start_byte, place.node.end_byte)
+
+
+def _head(src: bytes, node: Node) -> str:
+    """The start of ``node``'s text: enough to tell a keyword or ``NAME=`` (decoding all of a
+    long word, for every command nested in it, would be quadratic)."""
+    return os.fsdecode(src[node.start_byte : min(node.end_byte, node.start_byte + 256)])
+
+
+def _keywords_removed(words: list[tuple[str, Word]]) -> list[tuple[str, Word]]:
+    """``words`` (as written, value) without the leading ``!`` and ``time [-p] [--]`` keywords
+    the grammar left in a command (``! ! x``, ``time ! x``)."""
+    while words:
+        if words[0][0] == "!":
+            words = words[1:]
+        elif words[0][0] == "time":
+            words = words[1:]
+            for option in ("-p", "--"):
+                if words and words[0][0] == option:
+                    words = words[1:]
+        else:
+            break
+    return words
+
+
+def _basename(value: str) -> str:
+    return value.rsplit("/", 1)[-1]
+
+
+class _Analysis:
+    """Collects one command line's simple commands, constructs, views and hidden code."""
+
+    def __init__(self, depth: int, budget: list[int]) -> None:
+        self.depth = depth
+        self.budget = budget  # [analyses, characters] left, shared with nested analyses
+        self.commands: list[SimpleCommand] = []
+        self.constructs: dict[str, None] = {}
+        self.views: list[View] = []
+        self.possible: list[View] = []
+        self.hidden: dict[str, None] = {}
+
+    def construct(self, why: str) -> None:
+        self.constructs.setdefault(why)
+
+    def hide(self, why: str) -> None:
+        self.hidden.setdefault(why)
+
+    def spend(self, chars: int = 0) -> bool:
+        """Take one nested analysis (of ``chars`` characters of code) from the budget; False,
+        and hidden code, when it is spent."""
+        if self.depth >= _MAX_DEPTH or self.budget[0] <= 0 or chars > self.budget[1]:
+            self.hide("it nests commands deeper than the harness reads")
+            return False
+        self.budget[0] -= 1
+        self.budget[1] -= chars
+        return True
+
+    # -- nodes --
+
+    def walk(self, root: Node, src: bytes) -> None:
+        stack = [_Place(root, None)]
+        covered = 0  # the tokens so far cover src up to here (leaves come in source order)
+        while stack:
+            place = stack.pop()
+            node = place.node
+            self.node(place, src)
+            if node.child_count == 0 or node.type == "heredoc_body":  # a body holds its text
+                if src[covered : node.start_byte].strip(b" \t\n"):
+                    self.misread()  # text the grammar dropped from its tree
+                covered = max(covered, node.end_byte)
+            stack.extend(_Place(c, place) for c in reversed(node.children))
+        if src[covered:].strip(b" \t\n"):
+            self.misread()
+
+    def node(self, place: _Place, src: bytes) -> None:
+        node = place.node
+        t = node.type
+        if node.is_error or node.is_missing:
+            self.construct("it does not parse")
+            self.hide("it does not parse")
+            return
+        parent = place.up.node if place.up is not None else None
+        if parent is not None and (
+            (not node.is_named and t in _KEYWORDS and parent.type in _KEYWORD_PARENTS)
+            or (node.is_named and parent.type in _WORD_PARENTS and t not in _NOT_WORDS)
+            or t == "comment"
+        ):
+            self.bounded(node, src)
+        if not node.is_named:
+            if t == "&":
+                self.construct("a background job (&)")
+            elif t == "((":
+                self.construct("arithmetic ((…))")
+            return
+        if t in _CONSTRUCTS:
+            self.construct(_CONSTRUCTS[t])
+        elif t == "word":
+            if any(m["meta"] for m in _UNQUOTED_META.finditer(_text(src, node))):
+                self.misread()
+        elif t == "command":
+            self.command(place, src)
+        elif t in ("declaration_command", "unset_command"):
+            self.declaration(node, src)
+        elif t == "variable_name":
+            if not _NAME.fullmatch(_text(src, node)):
+                self.misread()  # @X=1 is a word to bash, not an assignment
+        elif t == "variable_assignment":
+            if parent is None or parent.type not in ("command", "declaration_command"):
+                self.construct("a variable assignment")
+        elif t == "expansion":
+            if any(c.type in ("=", ":=") for c in node.children):
+                self.construct("an expansion that assigns (${x=…})")
+        elif t == "file_redirect":
+            self.redirect(node, src)
+        elif t in ("simple_expansion", "concatenation"):
+            if not _tiles(node, node.children, node.start_byte, node.end_byte):
+                self.misread()  # $<TAB>- is no expansion to bash
+        elif t == "file_descriptor":
+            if not _text(src, node).isdigit():  # -x2>&1 is the word -x2 and >&1 to bash
+                self.misread()
+        elif t == "redirected_statement":
+            body = node.child_by_field_name("body")
+            if (body is None or body.type != "command") and any(
+                _extras(r) for r in node.children_by_field_name("redirect")
+            ):
+                self.misread()  # a && b >f c: c is b's, not the list's
+        elif t == "heredoc_redirect":
+            self.heredoc(node, src)
+        elif t == "compound_statement":
+            pass  # { … }, or (( … )) (its "((" token)
+        elif t not in _STRUCTURE:
+            self.construct(f"syntax the harness does not read ({t})")
+
+    def bounded(self, node: Node, src: bytes) -> None:
+        """A word or keyword of the grammar must be a word for bash too: ended on both sides
+        by a metacharacter (``""\\!x`` is one word to bash, ``done}`` is no keyword)."""
+        start, end = node.start_byte, node.end_byte
+        # a redirection starts a word; a here-document's delimiter follows its << or <<-
+        operator = src[start : start + 1] in (b"<", b">", b"&") or node.type == "heredoc_start"
+        if (start > 0 and src[start - 1] not in _META and not operator) or (
+            end < len(src) and src[end] not in _META and node.type != "comment"
+        ):
+            self.misread()
+
+    def misread(self) -> None:
+        why = "words the harness splits differently from bash"
+        self.construct(why)
+        self.hide(why)
+
+    def redirect(self, node: Node, src: bytes) -> None:
+        operator = next((c for c in node.children if not c.is_named), None)
+        if operator is not None and operator.type in (">&-", "<&-"):
+            return
+        target = node.child_by_field_name("destination")
+        if target is None:
+            self.construct("a redirection the harness does not read")
+            return
+        if operator is not None and operator.type in (">&", "<&") and target.type == "number":
+            return  # 2>&1: a descriptor copied, no file
+        if operator is not None and operator.type in (">&", "<&") and _text(src, target) == "-":
+            return
+        value = _word(target, src).value
+        if value not in _QUIET_FILES:
+            self.construct("a redirection to or from a file")
+
+    def heredoc(self, node: Node, src: bytes) -> None:
+        if not self._heredoc_ends_where_bash_ends(node, src):
+            self.construct("a here-document whose end the harness cannot confirm")
+            body = next((c for c in node.children if c.type == "heredoc_body"), None)
+            if body is not None:
+                self.nested(_text(src, body), certain=False)
+
+    def _heredoc_ends_where_bash_ends(self, node: Node, src: bytes) -> bool:
+        kids = node.children
+        start = next((c for c in kids if c.type == "heredoc_start"), None)
+        end = next((c for c in kids if c.type == "heredoc_end"), None)
+        body = next((c for c in kids if c.type == "heredoc_body"), None)
+        if start is None or end is None:
+            return False
+        found = _HEREDOC_START.fullmatch(_text(src, start))
+        if found is None:
+            return False
+        delimiter = next(g for g in found.groups() if g is not None)
+        strip_tabs = any(c.type == "<<-" for c in kids)
+        if _text(src, end) != delimiter:
+            return False
+        line_start = src.rfind(b"\n", 0, end.start_byte) + 1
+        lead = src[line_start : end.start_byte]
+        if lead.strip(b"\t") if strip_tabs else lead:
+            return False
+        if src[end.end_byte : end.end_byte + 1] not in (b"", b"\n"):
+            return False
+        if body is not None:
+            for line in src[body.start_byte : line_start].split(b"\n"):
+                if (line.lstrip(b"\t") if strip_tabs else line) == delimiter.encode():
+                    return False
+        return True
+
+    def command(self, place: _Place, src: bytes) -> None:
+        node = place.node
+        # (where, the word's node; None for one the harness cannot read), in source order
+        units: list[tuple[int, Node | None]] = []
+        for i, child in enumerate(node.children):
+            field = node.field_name_for_child(i)
+            if child.type in _REDIRECTS:
+                units.extend((x.start_byte, x) for x in _extras(child))
+            elif field == "name":
+                units.append(
+                    (child.start_byte, child.children[0] if child.child_count == 1 else None)
+                )
+            elif child.type == "variable_assignment" or (field == "argument" and child.is_named):
+                units.append((child.start_byte, child))
+            else:
+                self.construct(f"syntax the harness does not read ({child.type})")
+                units.append((child.start_byte, None))
+        parent = place.up.node if place.up is not None else None
+        if parent is not None and parent.type == "redirected_statement":
+            for redirect in parent.children_by_field_name("redirect"):
+                units.extend((x.start_byte, x) for x in _extras(redirect))
+        units.sort(key=lambda u: u[0])
+        assignments: list[Word] = []
+        rest: list[tuple[str, Word]] = []  # (as written, value)
+        for _, unit in units:
+            if unit is None:
+                rest.append(("", _SPLITS))
+            elif unit.type == "variable_assignment" and not rest:
+                assignments.append(_assignment_word(unit, src))
+            else:
+                rest.append((_head(src, unit), _word(unit, src)))
+        if not assignments and units and units[0][0] == node.start_byte and _starts_pipeline(place):
+            rest = _keywords_removed(rest)
+            while rest and _ASSIGNMENT.match(rest[0][0]):
+                assignments.append(rest.pop(0)[1])  # time X=1 cmd: X=1 assigns again
+        if not rest:
+            if not assignments:
+                return  # time alone: it times nothing
+            self.construct("a variable assignment")
+            return
+        words = tuple(assignments) + tuple(w for _, w in rest)
+        self.add(SimpleCommand(words, len(assignments)))
+
+    def declaration(self, node: Node, src: bytes) -> None:
+        words = []
+        for child in node.children:
+            if not child.is_named:
+                words.append(Word(child.type))  # the keyword: export, declare, local, unset, ...
+            elif child.type == "variable_assignment":
+                words.append(_assignment_word(child, src))
+            elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+                continue
+            else:
+                words.append(_word(child, src))
+        self.add(SimpleCommand(tuple(words)))
+
+    def add(self, command: SimpleCommand) -> None:
+        self.commands.append(command)
+        first = command.words[command.assignments].value
+        if first is not None and _basename(first) == "coproc":
+            self.construct("a background job (coproc)")
+            self.hide("coproc, whose syntax the harness does not read")
+        self.unwrap(command, self.views)
+
+    # -- what a command runs --
+
+    def unwrap(self, command: SimpleCommand, into: list[View]) -> None:
+        """Add the views of ``command``: itself, and what its wrappers, shells and ``eval`` run."""
+        words = command.words
+        starts = {0, command.assignments}
+        open_after: int | None = None  # every word after a wrapper may start a command
+        for s in range(len(words)):
+            if s not in starts and (open_after is None or s <= open_after):
+                continue
+            into.append((command, s))
+            value = words[s].value
+            if value is None:
+                continue  # a computed command word: matching says "maybe"
+            name = _basename(value)
+            runner = s + 1 < len(words) and (name, words[s + 1].value) in _RUNNERS
+            if (name in _WRAPPERS or runner) and open_after is None:
+                open_after = s
+                self.wrapped_code(words[s + 1 :])  # later wrappers' arguments are among these
+            derived = len(words) - s if name in ("xargs", "find") else 0
+            if name not in _RUNS_CODE or not self.spend(derived):
+                continue  # each costs one from the budget: a line of 10,000 "bash" stays cheap
+            if name == "xargs":
+                self.xargs(words[s + 1 :], into)
+            elif name == "find":
+                self.find_exec(words[s + 1 :], into)
+            elif name in _SHELLS:
+                self.shell(words, s + 1)
+            elif name == "eval":
+                self.eval(words[s + 1 :])
+            else:  # source, .
+                script = words[s + 1] if s + 1 < len(words) else None
+                if script is None or script.value is None or _STDIN_SCRIPTS.fullmatch(script.value):
+                    self.hide("it sources code the harness cannot read")
+
+    def wrapped_code(self, args: tuple[Word, ...]) -> None:
+        """A wrapper's literal argument that reads as shell code (``watch 'touch P'``, ``su -c
+        …``) may run as a command: its commands possibly match."""
+        for arg in args:
+            if arg.value is not None and _CODE_CHARS.search(arg.value):
+                self.nested(arg.value, certain=False)
+
+    def shell(self, words: tuple[Word, ...], start: int) -> None:
+        """``bash -c CODE`` runs CODE; ``bash`` without a script (or with ``-s``, ``-``) runs
+        what it reads from its input. Options end at the first operand (the code or script)."""
+        code = stdin = False
+        i = start
+        while i < len(words):
+            value = words[i].value
+            if value is None:
+                break
+            if value == "--":
+                i += 1
+                break
+            if value in ("--version", "--help"):
+                return  # it prints and exits
+            if value in _SHELL_OPTION_ARGS:
+                i += 2
+                continue
+            if value.startswith("--"):
+                i += 1
+                continue
+            if len(value) < 2 or value[0] not in "-+":
+                break
+            flags = value[1:]
+            code = code or (value[0] == "-" and "c" in flags)
+            stdin = stdin or "s" in flags
+            i += 2 if ("o" in flags or "O" in flags) else 1
+        operand = words[i] if i < len(words) else None
+        if code:
+            if operand is None or operand.value is None:
+                self.hide("it runs a shell on code the harness cannot read")
+            else:
+                self.nested(operand.value, certain=True)
+        elif (
+            stdin
+            or operand is None
+            or operand.value is None
+            or _STDIN_SCRIPTS.fullmatch(operand.value)
+        ):
+            self.hide("it runs a shell reading commands from its input")
+
+    def eval(self, args: tuple[Word, ...]) -> None:
+        if any(a.value is None for a in args):
+            self.hide("it evaluates a computed string")
+        elif args:
+            self.nested(" ".join(a.value or "" for a in args), certain=True)
+
+    def xargs(self, args: tuple[Word, ...], into: list[View]) -> None:
+        """``xargs CMD``: CMD with more words from its input; ``-I R`` puts them where R is."""
+        replace: str | None = None
+        i = 0
+        while i < len(args) and args[i].value is not None and (args[i].value or "").startswith("-"):
+            value = args[i].value or ""
+            if value in ("-I", "--replace") and i + 1 < len(args):
+                replace = args[i + 1].value or "{}"
+                i += 2
+                continue
+            if value.startswith("-I") and len(value) > 2:
+                replace = value[2:]
+            elif value.startswith(("-i", "--replace")):
+                replace = value.partition("=")[2] or value[2:] or "{}"
+            elif value in ("-a", "-d", "-E", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter"):
+                i += 1  # an option with a value
+            i += 1
+        if i >= len(args):
+            return
+        words = tuple(
+            _UNKNOWN if replace and a.value is not None and replace in a.value else a
+            for a in args[i:]
+        )
+        self.unwrap(SimpleCommand((*words, _SPLITS)), into)
+
+    def find_exec(self, args: tuple[Word, ...], into: list[View]) -> None:
+        """``find … -exec CMD {} ;``: CMD, with ``{}`` a found path."""
+        for i, arg in enumerate(args):
+            if arg.value not in ("-exec", "-execdir", "-ok", "-okdir"):
+                continue
+            tail = []
+            for a in args[i + 1 :]:
+                if a.value in (";", "+"):
+                    break
+                tail.append(_UNKNOWN if a.value is None or "{}" in a.value else a)
+            if tail:
+                self.unwrap(SimpleCommand(tuple(tail)), into)
+
+    def nested(self, code: str, *, certain: bool) -> None:
+        """Analyse ``code`` as a command line run by this one: its views count as views
+        (``certain``) or as possible views, and its hidden code hides in this one too."""
+        if not self.spend(len(code)):
+            return
+        inner = _analyse(code, self.depth + 1, self.budget)
+        if certain:
+            self.views.extend(inner.views)
+            self.possible.extend(inner.possible)
+            for why in inner.hidden:
+                self.hide(why)
+        else:  # maybe not code at all: only what it would run counts, not that it fails to parse
+            self.possible.extend(inner.views)
+            self.possible.extend(inner.possible)
+
+    def state_changes(self) -> bool:
+        for command in self.commands:
+            argv = command.words[command.assignments :]
+            name = argv[0].value if argv else None
+            if name in _STATE or (name == "printf" and any(w.value == "-v" for w in argv[1:])):
+                return True
+        return False
+
+
+def _analyse(command: str, depth: int, budget: list[int]) -> ParsedCommand:
+    parsed = _parse(command)
+    if parsed is None:
+        why = "it is too long or holds characters bash cannot be given"
+        return ParsedCommand((), (why,), (), (), (why,), plain=False)
+    src, tree = parsed
+    analysis = _Analysis(depth, budget)
+    analysis.walk(tree.root_node, src)
+    if len(analysis.commands) > 1 and analysis.state_changes():
+        analysis.construct("a builtin that changes the shell (export, read, …) with other commands")
+    root = tree.root_node
+    plain = (
+        not analysis.constructs
+        and not analysis.hidden
+        and len(analysis.commands) == 1
+        and root.child_count == 1
+        and root.children[0].type == "command"
+        and analysis.commands[0].assignments == 0
+        and all(
+            c.type == "command_name" or root.children[0].field_name_for_child(i) == "argument"
+            for i, c in enumerate(root.children[0].children)
+        )
+        and all(w.value is not None for w in analysis.commands[0].words)
+    )
+    return ParsedCommand(
+        commands=tuple(analysis.commands),
+        constructs=tuple(analysis.constructs),
+        views=tuple(analysis.views),
+        possible=tuple(analysis.possible),
+        hidden=tuple(analysis.hidden),
+        plain=plain,
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def parse_command(command: str) -> ParsedCommand:
+    """Split ``command`` (a ``bash -c`` string) into what it runs (see :class:`ParsedCommand`).
+
+    Never raises: a command that does not parse comes back with a construct and hidden code
+    saying so. Cached by text.
+    """
+    return _analyse(command, 0, [_BUDGET, MAX_COMMAND_CHARS])
+
+
+# --- rule specifiers -----------------------------------------------------------------------
+
+_PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
+_SUBCOMMAND = re.compile(r"[A-Za-z][\w.:-]*")
+
+
+@frozen
+class _RuleWord:
+    """One word of a rule: ``literal`` when it has no wildcard, ``star`` when it is just ``*``
+    (any number of words), else ``pattern`` (``*`` is any text within the word)."""
+
+    literal: str | None
+    star: bool
+    pattern: re.Pattern[str]
+
+    def matches(self, value: str) -> bool:
+        return (
+            value == self.literal
+            if self.literal is not None
+            else bool(self.pattern.fullmatch(value))
+        )
+
+
+def _rule_word(chars: list[str | None]) -> _RuleWord:
+    if all(c is not None for c in chars):
+        literal = "".join(c for c in chars if c is not None)
+        return _RuleWord(literal, False, re.compile(re.escape(literal), re.S))
+    pattern = "".join(".*" if c is None else re.escape(c) for c in chars)
+    return _RuleWord(None, chars == [None], re.compile(pattern, re.S))
+
+
+def escape_spec(command: str) -> str:
+    """``command`` as a rule specifier that means exactly it: ``\\`` and ``*`` escaped."""
+    return command.replace("\\", "\\\\").replace("*", "\\*")
+
+
+@frozen
+class Spec:
+    """A compiled ``bash(...)`` specifier (see :func:`compile_spec`)."""
+
+    words: tuple[_RuleWord, ...]
+    rest: bool
+    exact: str | None
+    plain: bool
+    text: re.Pattern[str]
+
+    def finds(self, parsed: ParsedCommand) -> Found:
+        """Whether a deny or ask rule with this specifier catches a simple command of
+        ``parsed``: ``yes``; ``maybe`` when it could (a computed word where the rule looks, code
+        the harness cannot read, a possible command); else ``no``."""
+        best: Found = "maybe" if parsed.hidden else "no"
+        for command, starts in _by_command(parsed.views):
+            found = self._finds_in(command, starts)
+            if found == "yes":
+                return "yes"
+            best = _BY_RANK[max(_RANK[best], _RANK[found])]
+        if best == "no" and any(
+            self._finds_in(c, starts) != "no" for c, starts in _by_command(parsed.possible)
+        ):
+            best = "maybe"
+        return best
+
+    def _finds_in(self, command: SimpleCommand, starts: set[int]) -> Found:
+        """The rule against ``command`` from each of ``starts`` at once (one pass, however many
+        wrappers give it starts)."""
+        words = command.words
+        n = len(words)
+        states: dict[int, int] = dict.fromkeys(starts, 2)
+        maybe = False
+        for i, rule in enumerate(self.words):
+            new: dict[int, int] = {}
+            if rule.star:
+                first = min(states)
+                level = 0
+                for j in range(first, n + 1):
+                    level = max(level, states.get(j, 0))
+                    new[j] = level
+            else:
+                for j, level in states.items():
+                    if j >= n:
+                        continue
+                    word = words[j]
+                    if word.splits:
+                        maybe = True  # it may become these rule words and any others
+                        continue
+                    if word.value is None:
+                        got = 1
+                    elif rule.matches(word.value) or (
+                        i == 0
+                        and j in starts
+                        and "/" in word.value
+                        and rule.matches(_basename(word.value))
+                    ):
+                        got = 2
+                    else:
+                        continue
+                    new[j + 1] = max(new.get(j + 1, 0), min(level, got))
+            states = new
+            if not states:
+                break
+        vanish = command.vanish_from
+        result = 1 if maybe else 0
+        for j, level in states.items():
+            if self.rest or j == n:
+                result = max(result, level)
+            elif j >= vanish:
+                result = max(result, min(level, 1))
+        return _BY_RANK[result]
+
+    def allows(self, command: SimpleCommand) -> bool:
+        """Whether an allow rule with this specifier approves ``command`` by its words.
+
+        The rule's words must name the assignments and the command word literally (a wildcard
+        never matches them, so ``git*`` cannot stand for ``git status x/../../bin/touch``);
+        every other word the rule compares must be literal. Words after a ``:*`` prefix may be
+        computed: they are arguments whatever they expand to.
+        """
+        if self.exact is not None and not self.plain:
+            return False  # quotes or other shell syntax in the rule: only the exact text
+        words = command.words
+        head = command.assignments + 1
+        if not self.words:
+            return self.rest
+        if len(self.words) < head:
+            return False
+        for rule, word in zip(self.words[:head], words[:head], strict=False):
+            if rule.literal is None or word.value != rule.literal:
+                return False
+        states = {head}
+        n = len(words)
+        for rule in self.words[head:]:
+            if rule.star:
+                states = set(range(min(states), n + 1))
+            else:
+                states = {
+                    j + 1
+                    for j in states
+                    if j < n and words[j].value is not None and rule.matches(words[j].value or "")
+                }
+            if not states:
+                return False
+        return self.rest or n in states
+
+
+def _by_command(views: Iterable[View]) -> list[tuple[SimpleCommand, set[int]]]:
+    """``views`` grouped by command: each command once, with every index a view starts at."""
+    starts: dict[int, tuple[SimpleCommand, set[int]]] = {}
+    for command, start in views:
+        starts.setdefault(id(command), (command, set()))[1].add(start)
+    return list(starts.values())
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_spec(spec: str) -> Spec:
+    """Compile a ``bash(...)`` specifier.
+
+    Words are separated by blanks; ``*`` is a wildcard (a word of its own: any number of words;
+    inside a word: any text within it; at the very end: any further words as well), ``\\*`` a
+    literal star and ``\\\\`` a literal backslash. A trailing ``:*`` makes the words a prefix:
+    ``git status:*`` is ``git status`` and any words after. A specifier with neither is also
+    exact text: it matches a command equal to it byte for byte.
+    """
+    chars: list[str | None] = []
+    i = 0
+    while i < len(spec):
+        c = spec[i]
+        if c == "\\" and spec[i + 1 : i + 2] in ("\\", "*"):
+            chars.append(spec[i + 1])
+            i += 2
+            continue
+        chars.append(None if c == "*" else c)
+        i += 1
+    text_chars = list(chars)
+    prefix = len(chars) >= 2 and chars[-1] is None and chars[-2] == ":"
+    if prefix:
+        chars = chars[:-2]
+    groups: list[list[str | None]] = [[]]
+    for char in chars:
+        if char is not None and char.isspace():
+            if groups[-1]:
+                groups.append([])
+        else:
+            groups[-1].append(char)
+    words = [_rule_word(g) for g in groups if g]
+    rest = prefix
+    if words and words[-1].star:
+        words.pop()
+        rest = True
+    elif words and groups[-1] and groups[-1][-1] is None:
+        rest = True  # "ls*" is ls… and any words after, as "*" meant any text
+    exact = None if prefix or None in chars else "".join(c for c in chars if c is not None)
+    plain = all(w.literal is None or _PLAIN.fullmatch(w.literal) for w in words)
+    return Spec(
+        words=tuple(words),
+        rest=rest,
+        exact=exact,
+        plain=plain,
+        text=_text_pattern(text_chars, prefix),
+    )
+
+
+def _text_pattern(chars: list[str | None], prefix: bool) -> re.Pattern[str]:
+    """The specifier as a pattern over the command's text with blanks squeezed (how rules matched
+    before they read words): deny and ask rules still catch what it matches."""
+    body = chars[:-2] if prefix else chars
+    pieces: list[str] = []
+    for blank, run in _runs(body):
+        if blank:
+            pieces.append(" ")
+        else:
+            pieces.extend(".*" if c is None else re.escape(c) for c in run)
+    pattern = "".join(pieces).strip(" ")
+    return re.compile(pattern + ("(?: .*)?" if prefix else ""), re.S)
+
+
+def _runs(chars: list[str | None]) -> Iterator[tuple[bool, list[str | None]]]:
+    run: list[str | None] = []
+    blank = False
+    for c in chars:
+        is_blank = c is not None and c.isspace()
+        if run and is_blank != blank:
+            yield blank, run
+            run = []
+        run.append(c)
+        blank = is_blank
+    if run:
+        yield blank, run
+
+
+# --- operation keys ------------------------------------------------------------------------
+
+
+def _runs_code(argv: list[str]) -> bool:
+    name = _basename(argv[0])
+    return (
+        name in _WRAPPERS
+        or name in _SHELLS
+        or name in _INTERPRETERS
+        or name in ("eval", "source", ".", "find")
+        or _VERSIONED.fullmatch(name) is not None
+        or (len(argv) > 1 and (name, argv[1]) in _RUNNERS)
+    )
+
+
+def command_key(tool: str, command: str) -> str:
+    """The operation key of one command of ``tool``, in rule syntax.
+
+    ``tool(git status:*)`` (the command word, and the second word when it is a plain
+    subcommand) only for a line that is exactly one simple command of literal words whose
+    program does not run code from its arguments (shells, interpreters, wrappers, ``find``,
+    ``eval``); otherwise ``tool(<the command, byte for byte>)`` with ``*`` and ``\\`` escaped, so
+    that the key, read back as a rule, matches that command and nothing else.
+    """
+    if not command:
+        return f"{tool}('')"  # tool() would be every command; this one is asked again later
+    parsed = parse_command(command)
+    if parsed.plain:
+        argv = [w.value or "" for w in parsed.commands[0].words]
+        if not _runs_code(argv):
+            prefix = argv[:2] if len(argv) > 1 and _SUBCOMMAND.fullmatch(argv[1]) else argv[:1]
+            if all(_PLAIN.fullmatch(w) for w in prefix):
+                return f"{tool}({' '.join(prefix)}:*)"
+    return f"{tool}({escape_spec(command)})"

@@ -1,0 +1,687 @@
+"""Bash permission rules matched on the parsed command (issue 18, classes 2, 4 and 5).
+
+Every "it did not run" claim runs the real ``bash`` tool through an ``AgentHarness`` and looks
+for the file the command would have made; every spelling is first shown to make that file
+when bash runs it with no supervisor, so a spelling that is not really ``touch P`` cannot pass
+by accident. ``test_the_parser_sees_every_command_bash_runs`` compares the parser with bash
+itself on generated commands.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness import (
+    AgentHarness,
+    Approve,
+    ApproveAlways,
+    Deny,
+    FauxModel,
+    FauxReply,
+    FauxToolCall,
+    JsonlSessionRepo,
+    MessageEntry,
+    PermissionMode,
+    PermissionRequest,
+    SecuritySupervisor,
+    ToolResultMessage,
+    bash_tool,
+)
+from harness._permissions.keys import describe_call
+from harness._permissions.rules import Rule
+from harness._permissions.shell import (
+    MAX_COMMAND_CHARS,
+    ParsedCommand,
+    Word,
+    command_key,
+    compile_spec,
+    parse_command,
+)
+
+BASH = shutil.which("bash") or "/bin/bash"
+TOUCH = shutil.which("touch") or "/usr/bin/touch"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "permissions.md"
+
+
+def request(cwd: Path, command: str, approvals: frozenset[str] = frozenset()) -> PermissionRequest:
+    tool = bash_tool()
+    target = describe_call(tool, {"command": command}, cwd)
+    return PermissionRequest(
+        tool_call_id="c1",
+        tool_name="bash",
+        input={"command": command},
+        kind=tool.kind,
+        controlled=True,
+        operation_key=target.operation_key,
+        target=target.target,
+        paths=(),
+        cwd=cwd,
+        leaves_cwd=False,
+        session_id="s",
+        approvals=approvals,
+    )
+
+
+def supervisor(mode: PermissionMode = "default", **kwargs: Any) -> SecuritySupervisor:
+    return SecuritySupervisor(mode=mode, setting_sources=(), **kwargs)
+
+
+class Recorder:
+    """An approver answering from a list, recording what it was asked."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    async def __call__(self, req: PermissionRequest) -> Any:
+        self.asked.append(str(req.target))
+        return self.answers.pop(0)
+
+
+async def run_bash(
+    work: Path, commands: list[str], sup: SecuritySupervisor
+) -> tuple[list[ToolResultMessage], list[str]]:
+    """Run ``commands`` as one turn of bash calls in ``work``: the results and the decisions."""
+    repo = JsonlSessionRepo(work.parent / f"{work.name}-sessions")
+    session = await repo.create(str(work))
+    calls = [FauxToolCall(name="bash", arguments={"command": c}) for c in commands]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "done"]),
+        tools=[bash_tool(timeout_s=20)],
+        supervisor=sup,
+        cwd=work,
+    )
+    decisions: list[str] = []
+    harness.connect("permission_decision", lambda s, event: decisions.append(event.decision))
+    await harness.prompt("go")
+    results = [
+        e.message
+        for e in session.entries()
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    ]
+    return results, decisions
+
+
+def makes_file(command: str, name: str, cwd: Path) -> bool:
+    """Whether bash itself, with no supervisor, creates ``cwd/name`` running ``command``."""
+    subprocess.run(
+        [BASH, "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
+    )
+    made = (cwd / name).exists()
+    if made:
+        (cwd / name).unlink()
+    return made
+
+
+# --- class 2: an allow rule must not become arbitrary execution ----------------------------
+
+
+def _to_root(folder: Path) -> str:
+    return "../" * len(folder.parts) + TOUCH.lstrip("/")
+
+
+# (folder to create, rule, command with {up} for ../ enough to reach / from inside the folder)
+ALLOW_ESCAPES = [
+    # the issue's reproduction
+    ("git status x", "bash(git status:*)", '"git status x/{up}" P'),
+    # the same folder, other quotings bash joins into one word
+    ("git status x", "bash(git status:*)", "'git status x'/{up} P"),
+    ("git status x", "bash(git status:*)", "git\\ status\\ x/{up} P"),
+    ("git status x", "bash(git status:*)", 'git" status x"/{up} P'),
+    ("git status x", "bash(git status:*)", "g'it status x/'{up} P"),
+    ("git status x", "bash(git status:*)", "git' 'status' 'x/{up} P"),
+    # blanks tree-sitter (or shlex) splits at and bash does not
+    ("git\r", "bash(git:*)", "git\r/{up} P"),
+    ("git\t", "bash(git:*)", "git\\\t/{up} P"),
+    ("git\x0b", "bash(git:*)", "git\x0b/{up} P"),
+    ("git\x0c", "bash(git:*)", "git\x0c/{up} P"),
+    ("git\u3000", "bash(git:*)", "git\u3000/{up} P"),
+    # a line continuation bash joins
+    ("git", "bash(git:*)", "git\\\n/{up} P"),
+    # a wildcard never stands for the command word
+    ("gitx", "bash(git*)", "gitx/{up} P"),
+    ("git status x", "bash(git *)", '"git status x/{up}" P'),
+]
+
+
+@pytest.mark.parametrize(("folder", "rule", "spelling"), ALLOW_ESCAPES)
+async def test_an_allow_rule_never_approves_another_program(
+    tmp_path: Path, folder: str, rule: str, spelling: str
+) -> None:
+    work = tmp_path / "work"
+    (work / folder).mkdir(parents=True)
+    command = spelling.replace("{up}", _to_root(work / folder))
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    results, decisions = await run_bash(
+        work, [command], supervisor("dont_ask", rules={"allow": [rule]})
+    )
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
+
+
+async def test_an_allow_rule_still_approves_what_it_names(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    rules = {"allow": ["bash(echo:*)", "bash(git status:*)"]}
+    commands = ["echo hi", "echo 'a b' && echo c", "git status --short 2>&1 | echo x", "echo >&2 x"]
+    results, decisions = await run_bash(work, commands, supervisor("dont_ask", rules=rules))
+    assert decisions == ["approve"] * len(commands)
+    assert results[0].text.strip() == "hi"
+
+
+async def test_with_an_approver_the_escape_is_asked_not_approved(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "git status x").mkdir(parents=True)
+    command = f'"git status x/{_to_root(work / "git status x")}" P'
+    approver = Recorder(Deny(reason="no"))
+    s = supervisor(rules={"allow": ["bash(git status:*)"]}, approver=approver)
+    decision = await s.decide(request(work, command))
+    assert decision == Deny(reason="no") and approver.asked == [command]
+
+
+# --- class 4: a deny rule sees every simple command, however it is spelled ------------------
+
+DENIED_SPELLINGS = [
+    # the issue's 22 (17 got through)
+    "touch P",
+    "true && touch P",
+    "false || touch P",
+    "true; touch P",
+    "echo x | touch P",
+    "( touch P )",
+    "{ touch P; }",
+    "if true; then touch P; fi",
+    "for i in 1; do touch P; done",
+    "echo $(touch P)",
+    "echo `touch P`",
+    "X=1 touch P",
+    f"{TOUCH} P",
+    "command touch P",
+    "exec touch P",
+    "env touch P",
+    "time touch P",
+    "! touch P",
+    "bash -c 'touch P'",
+    "eval 'touch P'",
+    "echo P | xargs touch",
+    "t=touch; $t P",
+    # more of the same class
+    "'tou'ch P",
+    "\\touch P",
+    '"touch" P',
+    "t\\ouch P",
+    "tou\\\nch P",
+    "touch\tP",
+    f"{os.path.dirname(TOUCH)}/../{os.path.basename(os.path.dirname(TOUCH))}/touch P",
+    "nice -n 5 touch P",
+    "nohup touch P",
+    "timeout 5 touch P",
+    "env -i X=1 touch P",
+    "command -p touch P",
+    "builtin command touch P",
+    "stdbuf -o0 touch P",
+    "time -p touch P",
+    "! ! touch P",
+    'sh -c "touch P"',
+    "bash -lc 'touch P'",
+    "bash -c \"bash -c 'touch P'\"",
+    "echo 'touch P' | sh",
+    'eval "$(echo touch P)"',
+    "f() { touch P; }; f",
+    "while true; do touch P; break; done",
+    "case x in x) touch P;; esac",
+    "find . -maxdepth 0 -exec touch P \\;",
+    "echo P | xargs -I{} touch {}",
+    "cat <<EOF\n$(touch P)\nEOF",
+    "x=$(touch P)",
+    "cat <(touch P)",
+    "export X=$(touch P)",
+    "[[ -n $(touch P) ]]",
+    't=touch; "$t" P',
+    "t=touch; ${t} P",
+    "$(echo touch) P",
+    "$'touch' P",
+    "$'\\x74ouch' P",
+    "touch P & wait",
+    "{ touch P; } 2>/dev/null",
+    "echo ok >/dev/null; touch P",
+    "env -S 'touch P'",
+    "echo >&2 x; touch P",
+]
+
+
+async def test_a_deny_rule_catches_every_spelling_in_bypass_mode(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    names = [f"P{i}" for i in range(len(DENIED_SPELLINGS))]
+    commands = [re.sub(r"\bP\b", n, s) for s, n in zip(DENIED_SPELLINGS, names, strict=True)]
+    fake = [c for c, n in zip(commands, names, strict=True) if not makes_file(c, n, work)]
+    assert fake == [], "each spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [*commands, "echo ran > control"], s)
+    ran = [c for c, n in zip(commands, names, strict=True) if (work / n).exists()]
+    assert ran == []
+    assert decisions == ["deny"] * len(commands) + ["approve"]
+    assert (work / "control").exists()  # bypass did run what no rule denies
+    assert all(r.is_error for r in results[:-1])
+
+
+@pytest.mark.parametrize(
+    ("command", "found"),
+    [
+        ("touch P", "yes"),
+        ("sudo -u x touch P", "yes"),
+        ("xargs -0 -n1 touch", "yes"),
+        ("uv run touch P", "yes"),
+        ("watch 'touch P'", "maybe"),  # an argument that reads as a command
+        ("$t P", "maybe"),
+        ("echo P | $(which touch)", "maybe"),
+        ('eval "$x"', "maybe"),
+        ('bash -c "$x"', "maybe"),
+        ("echo x | bash", "maybe"),
+        ("source /dev/stdin", "maybe"),
+        ("echo touch P", "no"),
+        ("ls -la", "no"),
+        ("bash script.sh", "no"),  # a script file is a program like any other
+        ("bash --version", "no"),
+        ("bash", "maybe"),  # it reads commands from its input
+        ("python3 -c 'import os'", "no"),  # deny rules do not read other languages
+        ("cat <<'EOF'\ntouch P\nEOF", "no"),  # a here-document is data
+    ],
+)
+def test_what_a_deny_rule_finds(command: str, found: str) -> None:
+    assert compile_spec("touch:*").finds(parse_command(command)) == found
+
+
+async def test_a_possible_match_is_asked_with_the_rule_named(tmp_path: Path) -> None:
+    approver = Recorder(Approve(), Approve())
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]}, approver=approver)
+    assert isinstance(await s.decide(request(tmp_path, "touch P")), Deny)
+    decision = await s.decide(request(tmp_path, "$t P"))
+    assert isinstance(decision, Approve) and approver.asked == ["$t P"]
+    no_one = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    denied = await no_one.decide(request(tmp_path, "$t P"))
+    assert isinstance(denied, Deny) and "bash(touch:*)" in denied.reason
+    assert isinstance(await no_one.decide(request(tmp_path, "ls $x")), Approve)
+
+
+async def test_an_unparsable_or_huge_command_is_asked_under_any_deny_rule(tmp_path: Path) -> None:
+    s = supervisor("bypass", rules={"deny": ["bash(rm:*)"], "allow": ["bash(echo:*)"]})
+    for command in ("echo 'unclosed", "echo (", "echo " + "x" * MAX_COMMAND_CHARS):
+        assert isinstance(await s.decide(request(tmp_path, command)), Deny)
+        allowed = supervisor("dont_ask", rules={"allow": ["bash(echo:*)"]})
+        assert isinstance(await allowed.decide(request(tmp_path, command)), Deny)
+
+
+async def test_ask_rules_see_every_simple_command_too(tmp_path: Path) -> None:
+    approver = Recorder(Deny(reason="no push"), Deny(reason="no push"))
+    s = supervisor("bypass", rules={"ask": ["bash(git push:*)"]}, approver=approver)
+    assert await s.decide(request(tmp_path, "(cd x && git push)")) == Deny(reason="no push")
+    assert await s.decide(request(tmp_path, "git $sub")) == Deny(reason="no push")
+    assert isinstance(await s.decide(request(tmp_path, "git status")), Approve)
+
+
+# --- class 5: approve-always keys are exact unless they are a plain prefix -----------------
+
+# (approved always, then a command the approval must not cover, the file that one would make)
+LOOSE_KEYS = [
+    ("echo touch P > /dev/null", "echo\ntouch P > /dev/null", "P"),
+    ("echo a && echo touch P", "echo a && echo\ntouch P", "P"),
+    ("bash -c 'echo hi'", "bash -c 'touch P'", "P"),
+    ("python3 -c 'print(1)'", "python3 -c \"open('P', 'w')\"", "P"),
+    ("sh -c 'echo hi'", "sh -c 'touch P'", "P"),
+    ("perl -e 'print 1'", "perl -e 'open(F, \">P\")'", "P"),
+    ("env X=1 echo hi", "env touch P", "P"),
+    ("eval 'echo hi'", "eval touch P", "P"),
+    ("nice -n 5 echo hi", "nice touch P", "P"),
+    ("timeout 5 echo hi", "timeout 5 touch P", "P"),
+    ("command -p echo hi", "command touch P", "P"),
+    ("find . -name x", "find . -maxdepth 0 -exec touch P ';'", "P"),
+]
+
+
+@pytest.mark.parametrize(("approved", "other", "made"), LOOSE_KEYS)
+async def test_approve_always_covers_only_what_was_approved(
+    tmp_path: Path, approved: str, other: str, made: str
+) -> None:
+    if approved.startswith("perl") and shutil.which("perl") is None:
+        pytest.skip("no perl here")
+    work = tmp_path / "work"
+    work.mkdir()
+    assert makes_file(other, made, work), "the other command must really make the file"
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(work))
+    approver = Recorder(ApproveAlways(), Deny(reason="not that one"))
+    turns = [
+        FauxReply(tool_calls=[FauxToolCall(name="bash", arguments={"command": approved})]),
+        FauxReply(tool_calls=[FauxToolCall(name="bash", arguments={"command": other})]),
+        "done",
+    ]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(turns),
+        tools=[bash_tool(timeout_s=20)],
+        supervisor=supervisor(approver=approver),
+        cwd=work,
+    )
+    await harness.prompt("go")
+    assert approver.asked == [approved, other]  # the approval did not cover the other command
+    assert not (work / made).exists()
+    (key,) = harness.approvals
+    assert key == "bash(" + approved.replace("\\", "\\\\").replace("*", "\\*") + ")"
+    # as an allow rule (what ApproveAlways(scope="project") writes) it does not cover it either
+    results, _ = await run_bash(work, [other], supervisor("dont_ask", rules={"allow": [key]}))
+    assert results[0].is_error and not (work / made).exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "key"),
+    [
+        ("git status", "bash(git status:*)"),
+        ("git  status --short", "bash(git status:*)"),
+        ("ls -la", "bash(ls:*)"),
+        ("npm test:unit", "bash(npm test:unit:*)"),
+        ("echo touch P > /dev/null", "bash(echo touch P > /dev/null)"),
+        ("git status\n", "bash(git status:*)"),
+        ("bash -c 'echo hi'", "bash(bash -c 'echo hi')"),
+        ("python3 -c 'print(1)'", "bash(python3 -c 'print(1)')"),
+        ("/usr/bin/python3.11 x.py", "bash(/usr/bin/python3.11 x.py)"),
+        ("rm *.tmp", "bash(rm \\*.tmp)"),
+        ("echo a:*", "bash(echo a:\\*)"),
+        ("echo 'a\\*' | cat", "bash(echo 'a\\\\\\*' | cat)"),
+        ("", "bash('')"),
+        ("(cd x && ls)", "bash((cd x && ls))"),
+        ("X=1 make", "bash(X=1 make)"),
+        ('"my tool" run', 'bash("my tool" run)'),
+        ("uv run pytest", "bash(uv run pytest)"),
+    ],
+)
+def test_operation_keys(command: str, key: str) -> None:
+    assert command_key("bash", command) == key
+
+
+ROUND_TRIPS = [
+    # (command approved always, commands its key, as an allow rule, must not approve)
+    ("git status", ["git status; touch P", "git statusx", "'git status x/../touch' P"]),
+    ("echo touch P > /dev/null", ["echo\ntouch P > /dev/null", "echo touch P >  /dev/null"]),
+    ("rm *.tmp", ["rm -rf / x.tmp", "rm a.tmp", "rm *.tmp; touch P"]),
+    ("ls | grep a*b", ["ls | grep axb", "ls | grep a; touch b"]),
+    ("echo a:*", ["echo a:x", "echo a: x"]),
+    ("echo (", ["echo x", "echo ( "]),
+    ("echo $HOME", ["echo '$HOME'", "echo $HOME; touch P"]),
+    ("bash -c 'echo hi'", ["bash -c 'touch P'", 'bash -c "echo hi"; touch P']),
+    ("cat <<'EOF'\n*\nEOF", ["cat <<'EOF'\nx\nEOF", "cat <<'EOF'\n*\nEOF\ntouch P"]),
+    ("echo \\\\*", ["echo \\*", "echo \\\\x"]),
+    ("", ["touch P", " "]),
+]
+
+
+@pytest.mark.parametrize(("approved", "others"), ROUND_TRIPS)
+async def test_a_key_read_back_as_a_rule_approves_what_it_was_meant_for_and_nothing_more(
+    tmp_path: Path, approved: str, others: list[str]
+) -> None:
+    key = command_key("bash", approved)
+    rule = Rule.parse(key)
+    assert rule.text == key.strip()
+    s = supervisor("dont_ask", rules={"allow": [key]})
+    if approved:  # the empty command is never approved by a rule: it is asked, then remembered
+        assert isinstance(await s.decide(request(tmp_path, approved)), Approve), key
+    for other in others:
+        assert isinstance(await s.decide(request(tmp_path, other)), Deny), (key, other)
+
+
+async def test_an_exact_key_approved_for_the_project_round_trips_through_the_settings_file(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.tmp").write_text("")
+    approved = "ls *.tmp | wc -l"
+    approver = Recorder(ApproveAlways(scope="project"))
+    results, _ = await run_bash(work, [approved], supervisor(approver=approver))
+    assert results[0].text.strip() == "1"
+    allow = orjson.loads((work / ".harness" / "settings.json").read_bytes())["permissions"]
+    assert allow == {"allow": ["bash(ls \\*.tmp | wc -l)"]}
+    trusted = SecuritySupervisor(mode="dont_ask", setting_sources=("project",), trust_project=True)
+    assert isinstance(await trusted.decide(request(work, approved)), Approve)
+    for other in ("ls -la / x.tmp | wc -l", "ls *.tmp | wc -l; touch P", "ls x.tmp | wc -l"):
+        assert isinstance(await trusted.decide(request(work, other)), Deny), other
+
+
+# --- the parser ----------------------------------------------------------------------------
+
+
+def argvs(parsed: ParsedCommand) -> list[list[str | None]]:
+    return [[w.value for w in c.words] for c in parsed.commands]
+
+
+@pytest.mark.parametrize(
+    ("command", "commands"),
+    [
+        (
+            "git status && git log | head; echo x",
+            [["git", "status"], ["git", "log"], ["head"], ["echo", "x"]],
+        ),
+        ("(a) && { b; } || ! c", [["a"], ["b"], ["c"]]),
+        ("if a; then b; elif c; then d; else e; fi", [["a"], ["b"], ["c"], ["d"], ["e"]]),
+        ("while a; do b; done; until c; do d; done", [["a"], ["b"], ["c"], ["d"]]),
+        ("case $x in a) b;; *) c;; esac", [["b"], ["c"]]),
+        ("for i in a b; do c $i; done", [["c", None]]),
+        ("f() { a; }; f", [["a"], ["f"]]),
+        ("echo $(a $(b)) `c`", [["echo", None, None], ["a", None], ["b"], ["c"]]),
+        ("cat <(a) >(b)", [["cat", None, None], ["a"], ["b"]]),
+        ("X=1 Y=$(a) b c", [["X=1", None, "b", "c"], ["a"]]),
+        ("export A=1 B; unset C", [["export", "A=1", "B"], ["unset", "C"]]),
+        ("cat <<EOF\n$(a)\nEOF", [["cat"], ["a"]]),
+        ("cat <<< $(a)", [["cat"], ["a"]]),
+        ('echo \'a b\' "c $x" d\\ e "f\\"g" \'h\'"i"', [["echo", "a b", None, "d e", 'f"g', "hi"]]),
+        ("echo *.py ~ a{b,c} {1..3} \\*", [["echo", None, None, None, None, "*"]]),
+        ("echo >&2 message 2>/dev/null more", [["echo", "message", "more"]]),
+        ("time -p a; ! ! b", [["a"], ["b"]]),
+        ("a \\\n b\\\nc", [["a", "bc"]]),
+        ("IFS=x - X=1 cmd", [["IFS=x", "-", "X=1", "cmd"]]),
+        ("git commit -F - <<'EOF'\nmsg\nEOF", [["git", "commit", "-F", "-"]]),
+        ("# just a comment", []),
+        ("", []),
+    ],
+)
+def test_the_parser_splits_into_simple_commands(
+    command: str, commands: list[list[str | None]]
+) -> None:
+    assert argvs(parse_command(command)) == commands
+
+
+@pytest.mark.parametrize(
+    ("command", "construct"),
+    [
+        ("a $(b)", "a command substitution"),
+        ("a `b`", "a command substitution"),
+        ("a <(b)", "a process substitution"),
+        ("a > out", "a redirection to or from a file"),
+        ("a >> out", "a redirection to or from a file"),
+        ("a < in", "a redirection to or from a file"),
+        ("a &> out", "a redirection to or from a file"),
+        ("a >& out", "a redirection to or from a file"),
+        ("a &", "a background job"),
+        ("coproc a", "a background job"),
+        ("f() { a; }", "a function definition"),
+        ("X=1", "a variable assignment"),
+        ("X=1; a", "a variable assignment"),
+        ("for PATH in .; do git status; done", "a for or select loop"),
+        ("[ -f x ] && a", "a test expression"),
+        ("(( x++ ))", "arithmetic"),
+        ("echo $((1 + 2))", "arithmetic"),
+        ("echo ${x:=PATH}", "an expansion that assigns"),
+        ("printf -v PATH %s .; git status", "a builtin that changes the shell"),
+        ("read PATH <<< .; git status", "a builtin that changes the shell"),
+        ("echo 'unclosed", "it does not parse"),
+        ("cat <<EOF\nx\nEOF \ntouch P", "a here-document whose end the harness cannot confirm"),
+        # where tree-sitter and bash read words differently
+        ("{touch P;}", "words the harness splits differently from bash"),
+        ("cmd -x2>&1", "words the harness splits differently from bash"),
+        ('cmd ""\\!x', "words the harness splits differently from bash"),
+        ("@X=1 cmd", "words the harness splits differently from bash"),
+        ("a && b >f c", "words the harness splits differently from bash"),
+        ("cmd $\t-x", "syntax the harness does not read"),
+    ],
+)
+def test_constructs_no_allow_rule_covers(command: str, construct: str) -> None:
+    parsed = parse_command(command)
+    assert not parsed.allowable
+    assert any(c.startswith(construct) for c in parsed.constructs), parsed.constructs
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status > /dev/null 2>&1",
+        "a 2>/dev/null </dev/null >&2 1>&- | b",
+        "git commit -F - <<'EOF'\nSubject\n\n$body `x`\nEOF",
+        "cat <<-EOF\n\tx $HOME\n\tEOF",
+        "git log $x ~/y *.py",  # computed words after the command word: arguments still
+        "if a; then b; fi; while c; do d; done; case $x in y) e;; esac",
+        "time git status | grep x",
+        "ls -la # a comment",
+    ],
+)
+def test_what_allow_rules_may_approve_by_words(command: str) -> None:
+    assert parse_command(command).allowable, parse_command(command).constructs
+
+
+def test_words_are_compared_never_re_joined() -> None:
+    spec = compile_spec("git status:*")
+    one_word = parse_command('"git status x/../touch" P').commands[0]
+    assert one_word.words[0] == Word("git status x/../touch")
+    assert not spec.allows(one_word)
+    assert spec.allows(parse_command("git 'status' x").commands[0])
+    assert not compile_spec("git:*").allows(parse_command("$g status").commands[0])
+    assert compile_spec("git log:*").allows(parse_command("git log $x").commands[0])
+    assert not compile_spec("npm test").allows(parse_command("npm $x").commands[0])
+    assert not compile_spec("git status:*").allows(parse_command("X=1 git status").commands[0])
+    assert compile_spec("X=1 git status:*").allows(parse_command("X=1 git status").commands[0])
+
+
+async def test_a_command_is_parsed_once_however_many_rules_look(tmp_path: Path) -> None:
+    rules = {"allow": [f"bash(tool{i}:*)" for i in range(50)], "deny": ["bash(rm:*)"] * 50}
+    s = supervisor(rules=rules)
+    command = "echo parsed-once-" + tmp_path.name
+    before = parse_command.cache_info()
+    await s.decide(request(tmp_path, command))
+    after = parse_command.cache_info()
+    assert after.misses - before.misses == 1
+    assert after.hits - before.hits >= 50
+
+
+# --- the documented table ------------------------------------------------------------------
+
+
+def _doc_rows() -> list[tuple[str, str, str]]:
+    text = DOCS.read_text()
+    table = text[text.index("| command | deny `bash(touch:*)`") :].split("\n\n", 1)[0]
+    rows = []
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        command = cells[0].strip("`").replace("\\|", "|").replace("⏎", "\n")
+        rows.append((command, cells[1], cells[2]))
+    return rows
+
+
+async def test_the_documented_table_is_true(tmp_path: Path) -> None:
+    rows = _doc_rows()
+    assert len(rows) >= 25
+    deny = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    allow = supervisor("dont_ask", rules={"allow": ["bash(git status:*)"]})
+    for command, denied, approved in rows:
+        d = await deny.decide(request(tmp_path, command))
+        if isinstance(d, Approve):
+            caught = "no"
+        else:
+            caught = "asked" if "needs approval" in d.reason else "denied"
+        assert denied.startswith(caught), (command, d)
+        a = await allow.decide(request(tmp_path, command))
+        assert approved.startswith("yes" if isinstance(a, Approve) else "no"), (command, a)
+
+
+# --- the parser against bash itself ----------------------------------------------------------
+
+_PIECES = [
+    "zq", "zx", " ", " ", "\t", "\\ ", "\\\t", "\r", "\x0b", "\x0c", "\\\n", "\n", ";", "&&",
+    "||", "|", "'", '"', "\\", "#", "{ ", " }", "{", "}", "(", ")", "! ", "!", "~", "=",
+    "X=1 ", "$", "`", "*", "-", "--", "2>&1", ">/dev/null", "<<", "EOF", "\nEOF\n", "time ",
+    "if ", "then ", "fi", " do ", "done", "\u3000", "\xa0", "é", '""', "''", "\\#", "$'",
+    "bash -c ", "eval ", "env ", "command ", "xargs ", "$(", "$x", "f() { ", "case ", " in ",
+    "esac", ";;", "coproc ", ">&2 ", "<<<", "@",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def logging_bash() -> Any:
+    """``run(command) -> Counter of argv`` for every command bash looked up and did not find
+    (``command_not_found_handle`` logs each; PATH is empty, so that is every program run)."""
+    folder = Path(tempfile.mkdtemp(prefix="shell-rules-"))
+    rc = folder / "rc.sh"
+    rc.write_text(
+        'command_not_found_handle() { printf "%s\\037" "$@" > "$LOG/$BASHPID.$RANDOM$RANDOM"; }\n'
+    )
+
+    def run(command: str) -> Counter[tuple[str, ...]]:
+        log = Path(tempfile.mkdtemp(dir=folder))
+        env = {"PATH": "/nonexistent", "BASH_ENV": str(rc), "LOG": str(log), "HOME": str(log)}
+        subprocess.run(
+            [BASH, "-c", command],
+            env=env,
+            cwd=log,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+        )
+        return Counter(
+            tuple(os.fsdecode(p.read_bytes()).split("\x1f")[:-1])
+            for p in log.iterdir()
+            if p.is_file()
+        )
+
+    yield run
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _covers(words: tuple[Word, ...], argv: tuple[str, ...]) -> bool:
+    for i, word in enumerate(words):
+        if word.splits:
+            return True  # a deny rule finds "maybe" from here on
+        if i >= len(argv) or (word.value is not None and word.value != argv[i]):
+            return False
+    return len(words) == len(argv)
+
+
+@settings(max_examples=250, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=10).map("".join))
+def test_the_parser_sees_every_command_bash_runs(logging_bash: Any, command: str) -> None:
+    parsed = parse_command(command)
+    ran = logging_bash(command)
+    if parsed.allowable and all(w.value is not None for c in parsed.commands for w in c.words):
+        # what an allow rule would approve is what bash runs, word for word (or what eval,
+        # bash -c and the other wrappers that only an allow rule naming them covers, run)
+        ours = Counter(
+            tuple(w.value or "" for w in c.words[c.assignments :]) for c in parsed.commands
+        )
+        views = [c.words[s:] for c, s in parsed.views]
+        extra = [argv for argv in ran - ours if not any(_covers(v, argv) for v in views)]
+        assert not extra, (command, ran, ours)
+    if not parsed.hidden:
+        # what a deny rule would look at covers everything bash runs
+        views = [c.words[s:] for c, s in parsed.views]
+        for argv in ran:
+            assert not argv or any(_covers(v, argv) for v in views), (command, argv)
