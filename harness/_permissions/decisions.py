@@ -77,9 +77,11 @@ class PermissionRequest:
         kind: the tool's :data:`ToolKind` (``read``, ``edit``, ``execute``, ``other``).
         controlled: the tool is controlled, or a path of the call leaves ``cwd``.
         operation_key: what an approve-always remembers and a rule matches, in rule syntax:
-            ``bash(git status:*)`` (a simple command's first words), ``bash(<command>)`` (a
-            compound one, exactly), ``write(src/a.py)`` (a path relative to ``cwd``, absolute
-            outside it, glob characters escaped), or the tool name alone.
+            ``bash(git status:*)`` (only for one simple command of literal words whose program
+            runs no code from its arguments), ``bash(<the command byte for byte, * and \\
+            escaped>)`` for any other command, ``write(src/a.py)`` (a path relative to
+            ``cwd``, absolute outside it, glob characters escaped), or the tool name alone.
+            Read back as a rule, a key matches what it was made from and nothing wider.
         target: the command, or the path as given; None for tools without a ``target``.
         paths: the path relative to ``cwd`` both as written and with symlinks resolved
             (absolute when outside), which path rules are matched against.
