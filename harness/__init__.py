@@ -114,6 +114,7 @@ from hooks import (
     signal_for,
 )
 from repos import (
+    MAX_NESTING,
     NO_RESULT_TEXT,
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -350,6 +351,7 @@ __all__ = [
     "EVENT_CLASSES",
     "EXTRA_SCOPE",
     "INTERNAL_SCOPE",
+    "MAX_NESTING",
     "NO_RESULT_TEXT",
     "PERMISSION_ENTRY",
     "PERMISSION_MODES",

@@ -3,7 +3,7 @@
 May import ``hooks``; never ``harness``. Everything public is also re-exported from ``harness``.
 """
 
-from ._codec import decode_entry, decode_message, encode_entry, encode_message
+from ._codec import MAX_NESTING, decode_entry, decode_message, encode_entry, encode_message
 from ._context import (
     NO_RESULT_TEXT,
     ModelRef,
@@ -54,6 +54,7 @@ from ._session import Diagnostic, FsyncPolicy, Session, TreeNode
 from ._sqlite import SqliteSessionRepo
 
 __all__ = [
+    "MAX_NESTING",
     "NO_RESULT_TEXT",
     "ActiveToolsChangeEntry",
     "BranchSummaryEntry",

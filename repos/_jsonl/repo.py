@@ -45,7 +45,7 @@ from .._errors import (
 )
 from .._fork import check_fork_allowed, fork_header, fork_plan
 from .._repo import ForkPosition, ForkScope, SessionInfo
-from .._session import FsyncPolicy, Session, iso_now
+from .._session import FsyncPolicy, Session, header_line, iso_now
 from .._tree import Row, Tree
 from . import list_cache
 from .atomic import make_folders, publish_atomically, sweep_temp_files
@@ -203,6 +203,8 @@ class JsonlSessionRepo:
             SessionExistsError: the id is taken (checked under a lock within this repo
                 object; two processes creating one id at once can still both succeed).
             StorageError: the file system refused (a name too long, no permission, ...).
+            InvalidEntryError: ``metadata`` is no JSON a line can hold (NaN, a set, ..., or
+                nested deeper than ``MAX_NESTING``); nothing is written.
         """
         sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
         header = SessionHeader(
@@ -212,7 +214,7 @@ class JsonlSessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        lines = [dumps_line(encode_header(header))]
+        lines = [header_line(header)]
         # A fresh UUID4 cannot be taken: only an id the caller chose is looked for on disk.
         check = session_id is not None
         if self._fsync == "never":
@@ -823,7 +825,7 @@ def _role(raw: bytes) -> str | None:
 def _accumulate(state: _ListState, raw: bytes, *, count: bool = True) -> None:
     try:
         obj = loads_line(raw)
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, CodecError):
         return
     if not isinstance(obj, dict):
         return

@@ -345,7 +345,7 @@ class _Analyzer:
             return None, None
         try:
             obj = loads_line(first.raw)
-        except orjson.JSONDecodeError:
+        except (orjson.JSONDecodeError, CodecError):
             obj = None
         if not isinstance(obj, dict) or obj.get("type") != "session":
             at = self.data.find(b'{"type":"session"', 0, end)
@@ -413,8 +413,9 @@ class _Analyzer:
             flush_blanks()
             try:
                 obj = loads_line(line.raw)
-            except orjson.JSONDecodeError as exc:
-                self.find("corrupt_line", line, f"not JSON ({exc})", "removed")
+            except (orjson.JSONDecodeError, CodecError) as exc:
+                why = f"not JSON ({exc})" if isinstance(exc, orjson.JSONDecodeError) else str(exc)
+                self.find("corrupt_line", line, why, "removed")
                 continue
             if not isinstance(obj, dict):
                 self.find(
