@@ -15,8 +15,8 @@ gives them (raw lines copied from a JSONL root).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -363,8 +363,9 @@ def test_a_lone_surrogate_in_a_deep_line_is_a_codec_error() -> None:
     # result was walked recursively: RecursionError past ~450 levels.
     deep = "[" * 600 + '"\\ud800"' + "]" * 600
     raw = (
-        '{"type":"custom","id":"x","parentId":null,"timestamp":"t","customType":"c","data":%s}'
-        % deep
+        '{"type":"custom","id":"x","parentId":null,"timestamp":"t","customType":"c","data":'
+        + deep
+        + "}"
     ).encode()
     with pytest.raises(CodecError):
         loads_line(raw)
@@ -467,18 +468,6 @@ def test_the_sqlite_store_applies_the_cap_to_the_lines_it_holds(tmp_path: Path) 
     with pytest.raises(CorruptSessionError) as info:
         asyncio.run(strict.open(str(HEADER["id"])))
     assert info.value.line == 3
-
-
-def test_the_sqlite_store_refuses_a_deep_header(tmp_path: Path) -> None:
-    _copied(tmp_path, f"sqlite:{tmp_path / 'db.sqlite'}", ROOT)
-    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    assert tables  # the schema is there; the header is checked when the session is opened
-    repo = SqliteSessionRepo(tmp_path / "db.sqlite")
-    created = asyncio.run(repo.create(cwd="/w", metadata={"fine": nest(MAX_NESTING - 2)}))
-    created.close()
-    with pytest.raises(InvalidEntryError):
-        asyncio.run(repo.create(cwd="/w", metadata={"deep": nest(MAX_NESTING - 1)}))
 
 
 @pytest.mark.postgres
@@ -711,7 +700,5 @@ def test_a_file_of_random_lines_reads_with_diagnostics_never_a_crash(
         session.get_tree()
         list(session.entries())
         session.get_branch()
-    try:
+    with contextlib.suppress(CorruptSessionError):
         open_session(path, strict=True).close()
-    except CorruptSessionError:
-        pass
