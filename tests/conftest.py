@@ -45,6 +45,7 @@ _load("anthropic_streams", TESTS / "fixtures" / "anthropic_streams.py")
 _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
 _load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
 _load("postgres_server", TESTS / "postgres_server.py")
+_load("step_count", TESTS / "fixtures" / "step_count.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402

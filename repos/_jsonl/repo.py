@@ -43,6 +43,7 @@ from .._errors import (
     SessionNotFoundError,
     StorageError,
 )
+from .._files import open_regular
 from .._fork import check_fork_allowed, fork_header, fork_plan
 from .._repo import ForkPosition, ForkScope, SessionInfo
 from .._session import FsyncPolicy, Session, header_line, iso_now
@@ -627,7 +628,8 @@ class JsonlSessionRepo:
             OSError: the file cannot be read.
             SessionError: it has no complete, valid header line.
         """
-        with open(path, "rb") as f:
+        # A FIFO or a device swapped in since the listing saw a file is refused, not read.
+        with os.fdopen(open_regular(path), "rb") as f:
             stat = os.fstat(f.fileno())  # of the file actually read, even if renamed over since
             state = None if cached is None else evolve(cached, info=None)
             # Only a file that grew is caught up with. A replaced file (migrated, repaired: a new

@@ -63,6 +63,7 @@ from .._codec import (
 )
 from .._entries import CURRENT_VERSION, LabelEntry, LeafEntry, MessageEntry
 from .._errors import SessionError, SessionGoneError, SessionNotFoundError, StorageError
+from .._files import open_regular
 from .._session import Diagnostic
 from .._tree import EAGER_TYPES
 from .atomic import publish_atomically
@@ -749,7 +750,8 @@ def verify_file(path: Path, *, progress: Progress | None = None) -> Analysis:
     of our writers is appending is seen half-written).
 
     Raises:
-        SessionNotFoundError: no such file.
+        SessionNotFoundError: no such file, or not a regular file (a folder, a FIFO or a
+            device is refused without blocking or reading).
         StorageError: it cannot be read.
     """
     with _locked(path, fcntl.LOCK_SH) as fd:
@@ -890,8 +892,9 @@ def _locked(path: Path, how: int) -> Iterator[int]:
     name leads to now (a writer may have replaced it while we waited)."""
     for _ in range(5):
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            # Never blocks: a FIFO or a device (which would read for ever) is refused.
+            fd = open_regular(path)
+        except (FileNotFoundError, NotADirectoryError):
             raise SessionNotFoundError(str(path)) from None
         except OSError as exc:
             raise StorageError.wrap(path, exc, "opening") from exc

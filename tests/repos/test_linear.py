@@ -12,23 +12,19 @@ machine's load). Findings and diagnostics must not grow faster than the file eit
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import orjson
 import pytest
+from step_count import counting
 
-import repos
 from repos import JsonlSessionRepo, open_session
 from repos._jsonl.verify import repair_file, verify_file
 
 TS = "2025-01-01T00:00:00.000Z"
 HEADER = {"type": "session", "version": 3, "id": "lin", "timestamp": TS, "cwd": "/x"}
-REPOS = str(Path(repos.__file__).parent)
 
 # Linear work doubles when the input does; anything quadratic would give about 4.
 MAX_RATIO = 2.3
@@ -156,34 +152,6 @@ def siblings_behind_a_damaged_leaf(n: int) -> list[dict[str, Any]]:
 def write(path: Path, entries: list[dict[str, Any]]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in (HEADER, *entries)))
     return path
-
-
-@contextmanager
-def counting(function: str | None = None) -> Iterator[list[int]]:
-    """Count the lines executed in ``repos`` while the block runs (this thread); or, given a
-    ``function`` name, the calls of the ``repos`` functions of that name."""
-    count = [0]
-
-    def local(frame: FrameType, event: str, arg: object) -> Any:
-        if event == "line":
-            count[0] += 1
-        return local
-
-    def tracer(frame: FrameType, event: str, arg: object) -> Any:
-        if not frame.f_code.co_filename.startswith(REPOS):
-            return None
-        if function is None:
-            return local
-        if frame.f_code.co_name == function:
-            count[0] += 1
-        return None
-
-    before = sys.gettrace()
-    sys.settrace(tracer)
-    try:
-        yield count
-    finally:
-        sys.settrace(before)
 
 
 def steps(
