@@ -24,10 +24,16 @@ import orjson
 from attrs import define, field
 
 from ._codec import CodecError, decode_header, loads_line
-from ._errors import CorruptSessionError, SessionExistsError, SessionNotFoundError, StorageError
+from ._errors import (
+    CorruptSessionError,
+    InvalidSessionIdError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StorageError,
+)
 from ._files import open_regular
 from ._jsonl.atomic import publish_atomically
-from ._jsonl.paths import encode_cwd, file_name, validate_session_id
+from ._jsonl.paths import check_under_root, session_path, validate_session_id
 from ._jsonl.repo import JsonlSessionRepo
 from ._sqlite import SqliteSessionRepo
 
@@ -91,9 +97,11 @@ class _JsonlLines:
         try:
             path = self._repo.resolve(header[0])
         except SessionNotFoundError:
-            folder = self._root / encode_cwd(header[1])
-            target = folder / file_name(header[2], header[0])
+            # The header is the source's, anyone's: one folder and one name under the root.
+            target = session_path(self._root, header[1], header[2], header[0])
             try:
+                if target.parent.is_symlink():
+                    check_under_root(self._root, target.parent)
                 publish_atomically(target, [data], exclusive=True)
             except FileExistsError:
                 raise SessionExistsError(header[0]) from None
@@ -189,7 +197,14 @@ async def copy_sessions(
             added = await destination.import_lines(lines)
         except SessionExistsError:
             report.conflicts.append(session_id)
-        except (SessionNotFoundError, CorruptSessionError) as exc:
+        except (
+            SessionNotFoundError,
+            CorruptSessionError,
+            InvalidSessionIdError,
+            StorageError,
+        ) as exc:
+            # This session cannot be copied (a header no file can be named after, a name too
+            # long for the file system): said, and the others still are.
             report.problems.append((session_id, str(exc)))
         else:
             report.lines += added

@@ -54,8 +54,7 @@ from .paths import (
     absolute_cwd,
     check_under_root,
     default_root,
-    encode_cwd,
-    file_name,
+    session_path,
     validate_session_id,
 )
 from .storage import JsonlStore, index_copied, load_file, open_session
@@ -422,8 +421,9 @@ class JsonlSessionRepo:
     ) -> Session:
         """Publish a new session file: ``lines`` (the header first), then what ``write``
         writes (a fork: ``copied`` source rows with their lengths, then ``extra`` lines)."""
-        folder = self._root / encode_cwd(header.cwd)
-        path = folder / file_name(header.timestamp, header.id)
+        # The header may be anyone's (an import): the folder and the name are one each.
+        path = session_path(self._root, header.cwd, header.timestamp, header.id)
+        folder = path.parent
         # File names differ by timestamp, so the exclusive link alone cannot stop two creates
         # of one id: the check and the publish happen under one lock (per repo object; other
         # processes can still race).

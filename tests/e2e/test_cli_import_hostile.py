@@ -284,3 +284,77 @@ def test_session_commands_refuse_a_fifo_or_a_device(
     proc = harness(*command, path, cwd=tmp_path)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "error[session_not_found]" in proc.stderr
+
+
+# --- the header timestamp names the session file: one name, under the root ------------------
+
+HOSTILE_STAMPS = [
+    "{outside}/escaped-by-stamp",  # an absolute path (under this test's folder, outside the root)
+    "../../../../{outside}/escaped-by-stamp",
+    "a/b/c",
+    "a_b_c",
+    "x\x00y",
+    "2025-07-01T10:00:00.000Z" + "9" * 10_000,
+    "\x1b]0;T\x07",
+    "..",
+]
+
+
+@pytest.mark.parametrize("stamp", HOSTILE_STAMPS, ids=lambda s: repr(s[:30]))
+def test_a_hostile_timestamp_cannot_place_the_session_file(tmp_path: Path, stamp: str) -> None:
+    # The header takes the first record's timestamp, and the file name takes the header's.
+    (tmp_path / "outside").mkdir()
+    records = records_of(small_transcript())
+    records[0]["timestamp"] = stamp.replace("{outside}", str(tmp_path / "outside"))
+    source = write(tmp_path / "cc" / f"{SESSION}.jsonl", records)
+    root = tmp_path / "sessions"
+    proc = harness("import", "claude-code", source, "--root", root, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and "cc" not in p.parts]
+    assert written and all(p.parent.parent == root for p in written), written
+    for path in written:
+        assert len(path.name.encode()) <= 255
+        session_id = orjson.loads(path.read_bytes().split(b"\n", 1)[0])["id"]
+        found = harness("sessions", "tree", "--root", root, session_id, cwd=tmp_path)
+        assert found.returncode == 0, found.stderr  # still found by its id
+
+
+@pytest.mark.parametrize("stamp", HOSTILE_STAMPS, ids=lambda s: repr(s[:30]))
+def test_sessions_copy_keeps_a_hostile_header_under_the_destination(
+    tmp_path: Path, stamp: str
+) -> None:
+    (tmp_path / "outside").mkdir()
+    source = tmp_path / "src"
+    (source / "--w--").mkdir(parents=True)
+    stamp = stamp.replace("{outside}", str(tmp_path / "outside"))
+    header = {"type": "session", "version": 3, "id": "evil-1", "timestamp": stamp, "cwd": "/w"}
+    (source / "--w--" / "2025-01-01T00-00-00-000Z_evil-1.jsonl").write_bytes(
+        orjson.dumps(header) + b"\n"
+    )
+    dest = tmp_path / "dst"
+    proc = harness("sessions", "copy", "--from", f"jsonl:{source}", "--to", f"jsonl:{dest}")
+    assert proc.returncode == 0, proc.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and source not in p.parents]
+    assert [p.parent.parent for p in written] == [dest]
+
+
+@pytest.mark.parametrize(
+    "cwd", ["/w\x00x", "/" + "a" * 100_000, "../../../etc", "/etc/cron.d"], ids=repr
+)
+def test_sessions_copy_names_folders_after_a_hostile_cwd_only_under_the_destination(
+    tmp_path: Path, cwd: str
+) -> None:
+    source = tmp_path / "src"
+    (source / "--w--").mkdir(parents=True)
+    header = {"type": "session", "version": 3, "id": "evil-2", "timestamp": "t", "cwd": cwd}
+    (source / "--w--" / "2025-01-01T00-00-00-000Z_evil-2.jsonl").write_bytes(
+        orjson.dumps(header) + b"\n"
+    )
+    dest = tmp_path / "dst"
+    proc = harness("sessions", "copy", "--from", f"jsonl:{source}", "--to", f"jsonl:{dest}")
+    assert proc.returncode == 0, proc.stderr[:500]
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and source not in p.parents]
+    # Copied into one folder under the destination, or refused for this session and said.
+    assert [p.parent.parent for p in written] == [dest] or (
+        written == [] and "warning: evil-2:" in proc.stderr
+    )
