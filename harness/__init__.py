@@ -114,6 +114,7 @@ from hooks import (
     signal_for,
 )
 from repos import (
+    MAX_NESTING,
     NO_RESULT_TEXT,
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -166,6 +167,7 @@ from repos import (
     encode_entry,
     encode_message,
     entry_message,
+    nested_deeper,
     normalize_messages,
     open_line_store,
     open_session,
@@ -354,6 +356,7 @@ __all__ = [
     "EVENT_CLASSES",
     "EXTRA_SCOPE",
     "INTERNAL_SCOPE",
+    "MAX_NESTING",
     "MODE_STRICTNESS",
     "NO_RESULT_TEXT",
     "OPERATION_RULES",
@@ -614,6 +617,7 @@ __all__ = [
     "grep_tool",
     "has_receivers",
     "ls_tool",
+    "nested_deeper",
     "normalize_messages",
     "notify",
     "now_ms",

@@ -3,7 +3,14 @@
 May import ``hooks``; never ``harness``. Everything public is also re-exported from ``harness``.
 """
 
-from ._codec import decode_entry, decode_message, encode_entry, encode_message
+from ._codec import (
+    MAX_NESTING,
+    decode_entry,
+    decode_message,
+    encode_entry,
+    encode_message,
+    nested_deeper,
+)
 from ._context import (
     NO_RESULT_TEXT,
     ModelRef,
@@ -54,6 +61,7 @@ from ._session import Diagnostic, FsyncPolicy, Session, TreeNode
 from ._sqlite import SqliteSessionRepo
 
 __all__ = [
+    "MAX_NESTING",
     "NO_RESULT_TEXT",
     "ActiveToolsChangeEntry",
     "BranchSummaryEntry",
@@ -106,6 +114,7 @@ __all__ = [
     "encode_entry",
     "encode_message",
     "entry_message",
+    "nested_deeper",
     "normalize_messages",
     "open_line_store",
     "open_session",

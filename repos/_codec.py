@@ -64,6 +64,7 @@ from ._entries import (
 )
 
 __all__ = [
+    "MAX_NESTING",
     "CodecError",
     "FrozenDict",
     "FrozenList",
@@ -78,15 +79,51 @@ __all__ = [
     "encode_new_message",
     "frozen_json",
     "loads_line",
+    "nested_deeper",
     "parse_iso",
     "v1_entry_id",
 ]
 
 Obj = dict[str, Any]
 
+MAX_NESTING = 64
+"""The deepest nesting of objects and arrays a session line may hold, its own object being level
+1 (so a tool call's ``arguments``, at level 5, may nest 59 levels more). A deeper line is a
+damaged line: decoding it raises :class:`CodecError`, and no writer produces one. Real sessions
+come nowhere near it (tool arguments and JSON schemas nest a few levels), and it keeps every
+recursive consumer of a decoded entry (our codec, ``orjson.dumps`` and its 255 levels,
+``json.dumps`` with ``indent``, the renderers) far from Python's recursion limit."""
+
 
 class CodecError(ValueError):
     """A line is JSON but not a valid entry; the caller adds file and line number."""
+
+
+def _too_deep() -> CodecError:
+    return CodecError(f"nested deeper than {MAX_NESTING} levels of objects and arrays")
+
+
+def nested_deeper(value: object, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` (JSON-like: mappings, lists and tuples of scalars) nests objects and
+    arrays more than ``limit`` levels deep, ``value`` itself being level 1 when it is one.
+    Iterative, so any depth is measured without recursion; stops at the first level past
+    ``limit``."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, level = pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if level > limit:
+            return True
+        for child in children:
+            if isinstance(child, Mapping | list | tuple):
+                push((child, level + 1))
+    return False
 
 
 class FrozenDict(dict[str, Any]):
@@ -139,8 +176,12 @@ def loads_line(raw: bytes | memoryview) -> Any:
     cut between the two halves of a pair), read as U+FFFD. Nothing else orjson refuses is
     accepted (NaN and Infinity stay errors).
 
+    The nesting of what it returns is not checked here (:func:`decode_entry` and
+    :func:`decode_header` do), except on that second path, which walks the value.
+
     Raises:
         orjson.JSONDecodeError: the line is not JSON.
+        CodecError: a line with a lone surrogate that nests deeper than :data:`MAX_NESTING`.
     """
     try:
         return orjson.loads(raw)
@@ -152,6 +193,8 @@ def loads_line(raw: bytes | memoryview) -> Any:
             obj = json.loads(data, parse_constant=_no_constant)
         except (ValueError, RecursionError):
             raise exc from None
+        if nested_deeper(obj):
+            raise _too_deep() from None  # _without_surrogates recurses
         return _without_surrogates(obj)
 
 
@@ -173,15 +216,29 @@ def _without_surrogates(value: Any) -> Any:
     return value
 
 
-def frozen_json(value: Any) -> Any:
-    """``value`` (parsed JSON) with every object and array made read-only, recursively."""
+def frozen_json(value: Any, level: int = 1) -> Any:
+    """``value`` (parsed JSON) with every object and array made read-only, recursively.
+
+    Args:
+        level: the nesting level ``value`` has in its line when it is an object or array (the
+            line's own object is level 1).
+
+    Raises:
+        CodecError: an object or array nested deeper than :data:`MAX_NESTING`.
+    """
     kind = type(value)
     if kind is dict or kind is FrozenDict:
+        if level > MAX_NESTING:
+            raise _too_deep()
+        level += 1
         return FrozenDict(
-            {k: frozen_json(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+            {k: frozen_json(v, level) if type(v) in _CONTAINERS else v for k, v in value.items()}
         )
     if kind is list or kind is FrozenList:
-        return FrozenList([frozen_json(v) if type(v) in _CONTAINERS else v for v in value])
+        if level > MAX_NESTING:
+            raise _too_deep()
+        level += 1
+        return FrozenList([frozen_json(v, level) if type(v) in _CONTAINERS else v for v in value])
     return value
 
 
@@ -244,14 +301,16 @@ _ALWAYS_WRITTEN = frozenset({"parentId"})
 _NO_EXTRA = FrozenDict()
 
 
-def _extra(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+def _extra(obj: Mapping[str, Any], known: frozenset[str], level: int) -> dict[str, Any]:
+    """The keys of ``obj`` (an object at nesting ``level`` of its line) that are not fields."""
     # The common case, checked in C: only known keys, none of them null. Shared: it is read-only.
     if obj.keys() <= known and None not in obj.values():
         return _NO_EXTRA
     # Known keys holding null stay in extra so they round-trip as null.
+    level += 1
     return FrozenDict(
         {
-            k: frozen_json(v)
+            k: frozen_json(v, level)
             for k, v in obj.items()
             if k not in known or (v is None and k not in _ALWAYS_WRITTEN)
         }
@@ -263,6 +322,33 @@ def _put_extra(out: Obj, extra: Mapping[str, Any]) -> Obj:
         if k not in out:
             out[k] = v
     return out
+
+
+def _scalar(value: Any, key: str) -> Any:
+    """``value`` of a field holding a string, number or boolean, which the decoder coerces
+    (``str()``, ``bool()``) as pi does. An object or array there is not coerced (its nesting
+    would go unchecked, its text would be Python's): the line is damaged."""
+    if type(value) is dict or type(value) is list:
+        raise CodecError(f"field {key!r} must not be an object or array")
+    return value
+
+
+def _as_str(value: Any, key: str) -> str:
+    """``str(value)`` of a field's scalar (callers test ``type(value) is str`` first)."""
+    return value if type(value) is str else str(_scalar(value, key))
+
+
+def _as_bool(value: Any, key: str) -> bool:
+    return value if type(value) is bool else bool(_scalar(value, key))
+
+
+def _float(obj: Mapping[str, Any], key: str) -> float:
+    """A cost figure as ``float(value or 0)`` reads it, or why it cannot be one."""
+    value = _scalar(obj.get(key), key)
+    try:
+        return float(value or 0)
+    except ValueError:
+        raise CodecError(f"field {key!r} must be a number, got {value!r:.40}") from None
 
 
 def _str(obj: Mapping[str, Any], key: str) -> str:
@@ -279,13 +365,26 @@ def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+# The integers a line can hold (orjson's range): a count read from a float beyond them could
+# not be written back.
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _whole(value: float, key: str) -> int:
+    """``int(value)`` of a number, which must be in the range a line can hold."""
+    whole = int(value)
+    if not _INT_MIN <= whole <= _INT_MAX:
+        raise CodecError(f"field {key!r} is out of range ({value:.3g})")
+    return whole
+
+
 def _int(obj: Mapping[str, Any], key: str, default: int = 0) -> int:
     value = obj.get(key, default)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CodecError(f"field {key!r} must be a number")
-    return int(value)
+    return value if type(value) is int else _whole(value, key)
 
 
 def _timestamp_ms(value: Any) -> int:
@@ -296,7 +395,7 @@ def _timestamp_ms(value: Any) -> int:
     if isinstance(value, bool):
         raise CodecError("field 'timestamp' must be a number or an ISO-8601 string")
     if isinstance(value, int | float):
-        return int(value) if math.isfinite(value) else 0
+        return _whole(value, "timestamp") if math.isfinite(value) else 0
     if isinstance(value, str):
         parsed = parse_iso(value)
         return int(parsed.timestamp() * 1000) if parsed is not None else 0
@@ -327,9 +426,16 @@ _tool_call = _builder(ToolCall, "id", "name", "arguments", "extra")
 _unknown_block = _builder(UnknownContent, "raw")
 
 
+# Nesting levels in a line (its own object is 1): a message 2, its fields 3 (content, usage),
+# a message's content block 4, a block's fields 5 (a tool call's arguments). A custom_message
+# entry's blocks are at 3.
+_BLOCK = 4
+
+
 def _decode_block(
-    obj: Any,
+    obj: Any, level: int = _BLOCK
 ) -> TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent:
+    """A content block, an object at nesting ``level`` of its line."""
     if not isinstance(obj, dict):
         raise CodecError("content block must be an object")
     kind = obj.get("type")
@@ -337,28 +443,30 @@ def _decode_block(
         text = obj.get("text")
         if isinstance(text, str):
             # Two keys, both known and set: nothing extra (the common block, checked cheaply).
-            return _text(text, _NO_EXTRA if len(obj) == 2 else _extra(obj, _TEXT_KEYS))
+            return _text(text, _NO_EXTRA if len(obj) == 2 else _extra(obj, _TEXT_KEYS, level))
     elif kind == "toolCall":
         call_id, name, arguments = obj.get("id"), obj.get("name"), obj.get("arguments", {})
         if isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, dict):
             extra = (
-                _NO_EXTRA if len(obj) == 4 and "arguments" in obj else _extra(obj, _TOOLCALL_KEYS)
+                _NO_EXTRA
+                if len(obj) == 4 and "arguments" in obj
+                else _extra(obj, _TOOLCALL_KEYS, level)
             )
-            return _tool_call(call_id, name, frozen_json(arguments), extra)
+            return _tool_call(call_id, name, frozen_json(arguments, level + 1), extra)
     elif kind == "thinking":
         thinking = obj.get("thinking")
         if isinstance(thinking, str):
             return _thinking(
                 thinking,
                 _opt_str(obj, "thinkingSignature"),
-                bool(obj.get("redacted", False)),
-                _extra(obj, _THINKING_KEYS),
+                _as_bool(obj.get("redacted", False), "redacted"),
+                _extra(obj, _THINKING_KEYS, level),
             )
     elif kind == "image":
         data, mime_type = obj.get("data"), obj.get("mimeType")
         if isinstance(data, str) and isinstance(mime_type, str):
-            return _image(data, mime_type, _extra(obj, _IMAGE_KEYS))
-    return _unknown_block(frozen_json(obj))
+            return _image(data, mime_type, _extra(obj, _IMAGE_KEYS, level))
+    return _unknown_block(frozen_json(obj, level))
 
 
 def _encode_block(
@@ -390,12 +498,13 @@ def _encode_block(
     return dict(block.raw)
 
 
-def _decode_user_content(value: Any) -> str | tuple[UserContent, ...]:
+def _decode_user_content(value: Any, level: int = _BLOCK - 1) -> str | tuple[UserContent, ...]:
+    """User-side content: a string, or a list (at nesting ``level`` of its line) of blocks."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
         raise CodecError("content must be a string or a list of blocks")
-    blocks = [_decode_block(b) for b in value]
+    blocks = [_decode_block(b, level + 1) for b in value]
     return tuple(
         b
         if type(b) is TextContent or type(b) is ImageContent or type(b) is UnknownContent
@@ -420,7 +529,7 @@ def _decode_assistant_content(value: Any) -> tuple[AssistantContent, ...]:
     for i, block in enumerate(blocks):
         if type(block) is ImageContent:
             # No images in replies: kept verbatim.
-            blocks[i] = _unknown_block(frozen_json(value[i]))
+            blocks[i] = _unknown_block(frozen_json(value[i], _BLOCK))
     return cast(tuple[AssistantContent, ...], tuple(blocks))
 
 
@@ -442,31 +551,41 @@ def _count(obj: Mapping[str, Any], key: str) -> int:
     return value if type(value) is int else _int(obj, key)
 
 
+_USAGE = 3  # the usage object's nesting level in a line
+
+
 def _decode_usage(obj: Any) -> Usage:
     if not isinstance(obj, dict):
-        return Usage(extra=FrozenDict({"usage": frozen_json(obj)})) if obj is not None else Usage()
+        if obj is None:
+            return Usage()
+        return Usage(extra=FrozenDict({"usage": frozen_json(obj, _USAGE)}))
     cost_raw = obj.get("cost")
     if isinstance(cost_raw, dict):
-        cost = _cost(
-            float(cost_raw.get("input") or 0),
-            float(cost_raw.get("output") or 0),
-            float(cost_raw.get("cacheRead") or 0),
-            float(cost_raw.get("cacheWrite") or 0),
-            float(cost_raw.get("total") or 0),
-            _extra(cost_raw, _COST_KEYS),
-        )
+        cost_extra = _extra(cost_raw, _COST_KEYS, _USAGE + 1)
+        try:
+            cost = _cost(
+                float(cost_raw.get("input") or 0),
+                float(cost_raw.get("output") or 0),
+                float(cost_raw.get("cacheRead") or 0),
+                float(cost_raw.get("cacheWrite") or 0),
+                float(cost_raw.get("total") or 0),
+                cost_extra,
+            )
+        except (TypeError, ValueError):
+            # Not numbers: this raises, saying which (an object or array, or a string not one).
+            cost = _cost(*(_float(cost_raw, key) for key in _COST_NAMES), cost_extra)
         known = _USAGE_KEYS
     else:
         cost, known = Cost(), _USAGE_KEYS_NO_COST
-    total = obj.get("totalTokens")
+    total = _scalar(obj.get("totalTokens"), "totalTokens")
     return _usage(
         _count(obj, "input"),
         _count(obj, "output"),
         _count(obj, "cacheRead"),
         _count(obj, "cacheWrite"),
-        int(total) if isinstance(total, int | float) else None,
+        _whole(total, "totalTokens") if isinstance(total, int | float) else None,
         cost,
-        _extra(obj, known),
+        _extra(obj, known, _USAGE),
     )
 
 
@@ -474,8 +593,10 @@ def _num(value: float) -> float | int:
     if isinstance(value, float) and not math.isfinite(value):
         # JSON has no NaN or infinity; int() of one would raise a bare ValueError/OverflowError.
         raise CodecError(f"a cost must be a finite number, not {value}")
-    # Keep integral costs as ints (0, not 0.0) so pi-written zeros stay byte-identical.
-    return int(value) if value == int(value) else value
+    # Keep integral costs as ints (0, not 0.0) so pi-written zeros stay byte-identical; one
+    # too large for a line's integers stays a float.
+    whole = int(value)
+    return whole if whole == value and _INT_MIN <= whole <= _INT_MAX else value
 
 
 def _encode_usage(usage: Usage) -> Obj:
@@ -561,11 +682,18 @@ _tool_result = _builder(
 )
 
 
+_MESSAGE = 2  # a message's nesting level in a line; its fields are at 3
+
+
 def decode_message(obj: Any) -> Message:
     """Build a message value from its JSON object.
 
+    Its nesting is counted as in a line (the message at level 2, see :data:`MAX_NESTING`), so
+    any message decoded here fits in an entry.
+
     Raises:
-        CodecError: a known role with fields of the wrong shape.
+        CodecError: a known role with fields of the wrong shape (an object or array where a
+            string, number or boolean belongs), or nesting deeper than the cap.
     """
     if not isinstance(obj, dict):
         raise CodecError("message must be an object")
@@ -574,61 +702,68 @@ def decode_message(obj: Any) -> Message:
     if type(ts) is not int:
         ts = _timestamp_ms(ts)
     if role == "assistant":
+        api, provider = obj.get("api", ""), obj.get("provider", "")
+        model, stop = obj.get("model", ""), obj.get("stopReason", "stop")
         return _assistant(
             _decode_assistant_content(obj.get("content", [])),
-            str(obj.get("api", "")),
-            str(obj.get("provider", "")),
-            str(obj.get("model", "")),
+            api if type(api) is str else _as_str(api, "api"),
+            provider if type(provider) is str else _as_str(provider, "provider"),
+            model if type(model) is str else _as_str(model, "model"),
             _decode_usage(obj.get("usage")),
-            str(obj.get("stopReason", "stop")),
+            stop if type(stop) is str else _as_str(stop, "stopReason"),
             _opt_str(obj, "errorMessage"),
             ts,
-            _extra(obj, _ASSISTANT_KEYS),
+            _extra(obj, _ASSISTANT_KEYS, _MESSAGE),
         )
     if role == "toolResult":
         content = _decode_user_content(obj.get("content", []))
         call_id = obj.get("toolCallId")
         if not isinstance(call_id, str):
             call_id = _str(obj, "toolCallId")
-        extra = _extra(obj, _TOOLRESULT_KEYS)
+        extra = _extra(obj, _TOOLRESULT_KEYS, _MESSAGE)
         if isinstance(content, str):
             # pi accepts a plain string: one text block, and the string kept to write back.
             extra = FrozenDict({**extra, "content": content})
             content = (_text(content, _NO_EXTRA),)
+        name, is_error = obj.get("toolName", ""), obj.get("isError", False)
         return _tool_result(
             call_id,
-            str(obj.get("toolName", "")),
+            name if type(name) is str else _as_str(name, "toolName"),
             content,
-            frozen_json(obj.get("details")),
-            bool(obj.get("isError", False)),
+            frozen_json(obj.get("details"), _MESSAGE + 1),
+            is_error if type(is_error) is bool else _as_bool(is_error, "isError"),
             ts,
             extra,
         )
     if role == "user":
-        return _user(_decode_user_content(obj.get("content", "")), ts, _extra(obj, _USER_KEYS))
+        return _user(
+            _decode_user_content(obj.get("content", "")), ts, _extra(obj, _USER_KEYS, _MESSAGE)
+        )
     if role == "bashExecution":
-        exit_code = obj.get("exitCode")
+        exit_code = _scalar(obj.get("exitCode"), "exitCode")
         return BashExecutionMessage(
-            command=str(obj.get("command", "")),
-            output=str(obj.get("output", "")),
+            command=_as_str(obj.get("command", ""), "command"),
+            output=_as_str(obj.get("output", ""), "output"),
             exit_code=int(exit_code) if isinstance(exit_code, int) else None,
-            cancelled=bool(obj.get("cancelled", False)),
-            truncated=bool(obj.get("truncated", False)),
+            cancelled=_as_bool(obj.get("cancelled", False), "cancelled"),
+            truncated=_as_bool(obj.get("truncated", False), "truncated"),
             full_output_path=_opt_str(obj, "fullOutputPath"),
-            exclude_from_context=bool(obj.get("excludeFromContext", False)),
+            exclude_from_context=_as_bool(
+                obj.get("excludeFromContext", False), "excludeFromContext"
+            ),
             timestamp=ts,
-            extra=_extra(obj, _BASH_KEYS),
+            extra=_extra(obj, _BASH_KEYS, _MESSAGE),
         )
     if role in ("custom", "hookMessage"):
         return CustomMessage(
-            custom_type=str(obj.get("customType", "")),
+            custom_type=_as_str(obj.get("customType", ""), "customType"),
             content=_decode_user_content(obj.get("content", "")),
-            display=bool(obj.get("display", True)),
-            details=frozen_json(obj.get("details")),
+            display=_as_bool(obj.get("display", True), "display"),
+            details=frozen_json(obj.get("details"), _MESSAGE + 1),
             timestamp=ts,
-            extra=_extra(obj, _CUSTOM_KEYS),
+            extra=_extra(obj, _CUSTOM_KEYS, _MESSAGE),
         )
-    return UnknownMessage(raw=frozen_json(obj))
+    return UnknownMessage(raw=frozen_json(obj, _MESSAGE))
 
 
 def encode_message(msg: Message) -> Obj:
@@ -720,7 +855,8 @@ def decode_header(obj: Any) -> SessionHeader:
         CodecError: not an object with ``type: "session"`` and a string ``id``, or a
             ``version`` that is not the integer 1, 2 or 3 (missing means 1). Reading a file of
             an unknown version as v1 would give its entries made-up ids, and the first append
-            would rewrite it.
+            would rewrite it. An object or array as ``timestamp`` or ``cwd``, or nesting deeper
+            than :data:`MAX_NESTING`.
     """
     if (
         not isinstance(obj, dict)
@@ -730,19 +866,22 @@ def decode_header(obj: Any) -> SessionHeader:
         raise CodecError('the first line is not a session header ({"type":"session","id":...})')
     version = obj.get("version", 1)
     if type(version) is not int or version not in SUPPORTED_VERSIONS:
-        raise CodecError(
-            f"unsupported session version {orjson.dumps(version).decode()} "
-            f"(supported: 1, 2, 3; none means 1)"
-        )
-    metadata = frozen_json(obj.get("metadata"))
+        try:
+            shown = orjson.dumps(version).decode()
+        except orjson.JSONEncodeError:  # nested past orjson's 255 levels
+            shown = f"(a JSON {type(version).__name__})"
+        if len(shown) > 40:
+            shown = shown[:40] + "..."
+        raise CodecError(f"unsupported session version {shown} (supported: 1, 2, 3; none means 1)")
+    metadata = frozen_json(obj.get("metadata"), 2)
     return SessionHeader(
         id=obj["id"],
-        timestamp=str(obj.get("timestamp", "")),
-        cwd=str(obj.get("cwd", "")),
+        timestamp=_as_str(obj.get("timestamp", ""), "timestamp"),
+        cwd=_as_str(obj.get("cwd", ""), "cwd"),
         version=version,
         parent_session=_opt_str(obj, "parentSession"),
         metadata=metadata if isinstance(metadata, dict) else None,
-        extra=_extra(obj, _HEADER_KEYS)
+        extra=_extra(obj, _HEADER_KEYS, 1)
         | ({} if isinstance(metadata, dict) or metadata is None else {"metadata": metadata}),
     )
 
@@ -805,7 +944,9 @@ def decode_entry(
             turn ``firstKeptEntryIndex`` into ``firstKeptEntryId``.
 
     Raises:
-        CodecError: the line is not an object, lacks an id, or a known type has bad fields.
+        CodecError: the line is not an object, lacks an id, or a known type has bad fields
+            (an object or array where a string, number or boolean belongs); or it nests
+            deeper than :data:`MAX_NESTING`.
     """
     if not isinstance(obj, dict):
         raise CodecError(f"entry must be a JSON object, got {type(obj).__name__}")
@@ -820,10 +961,10 @@ def decode_entry(
         raise CodecError("'parentId' must be a string or null")
     ts = obj.get("timestamp", "")
     if type(ts) is not str:
-        ts = str(ts)
+        ts = _as_str(ts, "timestamp")
     if kind == "message":
         return _message_entry(
-            eid, pid, ts, _extra(obj, _K_MESSAGE), decode_message(obj.get("message"))
+            eid, pid, ts, _extra(obj, _K_MESSAGE, 1), decode_message(obj.get("message"))
         )
     base: dict[str, Any] = {"id": eid, "parent_id": pid, "timestamp": ts}
     if kind == "model_change":
@@ -831,21 +972,21 @@ def decode_entry(
             **base,
             provider=_str(obj, "provider"),
             model_id=_str(obj, "modelId"),
-            extra=_extra(obj, _K_MODEL),
+            extra=_extra(obj, _K_MODEL, 1),
         )
     if kind == "thinking_level_change":
         return ThinkingLevelChangeEntry(
-            **base, thinking_level=_str(obj, "thinkingLevel"), extra=_extra(obj, _K_THINKING)
+            **base, thinking_level=_str(obj, "thinkingLevel"), extra=_extra(obj, _K_THINKING, 1)
         )
     if kind == "active_tools_change":
         names = obj.get("activeToolNames")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise CodecError("'activeToolNames' must be a list of strings")
         return ActiveToolsChangeEntry(
-            **base, active_tool_names=tuple(names), extra=_extra(obj, _K_TOOLS)
+            **base, active_tool_names=tuple(names), extra=_extra(obj, _K_TOOLS, 1)
         )
     if kind == "compaction":
-        extra = _extra(obj, _K_COMPACTION)
+        extra = _extra(obj, _K_COMPACTION, 1)
         first_kept = obj.get("firstKeptEntryId")
         if (
             first_kept is None
@@ -856,56 +997,56 @@ def decode_entry(
             extra = FrozenDict({k: v for k, v in extra.items() if k != "firstKeptEntryIndex"})
         if not isinstance(first_kept, str):
             raise CodecError("compaction has no 'firstKeptEntryId'")
-        from_hook = obj.get("fromHook")
+        from_hook = _scalar(obj.get("fromHook"), "fromHook")
         return CompactionEntry(
             **base,
             summary=_str(obj, "summary"),
             first_kept_entry_id=first_kept,
             tokens_before=_int(obj, "tokensBefore"),
-            details=frozen_json(obj.get("details")),
+            details=frozen_json(obj.get("details"), 2),
             from_hook=bool(from_hook) if from_hook is not None else None,
             extra=extra,
         )
     if kind == "branch_summary":
-        from_hook = obj.get("fromHook")
+        from_hook = _scalar(obj.get("fromHook"), "fromHook")
         return BranchSummaryEntry(
             **base,
             from_id=_str(obj, "fromId"),
             summary=_str(obj, "summary"),
-            details=frozen_json(obj.get("details")),
+            details=frozen_json(obj.get("details"), 2),
             from_hook=bool(from_hook) if from_hook is not None else None,
-            extra=_extra(obj, _K_BRANCH),
+            extra=_extra(obj, _K_BRANCH, 1),
         )
     if kind == "custom":
         return CustomEntry(
             **base,
             custom_type=_str(obj, "customType"),
-            data=frozen_json(obj.get("data")),
-            extra=_extra(obj, _K_CUSTOM),
+            data=frozen_json(obj.get("data"), 2),
+            extra=_extra(obj, _K_CUSTOM, 1),
         )
     if kind == "custom_message":
         return CustomMessageEntry(
             **base,
             custom_type=_str(obj, "customType"),
-            content=_decode_user_content(obj.get("content", "")),
-            display=bool(obj.get("display", True)),
-            details=frozen_json(obj.get("details")),
-            extra=_extra(obj, _K_CUSTOM_MSG),
+            content=_decode_user_content(obj.get("content", ""), 2),
+            display=_as_bool(obj.get("display", True), "display"),
+            details=frozen_json(obj.get("details"), 2),
+            extra=_extra(obj, _K_CUSTOM_MSG, 1),
         )
     if kind == "label":
         return LabelEntry(
             **base,
             target_id=_str(obj, "targetId"),
             label=_opt_str(obj, "label"),
-            extra=_extra(obj, _K_LABEL),
+            extra=_extra(obj, _K_LABEL, 1),
         )
     if kind == "session_info":
-        return SessionInfoEntry(**base, name=_opt_str(obj, "name"), extra=_extra(obj, _K_INFO))
+        return SessionInfoEntry(**base, name=_opt_str(obj, "name"), extra=_extra(obj, _K_INFO, 1))
     if kind == "leaf":
         # targetId null is meaningful ("before the first entry"), so it is not an extra.
-        leaf_extra = {k: v for k, v in obj.items() if k not in _K_LEAF}
+        leaf_extra = FrozenDict({k: frozen_json(v, 2) for k, v in obj.items() if k not in _K_LEAF})
         return LeafEntry(**base, target_id=_opt_str(obj, "targetId"), extra=leaf_extra)
-    return UnknownEntry(**base, entry_type=kind, raw=frozen_json(obj))
+    return UnknownEntry(**base, entry_type=kind, raw=frozen_json(obj, 1))
 
 
 def encode_entry(entry: Entry) -> Obj:
@@ -973,12 +1114,16 @@ def dumps_line(obj: Mapping[str, JSONValue]) -> bytes:
 
     Raises:
         CodecError: a value JSON cannot hold: NaN or an infinity (orjson would write
-            ``null``), a set, bytes, an object of another type, a cycle, a non-string key.
+            ``null``), a set, bytes, an object of another type, a cycle, a non-string key; or
+            nesting deeper than :data:`MAX_NESTING` (no reader would accept the line).
     """
     try:
         line = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError as exc:
         raise CodecError(f"not JSON: {exc}") from None
+    # Only a line with more opening brackets than the cap can nest past it.
+    if line.count(b"{") + line.count(b"[") > MAX_NESTING and nested_deeper(obj):
+        raise _too_deep()
     # orjson writes NaN and infinities as null: look for them only when a null is there at all
     # (most lines hold none but a root's parentId), so the common append pays nothing.
     if line.count(b"null") > (1 if obj.get("parentId", 0) is None else 0):
@@ -1055,34 +1200,36 @@ def encode_new_message(
     return line, cast(MessageEntry, decode_entry(orjson.loads(line)))
 
 
-# orjson refuses deeper nesting; past it the general path reports the error.
-_MAX_DEPTH = 254
+# ``level`` below is the nesting level a container value has in its line (the line's own
+# object is 1); past MAX_NESTING the general path reports the error (dumps_line).
 
 
-def _frozen(value: Any, depth: int) -> bool:
+def _frozen(value: Any, level: int) -> bool:
     """Whether ``value`` is already what decoding its JSON gives (read-only containers, string
-    keys, finite floats all the way down): then it can be shared instead of copied."""
+    keys, finite floats all the way down, no deeper than the cap): then it can be shared
+    instead of copied."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return True
     if kind is float:
         return bool(value - value == 0.0)  # False for NaN and the infinities
-    if depth >= _MAX_DEPTH:
+    if level > MAX_NESTING:
         return False
     if kind is FrozenDict:
         for k, v in value.items():
-            if type(k) is not str or (type(v) is not str and not _frozen(v, depth + 1)):
+            if type(k) is not str or (type(v) is not str and not _frozen(v, level + 1)):
                 return False
         return True
     if kind is FrozenList:
-        return all(type(v) is str or _frozen(v, depth + 1) for v in value)
+        return all(type(v) is str or _frozen(v, level + 1) for v in value)
     return False
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """``value`` as ``frozen_json(orjson.loads(orjson.dumps(value)))`` gives it, when it holds
-    only JSON types (dict, list, tuple, str, int, finite float, bool, None; string keys); the
-    value itself, or its parts, where they are that already."""
+def _plain(value: Any, level: int) -> Any:
+    """``value`` as ``frozen_json(orjson.loads(orjson.dumps(value)), level)`` gives it, when it
+    holds only JSON types (dict, list, tuple, str, int, finite float, bool, None; string keys)
+    nested no deeper than the cap; the value itself, or its parts, where they are that
+    already."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -1090,31 +1237,32 @@ def _plain(value: Any, depth: int = 0) -> Any:
         if value - value != 0.0:
             raise _General
         return value
-    if depth >= _MAX_DEPTH:
+    if level > MAX_NESTING:
         raise _General
-    if (kind is FrozenDict or kind is FrozenList) and _frozen(value, depth):
+    if (kind is FrozenDict or kind is FrozenList) and _frozen(value, level):
         return value
+    inner = level + 1
     if kind is dict or kind is FrozenDict:
         out = {}
         for k, v in value.items():
             if type(k) is not str:
                 raise _General
-            out[k] = v if type(v) is str else _plain(v, depth + 1)
+            out[k] = v if type(v) is str else _plain(v, inner)
         return FrozenDict(out)
     if kind is list or kind is FrozenList or kind is tuple:
-        return FrozenList([v if type(v) is str else _plain(v, depth + 1) for v in value])
+        return FrozenList([v if type(v) is str else _plain(v, inner) for v in value])
     raise _General
 
 
-def _plain_extra(extra: Mapping[str, Any], known: frozenset[str]) -> FrozenDict:
-    """``extra`` as the decoder rebuilds it (itself when it is that already), when none of its
-    keys is a known field's (those would be dropped or read back as the field: the general
-    path handles them)."""
+def _plain_extra(extra: Mapping[str, Any], known: frozenset[str], level: int) -> FrozenDict:
+    """``extra`` (of an object at nesting ``level``) as the decoder rebuilds it (itself when it
+    is that already), when none of its keys is a known field's (those would be dropped or read
+    back as the field: the general path handles them)."""
     if not extra:
         return extra if type(extra) is FrozenDict else _NO_EXTRA
     if not extra.keys().isdisjoint(known):
         raise _General
-    return cast(FrozenDict, _plain(extra))
+    return cast(FrozenDict, _plain(extra, level))
 
 
 # ``extra is _NO_EXTRA`` (what the decoder gives a value without extra keys) is checked inline
@@ -1128,7 +1276,7 @@ def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
         text, extra = block.text, block.extra
         if type(text) is not str:
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TEXT_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TEXT_KEYS, _BLOCK)
         out: Obj = (
             {"type": "text", "text": text, **kept} if kept else {"type": "text", "text": text}
         )
@@ -1141,8 +1289,8 @@ def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
             or (type(arguments) is not dict and type(arguments) is not FrozenDict)
         ):
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLCALL_KEYS)
-        args = _plain(arguments)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLCALL_KEYS, _BLOCK)
+        args = _plain(arguments, _BLOCK + 1)
         out = {"type": "toolCall", "id": call_id, "name": name, "arguments": args, **kept}
         same = kept is extra and args is arguments
         return out, block if same else _tool_call(call_id, name, args, kept)
@@ -1155,7 +1303,7 @@ def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
             or type(redacted) is not bool
         ):
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _THINKING_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _THINKING_KEYS, _BLOCK)
         out = {"type": "thinking", "thinking": thinking}
         if signature is not None:
             out["thinkingSignature"] = signature
@@ -1168,7 +1316,7 @@ def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
         data, mime_type, extra = block.data, block.mime_type, block.extra
         if type(data) is not str or type(mime_type) is not str:
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _IMAGE_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _IMAGE_KEYS, _BLOCK)
         out = {"type": "image", "data": data, "mimeType": mime_type, **kept}
         return out, block if kept is extra else _image(data, mime_type, kept)
     raise _General  # unknown blocks, and blocks the decoder reads as unknown in this role
@@ -1202,7 +1350,7 @@ def _appended_cost(cost: Any) -> tuple[Obj, Cost]:
     if type(cost) is not Cost:
         raise _General
     extra = cost.extra
-    kept_extra = extra if extra is _NO_EXTRA else _plain_extra(extra, _COST_KEYS)
+    kept_extra = extra if extra is _NO_EXTRA else _plain_extra(extra, _COST_KEYS, _USAGE + 1)
     i, o, r, w, t = cost.input, cost.output, cost.cache_read, cost.cache_write, cost.total
     if (
         type(i) is float
@@ -1271,7 +1419,7 @@ def _appended_usage(usage: Any) -> tuple[Obj, Usage]:
     ):
         raise _General
     extra = usage.extra
-    kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _USAGE_KEYS)
+    kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _USAGE_KEYS, _USAGE)
     out: Obj = {"input": i, "output": o, "cacheRead": r, "cacheWrite": w}
     if total is not None:
         out["totalTokens"] = total
@@ -1299,7 +1447,7 @@ def _appended_message(
     ):
         raise _General
     kept_entry_extra = (
-        entry_extra if entry_extra is _NO_EXTRA else _plain_extra(entry_extra, _K_MESSAGE)
+        entry_extra if entry_extra is _NO_EXTRA else _plain_extra(entry_extra, _K_MESSAGE, 1)
     )
     kind = type(msg)
     ts = msg.timestamp if kind is not UnknownMessage else None
@@ -1319,7 +1467,7 @@ def _appended_message(
             or (error is not None and type(error) is not str)
         ):
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _ASSISTANT_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _ASSISTANT_KEYS, _MESSAGE)
         blocks_out, blocks = _appended_blocks(msg.content, True)
         usage_out, usage = _appended_usage(msg.usage)
         out: Obj = {
@@ -1345,9 +1493,9 @@ def _appended_message(
         details, extra = msg.details, msg.extra
         if type(call_id) is not str or type(name) is not str or type(is_error) is not bool:
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLRESULT_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLRESULT_KEYS, _MESSAGE)
         blocks_out, blocks = _appended_blocks(msg.content, False)
-        kept_details = None if details is None else _plain(details)
+        kept_details = None if details is None else _plain(details, _MESSAGE + 1)
         out = {"role": "toolResult", "toolCallId": call_id, "toolName": name}
         out["content"] = blocks_out
         if kept_details is not None:
@@ -1361,7 +1509,7 @@ def _appended_message(
             message = _tool_result(call_id, name, blocks, kept_details, is_error, ts, kept)
     elif kind is UserMessage:
         extra = msg.extra
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _USER_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _USER_KEYS, _MESSAGE)
         content_out, content = _appended_user_content(msg.content)
         out = {"role": "user", "content": content_out, "timestamp": ts}
         if kept:
@@ -1371,9 +1519,9 @@ def _appended_message(
         custom_type, display, details, extra = msg.custom_type, msg.display, msg.details, msg.extra
         if type(custom_type) is not str or type(display) is not bool:
             raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _CUSTOM_KEYS)
+        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _CUSTOM_KEYS, _MESSAGE)
         content_out, content = _appended_user_content(msg.content)
-        kept_details = None if details is None else _plain(details)
+        kept_details = None if details is None else _plain(details, _MESSAGE + 1)
         out = {"role": "custom", "customType": custom_type, "content": content_out}
         out["display"] = display
         if kept_details is not None:

@@ -24,9 +24,16 @@ import orjson
 from attrs import define, field
 
 from ._codec import CodecError, decode_header, loads_line
-from ._errors import CorruptSessionError, SessionExistsError, SessionNotFoundError, StorageError
+from ._errors import (
+    CorruptSessionError,
+    InvalidSessionIdError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StorageError,
+)
+from ._files import open_regular
 from ._jsonl.atomic import publish_atomically
-from ._jsonl.paths import encode_cwd, file_name, validate_session_id
+from ._jsonl.paths import check_under_root, session_path, validate_session_id
 from ._jsonl.repo import JsonlSessionRepo
 from ._sqlite import SqliteSessionRepo
 
@@ -75,7 +82,7 @@ class _JsonlLines:
 
     async def export_lines(self, session_id: str) -> list[bytes]:
         path = self._repo.resolve(session_id)
-        data = await asyncio.to_thread(path.read_bytes)
+        data = await asyncio.to_thread(_read_regular, path)
         parts = data.split(b"\n")
         if parts[-1]:
             self.torn[session_id] = len(parts[-1])
@@ -90,19 +97,21 @@ class _JsonlLines:
         try:
             path = self._repo.resolve(header[0])
         except SessionNotFoundError:
-            folder = self._root / encode_cwd(header[1])
-            target = folder / file_name(header[2], header[0])
+            # The header is the source's, anyone's: one folder and one name under the root.
+            target = session_path(self._root, header[1], header[2], header[0])
             try:
+                if target.parent.is_symlink():
+                    check_under_root(self._root, target.parent)
                 publish_atomically(target, [data], exclusive=True)
             except FileExistsError:
                 raise SessionExistsError(header[0]) from None
             except OSError as exc:
                 raise StorageError.wrap(target, exc, "writing the copied session") from exc
             return len(lines)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # the lock every writer of this file takes
-            have = path.read_bytes()
+            have = _read_all(fd)
             if have == data:
                 return 0
             if not have.endswith(b"\n") or not data.startswith(have):
@@ -115,6 +124,23 @@ class _JsonlLines:
             return rest.count(b"\n")
         finally:
             os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at ``path`` (a FIFO or a device is refused unread)."""
+    fd = open_regular(path)
+    try:
+        return _read_all(fd)
+    finally:
+        os.close(fd)
 
 
 def _header(lines: Sequence[bytes]) -> tuple[str, str, str]:
@@ -171,7 +197,14 @@ async def copy_sessions(
             added = await destination.import_lines(lines)
         except SessionExistsError:
             report.conflicts.append(session_id)
-        except (SessionNotFoundError, CorruptSessionError) as exc:
+        except (
+            SessionNotFoundError,
+            CorruptSessionError,
+            InvalidSessionIdError,
+            StorageError,
+        ) as exc:
+            # This session cannot be copied (a header no file can be named after, a name too
+            # long for the file system): said, and the others still are.
             report.problems.append((session_id, str(exc)))
         else:
             report.lines += added

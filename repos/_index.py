@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 from attrs import frozen
 
-from ._codec import loads_line, v1_entry_id
+from ._codec import CodecError, loads_line, v1_entry_id
 from ._errors import CorruptSessionError
 from ._tree import EAGER_TYPES, Row, Tree
 
@@ -286,6 +286,8 @@ def _not_an_entry(raw: bytes, needs: str) -> str:
         obj = loads_line(raw)
     except orjson.JSONDecodeError as exc:
         return f"not JSON ({exc})"
+    except CodecError as exc:
+        return str(exc)
     if not isinstance(obj, dict):
         return f"a JSON {type(obj).__name__}, not an object with {needs}"
     return f"a JSON object without {needs}"
@@ -294,7 +296,7 @@ def _not_an_entry(raw: bytes, needs: str) -> str:
 def _parsed_type(raw: bytes) -> str | None:
     try:
         obj = loads_line(raw)
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, CodecError):
         return None
     kind = obj.get("type") if isinstance(obj, dict) else None
     return kind if isinstance(kind, str) else None
@@ -306,6 +308,8 @@ def _parsed_head(raw: bytes) -> tuple[str, str, str | None] | str:
         obj = loads_line(raw)
     except orjson.JSONDecodeError as exc:
         return f"not JSON ({exc})"
+    except CodecError as exc:
+        return str(exc)
     if not isinstance(obj, dict):
         return f"a JSON {type(obj).__name__}, not an object with string 'type' and 'id'"
     kind, entry_id, parent_id = obj.get("type"), obj.get("id"), obj.get("parentId")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import orjson
 from attrs import define, frozen
 
-from ._codec import loads_line
+from ._codec import CodecError, loads_line
 
 __all__ = ["LineFacts", "Summary", "line_facts", "ms_of_iso", "summarize"]
 
@@ -79,7 +79,7 @@ def line_facts(raw: bytes) -> LineFacts:
         return _NOTHING
     try:
         obj = loads_line(raw)
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, CodecError):
         return _NOTHING
     if not isinstance(obj, dict):
         return _NOTHING

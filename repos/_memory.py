@@ -25,7 +25,7 @@ from hooks import (
     notify,
 )
 
-from ._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header, loads_line
+from ._codec import CodecError, decode_entry, decode_header, loads_line
 from ._entries import Entry, MessageEntry, SessionHeader
 from ._errors import (
     CorruptSessionError,
@@ -38,7 +38,7 @@ from ._fork import check_fork_allowed, fork_header, fork_lines
 from ._index import RawLine
 from ._jsonl.paths import absolute_cwd, validate_session_id
 from ._repo import ForkPosition, ForkScope, SessionInfo
-from ._session import Session, iso_now
+from ._session import Session, header_line, iso_now
 from ._tree import Row, Tree
 
 __all__ = ["MemorySessionRepo"]
@@ -148,7 +148,7 @@ class MemorySessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        session = self._publish(header, [dumps_line(encode_header(header))])
+        session = self._publish(header, [header_line(header)])
         await notify(self, SessionCreatedEvent(session_id=session.id, path=None))
         return session
 

@@ -54,7 +54,15 @@ from ._errors import (
 from ._index import Diagnostic, Indexer, RawLine
 from ._tree import Row, Tree
 
-__all__ = ["Diagnostic", "FsyncPolicy", "Session", "SessionStore", "TreeNode", "iso_now"]
+__all__ = [
+    "Diagnostic",
+    "FsyncPolicy",
+    "Session",
+    "SessionStore",
+    "TreeNode",
+    "header_line",
+    "iso_now",
+]
 
 log = logging.getLogger("repos")
 # Seeded from the OS once per process (and again in a forked child, below).
@@ -89,6 +97,19 @@ def iso_now() -> str:
 
 _second: list[tuple[int, str]] = [(-1, "")]  # the second last formatted, and its text
 _MILLIS = tuple(f".{n:03d}Z" for n in range(1000))
+
+
+def header_line(header: SessionHeader) -> bytes:
+    """The header line of a new session (newline-terminated).
+
+    Raises:
+        InvalidEntryError: ``metadata`` holds a value a line cannot (NaN, a set, bytes, ...),
+            or nests deeper than ``MAX_NESTING``; nothing was stored.
+    """
+    try:
+        return dumps_line(encode_header(header))
+    except CodecError as exc:
+        raise InvalidEntryError(f"cannot create a session with this header: {exc}") from None
 
 
 def _encode_message(

@@ -7,7 +7,7 @@ needs at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
 
 from attrs import define, field
@@ -21,6 +21,8 @@ EAGER_TYPES = frozenset({"label", "session_info", "leaf"})
 
 # Steps walked by probing before a long path is scanned for instead (Tree.path_types).
 _SHORT_WALK = 256
+# Rows decoded together by a sweep for damaged bodies (Tree._sweep): memory stays bounded.
+_SWEEP_BATCH = 2048
 
 
 class Row(NamedTuple):
@@ -66,6 +68,8 @@ class Tree:
     writers' lines were caught up while this session kept its own branch)."""
     dropped: int = 0
     """Rows removed because their body could not be decoded (recover mode)."""
+    _checked: int = field(default=0, alias="_checked")
+    """Every row of a line up to this one (1-based) was decoded once by :meth:`_sweep`."""
 
     def add(
         self, row: Row, entry: Entry | None = None, *, own_leaf: bool = True
@@ -116,32 +120,71 @@ class Tree:
             self.leaf_id = target
         return problem
 
-    def drop(self, entry_id: str) -> None:
-        """Remove a row whose body cannot be decoded: its children re-attach to the previous
-        row in file order (as an orphan's would), a leaf on it moves there, labels on it go."""
-        children = self.children  # built (if it was not) while the row is still there
-        row = self.rows.pop(entry_id)
-        index = self.order.index(entry_id)
-        del self.order[index]
-        previous = self.order[index - 1] if index > 0 else None
-        siblings = children.get(row.parent_id, [])
-        if entry_id in siblings:
-            siblings.remove(entry_id)
-        orphans = children.pop(entry_id, [])
-        for child in orphans:
-            self.rows[child] = self.rows[child]._replace(parent_id=previous, derived_ids=True)
-            self.cache.pop(child, None)  # decoded again, with the new parent
-            children.setdefault(previous, []).append(child)
-        if orphans:
-            # Keep children in file order after the merge.
-            children[previous].sort(key=lambda c: self.rows[c].line)
-        self.labels.pop(entry_id, None)
-        if self.leaf_id == entry_id:
-            self.leaf_id = previous
-        if self.file_leaf_id == entry_id:
-            self.file_leaf_id = previous
-        self.cache.pop(entry_id, None)
-        self.dropped += 1
+    def _sweep(self, found: dict[str, CorruptSessionError]) -> None:
+        """Recover mode, once a body was found damaged (``found``): decode every row not checked
+        yet, and drop every damaged one in one pass (:meth:`_drop_many`). Dropping them one at
+        a time as walks meet them would cost a walk and a pass over the rows per damaged line:
+        quadratic in a file of many. Each row is checked once; rows indexed later (another
+        writer's lines) are checked by the next sweep."""
+        checked = self._checked
+        todo = [
+            row
+            for entry_id, row in self.rows.items()
+            if row.line > checked and entry_id not in self.cache and entry_id not in found
+        ]
+        bad = dict(found)
+        for start in range(0, len(todo), _SWEEP_BATCH):
+            batch = todo[start : start + _SWEEP_BATCH]
+            if self.load_many is not None:
+                results = self.load_many(batch)
+            else:
+                results = [self._try_load(row) for row in batch]
+            for row, result in zip(batch, results, strict=True):
+                if isinstance(result, CorruptSessionError):
+                    bad[row.id] = result
+        self._checked = max((row.line for row in self.rows.values()), default=checked)
+        self._drop_many(bad)
+        if self.on_bad_body is not None:
+            for entry_id, exc in sorted(bad.items(), key=lambda item: item[1].line):
+                self.on_bad_body(entry_id, exc)
+
+    def _try_load(self, row: Row) -> Entry | CorruptSessionError:
+        try:
+            return self.load(row)
+        except CorruptSessionError as exc:
+            return exc
+
+    def _drop_many(self, bad: Mapping[str, object]) -> None:
+        """Remove the rows ``bad`` names, in one pass: each one's children re-attach to the row
+        before it in file order that stays (as an orphan's would), a leaf on it moves there,
+        labels on it go."""
+        rows, cache = self.rows, self.cache
+        onto: dict[str, str | None] = {}
+        kept: list[str] = []
+        previous: str | None = None
+        for entry_id in self.order:
+            if entry_id in bad:
+                onto[entry_id] = previous
+            else:
+                kept.append(entry_id)
+                previous = entry_id
+        if not onto:
+            return
+        self.order[:] = kept
+        for entry_id in onto:
+            del rows[entry_id]
+            cache.pop(entry_id, None)
+            self.labels.pop(entry_id, None)
+        for entry_id, row in list(rows.items()):
+            if row.parent_id is not None and row.parent_id in onto:
+                rows[entry_id] = row._replace(parent_id=onto[row.parent_id], derived_ids=True)
+                cache.pop(entry_id, None)  # decoded again, with the new parent
+        self._children = None  # built again, in file order, when next asked for
+        if self.leaf_id in onto:
+            self.leaf_id = onto[self.leaf_id]
+        if self.file_leaf_id in onto:
+            self.file_leaf_id = onto[self.file_leaf_id]
+        self.dropped += len(onto)
 
     @property
     def children(self) -> dict[str | None, list[str]]:
@@ -179,8 +222,7 @@ class Tree:
                 entry = self.load(row)
             except CorruptSessionError as exc:
                 if self.on_bad_body is not None:
-                    self.drop(entry_id)
-                    self.on_bad_body(entry_id, exc)
+                    self._sweep({entry_id: exc})
                 raise
             self.cache[entry_id] = entry
         return entry

@@ -46,6 +46,7 @@ _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
 _load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
 _load("hostile_sessions", TESTS / "fixtures" / "hostile_sessions.py")
 _load("postgres_server", TESTS / "postgres_server.py")
+_load("step_count", TESTS / "fixtures" / "step_count.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402

@@ -2,9 +2,12 @@
 
 The reader is ``repos/_importers/claude_code.py``. Importing is idempotent: a session whose
 header says it was imported from the same Claude Code session (and sidechain) is not written
-again; when the transcript has grown since, the session gets the new entries (and new sidechains
-new sessions). Prints, per transcript, what was imported, what was dropped and why, and which
-records were re-attached. With stdout a terminal, a progress bar counts the transcripts.
+again; when the transcript has grown since (every entry imported before comes back unchanged,
+but for the last one), the session gets the new entries (and new sidechains new sessions). A
+different transcript claiming an imported session id is imported as a session of its own, and
+said so: naming an id never adds to another session's history. Prints, per transcript, what was
+imported, what was dropped and why, and which records were re-attached. With stdout a terminal,
+a progress bar counts the transcripts.
 """
 
 from __future__ import annotations
@@ -15,16 +18,17 @@ from pathlib import Path
 import attrs
 import click
 
-from repos import JsonlSessionRepo, open_session
+from repos import JsonlSessionRepo, SessionError, open_session
 from repos._codec import dumps_line, encode_header
 from repos._importers.claude_code import (
+    Comparison,
     Conversion,
     ImportedSession,
     append_lines,
+    compare,
     convert,
     imported_from,
     is_claude_code,
-    missing_lines,
 )
 
 from ._common import HarnessGroup, one_line, open_repo, progress, root_option, run_async
@@ -38,24 +42,21 @@ def import_group() -> None:
     """Import other agents' transcripts as sessions."""
 
 
-def _existing(repo: JsonlSessionRepo) -> dict[tuple[str, str | None], tuple[Path, int]]:
-    """Sessions under the root imported from Claude Code, by (source session id, sidechain
-    root): their path and the number of records their source had."""
-    out: dict[tuple[str, str | None], tuple[Path, int]] = {}
+Known = dict[tuple[str, str | None], list[Path]]
+"""Sessions under the root imported from Claude Code, by (source session id, sidechain root);
+several when different transcripts claimed one session id."""
+
+
+def _existing(repo: JsonlSessionRepo) -> Known:
+    """The sessions under the root imported from Claude Code (see :data:`Known`)."""
+    out: Known = {}
     if not repo.root.is_dir():
         return out
     for path in sorted(repo.root.glob("*/*.jsonl")):
-        try:
-            with path.open("rb") as f:
-                first = f.readline()
-        except OSError:
-            continue
-        origin = imported_from(first)
+        origin = imported_from(path)
         if origin is None or origin.get("format") != "claude-code":
             continue
-        key = (str(origin.get("sessionId")), origin.get("sidechainRoot"))
-        records = origin.get("records")
-        out[key] = (path, records if isinstance(records, int) else 0)
+        out.setdefault((str(origin.get("sessionId")), origin.get("sidechainRoot")), []).append(path)
     return out
 
 
@@ -79,6 +80,8 @@ def _transcripts(source: Path) -> list[Path]:
 
 
 def _report(conversion: Conversion) -> None:
+    for note in conversion.notes:
+        echo(f"  note: {note}")
     for d in conversion.dropped:
         echo(f"  dropped line {d.line}{f' ({d.uuid})' if d.uuid else ''}: {d.reason}")
     for r in conversion.reattached:
@@ -90,14 +93,26 @@ def _report(conversion: Conversion) -> None:
         echo(f"  {conversion.unpaired_tool_results} tool results without their call")
 
 
-def _extend(path: Path, imported: ImportedSession) -> tuple[int, int]:
-    """Append to the session at ``path`` the entries of ``imported`` it lacks: (entries added,
-    entries that changed since the first import and were kept as they were)."""
-    with open_session(path) as existing:
-        lines, changed = missing_lines(imported, existing)
-    if lines:
-        append_lines(path, lines)
-    return len(lines), changed
+def _match(candidates: list[Path], imported: ImportedSession) -> tuple[Path, Comparison] | None:
+    """The session among ``candidates`` that ``imported`` is the same transcript as (grown or
+    not), with what to append; None when each came from another transcript (or cannot be
+    read, so cannot be told apart)."""
+    for path in candidates:
+        try:
+            with open_session(path) as existing:
+                found = compare(imported, existing)
+        except SessionError:
+            continue
+        if found.relation != "other":
+            return path, found
+    return None
+
+
+def _extend(path: Path, found: Comparison) -> int:
+    """Append the new entries ``found`` holds to the session at ``path``; how many."""
+    if found.lines:
+        append_lines(path, found.lines)
+    return len(found.lines)
 
 
 @import_group.command("claude-code")
@@ -108,8 +123,10 @@ def claude_code(root: Path | None, source: Path) -> None:
 
     The main thread becomes one session; each sidechain (a sub-agent's conversation) a session
     whose parentSession is the main one. Importing again adds nothing; a transcript that has
-    grown since its import extends the session it became with the new entries. A FILE that is
-    not a transcript exits 1; under a DIR such files are skipped and named.
+    grown since its import extends the session it became with the new entries. Another
+    transcript claiming the same Claude Code session id becomes a session of its own (a note
+    says so). A FILE that is not a transcript (or not a regular file) exits 1; under a DIR such
+    files are skipped and named.
     """
     repo = open_repo(root)
     known = _existing(repo)
@@ -124,13 +141,11 @@ def claude_code(root: Path | None, source: Path) -> None:
             refused += outcome == "skipped"
             advance(1)
     echo(f"{imported} imported, {extended} extended, {skipped} already imported")
-    if refused and source.is_file():
+    if refused and not source.is_dir():
         raise SystemExit(1)  # the one file named is not a transcript (said above, on stderr)
 
 
-def _import_one(
-    repo: JsonlSessionRepo, known: dict[tuple[str, str | None], tuple[Path, int]], path: Path
-) -> str:
+def _import_one(repo: JsonlSessionRepo, known: Known, path: Path) -> str:
     """Import one transcript; returns ``imported``, ``extended``, ``unchanged`` or ``skipped``
     (not a transcript)."""
     if not is_claude_code(path):
@@ -138,25 +153,27 @@ def _import_one(
         return "skipped"
     conversion = convert(path)
     sid = conversion.source_session_id
-    previous = known.get((sid, None))
-    if previous is not None:
-        added, changed = _extend(previous[0], conversion.main)
-        new_sides = _sidechains(repo, known, conversion, previous[0])
+    candidates = list(known.get((sid, None), ()))
+    match = _match(candidates, conversion.main)
+    if match is not None:
+        previous, found = match
+        added = _extend(previous, found)
+        new_sides = _sidechains(repo, known, conversion, previous)
         if not added and not new_sides:
-            echo(f"already imported {path} (Claude Code session {sid}) as {previous[0]}")
+            echo(f"already imported {path} (Claude Code session {sid}) as {previous}")
             return "unchanged"
         echo(
-            f"extended {previous[0]} from {path} (Claude Code session {sid}): "
+            f"extended {previous} from {path} (Claude Code session {sid}): "
             f"{added} new entries, {new_sides} new sidechain entries"
         )
-        if changed:
+        if found.changed:
             echo(
-                f"  {changed} entries changed in the transcript since the first import; "
+                f"  {found.changed} entries changed in the transcript since the first import; "
                 "kept as first imported"
             )
         return "extended"
     main = run_async(_publish(repo, conversion.main, None))
-    known[(sid, None)] = (main, conversion.records)
+    known.setdefault((sid, None), []).append(main)
     echo(
         f"imported {path} (Claude Code session {sid}) as {conversion.main.header.id}: "
         f"{conversion.main.entries} entries, {conversion.main.messages} messages"
@@ -164,7 +181,13 @@ def _import_one(
         + (f", named {one_line(conversion.name)!r}" if conversion.name else "")
     )
     echo(f"  file: {main}")
-    _sidechains(repo, known, conversion, main)
+    if candidates:
+        echo(
+            f"  note: Claude Code session {sid} was imported before from another transcript "
+            f"({', '.join(map(str, candidates))}): this one holds other records, so it is a "
+            "session of its own, not added to that one"
+        )
+    _sidechains(repo, known, conversion, main, fresh=bool(candidates))
     _report(conversion)
     echo(
         f"  {conversion.records} records read, {len(conversion.dropped)} dropped, "
@@ -175,22 +198,25 @@ def _import_one(
 
 def _sidechains(
     repo: JsonlSessionRepo,
-    known: dict[tuple[str, str | None], tuple[Path, int]],
+    known: Known,
     conversion: Conversion,
     main: Path,
+    *,
+    fresh: bool = False,
 ) -> int:
     """Write each sidechain of ``conversion`` as a session (new) or extend the one an earlier
-    import wrote; returns the entries written."""
+    import of the same transcript wrote (never with ``fresh``: the main session is new, so its
+    sidechains are too); returns the entries written."""
     sid = conversion.source_session_id
     written = 0
     for side in conversion.sidechains:
         key = (sid, side.sidechain_root)
-        if key in known:
-            added, _ = _extend(known[key][0], side)
-            written += added
+        match = None if fresh else _match(known.get(key, []), side)
+        if match is not None:
+            written += _extend(*match)
             continue
         side_path = run_async(_publish(repo, side, main))
         echo(f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries")
-        known[key] = (side_path, conversion.records)
+        known.setdefault(key, []).append(side_path)
         written += side.entries
     return written

@@ -412,6 +412,9 @@ def tree_view(session: Session, *, show_all: bool = False) -> TreeView:
     unless ``show_all``. Lines start with a two-character marker: ``* `` the active leaf,
     ``> `` the rest of the active path, two spaces elsewhere.
     """
+    # First: in recover mode, decoding drops entries whose body is damaged (the leaf among
+    # them, which moves to the entry before it), and the path below must not name them.
+    roots = session.get_tree(leaf_entries=show_all)
     leaf_id = session.leaf_id
     path = session.path_ids(leaf_id)
     # Leaf moves are not in the tree unless asked for; labels and names are skipped below.
@@ -469,7 +472,7 @@ def tree_view(session: Session, *, show_all: bool = False) -> TreeView:
             )
 
     leaf_line: str | None = None
-    push_children(visible(session.get_tree(leaf_entries=show_all)), "")
+    push_children(visible(roots), "")
     while stack:
         node, own, rest = stack.pop()
         entry = node.entry

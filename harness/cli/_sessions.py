@@ -11,7 +11,8 @@ from __future__ import annotations
 import errno
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -54,17 +55,21 @@ def _dump(value: object) -> str:
     return json_line(value, indent=True)
 
 
-def _warn_diagnostics(session: Session) -> None:
+def _warn_diagnostics(session: Session, *, since: int = 0) -> None:
     """Report what reading the file found and handled (torn tail, skipped lines...): the data
-    shown may differ from the file, and the user should know why."""
-    for diag in session.diagnostics:
+    shown may differ from the file, and the user should know why. ``since``: how many of the
+    session's diagnostics were reported already."""
+    for diag in session.diagnostics[since:]:
         where = str(session.path) + (f":{diag.line}" if diag.line is not None else "")
         echo(f"warning: {where}: {one_line(diag.message)} ({diag.code})", err=True)
 
 
-def _open(repo: JsonlSessionRepo, ref: str) -> Session:
+@contextmanager
+def _open(repo: JsonlSessionRepo, ref: str) -> Iterator[Session]:
     """Open the session ``ref`` names (see ``resolve_ref``); a Claude Code transcript is opened
-    converted, read-only, with a note saying so. Diagnostics of reading go to stderr."""
+    converted, read-only, with a note saying so. Diagnostics of reading go to stderr: those
+    of opening first, then those found while the command read bodies (a damaged body is found
+    when it is first decoded, and skipped)."""
     path = resolve_ref(repo, ref)
     try:
         session = run_async(repo.open(path))
@@ -73,7 +78,10 @@ def _open(repo: JsonlSessionRepo, ref: str) -> Session:
             raise
         session = _open_claude_code(path)
     _warn_diagnostics(session)
-    return session
+    seen = len(session.diagnostics)
+    with session:
+        yield session
+        _warn_diagnostics(session, since=seen)
 
 
 def _open_claude_code(path: Path) -> Session:

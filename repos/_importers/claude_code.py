@@ -26,8 +26,10 @@ Every entry keeps its source ``uuid`` as the extra field ``claudeCodeUuid``; the
 ``metadata.importedFrom`` records the source format, session id, file and record count, so a
 second import can recognise the session. Our own ids are generated, deterministically (from the
 source session id and the record's uuid), so converting a transcript that has grown gives the
-entries of the earlier conversion the same ids: :func:`missing_lines` picks the new ones and
-:func:`append_lines` adds them to the session imported before.
+entries of the earlier conversion the same ids: :func:`compare` tells a transcript that grew
+(its new entries are appended to the session imported before, :func:`append_lines`) from
+another transcript claiming the same session id (imported as a session of its own: a file
+never joins another session's history by naming its id).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import uuid4
 
 import orjson
@@ -60,22 +62,34 @@ from hooks import (
     UserMessage,
 )
 
-from .._codec import dumps_line, encode_entry, encode_header
+from .._codec import (
+    MAX_NESTING,
+    CodecError,
+    decode_header,
+    dumps_line,
+    encode_entry,
+    encode_header,
+    loads_line,
+    nested_deeper,
+)
 from .._entries import CompactionEntry, Entry, MessageEntry, SessionHeader, SessionInfoEntry
-from .._errors import CorruptSessionError, StorageError
+from .._errors import CorruptSessionError, SessionError, StorageError
+from .._files import open_regular
+from .._jsonl.paths import encode_cwd
 from .._session import Session
 
 __all__ = [
     "FORMAT",
+    "Comparison",
     "Conversion",
     "Dropped",
     "ImportedSession",
     "Reattached",
     "append_lines",
+    "compare",
     "convert",
     "imported_from",
     "is_claude_code",
-    "missing_lines",
     "read_records",
 ]
 
@@ -146,20 +160,38 @@ class Conversion:
 
 
 def read_records(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Dropped]]:
-    """Every JSON object line of ``path`` with its line number; other lines as dropped."""
+    """Every JSON object line of ``path`` with its line number; other lines as dropped: not
+    JSON, not an object, or nested deeper than :data:`~repos.MAX_NESTING` (the cap every
+    session line keeps; a record's entries nest no deeper than the record).
+
+    Raises:
+        SessionNotFoundError: ``path`` is not a regular file (a FIFO, a device or a folder is
+            refused without blocking or reading).
+        OSError: it cannot be read.
+    """
     records: list[tuple[int, dict[str, Any]]] = []
     dropped: list[Dropped] = []
-    with path.open("rb") as f:
+    with os.fdopen(open_regular(path), "rb") as f:
         for number, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                obj = loads_line(raw)
+            except (orjson.JSONDecodeError, CodecError):
                 dropped.append(Dropped(number, None, "not JSON"))
                 continue
             if not isinstance(obj, dict):
                 dropped.append(Dropped(number, None, f"not a record (a JSON {type(obj).__name__})"))
+                continue
+            if raw.count(b"{") + raw.count(b"[") > MAX_NESTING and nested_deeper(obj):
+                uuid = obj.get("uuid")
+                dropped.append(
+                    Dropped(
+                        number,
+                        uuid if isinstance(uuid, str) else None,
+                        f"nested deeper than {MAX_NESTING} levels",
+                    )
+                )
                 continue
             records.append((number, obj))
     return records, dropped
@@ -170,7 +202,8 @@ def is_claude_code(path: Path, *, probe_lines: int = 20) -> bool:
     with ``uuid`` and ``sessionId`` of type user/assistant/system, or a ``summary`` record with
     ``leafUuid``; and no pi session header on line 1."""
     try:
-        with path.open("rb") as f:
+        # A FIFO or a device is no transcript, and is not read (it would block, or never end).
+        with os.fdopen(open_regular(path), "rb") as f:
             for index, raw in enumerate(f):
                 if index >= probe_lines:
                     break
@@ -186,7 +219,7 @@ def is_claude_code(path: Path, *, probe_lines: int = 20) -> bool:
                     return True
                 if obj.get("type") in ("user", "assistant", "system") and "uuid" in obj:
                     return "sessionId" in obj or "parentUuid" in obj
-    except OSError:
+    except (OSError, SessionError):
         return False
     return False
 
@@ -198,9 +231,40 @@ def _ms(value: object, fallback: int) -> int:
     if isinstance(value, str):
         try:
             return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-        except ValueError:
+        except (ValueError, OverflowError, OSError):  # unreadable, or a year no clock has
             return fallback
     return fallback
+
+
+def _shown(value: object) -> str:
+    """A record's value as a report names it: a string quoted, cut; anything else by kind."""
+    if isinstance(value, str):
+        return repr(value[:60] + ("..." if len(value) > 60 else ""))
+    return "null" if value is None else f"(a JSON {type(value).__name__})"
+
+
+def _count(value: object) -> int:
+    """A token count from a record: a non-negative integer a line can hold (sums too), else 0."""
+    return value if type(value) is int and 0 <= value < _COUNT_LIMIT else 0
+
+
+_COUNT_LIMIT = 2**53
+# The cwd of a session: absolute, a few KiB at most, and able to name the folder pi's layout
+# keeps the session in (one name, at most 255 bytes).
+_CWD_LIMIT = 4096
+
+
+def _cwd_problem(value: str) -> str | None:
+    """Why ``value`` (a transcript's ``cwd``) cannot be the imported session's, or None."""
+    if not value.startswith("/"):
+        return "not an absolute path"
+    if len(value) > _CWD_LIMIT:
+        return f"longer than {_CWD_LIMIT} characters"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return "it holds control characters"
+    if len(encode_cwd(value).encode("utf-8", "surrogatepass")) > 255:
+        return "too long to name a sessions folder"
+    return None
 
 
 def _iso(ms: int) -> str:
@@ -277,15 +341,11 @@ def _usage(obj: object) -> Usage:
     if not isinstance(obj, Mapping):
         return Usage()
 
-    def num(key: str) -> int:
-        value = obj.get(key)
-        return value if isinstance(value, int) else 0
-
     parts = (
-        num("input_tokens"),
-        num("output_tokens"),
-        num("cache_read_input_tokens"),
-        num("cache_creation_input_tokens"),
+        _count(obj.get("input_tokens")),
+        _count(obj.get("output_tokens")),
+        _count(obj.get("cache_read_input_tokens")),
+        _count(obj.get("cache_creation_input_tokens")),
     )
     return Usage(
         input=parts[0],
@@ -308,21 +368,29 @@ class _Builder:
 
     def __init__(self, seed: str) -> None:
         self.entries: list[Entry] = []
+        self.position: dict[str, int] = {}  # our entry id -> its index in entries
         self.ids: dict[str, str] = {}  # source uuid -> our entry id (of its last entry)
         self.taken: set[str] = set()
         self.uuids: set[str] = set()
+        self.next_salt: dict[str, int] = {}
         self._seed = seed
 
     def new_id(self, key: str) -> str:
-        # Deterministic (same transcript, same ids), unique in the session.
-        for salt in range(1000):
+        # Deterministic (same transcript, same ids), unique in the session: the first salt
+        # whose digest is free. A key used again (a record holding several results for one
+        # call id) starts after the salts it used before, which are all taken: the same ids as
+        # trying from 0, without trying n salts for its n-th use.
+        salt = self.next_salt.get(key, 0)
+        while True:
             digest = hashlib.sha256(f"{self._seed}\0{key}\0{salt}".encode()).hexdigest()[:8]
+            salt += 1
             if digest not in self.taken:
                 self.taken.add(digest)
+                self.next_salt[key] = salt
                 return digest
-        raise AssertionError("no free id")  # pragma: no cover
 
     def add(self, entry: Entry, uuid: str | None) -> Entry:
+        self.position[entry.id] = len(self.entries)
         self.entries.append(entry)
         if uuid is not None:
             self.ids[uuid] = entry.id
@@ -343,6 +411,7 @@ def convert(path: Path) -> Conversion:
     name: str | None = None
     session_id: str | None = None
     cwd: str | None = None
+    odd_cwd: object = None  # the first cwd that is not a string, if no string one came first
     for number, obj in records:
         kind = obj.get("type")
         if kind == "summary":
@@ -350,14 +419,11 @@ def convert(path: Path) -> Conversion:
                 name = obj["summary"]
             continue
         uuid = obj.get("uuid")
-        if kind not in _KNOWN:
-            dropped.append(
-                Dropped(
-                    number,
-                    uuid if isinstance(uuid, str) else None,
-                    "no record type" if kind is None else f"record type {kind!r} is not imported",
-                )
+        if not isinstance(kind, str) or kind not in _KNOWN:
+            why = (
+                "no record type" if kind is None else f"record type {_shown(kind)} is not imported"
             )
+            dropped.append(Dropped(number, uuid if isinstance(uuid, str) else None, why))
             continue
         if not isinstance(uuid, str) or not uuid:
             dropped.append(Dropped(number, None, "no uuid"))
@@ -366,7 +432,7 @@ def convert(path: Path) -> Conversion:
             dropped.append(Dropped(number, uuid, "no message object"))
             continue
         if kind == "system" and obj.get("subtype") != "compact_boundary":
-            dropped.append(Dropped(number, uuid, f"system record {obj.get('subtype')!r}"))
+            dropped.append(Dropped(number, uuid, f"system record {_shown(obj.get('subtype'))}"))
             continue
         message = obj.get("message")
         if kind == "user" and isinstance(message, Mapping) and "content" not in message:
@@ -379,9 +445,13 @@ def convert(path: Path) -> Conversion:
         thread.append((number, obj))
         if session_id is None and isinstance(obj.get("sessionId"), str):
             session_id = obj["sessionId"]
-        if cwd is None and isinstance(obj.get("cwd"), str):
-            cwd = obj["cwd"]
+        if cwd is None and "cwd" in obj:
+            if isinstance(obj["cwd"], str):
+                cwd = obj["cwd"]
+            else:
+                odd_cwd = obj["cwd"]
     source_id = session_id or path.stem
+    cwd, notes = _session_cwd(cwd, odd_cwd, path)
     main_records = [(n, o) for n, o in thread if not o.get("isSidechain")]
     side_records = [(n, o) for n, o in thread if o.get("isSidechain")]
 
@@ -401,6 +471,9 @@ def convert(path: Path) -> Conversion:
         first = True
         pending_compaction: CompactionEntry | None = None
         response: dict[str, str] = {}  # message.id -> our entry id (a split response)
+        # A split response's blocks and its latest record's message, by our entry id: the
+        # entry is built once, after the loop (rebuilding it per record was quadratic).
+        merged: dict[str, tuple[list[AssistantContent], Mapping[str, Any]]] = {}
         for number, obj in recs:
             uuid: str = obj["uuid"]
             parent = obj.get("parentUuid")
@@ -429,7 +502,7 @@ def convert(path: Path) -> Conversion:
                     timestamp=stamp,
                     summary=str(obj.get("content") or "Conversation compacted"),
                     first_kept_entry_id=entry_id,  # nothing before the boundary is kept
-                    tokens_before=tokens if isinstance(tokens, int) else 0,
+                    tokens_before=_count(tokens),
                     extra=_extra(uuid),
                 )
                 b.add(pending_compaction, uuid)
@@ -439,7 +512,7 @@ def convert(path: Path) -> Conversion:
             message = obj["message"]
             if kind == "user" and obj.get("isCompactSummary") and pending_compaction is not None:
                 # The summary the model continued from: folded into the compaction entry.
-                index = b.entries.index(pending_compaction)
+                index = b.position[pending_compaction.id]
                 folded = evolve(pending_compaction, summary=_text(message.get("content")))
                 b.entries[index] = folded
                 b.ids[uuid] = folded.id
@@ -452,15 +525,14 @@ def convert(path: Path) -> Conversion:
                 message_id = message.get("id")
                 merged_into = response.get(message_id) if isinstance(message_id, str) else None
                 if merged_into is not None and parent_id == merged_into:
-                    index = next(i for i, e in enumerate(b.entries) if e.id == merged_into)
-                    old = b.entries[index]
-                    assert isinstance(old, MessageEntry)
-                    assert isinstance(old.message, AssistantMessage)
-                    reply = evolve(
-                        _reply(old.message.content + tuple(blocks), message),
-                        timestamp=old.message.timestamp,  # the response's first record's time
-                    )
-                    b.entries[index] = evolve(old, message=reply)
+                    so_far = merged.get(merged_into)
+                    if so_far is None:
+                        old = b.entries[b.position[merged_into]]
+                        assert isinstance(old, MessageEntry)
+                        assert isinstance(old.message, AssistantMessage)
+                        so_far = (list(old.message.content), message)
+                    so_far[0].extend(blocks)
+                    merged[merged_into] = (so_far[0], message)
                     b.ids[uuid] = merged_into
                     b.uuids.add(uuid)
                     previous = uuid
@@ -527,6 +599,15 @@ def convert(path: Path) -> Conversion:
                     uuid,
                 )
             previous = uuid
+        for entry_id, (blocks_so_far, latest) in merged.items():
+            index = b.position[entry_id]
+            old = b.entries[index]
+            assert isinstance(old, MessageEntry) and isinstance(old.message, AssistantMessage)
+            reply = evolve(
+                _reply(tuple(blocks_so_far), latest),
+                timestamp=old.message.timestamp,  # the response's first record's time
+            )
+            b.entries[index] = evolve(old, message=reply)
         return b
 
     main = build(main_records, source_id)
@@ -542,7 +623,6 @@ def convert(path: Path) -> Conversion:
             ),
             None,
         )
-    cwd = cwd or str(path.parent)
     imported = _session(main, source_id, cwd, path, total, sidechain_root=None)
 
     # Sidechains: one session per tree of sidechain records (a sub-agent run).
@@ -571,7 +651,29 @@ def convert(path: Path) -> Conversion:
         compactions=stats["compactions"],
         tool_results=stats["tool_results"],
         unpaired_tool_results=stats["unpaired"],
+        notes=tuple(notes),
     )
+
+
+def _session_cwd(claimed: str | None, odd: object, path: Path) -> tuple[str, list[str]]:
+    """The cwd the imported sessions record, and notes on a claimed one not used. It is
+    information only (``sessions list --cwd`` groups by it; nothing adopts it as a working
+    folder), but it names the folder the session file goes in: it must be an absolute path
+    that can (:func:`_cwd_problem`). Else the transcript's own folder is recorded."""
+    fallback = str(path.resolve().parent)
+    if _cwd_problem(fallback) is not None:
+        fallback = "/"
+    if claimed is None:
+        if odd is None:
+            return fallback, []
+        kind = type(odd).__name__
+        return fallback, [f"the transcript's cwd is not a string (a JSON {kind}); using {fallback}"]
+    problem = _cwd_problem(claimed)
+    if problem is None:
+        return claimed, []
+    return fallback, [
+        f"the transcript's cwd {claimed[:80]!r} is not used ({problem}); using {fallback}"
+    ]
 
 
 def _reply(blocks: Sequence[AssistantContent], message: Mapping[str, Any]) -> AssistantMessage:
@@ -630,39 +732,93 @@ def _session(
     )
 
 
-def imported_from(header_line: bytes) -> Mapping[str, Any] | None:
-    """The ``importedFrom`` metadata of a session header line (None: not an import)."""
+def imported_from(path: Path) -> Mapping[str, Any] | None:
+    """The ``importedFrom`` metadata of the session file at ``path`` (None: not an import, or
+    not a readable session: no regular file, no valid header within its first MiB)."""
     try:
-        obj = orjson.loads(header_line)
-    except orjson.JSONDecodeError:
+        fd = open_regular(path)
+    except (OSError, SessionError):
         return None
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    origin = meta.get("importedFrom") if isinstance(meta, dict) else None
-    return origin if isinstance(origin, dict) else None
+    head, end = b"", -1
+    try:
+        while end < 0 and len(head) < _HEADER_LIMIT:
+            chunk = os.pread(fd, 1 << 16, len(head))
+            if not chunk:
+                break
+            end = chunk.find(b"\n")
+            end = end + len(head) if end >= 0 else -1
+            head += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if end < 0:
+        return None
+    try:
+        header = decode_header(loads_line(head[:end]))
+    except (orjson.JSONDecodeError, CodecError):
+        return None
+    origin = header.metadata.get("importedFrom") if header.metadata is not None else None
+    return origin if isinstance(origin, Mapping) else None
 
 
-def missing_lines(imported: ImportedSession, existing: Session) -> tuple[list[bytes], int]:
-    """What a new conversion adds to the session an earlier import of the same transcript made.
+_HEADER_LIMIT = 1 << 20
 
-    Returns:
-        The lines of ``imported``'s entries whose id ``existing`` lacks, in order (their parents
-        are in ``existing`` or earlier in the list), and how many entries both hold with other
-        content (a response that was still being written, a compaction whose summary came
-        later): those are kept as first imported.
+
+@frozen(kw_only=True)
+class Comparison:
+    """How a new conversion relates to a session an earlier import made from a transcript that
+    claimed the same Claude Code session id (:func:`compare`)."""
+
+    relation: Literal["same", "grown", "other"]
+    """``same``: nothing to add (every entry is in the session already: this transcript, or an
+    older copy of it, was imported);
+    ``grown``: the transcript that was imported, with records added since; ``other``: a
+    different transcript claiming the same id, which must not join that session's history."""
+    lines: tuple[bytes, ...] = ()
+    """``grown``: the lines to append, in order (their parents are in the session or earlier
+    in this list)."""
+    changed: int = 0
+    """``grown``: entries both hold with other content (the last one imported: a reply still
+    being written then, or a compaction whose summary came later), kept as first imported."""
+    lost: int = 0
+    """``other``: entries of the earlier import this conversion lacks or holds otherwise."""
+
+
+def compare(imported: ImportedSession, existing: Session) -> Comparison:
+    """Whether the transcript ``imported`` was converted from is the one ``existing`` was
+    imported from, grown, or another one claiming its session id.
+
+    A conversion holding nothing the session lacks is ``same``. Else, a transcript only grows
+    at its end: every entry the earlier import took from it (those carrying ``claudeCodeUuid``)
+    must come back with the same id and the same line, except the last of them (the reply being
+    written, or a compaction waiting for its summary, when the transcript was imported), and the
+    name entry (it moves as the transcript grows). Entries the user appended to the imported
+    session since are not the transcript's and do not count. Anything else is ``other``.
     """
     have = set(existing.entry_ids())
     new: list[bytes] = []
-    changed = 0
+    lines: dict[str, bytes] = {}
     for entry_id, line in zip(imported.entry_ids, imported.lines[1:], strict=True):
+        lines[entry_id] = line
         if entry_id not in have:
             new.append(line)
-        elif (
-            existing.entry_type(entry_id) != "session_info" and existing.raw_line(entry_id) != line
-        ):
-            # The name entry hangs under the last entry, which moves as the transcript grows;
-            # the latest name wins wherever it hangs, so only a moved name is not a change.
-            changed += 1
-    return new, changed
+    if not new:
+        return Comparison(relation="same")
+    taken = [e.id for e in existing.entries() if "claudeCodeUuid" in e.extra]
+    lost = changed = 0
+    for n, entry_id in enumerate(taken, start=1):
+        again = lines.get(entry_id)
+        if again is None:
+            lost += 1
+        elif existing.raw_line(entry_id) != again:
+            if n == len(taken):
+                changed += 1
+            else:
+                lost += 1
+    if lost:
+        return Comparison(relation="other", lost=lost)
+    return Comparison(relation="grown", lines=tuple(new), changed=changed)
 
 
 def append_lines(path: Path, lines: Sequence[bytes]) -> None:

@@ -17,11 +17,14 @@ __all__ = [
     "default_root",
     "encode_cwd",
     "file_name",
+    "session_path",
     "validate_session_id",
 ]
 
 ENV_VAR = "HARNESS_SESSIONS_DIR"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_NOT_IN_STAMP = re.compile(r"[^0-9A-Za-z+-]")
+_STAMP_LIMIT = 64
 
 
 def default_root() -> Path:
@@ -92,8 +95,33 @@ def encode_cwd(cwd: str) -> str:
 
 
 def file_name(timestamp_iso: str, session_id: str) -> str:
-    """``2025-12-09T00-52-54-397Z_<id>.jsonl``: pi's name (``:`` and ``.`` become ``-``)."""
-    return re.sub(r"[:.]", "-", timestamp_iso) + f"_{session_id}.jsonl"
+    """``2025-12-09T00-52-54-397Z_<id>.jsonl``: pi's name (``:`` and ``.`` become ``-``).
+
+    The timestamp is a header's, and a header may be anyone's (an imported transcript's, a
+    copied session's): every character but ASCII letters, digits, ``+`` and ``-`` becomes
+    ``-`` (an ISO-8601 time keeps pi's name) and it is cut to 64 characters, so the name is one
+    file name (no ``/``, no ``..``, no ``_`` before the id's) whatever the header says.
+
+    Raises:
+        InvalidSessionIdError: ``session_id`` is not a valid id.
+    """
+    stamp = _NOT_IN_STAMP.sub("-", timestamp_iso[:_STAMP_LIMIT])
+    return f"{stamp}_{validate_session_id(session_id)}.jsonl"
+
+
+def session_path(root: Path, cwd: str, timestamp_iso: str, session_id: str) -> Path:
+    """Where the session with these header fields lives: ``<root>/--<encoded cwd>--/<file
+    name>``, a folder and a file of one name each under ``root``, whatever the header (anyone's)
+    holds.
+
+    Raises:
+        InvalidSessionIdError: the id is not valid, or the cwd holds a NUL (no folder can be
+            named after it).
+    """
+    folder = encode_cwd(cwd)
+    if "\x00" in folder:
+        raise InvalidSessionIdError(cwd, "a cwd cannot hold a NUL character")
+    return root / folder / file_name(timestamp_iso, session_id)
 
 
 def check_under_root(root: Path, path: Path) -> Path:

@@ -43,9 +43,10 @@ from .._errors import (
     SessionNotFoundError,
     StorageError,
 )
+from .._files import open_regular
 from .._fork import check_fork_allowed, fork_header, fork_plan
 from .._repo import ForkPosition, ForkScope, SessionInfo
-from .._session import FsyncPolicy, Session, iso_now
+from .._session import FsyncPolicy, Session, header_line, iso_now
 from .._tree import Row, Tree
 from . import list_cache
 from .atomic import make_folders, publish_atomically, sweep_temp_files
@@ -53,8 +54,7 @@ from .paths import (
     absolute_cwd,
     check_under_root,
     default_root,
-    encode_cwd,
-    file_name,
+    session_path,
     validate_session_id,
 )
 from .storage import JsonlStore, index_copied, load_file, open_session
@@ -203,6 +203,8 @@ class JsonlSessionRepo:
             SessionExistsError: the id is taken (checked under a lock within this repo
                 object; two processes creating one id at once can still both succeed).
             StorageError: the file system refused (a name too long, no permission, ...).
+            InvalidEntryError: ``metadata`` is no JSON a line can hold (NaN, a set, ..., or
+                nested deeper than ``MAX_NESTING``); nothing is written.
         """
         sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
         header = SessionHeader(
@@ -212,7 +214,7 @@ class JsonlSessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        lines = [dumps_line(encode_header(header))]
+        lines = [header_line(header)]
         # A fresh UUID4 cannot be taken: only an id the caller chose is looked for on disk.
         check = session_id is not None
         if self._fsync == "never":
@@ -419,8 +421,9 @@ class JsonlSessionRepo:
     ) -> Session:
         """Publish a new session file: ``lines`` (the header first), then what ``write``
         writes (a fork: ``copied`` source rows with their lengths, then ``extra`` lines)."""
-        folder = self._root / encode_cwd(header.cwd)
-        path = folder / file_name(header.timestamp, header.id)
+        # The header may be anyone's (an import): the folder and the name are one each.
+        path = session_path(self._root, header.cwd, header.timestamp, header.id)
+        folder = path.parent
         # File names differ by timestamp, so the exclusive link alone cannot stop two creates
         # of one id: the check and the publish happen under one lock (per repo object; other
         # processes can still race).
@@ -625,7 +628,8 @@ class JsonlSessionRepo:
             OSError: the file cannot be read.
             SessionError: it has no complete, valid header line.
         """
-        with open(path, "rb") as f:
+        # A FIFO or a device swapped in since the listing saw a file is refused, not read.
+        with os.fdopen(open_regular(path), "rb") as f:
             stat = os.fstat(f.fileno())  # of the file actually read, even if renamed over since
             state = None if cached is None else evolve(cached, info=None)
             # Only a file that grew is caught up with. A replaced file (migrated, repaired: a new
@@ -823,7 +827,7 @@ def _role(raw: bytes) -> str | None:
 def _accumulate(state: _ListState, raw: bytes, *, count: bool = True) -> None:
     try:
         obj = loads_line(raw)
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, CodecError):
         return
     if not isinstance(obj, dict):
         return

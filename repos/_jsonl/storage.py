@@ -11,7 +11,6 @@ import errno
 import fcntl
 import logging
 import os
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import cast
@@ -30,6 +29,7 @@ from .._errors import (
     SessionWriteError,
     StorageError,
 )
+from .._files import open_regular
 from .._gc import LARGE_ENTRIES, LARGE_FILE, bulk
 from .._index import Indexer, RawLine
 from .._session import Diagnostic, FsyncPolicy, Session
@@ -470,9 +470,11 @@ class JsonlStore:
             raise SessionClosedError()
         if self._read_fd is None:
             try:
-                fd = os.open(self._path, os.O_RDONLY)
+                fd = open_regular(self._path)
             except FileNotFoundError:
                 raise SessionGoneError(self._path, "deleted") from None
+            except SessionNotFoundError:  # a FIFO or a device has the name now
+                raise SessionGoneError(self._path, "replaced") from None
             except OSError as exc:
                 raise StorageError.wrap(self._path, exc, "opening for reading") from exc
             info = os.fstat(fd)
@@ -489,9 +491,11 @@ class JsonlStore:
         if self._write_fd is None:
             try:
                 # Readable too: catch-up and setting a torn tail aside read through it.
-                fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
+                fd = open_regular(self._path, os.O_RDWR | os.O_APPEND)
             except FileNotFoundError:
                 raise SessionGoneError(self._path, "deleted") from None
+            except SessionNotFoundError:  # a FIFO or a device has the name now
+                raise SessionGoneError(self._path, "replaced") from None
             except OSError as exc:
                 raise StorageError.wrap(self._path, exc, "opening for append") from exc
             info = os.fstat(fd)
@@ -520,7 +524,8 @@ def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn
             parent, a leaf move or label to a missing entry, a blank line, a torn tail.
 
     Raises:
-        SessionNotFoundError: no such file.
+        SessionNotFoundError: no such file, or not a regular file (a folder, a FIFO or a
+            device is refused without blocking or reading).
         CorruptSessionError: no valid header on line 1 (or a header ``version`` other than 1,
             2 or 3); in strict mode, any problem above.
         StorageError: the file cannot be read (no permission, ...).
@@ -535,15 +540,14 @@ def load_file(source: Path, path: Path, *, strict: bool, fsync: FsyncPolicy) -> 
     read from its temp file, then hard-linked to ``path`` (the same inode) once it passed."""
     try:
         # Bodies are read later by byte span through this descriptor: the file that was indexed
-        # keeps being read, even if that name is deleted or replaced meanwhile.
-        fd = os.open(source, os.O_RDONLY)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        # keeps being read, even if that name is deleted or replaced meanwhile. A FIFO or a
+        # device is refused before anything is read (it would block, or read for ever).
+        fd = open_regular(source)
+    except (FileNotFoundError, NotADirectoryError):
         raise SessionNotFoundError(str(source)) from None
     except OSError as exc:
         raise StorageError.wrap(source, exc, "reading") from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SessionNotFoundError(str(source), "not a regular file")
         return _load(path, fd, strict=strict, fsync=fsync)
     except BaseException:
         os.close(fd)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,7 @@ from .._codec import (
 )
 from .._entries import CURRENT_VERSION, LabelEntry, LeafEntry, MessageEntry
 from .._errors import SessionError, SessionGoneError, SessionNotFoundError, StorageError
+from .._files import open_regular
 from .._session import Diagnostic
 from .._tree import EAGER_TYPES
 from .atomic import publish_atomically
@@ -111,6 +113,7 @@ _HEAD = re.compile(
     rb'"parentId":(null|"[^"\\]{1,128}")'
 )
 _PROGRESS_EVERY = 2000  # lines
+_LOOP_SHOWN = 8  # ids of a parent loop named in its finding
 
 
 class UnrepairableSessionError(SessionError):
@@ -281,6 +284,8 @@ class _Analyzer:
         self.progress = progress
         self.findings: list[Finding] = []
         self.raw_parents: dict[str, str | None] = {}
+        self.loops: dict[str, list[str]] = {}
+        """Each loop of raw parent links, by the id on its first line (see :meth:`find_loops`)."""
 
     def find(
         self,
@@ -345,7 +350,7 @@ class _Analyzer:
             return None, None
         try:
             obj = loads_line(first.raw)
-        except orjson.JSONDecodeError:
+        except (orjson.JSONDecodeError, CodecError):
             obj = None
         if not isinstance(obj, dict) or obj.get("type") != "session":
             at = self.data.find(b'{"type":"session"', 0, end)
@@ -413,8 +418,9 @@ class _Analyzer:
             flush_blanks()
             try:
                 obj = loads_line(line.raw)
-            except orjson.JSONDecodeError as exc:
-                self.find("corrupt_line", line, f"not JSON ({exc})", "removed")
+            except (orjson.JSONDecodeError, CodecError) as exc:
+                why = f"not JSON ({exc})" if isinstance(exc, orjson.JSONDecodeError) else str(exc)
+                self.find("corrupt_line", line, why, "removed")
                 continue
             if not isinstance(obj, dict):
                 self.find(
@@ -435,6 +441,7 @@ class _Analyzer:
                 parent = obj.get("parentId")
                 self.raw_parents[obj["id"]] = parent if isinstance(parent, str) else None
         flush_blanks()
+        self.find_loops(head_line)
 
         # Pass 2, file order: heads, duplicates, bodies, parents, leaf and label targets.
         for line, obj in parsed:
@@ -582,11 +589,16 @@ class _Analyzer:
                 f"parent {parent!r} (line {where}) is removed",
                 onto,
             )
-        elif (loop := self.cycle(entry_id, node)) is not None:
+        elif (loop := self.loops.get(entry_id)) is not None:
+            shown = [repr(i) for i in loop[:_LOOP_SHOWN]]
+            if len(loop) > _LOOP_SHOWN:
+                shown.append("...")
             self.find(
                 "parent_cycle",
                 line,
-                f"parent links loop: {' -> '.join(repr(i) for i in loop)}",
+                f"parent links loop through {len(loop)} "
+                f"{'entry' if len(loop) == 1 else 'entries'}: "
+                f"{' -> '.join([*shown, repr(loop[0])])}",
                 onto,
             )
         else:
@@ -599,20 +611,35 @@ class _Analyzer:
             )
         return previous
 
-    def cycle(self, start: str, node: _Node) -> list[str] | None:
-        """The loop of raw parent links through ``start``, if there is one (only an entry whose
-        parent is on a later line can close one: the loop's first line)."""
+    def find_loops(self, head_line: dict[str, int]) -> None:
+        """Every loop of raw parent links, each once, in one pass over them (each link is
+        followed once: a file that is one long loop costs as much as a chain). A loop is
+        reported at its first line, the only one of its entries whose parent is not earlier;
+        the others on it have a parent on a later line (``forward_parent``)."""
         raw = self.raw_parents
-        loop, seen, current = [start], {start}, node.raw_parent
-        while current is not None and current in raw and current not in seen:
-            loop.append(current)
-            seen.add(current)
-            current = raw[current]
-        return [*loop, start] if current == start else None
+        done: set[str] = set()
+        for start in raw:
+            walk: dict[str, None] = {}  # this walk's ids, in order (a set that keeps order)
+            current: str | None = start
+            while current is not None and current in raw and current not in done:
+                if current in walk:
+                    ids = list(walk)
+                    loop = ids[ids.index(current) :]
+                    first = min(range(len(loop)), key=lambda k: head_line[loop[k]])
+                    self.loops[loop[first]] = loop[first:] + loop[:first]
+                    break
+                walk[current] = None
+                current = raw[current]
+            done.update(walk)
 
     def tool_pairs(self, nodes: dict[str, _Node], order: list[str], v1: bool) -> set[str]:
         """Check tool calls and results on the tree reading gives; return the ids repair
-        removes here (orphaned results, then leaf/label entries targeting them)."""
+        removes here (orphaned results, then leaf/label entries targeting them).
+
+        Linear in the entries (a bisection per tool call): one walk of the tree counts the
+        call ids on the path down to each entry, so a result knows at once whether a call
+        above it holds its id, and numbers the entries in walk order, so a call's subtree is
+        a range in which its results are looked up."""
         for entry_id in order:
             node = nodes[entry_id]
             if node.parent is not None:
@@ -620,35 +647,42 @@ class _Analyzer:
         # Euler tour: a is an ancestor of b iff enter[a] < enter[b] <= leave[a].
         enter: dict[str, int] = {}
         leave: dict[str, int] = {}
+        on_path: dict[str, int] = {}  # call id -> calls holding it above the entry visited
+        results_at: dict[str, list[int]] = {}  # call id -> enter times of its results, rising
+        orphans: set[str] = set()
         clock = 0
         for root in (i for i in order if nodes[i].parent is None):
             stack: list[tuple[str, bool]] = [(root, False)]
             while stack:
                 current, done = stack.pop()
+                node = nodes[current]
                 if done:
                     leave[current] = clock
+                    for call in node.calls:
+                        on_path[call] -= 1
                     continue
                 clock += 1
                 enter[current] = clock
+                answers = node.result_for
+                if answers is not None:
+                    results_at.setdefault(answers, []).append(clock)
+                    if not on_path.get(answers):
+                        orphans.add(current)
+                for call in node.calls:
+                    on_path[call] = on_path.get(call, 0) + 1
                 stack.append((current, True))
-                stack.extend((c, False) for c in reversed(nodes[current].children))
+                stack.extend((c, False) for c in reversed(node.children))
 
-        def above(a: str, b: str) -> bool:
-            return enter[a] < enter[b] <= leave[a]
+        def answered(entry_id: str, call: str) -> bool:
+            times = results_at.get(call, ())
+            k = bisect_right(times, enter[entry_id])
+            return k < len(times) and times[k] <= leave[entry_id]
 
-        calls: dict[str, list[str]] = {}
-        results: dict[str, list[str]] = {}
-        for entry_id in order:
-            node = nodes[entry_id]
-            for call in node.calls:
-                calls.setdefault(call, []).append(entry_id)
-            if node.result_for is not None:
-                results.setdefault(node.result_for, []).append(entry_id)
         removed: set[str] = set()
         for entry_id in order:
             node = nodes[entry_id]
             for call in node.calls:
-                if not any(above(entry_id, r) for r in results.get(call, ())):
+                if not answered(entry_id, call):
                     self.find(
                         "tool_call_unanswered",
                         node.line,
@@ -656,41 +690,43 @@ class _Analyzer:
                         "context gets a synthetic error result",
                         severity="info",
                     )
-            answers = node.result_for
-            if answers is not None and not any(above(a, entry_id) for a in calls.get(answers, ())):
+            if entry_id in orphans:
                 self.find(
                     "tool_result_orphan",
                     node.line,
-                    f"tool result for {answers!r}: no tool call with this id on its path; the "
-                    "context leaves it out",
+                    f"tool result for {node.result_for!r}: no tool call with this id on its "
+                    "path; the context leaves it out",
                     "removed; its children re-attached to its parent",
                 )
                 removed.add(entry_id)
-        # Leaf and label entries aiming at a removed result go too (repeat: a label may aim at
-        # a leaf entry).
-        changed = bool(removed)
-        while changed:
-            changed = False
-            for entry_id in order:
-                node = nodes[entry_id]
-                if entry_id in removed or node.kind not in ("leaf", "label"):
+        # Leaf and label entries aiming at a removed result go too, and those aiming at them
+        # (a label may aim at a leaf entry): followed target by target, each once.
+        aimed: dict[str, list[str]] = {}
+        for entry_id in order:
+            node = nodes[entry_id]
+            if node.kind in ("leaf", "label") and node.target is not None:
+                aimed.setdefault(node.target, []).append(entry_id)
+        pending = sorted(removed, key=lambda i: nodes[i].line.number)
+        while pending:
+            target = pending.pop()
+            for entry_id in aimed.get(target, ()):
+                if entry_id in removed:
                     continue
-                if node.target in removed:
-                    self.find(
-                        f"{node.kind}_target_missing",
-                        node.line,
-                        f"{node.kind} target {node.target!r} is a removed tool result",
-                        "removed",
-                    )
-                    removed.add(entry_id)
-                    changed = True
+                node = nodes[entry_id]
+                self.find(
+                    f"{node.kind}_target_missing",
+                    node.line,
+                    f"{node.kind} target {node.target!r} is a removed tool result",
+                    "removed",
+                )
+                removed.add(entry_id)
+                pending.append(entry_id)
         if removed and not v1:
+            # Parents come before their children in ``order``: each parent is settled already.
             for entry_id in order:
                 node = nodes[entry_id]
-                parent = node.parent
-                while parent is not None and parent in removed:
-                    parent = nodes[parent].parent
-                node.parent = parent
+                if node.parent is not None and node.parent in removed:
+                    node.parent = nodes[node.parent].parent
         return removed
 
 
@@ -714,7 +750,8 @@ def verify_file(path: Path, *, progress: Progress | None = None) -> Analysis:
     of our writers is appending is seen half-written).
 
     Raises:
-        SessionNotFoundError: no such file.
+        SessionNotFoundError: no such file, or not a regular file (a folder, a FIFO or a
+            device is refused without blocking or reading).
         StorageError: it cannot be read.
     """
     with _locked(path, fcntl.LOCK_SH) as fd:
@@ -855,8 +892,9 @@ def _locked(path: Path, how: int) -> Iterator[int]:
     name leads to now (a writer may have replaced it while we waited)."""
     for _ in range(5):
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            # Never blocks: a FIFO or a device (which would read for ever) is refused.
+            fd = open_regular(path)
+        except (FileNotFoundError, NotADirectoryError):
             raise SessionNotFoundError(str(path)) from None
         except OSError as exc:
             raise StorageError.wrap(path, exc, "opening") from exc

@@ -66,7 +66,7 @@ from .._index import Diagnostic, Indexer, RawLine
 from .._jsonl.paths import absolute_cwd, validate_session_id
 from .._listing import Summary, line_facts, ms_of_iso, summarize
 from .._repo import ForkPosition, ForkScope, SessionInfo
-from .._session import FsyncPolicy, Session, iso_now
+from .._session import FsyncPolicy, Session, header_line, iso_now
 from .._sqlite.repo import _CatchUp, _fork_summary, _utc, entry_id_of
 from .._tree import Row, Tree
 from .schema import ensure_schema
@@ -633,7 +633,7 @@ class PostgresSessionRepo:
             parent_session=parent_session,
             metadata=metadata,
         )
-        line = dumps_line(encode_header(header))
+        line = header_line(header)
         session = await asyncio.to_thread(self._publish, header, line)
         await notify(self, SessionCreatedEvent(session_id=session.id, path=None))
         return session

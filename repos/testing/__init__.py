@@ -47,6 +47,6 @@ import pytest
 # which values differed.
 pytest.register_assert_rewrite("repos.testing._suite", "repos.testing._helpers")
 
-from ._suite import HOSTILE_SESSION_IDS, NON_JSON_VALUES, ConformanceSuite  # noqa: E402
+from ._suite import HOSTILE_SESSION_IDS, NON_JSON_VALUES, ConformanceSuite, nested  # noqa: E402
 
-__all__ = ["HOSTILE_SESSION_IDS", "NON_JSON_VALUES", "ConformanceSuite"]
+__all__ = ["HOSTILE_SESSION_IDS", "NON_JSON_VALUES", "ConformanceSuite", "nested"]

@@ -11,6 +11,7 @@ import pytest
 
 from hooks import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 
+from .._codec import MAX_NESTING
 from .._context import ModelRef
 from .._entries import (
     ActiveToolsChangeEntry,
@@ -48,7 +49,7 @@ from ._helpers import (
     user,
 )
 
-__all__ = ["HOSTILE_SESSION_IDS", "NON_JSON_VALUES", "ConformanceSuite"]
+__all__ = ["HOSTILE_SESSION_IDS", "NON_JSON_VALUES", "ConformanceSuite", "nested"]
 
 HOSTILE_SESSION_IDS: tuple[str, ...] = (
     "../x",
@@ -73,6 +74,14 @@ def _cyclic() -> object:
     return d
 
 
+def nested(levels: int) -> Any:
+    """A JSON value ``levels`` objects and arrays deep (in turn, an object outermost)."""
+    value: Any = "leaf"
+    for n in range(levels):
+        value = {"k": value} if (levels - n) % 2 else [value]
+    return value
+
+
 NON_JSON_VALUES: dict[str, Callable[[], Any]] = {
     "nan": lambda: math.nan,
     "inf": lambda: math.inf,
@@ -82,6 +91,8 @@ NON_JSON_VALUES: dict[str, Callable[[], Any]] = {
     "bytes": lambda: b"raw",
     "cyclic-dict": _cyclic,
     "object": object,
+    # Inside any entry this is deeper than the cap (the line's own object is level 1).
+    "nested-past-the-cap": lambda: nested(MAX_NESTING),
 }
 """Values no session line can hold; each append given one raises ``InvalidEntryError``."""
 
@@ -951,6 +962,32 @@ class ConformanceSuite:
             # The session still works.
             ok = s.append_custom("fine", {"n": 1})
             assert ok.parent_id == first.id and len(s) == 2
+
+    async def test_values_nested_to_the_cap_round_trip(self, session_repo: SessionRepo) -> None:
+        # Each value sits where the line nests it deepest the cap allows (MAX_NESTING levels,
+        # the line's own object being the first): stored, read back equal, and usable.
+        async with Tracked(session_repo) as t:
+            s = await t.create(cwd_for("nesting"), metadata={"deep": nested(MAX_NESTING - 2)})
+            first = s.append_message(user("u"))
+            made: list[Entry] = [
+                first,
+                s.append_custom("deep", nested(MAX_NESTING - 1)),
+                s.append_custom_message("deep", "text", details=nested(MAX_NESTING - 1)),
+                s.append_compaction("s", first.id, 1, details=nested(MAX_NESTING - 1)),
+                s.append_branch_summary(first.id, "s", details=nested(MAX_NESTING - 1)),
+                s.append_message(tool_call_reply("c", {"a": nested(MAX_NESTING - 5)})),
+                s.append_message(
+                    ToolResultMessage(
+                        tool_call_id="c", tool_name="read", details=nested(MAX_NESTING - 2)
+                    )
+                ),
+            ]
+            context = s.build_context()
+            again = await t.reopen(s)
+            assert again.header.metadata == {"deep": nested(MAX_NESTING - 2)}
+            assert list(again.entries()) == made
+            assert again.diagnostics == ()
+            assert again.build_context() == context
 
     # --- several Session objects on one session ------------------------------------------------
 

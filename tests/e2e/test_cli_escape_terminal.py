@@ -232,7 +232,7 @@ def test_chat_shows_tool_output_and_approval_questions_escaped(tmp_path: Path) -
     code, out, err = harness("sessions", "show", session, "--no-page", cwd=work, env=env)
     assert code == 0, err
     assert_clean("show after chat", out, err)
-    assert "approved always: bash(printf 'a\\033]52" in out
+    assert "approved always: bash(printf 'a\\\\033]52" in out  # an exact key escapes \\
     assert "echo '\\x1b]52;c;aGk=\\x07\\u202e\\x9b2J [bold]" in out
 
 
