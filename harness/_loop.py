@@ -44,6 +44,7 @@ from hooks import (
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    UnknownContent,
     UserMessage,
     emit_before_provider_payload,
     emit_before_provider_request,
@@ -54,7 +55,7 @@ from hooks import (
     notify,
     now_ms,
 )
-from repos import Session, encode_message, normalize_messages
+from repos import MAX_NESTING, Session, encode_message, nested_deeper, normalize_messages
 
 from ._convert import to_llm_messages
 from ._errors import ProviderError
@@ -292,6 +293,7 @@ async def _request(
     while True:
         attempt += 1
         reply, error = await _stream_once(run, model, request, payload)
+        reply = _within_nesting(reply)
         if error is not None and error.error_type == "context_overflow":
             # Compact once and retry once, never a loop (pi #7020 lost the answer here).
             await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))
@@ -531,12 +533,42 @@ def _persist_aborted_results(
         )
 
 
+_TOO_DEEP = "harnessArgumentsDropped"
+"""The extra field a tool call gets when its arguments were too deep to store (see
+:func:`_within_nesting`); the call then fails with that text."""
+_ARGUMENT_NESTING = MAX_NESTING - 4  # a call's arguments sit at level 5 of its session line
+
+
+def _within_nesting(reply: AssistantMessage) -> AssistantMessage:
+    """``reply`` with every part that nests past what a session line may hold replaced, so it
+    can be stored: model output is untrusted, and a too-deep reply must cost its calls, never
+    the run (``repos.MAX_NESTING``). A tool call keeps its id and name, its arguments become
+    ``{}`` and a note; an unknown block keeps only its type."""
+    if not any(
+        (isinstance(b, ToolCall) and nested_deeper(b.arguments, _ARGUMENT_NESTING))
+        or (isinstance(b, UnknownContent) and nested_deeper(b.raw, _ARGUMENT_NESTING))
+        for b in reply.content
+    ):
+        return reply
+    note = f"the arguments nested deeper than {_ARGUMENT_NESTING} levels and were dropped"
+    content = []
+    for block in reply.content:
+        if isinstance(block, ToolCall) and nested_deeper(block.arguments, _ARGUMENT_NESTING):
+            block = evolve(block, arguments={}, extra={_TOO_DEEP: note})
+        elif isinstance(block, UnknownContent) and nested_deeper(block.raw, _ARGUMENT_NESTING):
+            block = UnknownContent(raw={"type": block.type, _TOO_DEEP: "nested too deep"})
+        content.append(block)
+    return evolve(reply, content=tuple(content))
+
+
 async def _preflight(
     run: Run, settings: TurnSettings, reply: AssistantMessage, call: ToolCall
 ) -> _Pending:
     tool = settings.tools.get(call.name)
     if reply.stop_reason == "length":
         return _Pending(call, tool, call.arguments, error=LENGTH_STOP_TEXT)
+    if _TOO_DEEP in call.extra:
+        return _Pending(call, tool, call.arguments, error=f"Not run: {call.extra[_TOO_DEEP]}.")
     if tool is None:
         known = ", ".join(sorted(settings.tools)) or "none"
         return _Pending(

@@ -230,3 +230,32 @@ async def test_a_target_that_cannot_be_checked_is_that_calls_error(
     bad, good = await _run(tmp_path, [call, after])
     assert bad.is_error
     assert not good.is_error and good.text == "fine"
+
+
+def _nested(levels: int) -> Any:
+    value: Any = "leaf"
+    for i in range(levels):
+        value = {"a": value} if i % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [61, 100, 254, 256, 300, 900])
+async def test_tool_arguments_nested_too_deep_cost_the_call_not_the_run(
+    tmp_path: Path, levels: int
+) -> None:
+    """The issue's case: arguments nested past 255 levels made ``prompt()`` raise and lose the
+    reply; past the session's nesting cap they could not even be stored."""
+    deep = FauxToolCall(name="read", arguments={"path": "ok.txt", "x": _nested(levels)})
+    (tmp_path / "ok.txt").write_text("fine")
+    after = FauxToolCall(name="read", arguments={"path": "ok.txt"})
+    bad, good = await _run(tmp_path, [deep, after])
+    assert bad.is_error and "nested deeper than" in bad.text
+    assert not good.is_error and good.text == "fine"
+
+
+async def test_arguments_at_the_cap_are_kept(tmp_path: Path) -> None:
+    # {"path": ..., "x": <57 levels>} is 58 levels: within the 60 a call's arguments may hold
+    call = FauxToolCall(name="read", arguments={"path": "ok.txt", "x": _nested(57)})
+    (tmp_path / "ok.txt").write_text("fine")
+    [result] = await _run(tmp_path, [call])
+    assert "nested deeper" not in result.text  # refused by the schema, not dropped
