@@ -333,6 +333,7 @@ def run(
     here = (work_dir or Path.cwd()).absolute()
     with run_async(_pick_session(repo, session_ref, continue_, here)) as session:
         _warn_diagnostics(session)
+        seen = len(session.diagnostics)
         cwd = working_folder(session, here if work_dir is not None else None)
         if model is None:
             model = _online_model(model_id, session)
@@ -356,6 +357,7 @@ def run(
             for name in EVENT_CLASSES:
                 harness.connect(name, writer, priority=-100)
         reply = run_async(harness.prompt(text))
+        _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
             raise SystemExit(1)
