@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from permission_requests import request
 
 from harness import (
     AgentHarness,
@@ -31,27 +32,12 @@ from harness import (
     bash_tool,
     user_settings_path,
 )
-from harness._permissions.keys import describe_call
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _request(cwd: Path, command: str) -> PermissionRequest:
-    tool = bash_tool()
-    target = describe_call(tool, {"command": command}, cwd)
-    return PermissionRequest(
-        tool_call_id="c1",
-        tool_name="bash",
-        input={"command": command},
-        kind=tool.kind,
-        controlled=True,
-        operation_key=target.operation_key,
-        target=target.target,
-        paths=(),
-        cwd=cwd,
-        leaves_cwd=False,
-        session_id="s",
-    )
+    return request(cwd, bash_tool(), command=command)
 
 
 async def test_approve_always_for_the_project_never_writes_through_a_symlinked_harness_folder(

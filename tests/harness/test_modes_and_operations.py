@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from permission_requests import request as make_request
 
 from harness import (
     MODE_STRICTNESS,
@@ -40,7 +41,6 @@ from harness import (
     read_tool,
     write_tool,
 )
-from harness._permissions.keys import describe_call
 
 TOOLS: dict[str, Tool] = {
     t.name: t
@@ -59,22 +59,7 @@ TOOLS: dict[str, Tool] = {
 def request(
     cwd: Path, name: str, approvals: frozenset[str] = frozenset(), **input: Any
 ) -> PermissionRequest:
-    t = TOOLS[name]
-    target = describe_call(t, input, cwd)
-    return PermissionRequest(
-        tool_call_id="c1",
-        tool_name=name,
-        input=input,
-        kind=t.kind,
-        controlled=t.controlled or target.leaves_cwd,
-        operation_key=target.operation_key,
-        target=target.target,
-        paths=target.paths,
-        cwd=cwd,
-        leaves_cwd=target.leaves_cwd,
-        session_id="s",
-        approvals=approvals,
-    )
+    return make_request(cwd, TOOLS[name], approvals, **input)
 
 
 def settings(folder: Path, **permissions: Any) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from permission_requests import request as make_request
 
 from harness import (
     PERMISSION_ENTRY,
@@ -38,7 +39,6 @@ from harness import (
     tool,
     write_tool,
 )
-from harness._permissions.keys import describe_call
 
 TOOLS = {t.name: t for t in (read_tool(), write_tool(), edit_tool(), bash_tool())}
 
@@ -46,22 +46,7 @@ TOOLS = {t.name: t for t in (read_tool(), write_tool(), edit_tool(), bash_tool()
 def request(
     cwd: Path, name: str, approvals: frozenset[str] = frozenset(), **input: Any
 ) -> PermissionRequest:
-    t: Tool = TOOLS[name]
-    target = describe_call(t, input, cwd)
-    return PermissionRequest(
-        tool_call_id="c1",
-        tool_name=name,
-        input=input,
-        kind=t.kind,
-        controlled=t.controlled or target.leaves_cwd,
-        operation_key=target.operation_key,
-        target=target.target,
-        paths=target.paths,
-        cwd=cwd,
-        leaves_cwd=target.leaves_cwd,
-        session_id="s",
-        approvals=approvals,
-    )
+    return make_request(cwd, TOOLS[name], approvals, **input)
 
 
 class Recorder:

@@ -22,6 +22,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from permission_requests import request as make_request
 
 from harness import (
     AgentHarness,
@@ -39,7 +40,6 @@ from harness import (
     ToolResultMessage,
     bash_tool,
 )
-from harness._permissions.keys import describe_call
 from harness._permissions.rules import Rule
 from harness._permissions.shell import (
     MAX_COMMAND_CHARS,
@@ -56,22 +56,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "permissions.md"
 
 
 def request(cwd: Path, command: str, approvals: frozenset[str] = frozenset()) -> PermissionRequest:
-    tool = bash_tool()
-    target = describe_call(tool, {"command": command}, cwd)
-    return PermissionRequest(
-        tool_call_id="c1",
-        tool_name="bash",
-        input={"command": command},
-        kind=tool.kind,
-        controlled=True,
-        operation_key=target.operation_key,
-        target=target.target,
-        paths=(),
-        cwd=cwd,
-        leaves_cwd=False,
-        session_id="s",
-        approvals=approvals,
-    )
+    return make_request(cwd, bash_tool(), approvals, command=command)
 
 
 def supervisor(mode: PermissionMode = "default", **kwargs: Any) -> SecuritySupervisor:
