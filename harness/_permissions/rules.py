@@ -101,16 +101,17 @@ class Rule:
         """Whether the rule's tool part names the call: ``read`` names every tool that reads
         paths (kind ``read``: read, grep, find, ls, and any tool of that kind), ``write`` and
         ``edit`` every tool that writes them (kind ``edit``: write, edit); any other name
-        names that tool only."""
-        operation = OPERATION_RULES.get(self.tool)
+        names that tool only. Names compare without case, so Claude Code's spellings
+        (``Bash(...)``, ``Read(...)``, ``Edit(...)``) bind the same tools."""
+        operation = OPERATION_RULES.get(self.tool.lower())
         if operation is not None:
             return request.kind == operation
-        return self.tool == request.tool_name
+        return self.tool.lower() == request.tool_name.lower()
 
     def allows(self, tool_name: str, command: SimpleCommand) -> bool:
         """Whether the rule, as an allow rule, approves one simple command of ``tool_name``
         (by its words; the line's constructs are the caller's to check)."""
-        if self.tool != tool_name:
+        if self.tool.lower() != tool_name.lower():
             return False
         return self.spec is None or compile_spec(self.spec).allows(command)
 
@@ -211,6 +212,12 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     permissions = data.get("permissions", {}) if isinstance(data, Mapping) else None
     if not isinstance(permissions, Mapping):
         raise ValueError(f"{path}: 'permissions' must be an object")
+    unknown = sorted(set(permissions) - {"allow", "deny", "ask", "mode"})
+    if unknown:  # a misspelt "deny" must not pass for no rules at all
+        raise ValueError(
+            f"{path}: unknown key(s) in 'permissions': {', '.join(map(repr, unknown))} "
+            "(known: 'allow', 'deny', 'ask', 'mode')"
+        )
     try:
         lists = {k: permissions.get(k, []) for k in ("allow", "deny", "ask")}
         for key, values in lists.items():

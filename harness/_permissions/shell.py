@@ -943,7 +943,18 @@ def parse_command(command: str) -> ParsedCommand:
 # --- rule specifiers -----------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
-_SUBCOMMAND = re.compile(r"[A-Za-z][\w.:-]*")
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
+# Programs whose second word names what they do (``git status``, ``cargo build``): approving
+# one always approves that subcommand with any arguments. Any other command is approved always
+# exactly as it was shown: nothing tells ``rm -f x`` from ``rm -rf /`` but its words.
+_SUBCOMMAND_PROGRAMS = frozenset(
+    {
+        "apt", "apt-get", "brew", "cargo", "cmake", "composer", "conda", "docker", "dotnet",
+        "gh", "git", "go", "gradle", "helm", "hg", "just", "kubectl", "make", "mvn", "npm",
+        "pip", "pip3", "pnpm", "podman", "poetry", "rustup", "svn", "systemctl", "terraform",
+        "uv", "yarn",
+    }
+)  # fmt: skip
 
 
 @frozen
@@ -1187,19 +1198,19 @@ def _runs_code(argv: list[str]) -> bool:
 def command_key(tool: str, command: str) -> str:
     """The operation key of one command of ``tool``, in rule syntax.
 
-    ``tool(git status:*)`` (the command word, and the second word when it is a plain
-    subcommand) only for a line that is exactly one simple command of literal words whose
-    program does not run code from its arguments (shells, interpreters, wrappers, ``find``,
-    ``eval``); otherwise ``tool(<the command, byte for byte>)`` with ``*`` and ``\\`` escaped, so
-    that the key, read back as a rule, matches that command and nothing else.
+    ``tool(git status:*)`` (the program and its subcommand) only for a line that is exactly one
+    simple command of literal words whose program is one with subcommands (``git``, ``cargo``,
+    ``npm``, ... :data:`_SUBCOMMAND_PROGRAMS`) and runs no code from its arguments; otherwise
+    ``tool(<the command, byte for byte>)`` with ``*`` and ``\\`` escaped, so that the key, read
+    back as a rule, matches that command and nothing else (``rm -f x`` approved always approves
+    ``rm -f x``, never ``rm -rf /``).
     """
     if not command:
         return f"{tool}('')"  # tool() would be every command; this one is asked again later
     parsed = parse_command(command)
     if parsed.plain:
         argv = [w.value or "" for w in parsed.commands[0].words]
-        if not _runs_code(argv):
-            prefix = argv[:2] if len(argv) > 1 and _SUBCOMMAND.fullmatch(argv[1]) else argv[:1]
-            if all(_PLAIN.fullmatch(w) for w in prefix):
-                return f"{tool}({' '.join(prefix)}:*)"
+        subcommand = len(argv) > 1 and argv[0] in _SUBCOMMAND_PROGRAMS
+        if subcommand and _SUBCOMMAND.fullmatch(argv[1]) and not _runs_code(argv):
+            return f"{tool}({argv[0]} {argv[1]}:*)"
     return f"{tool}({escape_spec(command)})"

@@ -309,7 +309,7 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "
                 "is dont_ask: only calls allowed by a rule run; do without it or ask the user "
-                "to allow it"
+                f"to allow it{self._untrusted_hint(request)}"
             )
         if self.approver is None:
             # The model reads the reason; the developer gets the fix in the log.
@@ -323,8 +323,26 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) but nobody can approve "
                 "it here (no approver); do without it or ask the user to allow it"
+                f"{self._untrusted_hint(request)}"
             )
         return await self.approver(request)
+
+    def _untrusted_hint(self, request: PermissionRequest) -> str:
+        """Why a denied call may surprise the user: an allow rule of the untrusted project's
+        settings would have approved it, had the folder been trusted."""
+        if "project" not in self._sources or self._trusts(request.cwd):
+            return ""
+        try:
+            project = load_settings(request.cwd / PROJECT_SETTINGS, root=request.cwd)
+        except ValueError:
+            return ""
+        rule = _allowed(project.rules.allow, request)
+        if rule is None:
+            return ""
+        return (
+            f" (the project's settings allow it with {rule.text!r}, but the project is not "
+            "trusted: the user can trust it with --trust-project)"
+        )
 
 
 def _first(

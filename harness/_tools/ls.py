@@ -32,14 +32,15 @@ def ls_tool(*, default_limit: int = 500) -> Tool:
     symlinks in ``@`` (not followed); at most ``limit`` entries, with a note when there are
     more. The folder is opened beneath the working directory (see ``read_tool``); a FIFO or any
     other non-folder is refused without blocking. ``details`` is
-    ``{"entries", "truncated"}``.
+    ``{"entries", "truncated", "hidden"}``: entries the supervisor keeps from being read
+    (``ToolRun.hidden``) are left out and counted.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         path = str(input.get("path") or ".")
         limit = int(input.get("limit") or default_limit)
         try:
-            names = await asyncio.to_thread(_list, run, path)
+            names, hidden = await asyncio.to_thread(_list, run, path)
         except NotADirectoryError:
             raise ToolError(f"{safe_text(path)} is not a folder") from None
         except OSError as exc:
@@ -48,8 +49,11 @@ def ls_tool(*, default_limit: int = 500) -> Tool:
         text = "\n".join(safe_text(n) for n in shown) or "(empty folder)"
         if len(names) > limit:
             text += f"\n[{len(names) - limit} more entries; raise limit to see them]"
+        if hidden:
+            text += f"\n[{hidden} entries left out: permission rules keep them from being read]"
         return ToolResult(
-            content=text, details={"entries": len(names), "truncated": len(names) > limit}
+            content=text,
+            details={"entries": len(names), "truncated": len(names) > limit, "hidden": hidden},
         )
 
     return Tool(
@@ -62,15 +66,17 @@ def ls_tool(*, default_limit: int = 500) -> Tool:
     )
 
 
-def _list(run: ToolRun, path: str) -> list[str]:
+def _list(run: ToolRun, path: str) -> tuple[list[str], int]:
     fd = open_dir(locate(run, path))
+    hidden = 0
     try:
         with os.scandir(fd) as entries:
-            names = [
-                e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else "")
-                for e in entries
-                if run.hidden is None or not run.hidden(e.name)  # a deny/ask read rule's
-            ]
+            names = []
+            for e in entries:
+                if run.hidden is not None and run.hidden(e.name):  # a deny/ask read rule's
+                    hidden += 1
+                    continue
+                names.append(e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else ""))
     finally:
         os.close(fd)
-    return sorted(names, key=lambda n: (n.lower(), n))
+    return sorted(names, key=lambda n: (n.lower(), n)), hidden

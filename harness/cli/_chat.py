@@ -11,6 +11,7 @@ history (prompt_toolkit); otherwise plain lines are read, so a script can pipe a
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -252,7 +253,7 @@ async def _main(
         reader = TerminalReader(history_path())
     else:
         reader = PipeReader(sys.stdin)
-    here = (work_dir or Path.cwd()).absolute()
+    here = work_dir or Path.cwd()
     session = await _pick_session(repo, session_ref, continue_, here)
     created = session_ref is None and not continue_
     _warn_diagnostics(session)
@@ -342,6 +343,8 @@ def chat(
     if offline and model_id is not None:
         raise click.UsageError("--offline uses the scripted model; it takes no --model")
     repo = open_repo(root)
+    if work_dir is not None:
+        work_dir = Path(os.path.realpath(work_dir))  # as getcwd() names it: -c finds its sessions
     # A model that cannot be made (no API key) must fail before a new session file is written.
     model: Model | None = chat_offline_model() if offline else None
     if model is None and (model_id is not None or (session_ref is None and not continue_)):

@@ -330,7 +330,7 @@ def run(
     model: Model | None = offline_model() if offline else None
     if model is None and (model_id is not None or (session_ref is None and not continue_)):
         model = _online_model(model_id, None)
-    here = (work_dir or Path.cwd()).absolute()
+    here = Path(os.path.realpath(work_dir or Path.cwd()))  # as getcwd() names it
     with run_async(_pick_session(repo, session_ref, continue_, here)) as session:
         _warn_diagnostics(session)
         seen = len(session.diagnostics)

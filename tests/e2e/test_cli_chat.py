@@ -28,7 +28,7 @@ from repos import CustomEntry, Entry, MessageEntry, ThinkingLevelChangeEntry, op
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Generous: a loaded 2-core machine may take seconds to start Python and stream a reply.
 TIMEOUT_S = 90
-QUESTION = "allow bash(echo:*)? [y]es / [n]o / [a]lways:"
+QUESTION = "allow bash(echo 41)? [y]es / [n]o / [a]lways:"
 INTERRUPTED = "[interrupted: the partial reply is saved in the session]"
 
 # CSI and OSC sequences, two-character escapes, and the other control characters but newline.
@@ -209,14 +209,14 @@ def test_a_chat_in_a_terminal(
     assert "thinking: The user wrote 2 words." in seen
     chat.prompt()
 
-    # A controlled call is asked; "always" remembers it, so the next one like it is not asked.
+    # A controlled call is asked; "always" remembers it, so the same command is not asked again.
     chat.child.sendline("!echo 41")
     chat.expect(QUESTION)
     chat.child.sendline("a")
     chat.expect("(offline) bash returned: 41")
     chat.prompt()
-    chat.child.sendline("!echo 42")
-    seen = chat.expect("(offline) bash returned: 42")
+    chat.child.sendline("!echo 41")
+    seen = chat.expect("(offline) bash returned: 41")
     assert "allow bash" not in seen
     chat.prompt()
 
@@ -260,21 +260,21 @@ def test_a_chat_in_a_terminal(
     assert [t for role, t in texts if role == "user"] == [
         "hello there",
         "!echo 41",
-        "!echo 42",
+        "!echo 41",
         "hi after the fork",
         "count 100000",
     ]
     results = [m for m in messages(fork) if isinstance(m, ToolResultMessage)]
-    assert [(r.text.strip(), r.is_error) for r in results] == [("41", False), ("42", False)]
+    assert [(r.text.strip(), r.is_error) for r in results] == [("41", False), ("41", False)]
     last = messages(fork)[-1]
     assert isinstance(last, AssistantMessage)
     assert last.stop_reason == "aborted"
     assert last.text.startswith("(offline) Counting to 100000: 1 2 3 4 5 ")
     assert not last.text.endswith("100000.")
     # The source stops where the fork began; the approval is remembered once, in both.
-    assert [m.text for m in messages(source) if isinstance(m, UserMessage)][-1] == "!echo 42"
+    assert [m.text for m in messages(source) if isinstance(m, UserMessage)][-1] == "!echo 41"
     for path in (source, fork):
-        assert [a["operationKey"] for a in approvals(path)] == ["bash(echo:*)"]
+        assert [a["operationKey"] for a in approvals(path)] == ["bash(echo 41)"]
         proc = verify(env, root, str(path))
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -334,14 +334,14 @@ def test_line_editing_history_and_ctrl_d(spawn: Callable[..., Terminal], root: P
 def test_piped_chat_asks_once_and_writes_a_valid_session(
     piped: Callable[..., subprocess.CompletedProcess[str]], root: Path, env: dict[str, str]
 ) -> None:
-    proc = piped("hi\n!echo 41\nalways\n!echo 42\n/tree\n/exit\n")
+    proc = piped("hi\n!echo 41\nalways\n!echo 41\n/tree\n/exit\n")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("allow bash") == 1
     assert "> hi\n" in proc.stdout  # each line is echoed after its prompt
     assert "(offline) You said: hi" in proc.stdout
-    assert "(offline) bash returned: 42" in proc.stdout
+    assert "(offline) bash returned: 41" in proc.stdout
     (path,) = session_files(root)
-    assert [a["operationKey"] for a in approvals(path)] == ["bash(echo:*)"]
+    assert [a["operationKey"] for a in approvals(path)] == ["bash(echo 41)"]
     assert verify(env, root, str(path)).returncode == 0
 
     # --continue goes on in the same session; --session opens it by id (here the 8-character

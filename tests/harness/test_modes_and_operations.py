@@ -324,3 +324,65 @@ async def test_a_read_rule_hides_its_files_from_every_walk(
     assert "secret" not in result.text and ".env" not in result.text.split("[")[0]
     if call.name == "grep" and call.arguments.get("glob") is None:
         assert "documented" in result.text  # the rest is still searched
+
+
+# --- found by a new user: rules as Claude Code spells them, misspelt keys, hints ----------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "name", "input"),
+    [
+        ("Bash(rm:*)", "bash", {"command": "rm victim"}),
+        ("BASH(rm:*)", "bash", {"command": "rm victim"}),
+        ("Read(**/.env)", "read", {"path": ".env"}),
+        ("Read(**/.env)", "grep", {"pattern": "x", "path": ".env"}),
+        ("Edit(locked/**)", "write", {"path": "locked/a", "content": ""}),
+        ("Write(locked/**)", "edit", {"path": "locked/a", "edits": []}),
+        ("Grep", "grep", {"pattern": "x"}),
+        ("LS", "ls", {"path": "."}),
+    ],
+)
+async def test_a_deny_rule_in_claude_codes_spelling_binds(
+    tmp_path: Path, rule: str, name: str, input: dict[str, Any]
+) -> None:
+    """``Bash(rm:*)`` parsed but never matched: the file was deleted in bypass mode."""
+    s = SecuritySupervisor(mode="bypass", setting_sources=(), rules={"deny": [rule]})
+    assert isinstance(await s.decide(request(tmp_path, name, **input)), Deny)
+
+
+@pytest.mark.parametrize("key", ["alow", "deni", "Deny", "defaultMode", "allowed"])
+async def test_an_unknown_permissions_key_denies_instead_of_passing_for_no_rules(
+    tmp_path: Path, key: str
+) -> None:
+    settings(tmp_path, **{key: ["bash(rm:*)"]})
+    s = SecuritySupervisor(mode="bypass", setting_sources=("project",))
+    decided = await s.decide(request(tmp_path, "bash", command="rm victim"))
+    assert isinstance(decided, Deny) and "unknown key" in decided.reason and key in decided.reason
+
+
+async def test_a_denial_says_when_an_untrusted_project_would_allow_it(tmp_path: Path) -> None:
+    settings(tmp_path, allow=["bash(ls:*)"])
+    for mode in ("default", "dont_ask"):
+        s = SecuritySupervisor(mode=mode, setting_sources=("project",))  # type: ignore[arg-type]
+        decided = await s.decide(request(tmp_path, "bash", command="ls"))
+        assert isinstance(decided, Deny) and "--trust-project" in decided.reason
+        other = await s.decide(request(tmp_path, "bash", command="rm x"))
+        assert isinstance(other, Deny) and "--trust-project" not in other.reason
+
+
+async def test_ls_counts_what_it_leaves_out(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("KEY=1")
+    (tmp_path / "notes.txt").write_text("x")
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=[FauxToolCall(name="ls")]), "ok"]),
+        tools=[ls_tool()],
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=(), rules={"deny": ["read(**/.env)"]}),
+        resources=None,
+    )
+    await harness.prompt("go")
+    [result] = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
+    assert result.text.splitlines()[0] == "notes.txt" and "1 entries left out" in result.text
+    assert result.details == {"entries": 1, "truncated": False, "hidden": 1}

@@ -376,8 +376,15 @@ async def test_approve_always_covers_only_what_was_approved(
     [
         ("git status", "bash(git status:*)"),
         ("git  status --short", "bash(git status:*)"),
-        ("ls -la", "bash(ls:*)"),
-        ("npm test:unit", "bash(npm test:unit:*)"),
+        ("ls -la", "bash(ls -la)"),  # not a program with subcommands: exact
+        ("rm -f x1", "bash(rm -f x1)"),  # never bash(rm:*), which would cover rm -rf /
+        ("rm x5", "bash(rm x5)"),
+        ("cat a.txt", "bash(cat a.txt)"),
+        ("echo 41", "bash(echo 41)"),
+        ("npm test", "bash(npm test:*)"),
+        ("cargo build --release", "bash(cargo build:*)"),
+        ("git -C x status", "bash(git -C x status)"),  # a flag is no subcommand
+        ("npm test:unit", "bash(npm test:unit)"),
         ("echo touch P > /dev/null", "bash(echo touch P > /dev/null)"),
         ("git status\n", "bash(git status:*)"),
         ("bash -c 'echo hi'", "bash(bash -c 'echo hi')"),

@@ -224,7 +224,7 @@ async def test_an_approval_this_user_wrote_survives_a_reopen_and_a_forgery_does_
 ) -> None:
     repo = JsonlSessionRepo(tmp_path / "sessions")
     path = Path(await _approve_once(tmp_path, repo))
-    assert remembered_approvals(await repo.open(path)) == {"bash(echo hi:*)"}
+    assert remembered_approvals(await repo.open(path)) == {"bash(echo hi)"}
     key = approval_key_path()
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     lines = path.read_bytes().splitlines()
@@ -236,15 +236,15 @@ async def test_an_approval_this_user_wrote_survives_a_reopen_and_a_forgery_does_
         return remembered_approvals(open_session(path))
 
     # The real one still counts; each forgery adds nothing.
-    assert forged(operationKey="bash(touch:*)") == {"bash(echo hi:*)"}
-    assert forged(operationKey="bash(*)", signature=None) == {"bash(echo hi:*)"}
-    assert forged(operationKey="bash", signature="") == {"bash(echo hi:*)"}
-    assert forged(operationKey="bash(rm:*)", signature="0" * 64) == {"bash(echo hi:*)"}
+    assert forged(operationKey="bash(touch:*)") == {"bash(echo hi)"}
+    assert forged(operationKey="bash(*)", signature=None) == {"bash(echo hi)"}
+    assert forged(operationKey="bash", signature="") == {"bash(echo hi)"}
+    assert forged(operationKey="bash(rm:*)", signature="0" * 64) == {"bash(echo hi)"}
     assert forged(operationKey="bash(rm:*)", signature=real["data"]["signature"].upper()) == {
-        "bash(echo hi:*)"
+        "bash(echo hi)"
     }
-    assert forged(toolName="write", operationKey="write(*)") == {"bash(echo hi:*)"}
-    assert forged(signature=["list"]) == {"bash(echo hi:*)"}
+    assert forged(toolName="write", operationKey="write(*)") == {"bash(echo hi)"}
+    assert forged(signature=["list"]) == {"bash(echo hi)"}
 
 
 async def test_an_approval_copied_into_another_session_or_signed_by_another_user_is_ignored(
@@ -302,7 +302,7 @@ async def test_show_tells_honoured_from_forged_approvals_and_export_drops_signat
     common = dict(config=places["config"], sessions=places["sessions"])
     shown = _cli("sessions", "show", path, cwd=places["here"], **common)
     assert shown.returncode == 0, shown.stderr
-    assert "approved always: bash(echo hi:*)" in shown.stdout
+    assert "approved always: bash(echo hi)" in shown.stdout
     assert "not honoured (not signed by you): bash(rm:*)" in shown.stdout
     exported = _cli("export", path, "--format", "jsonl", cwd=places["here"], **common)
     assert exported.returncode == 0, exported.stderr
@@ -311,6 +311,18 @@ async def test_show_tells_honoured_from_forged_approvals_and_export_drops_signat
         for line in exported.stdout.splitlines()
         if '"permission"' in line
     ]
-    assert [p["operationKey"] for p in permissions] == ["bash(echo hi:*)", "bash(rm:*)"]
+    assert [p["operationKey"] for p in permissions] == ["bash(echo hi)", "bash(rm:*)"]
     assert all("signature" not in p for p in permissions)
     assert b'"signature"' in path.read_bytes()  # the session itself keeps them
+
+
+def test_cwd_with_dot_dot_finds_the_folders_sessions(places: dict[str, Path]) -> None:
+    common = dict(config=places["config"], sessions=places["sessions"])
+    first = _cli("run", "--offline", "-p", "hi", cwd=places["elsewhere"], **common)
+    assert first.returncode == 0, first.stderr
+    again = _cli(
+        "run", "--offline", "--cwd", "../elsewhere", "-c", "-p", "again",
+        cwd=places["here"], **common,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert len(list(places["sessions"].rglob("*.jsonl"))) == 1  # continued, not a new one
