@@ -8,7 +8,7 @@ then the session is forked just before the second prompt. Every event is printed
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,8 @@ def describe(event: Event) -> str:
     fields: dict[str, Any] = {}
     for key in ("turn_index", "tool_name", "input", "entry_id", "is_error", "kind"):
         if hasattr(event, key):
-            fields[key] = getattr(event, key)
+            value = getattr(event, key)
+            fields[key] = dict(value) if isinstance(value, Mapping) else value  # read-only views
     if isinstance(event, MessageEndEvent):
         fields["role"] = event.message.role
     text = " ".join(f"{k}={v!r}" for k, v in fields.items())
