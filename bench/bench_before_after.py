@@ -184,7 +184,7 @@ def main() -> None:
         print(
             f"| {row} | {unit} | {statistics.median(before):.3f} | {statistics.median(after):.3f} "
             f"| {statistics.median(after) / statistics.median(before):.2f} "
-            f"| {ratios[0]:.2f}–{ratios[-1]:.2f} |"
+            f"| {ratios[0]:.2f}-{ratios[-1]:.2f} |"
         )
 
 
