@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from harness import ToolError, ToolResult, ToolRun, read_tool, write_tool
 from hooks import JSONValue
 
 TRIES = 5000
+HOLD_S = 0.0002  # how long the paced swapper keeps each state (pacing only; nothing is timed)
 
 
 def make_run(cwd: Path) -> ToolRun:
@@ -39,8 +41,12 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @contextmanager
-def swapping(work: Path, outside: Path) -> Iterator[None]:
-    """A thread that keeps replacing ``work/d`` with a symlink to ``outside`` and back."""
+def swapping(work: Path, outside: Path, *, hold_s: float = 0.0) -> Iterator[None]:
+    """A thread that keeps replacing ``work/d`` with a symlink to ``outside`` and back.
+
+    With ``hold_s`` each state lasts a little, so the tool's calls meet both even when the
+    scheduler would otherwise run the swapper's whole time slice in one state.
+    """
     stop = threading.Event()
     d, real = work / "d", work / "d.real"
 
@@ -55,9 +61,13 @@ def swapping(work: Path, outside: Path) -> Iterator[None]:
 
     def swap() -> None:
         while not stop.is_set():
+            if hold_s:
+                time.sleep(hold_s)
             os.rename(d, real)  # d is the real folder here, always
             with contextlib.suppress(FileExistsError):  # a write made a new d meanwhile
                 os.symlink(outside, d)
+            if hold_s:
+                time.sleep(hold_s)
             while True:
                 try:
                     os.rename(real, d)
@@ -93,7 +103,7 @@ async def test_no_read_escapes_while_a_folder_is_swapped_for_a_symlink(tmp_path:
     work, outside = layout(tmp_path)
     read, run = read_tool(), make_run(work)
     escapes = inside = 0
-    with swapping(work, outside):
+    with swapping(work, outside, hold_s=HOLD_S):
         for _ in range(TRIES):
             try:
                 result = await read.execute({"path": "d/f.txt"}, run)
@@ -113,7 +123,7 @@ async def test_no_write_lands_outside_while_a_folder_is_swapped_for_a_symlink(
     work, outside = layout(tmp_path)
     write, run = write_tool(), make_run(work)
     written = 0
-    with swapping(work, outside):
+    with swapping(work, outside, hold_s=HOLD_S):
         for i in range(TRIES):
             try:
                 await write.execute({"path": f"d/w{i}.txt", "content": "x"}, run)
