@@ -69,59 +69,70 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-_skipped_corpus_tests = 0
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    # Under pytest-xdist the workers collect and run; the controller gets every report and
+    # prints the summary, so the counts below are kept where the reports arrive.
+    return hasattr(config, "workerinput")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    global _skipped_corpus_tests
     if corpus_dir() is not None:
         return
     skip = pytest.mark.skip(reason=CORPUS_MISSING)
     for item in items:
         if item.get_closest_marker("corpus") is not None:
             item.add_marker(skip)
-            _skipped_corpus_tests += 1
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+# --- required groups (CI) -------------------------------------------------------------------
+# HARNESS_REQUIRE_GROUPS=corpus,pi,... (set by .ci/run): a skipped test of one of these groups,
+# or a group with no test at all, fails the run, so CI always runs everything. Reports carry
+# their markers in ``keywords``, so this works alike with and without xdist.
+
+_REQUIRED = tuple(g for g in os.environ.get("HARNESS_REQUIRE_GROUPS", "").split(",") if g)
+_groups_seen: set[str] = set()
+_required_skips: list[str] = []
+_skipped_corpus_tests = 0
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    global _skipped_corpus_tests
+    if report.when != "call" and not report.skipped:
+        return
+    groups = [g for g in _REQUIRED if g in report.keywords]
+    _groups_seen.update(groups)
+    if not report.skipped:
+        return
+    reason = _skip_reason(report)
+    if "corpus" in report.keywords and CORPUS_MISSING in reason:
+        _skipped_corpus_tests += 1
+    _required_skips.extend(f"{report.nodeid} ({g}): {reason}" for g in groups)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """One line for the whole corpus group, whatever ``-r`` says; and the required groups."""
+    if _is_xdist_worker(config):
+        return
     if _skipped_corpus_tests:
         terminalreporter.write_line(f"{CORPUS_MISSING} ({_skipped_corpus_tests} tests skipped)")
     for line in _required_group_problems():
         terminalreporter.write_line(f"REQUIRED GROUP NOT RUN: {line}", red=True)
 
 
-# --- required groups (CI) -------------------------------------------------------------------
-# HARNESS_REQUIRE_GROUPS=corpus,pi,... (set by .ci/run): a skipped test of one of these groups,
-# or a group with no test at all, fails the run, so CI always runs everything.
-
-_REQUIRED = tuple(g for g in os.environ.get("HARNESS_REQUIRE_GROUPS", "").split(",") if g)
-_required_items: dict[str, str] = {}  # node id -> group
-_required_skips: list[str] = []
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    for item in session.items:
-        for group in _REQUIRED:
-            if item.get_closest_marker(group) is not None:
-                _required_items[item.nodeid] = group
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.skipped and report.nodeid in _required_items:
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
-        _required_skips.append(f"{report.nodeid} ({_required_items[report.nodeid]}): {reason}")
-
-
 def _required_group_problems() -> list[str]:
     problems = list(_required_skips)
-    collected = set(_required_items.values())
-    problems += [f"group {g!r}: no test collected" for g in _REQUIRED if g not in collected]
+    problems += [f"group {g!r}: no test ran" for g in _REQUIRED if g not in _groups_seen]
     return problems
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _is_xdist_worker(session.config):
+        return
     if _REQUIRED and _required_group_problems() and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

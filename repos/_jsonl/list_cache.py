@@ -76,7 +76,7 @@ def save(path: Path, root: Path, files: dict[str, list[Any]]) -> None:
         try:
             body = orjson.dumps({**head, "files": kept})
         except orjson.JSONEncodeError as exc:  # a root whose name is not UTF-8
-            log.warning("not writing the list cache of %s: %s", root, exc)
+            log.warning("not writing the list cache of %r: %s", str(root), exc)
             return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +96,6 @@ def _encodes(name: str, row: list[Any]) -> bool:
     try:
         orjson.dumps({name: row})  # the name too: a file name that is not UTF-8 cannot be a key
     except orjson.JSONEncodeError as exc:
-        log.warning("not caching what list learnt of %s: %s", name, exc)
+        log.warning("not caching what list learnt of %r: %s", name, exc)
         return False
     return True

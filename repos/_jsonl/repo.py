@@ -547,7 +547,7 @@ class JsonlSessionRepo:
                     changed = True
             except (OSError, SessionError) as exc:
                 problems.append((Path(key), str(exc)))
-                log.warning("skipping %s: %s", key, exc)
+                log.warning("skipping %r: %s", key, exc)
                 continue
             seen[key] = state
             if cwd is not None and state.cwd != cwd:
@@ -557,7 +557,7 @@ class JsonlSessionRepo:
                     state.info = _info(folder / entry.name, state, stat)
                 except (ValueError, OverflowError, OSError) as exc:  # e.g. a year 3,170,843
                     problems.append((Path(key), f"cannot be summarised: {exc}"))
-                    log.warning("skipping %s: cannot be summarised: %s", key, exc)
+                    log.warning("skipping %r: cannot be summarised: %s", key, exc)
                     continue
             infos.append(state.info)
         self._list_cache = seen
