@@ -692,6 +692,7 @@ async def summarize_compaction(
     *,
     custom_instructions: str | None,
     reserve_tokens: int,
+    max_output_tokens: int | None = None,
 ) -> tuple[str, dict[str, list[str]]]:
     """Write the summary of a prepared compaction (pi's ``compact``).
 
@@ -708,6 +709,8 @@ async def summarize_compaction(
         summarizer: writes each summary.
         custom_instructions: what to focus on, or None.
         reserve_tokens: the settings' reserve, in tokens.
+        max_output_tokens: the model's output limit, capping both ``max_tokens`` (pi's
+            ``min(0.8 x reserveTokens, model.maxTokens)``); None: no cap.
 
     Returns:
         ``(summary, details)``; ``details`` is ``{"readFiles": [...], "modifiedFiles": [...]}``
@@ -723,7 +726,7 @@ async def summarize_compaction(
             messages=prep.messages_to_summarize,
             previous_summary=prep.previous_summary,
             custom_instructions=custom_instructions,
-            max_tokens=max(1, int(0.8 * reserve_tokens)),
+            max_tokens=_capped(int(0.8 * reserve_tokens), max_output_tokens),
         )
         if prep.messages_to_summarize
         else None
@@ -733,7 +736,7 @@ async def summarize_compaction(
             kind="turn_prefix",
             messages=prep.turn_prefix_messages,
             custom_instructions=custom_instructions,
-            max_tokens=max(1, int(0.5 * reserve_tokens)),
+            max_tokens=_capped(int(0.5 * reserve_tokens), max_output_tokens),
         )
         if prep.is_split_turn and prep.turn_prefix_messages
         else None
@@ -749,6 +752,10 @@ async def summarize_compaction(
         "readFiles": list(prep.read_files),
         "modifiedFiles": list(prep.modified_files),
     }
+
+
+def _capped(tokens: int, limit: int | None) -> int:
+    return max(1, tokens if limit is None else min(tokens, limit))
 
 
 async def _both(
