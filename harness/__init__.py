@@ -269,6 +269,7 @@ from ._providers.faux import (
     FauxToolCall,
 )
 from ._providers.registry import (
+    LoadedRegistry,
     ModelInfo,
     ModelRegistry,
     ModelSpec,
@@ -471,6 +472,7 @@ __all__ = [
     "LeafEntry",
     "LineStore",
     "LlmMessage",
+    "LoadedRegistry",
     "MemorySessionRepo",
     "Message",
     "MessageEndEvent",

@@ -38,6 +38,7 @@ __all__ = [
     "API_NAMES",
     "SETTINGS_MAX_BYTES",
     "ApiName",
+    "LoadedRegistry",
     "ModelInfo",
     "ModelRegistry",
     "ModelSpec",
