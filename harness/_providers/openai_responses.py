@@ -74,7 +74,8 @@ def responses_body(
     ``instructions`` carries the system prompt; tools are function tools (``strict: false``,
     parallel calls allowed). A thinking level other than ``off`` sends ``reasoning.effort``
     (``xhigh`` as ``high``) with ``summary: auto`` for models that reason (or that the
-    registry does not know); ``request.session_id`` becomes ``prompt_cache_key``.
+    registry does not know); a model known to reason always gets ``include:
+    ["reasoning.encrypted_content"]``; ``request.session_id`` becomes ``prompt_cache_key``.
     """
     images = info is None or "image" in info.input
     body: dict[str, Any] = {
@@ -98,10 +99,14 @@ def responses_body(
     limit = request.max_tokens or max_tokens
     if limit is not None:
         body["max_output_tokens"] = limit
-    if request.thinking_level != "off" and (info is None or info.reasoning):
+    reasoning = request.thinking_level != "off" and (info is None or info.reasoning)
+    if reasoning:
         body["reasoning"] = {"effort": REASONING_EFFORT[request.thinking_level], "summary": "auto"}
+    if reasoning or (info is not None and info.reasoning):
+        # A reasoning model reasons at its default effort even when not asked to; with
+        # store: false only the encrypted item lets the next request carry that reasoning.
         body["include"] = ["reasoning.encrypted_content"]
-    elif temperature is not None:
+    if not reasoning and temperature is not None:
         body["temperature"] = temperature
     if request.session_id:
         body["prompt_cache_key"] = request.session_id
@@ -215,7 +220,9 @@ def _reasoning_item(signature: str | None) -> dict[str, Any] | None:
         return None
     if not isinstance(item, dict) or item.get("type") != "reasoning":
         return None
-    return item
+    # Without its encrypted content the item names reasoning the API did not keep (store:
+    # false): sending it back would be refused.
+    return item if isinstance(item.get("encrypted_content"), str) else None
 
 
 # --- the stream -------------------------------------------------------------------------------

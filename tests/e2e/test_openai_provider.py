@@ -460,3 +460,36 @@ async def test_a_local_model_server(
         "content": "tree: a definition",
     }
     assert "max_completion_tokens" not in replay_server.requests[1].body
+
+
+def test_reasoning_without_encrypted_content_is_not_sent_back(openai_client: Any) -> None:
+    """With store: false, a reasoning item the API did not encrypt cannot be referred to again:
+    it is left out, and so is the item id of the call it led to."""
+    model = _model(openai_client, "responses", "o4-mini")
+    stored = AssistantMessage(
+        content=(
+            ThinkingContent(thinking="", thinking_signature='{"type": "reasoning", "id": "rs_9"}'),
+            ToolCall(id="call_x|fc_9", name="lookup", arguments={"word": "a"}),
+        ),
+        api="openai-responses",
+        provider="openai",
+        model="o4-mini",
+        stop_reason="toolUse",
+    )
+    from harness import ToolResultMessage
+
+    body = model.build_payload(
+        ModelRequest(
+            system_prompt="",
+            messages=[
+                UserMessage(content="q"),
+                stored,
+                ToolResultMessage(tool_call_id="call_x|fc_9", tool_name="lookup", content="a"),
+            ],
+        )
+    )
+    kinds = [i.get("type", i.get("role")) for i in body["input"]]
+    assert kinds == ["user", "function_call", "function_call_output"]
+    assert "id" not in body["input"][1] and body["input"][1]["call_id"] == "call_x"
+    # A reasoning model reasons anyway: its encrypted reasoning is asked for, effort is not.
+    assert body["include"] == ["reasoning.encrypted_content"] and "reasoning" not in body
