@@ -48,6 +48,7 @@ from hooks import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     ModelUpdateEvent,
     ObserverEvent,
     PatchInput,
@@ -209,10 +210,13 @@ from ._errors import (
     InvalidNavigationTargetError,
     InvalidRequestError,
     MissingApiKeyError,
+    MissingExtraError,
+    ModelSettingsError,
     ProviderError,
     SessionNotEmptyError,
     SyncInLoopError,
     ToolError,
+    UnknownModelError,
 )
 from ._harness import (
     DEFAULT_RESOURCES,
@@ -263,6 +267,20 @@ from ._providers.faux import (
     FauxReply,
     FauxScript,
     FauxToolCall,
+)
+from ._providers.registry import (
+    LoadedRegistry,
+    ModelInfo,
+    ModelRegistry,
+    ModelSpec,
+    Prices,
+    ProviderInfo,
+    cost_of,
+    load_registry,
+    parse_model_spec,
+)
+from ._providers.resolve import (
+    make_model,
 )
 from ._resources import (
     DEFAULT_MAX_SKILLS,
@@ -344,6 +362,7 @@ from ._tools.write import (
 
 if TYPE_CHECKING:
     from ._providers.anthropic import AnthropicModel
+    from ._providers.openai import OpenAIModel
 
 __all__ = [
     "ANY",
@@ -453,6 +472,7 @@ __all__ = [
     "LeafEntry",
     "LineStore",
     "LlmMessage",
+    "LoadedRegistry",
     "MemorySessionRepo",
     "Message",
     "MessageEndEvent",
@@ -460,14 +480,21 @@ __all__ = [
     "MessageStartEvent",
     "MessageUpdateEvent",
     "MissingApiKeyError",
+    "MissingExtraError",
     "Model",
     "ModelChangeEntry",
+    "ModelFallbackEvent",
+    "ModelInfo",
     "ModelRef",
+    "ModelRegistry",
     "ModelRequest",
+    "ModelSettingsError",
+    "ModelSpec",
     "ModelSummarizer",
     "ModelUpdateEvent",
     "NavigationResult",
     "ObserverEvent",
+    "OpenAIModel",
     "PatchInput",
     "PatchResult",
     "PermissionDecisionEvent",
@@ -475,9 +502,11 @@ __all__ = [
     "PermissionRequest",
     "PermissionRequestEvent",
     "PermissionRules",
+    "Prices",
     "PromptParts",
     "PromptTemplate",
     "ProviderError",
+    "ProviderInfo",
     "QueueMode",
     "QueueUpdateEvent",
     "Receiver",
@@ -581,6 +610,7 @@ __all__ = [
     "UnknownContent",
     "UnknownEntry",
     "UnknownMessage",
+    "UnknownModelError",
     "Unset",
     "Usage",
     "UserContent",
@@ -595,6 +625,7 @@ __all__ = [
     "context_size",
     "context_window",
     "copy_sessions",
+    "cost_of",
     "decode_entry",
     "decode_message",
     "default_scopes",
@@ -616,7 +647,9 @@ __all__ = [
     "find_tool",
     "grep_tool",
     "has_receivers",
+    "load_registry",
     "ls_tool",
+    "make_model",
     "nested_deeper",
     "normalize_messages",
     "notify",
@@ -625,6 +658,7 @@ __all__ = [
     "open_line_store",
     "open_session",
     "parse_args",
+    "parse_model_spec",
     "prepare_branch_entries",
     "prepare_compaction",
     "read_tool",
@@ -645,17 +679,24 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The anthropic SDK takes seconds to import; only users of AnthropicModel pay for it.
+    # The SDKs take seconds to import; only users of AnthropicModel / OpenAIModel pay for it.
     if name == "AnthropicModel":
         from ._providers.anthropic import AnthropicModel
 
         AnthropicModel.__module__ = __name__
         return AnthropicModel
+    if name == "OpenAIModel":
+        try:
+            from ._providers.openai import OpenAIModel
+        except ImportError as exc:  # the optional SDK is not installed
+            raise MissingExtraError("OpenAIModel", "openai") from exc
+        OpenAIModel.__module__ = __name__
+        return OpenAIModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 for _name in __all__:
-    if _name == "AnthropicModel":
+    if _name in ("AnthropicModel", "OpenAIModel"):
         continue
     _obj = globals()[_name]
     if isinstance(_obj, type) and _obj.__module__.startswith("harness."):

@@ -14,6 +14,12 @@ Tree::
     ├── ProviderError             a model request failed ("provider_error"); ``retryable``,
     │                             ``status``, ``error_type``, ``retry_after_s``
     │   └── MissingApiKeyError    a model was made with no key to send ("missing_api_key")
+    ├── UnknownModelError         (harness._providers) a model name the registry does not know
+    │                             ("unknown_model"); ``suggestions`` for "did you mean"
+    ├── ModelSettingsError        a settings file's ``models``/``model`` has the wrong shape
+    │                             ("invalid_model_settings")
+    ├── MissingExtraError         a feature used without its optional extra installed
+    │                             ("missing_extra"); ``extra`` names it
     ├── InvalidRequestError       the loop refused to send a request breaking the API's rules
     │                             ("invalid_request")
     ├── ContextOverflowError      the context does not fit even after compacting
@@ -39,10 +45,13 @@ __all__ = [
     "InvalidNavigationTargetError",
     "InvalidRequestError",
     "MissingApiKeyError",
+    "MissingExtraError",
+    "ModelSettingsError",
     "ProviderError",
     "SessionNotEmptyError",
     "SyncInLoopError",
     "ToolError",
+    "UnknownModelError",
 ]
 
 
@@ -115,6 +124,48 @@ class MissingApiKeyError(ProviderError, ValueError):
     def __init__(self, message: str, *, variable: str) -> None:
         super().__init__(message, retryable=False, error_type="missing_api_key")
         self.variable = variable
+
+
+class UnknownModelError(HarnessError, LookupError):
+    """A model name (``provider/id``) the registry does not know, or a provider it does not
+    know. ``suggestions`` are the closest known ``provider/id`` names (maybe none); a model is
+    made known by adding it to the ``models`` key of a settings file (docs/providers.md)."""
+
+    code = "unknown_model"
+
+    def __init__(self, name: str, suggestions: list[str], *, reason: str = "") -> None:
+        hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "."
+        why = f" ({reason})" if reason else ""
+        super().__init__(
+            f"unknown model {name!r}{why}{hint} A model the registry lacks can be added under "
+            "'models' in the settings (docs/providers.md)"
+        )
+        self.name, self.suggestions, self.reason = name, suggestions, reason
+
+
+class ModelSettingsError(HarnessError, ValueError):
+    """The ``models`` (or ``model``) key of a settings file has the wrong shape; ``path`` names
+    the file (``builtin`` for the package's own data) and ``problem`` says what is wrong."""
+
+    code = "invalid_model_settings"
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: model settings: {problem}")
+        self.path, self.problem = path, problem
+
+
+class MissingExtraError(HarnessError, ImportError):
+    """A feature was used without the optional dependencies it needs: install
+    ``jsonl-harness[<extra>]``."""
+
+    code = "missing_extra"
+
+    def __init__(self, feature: str, extra: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional '{extra}' dependencies: "
+            f"pip install 'jsonl-harness[{extra}]'"
+        )
+        self.feature, self.extra = feature, extra
 
 
 class ToolError(HarnessError):

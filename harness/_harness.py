@@ -63,6 +63,8 @@ from ._operations import NavigationResult, compact_session, navigate_session
 from ._permissions import Gate, SecuritySupervisor, Supervisor, remembered_approvals
 from ._providers.base import Model, ThinkingLevel
 from ._providers.faux import FauxModel, FauxReply
+from ._providers.registry import ModelInfo, ModelRegistry, load_registry
+from ._providers.resolve import model_of
 from ._resources import (
     SKILL_CATALOG_TYPE,
     SKILL_RUN_TYPE,
@@ -147,8 +149,16 @@ class AgentHarness:
 
     Args:
         session: where the conversation lives (from a ``SessionRepo``).
-        model: what to stream from; default an offline :class:`FauxModel` that echoes the prompt.
-        models: other models the session may name (restored by provider and id).
+        model: what to stream from: a model, or a name resolved through ``registry``
+            (``"openai/gpt-4.1"``, ``"anthropic/claude-sonnet-4-5"``, ``"claude-sonnet-4-5:high"``
+            whose ``:level`` sets the thinking level unless ``thinking_level`` is given;
+            docs/providers.md); default an offline :class:`FauxModel` that echoes the prompt.
+        models: other models the session may name (restored by provider and id); names too.
+        fallback_model: a model (or name) that answers a turn once ``model``'s retries are spent
+            on a transient failure (overloaded, rate-limited, 5xx, dropped connection,
+            timeout); a ``model_fallback`` event says so, and the reply names the fallback.
+        registry: the models known by name, with their windows and prices; default the
+            package's registry plus the ``models`` of the user settings file.
         tools: tools the model may call; names must be unique.
         active_tools: names of the tools offered to the model (default: all).
         system_prompt: sent with every request (``before_agent_start`` hooks may replace it for
@@ -176,8 +186,8 @@ class AgentHarness:
             ``keep_recent_tokens``); checked before every request, inside a run too.
         summarizer: writes compaction and branch summaries; default: asks ``model`` (with the
             thinking level). ``ExtractiveSummarizer()`` works offline.
-        context_window: the model's window in tokens; default from the model id
-            (``CONTEXT_WINDOWS``, 200,000 for unknown models).
+        context_window: the model's window in tokens; default the registry's figure for the
+            model, else 200,000.
         raise_on_error: True (default): a request that fails for good (not retryable, such as
             401, 403, 404 or 400, or retries exhausted) makes :meth:`prompt` raise
             :class:`ProviderError` once the error reply is persisted. False follows pi: the
@@ -194,20 +204,25 @@ class AgentHarness:
     Raises:
         ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
             or a tool named ``skill`` while resources are on (the name is the built-in's).
+        UnknownModelError: a model name the registry does not know (code ``unknown_model``,
+            with "did you mean" ``suggestions``).
+        ModelSettingsError: the user settings' ``models`` has the wrong shape.
     """
 
     def __init__(
         self,
         *,
         session: Session,
-        model: Model | None = None,
-        models: Sequence[Model] = (),
+        model: Model | str | None = None,
+        models: Sequence[Model | str] = (),
+        fallback_model: Model | str | None = None,
+        registry: ModelRegistry | None = None,
         tools: Sequence[Tool] = (),
         active_tools: Sequence[str] | None = None,
         system_prompt: str | SystemPromptBuilder = DEFAULT_SYSTEM_PROMPT,
         resources: ResourceOptions | None = DEFAULT_RESOURCES,
         cwd: str | Path | None = None,
-        thinking_level: ThinkingLevel = "off",
+        thinking_level: ThinkingLevel | None = None,
         stream_options: StreamOptions | None = None,
         retry_base_delay_s: float = 1.0,
         tool_context: Any = None,
@@ -229,11 +244,19 @@ class AgentHarness:
         )
         self._depth = depth
         self._approvals = {*approvals, *remembered_approvals(session)}
-        self._model: Model = model if model is not None else FauxModel(_echo)
-        self._models = [self._model, *models]
+        self._registry = registry if registry is not None else load_registry().registry
+        named_level: ThinkingLevel | None = None
+        if model is None:
+            self._model: Model = FauxModel(_echo)
+        else:
+            self._model, named_level = model_of(model, self._registry)
+        self._models = [self._model, *(model_of(m, self._registry)[0] for m in models)]
+        self._fallback = (
+            None if fallback_model is None else model_of(fallback_model, self._registry)[0]
+        )
         self._tools = _tool_map(tools)
         self._active = self._checked_active(active_tools)
-        self._thinking: ThinkingLevel = _checked_level(thinking_level)
+        self._thinking: ThinkingLevel = _checked_level(thinking_level or named_level or "off")
         self._system_prompt = system_prompt
         self._cwd = Path(cwd) if cwd is not None else Path.cwd()
         if (
@@ -310,6 +333,21 @@ class AgentHarness:
         return self._model
 
     @property
+    def fallback_model(self) -> Model | None:
+        """The model a turn goes to once ``model``'s retries are spent, if any."""
+        return self._fallback
+
+    @property
+    def registry(self) -> ModelRegistry:
+        """The models known by name (with windows and prices)."""
+        return self._registry
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        """What the registry knows of the current model (None: nothing)."""
+        return self._registry.find(self._model.id, self._model.provider)
+
+    @property
     def tools(self) -> tuple[Tool, ...]:
         """Every tool the harness has (active or not)."""
         return tuple(self._tools.values())
@@ -381,9 +419,13 @@ class AgentHarness:
 
     @property
     def context_window(self) -> int:
-        """Tokens the model accepts: the ``context_window`` option, else by model id."""
+        """Tokens the model accepts: the ``context_window`` option, else the registry's figure
+        (the settings' ``models`` included), else by model id (200,000 when unknown)."""
         if self._context_window is not None:
             return self._context_window
+        info = self.model_info
+        if info is not None and info.context_window is not None:
+            return info.context_window
         return context_window(self._model.id)
 
     @property
@@ -770,9 +812,16 @@ class AgentHarness:
 
     # --- settings ----------------------------------------------------------------------------
 
-    async def set_model(self, model: Model) -> None:
-        """Use ``model`` from the next request on; persisted as a ``model_change`` entry."""
+    async def set_model(self, model: Model | str) -> None:
+        """Use ``model`` (or a name, see the constructor) from the next request on; persisted
+        as a ``model_change`` entry. A session may change provider mid-way: messages another
+        model wrote are converted as pi converts them (docs/providers.md).
+
+        Raises:
+            UnknownModelError: a name the registry does not know (code ``unknown_model``).
+        """
         previous = self._model
+        model, _ = model_of(model, self._registry)
         self._model = model
         if all(m is not model for m in self._models):
             self._models.append(model)
@@ -971,6 +1020,8 @@ class AgentHarness:
                 depth=self._depth + 1,
                 model=model or self._model,
                 models=self._models,
+                fallback_model=self._fallback,
+                registry=self._registry,
                 tools=[self._tools[n] for n in self._active],
                 system_prompt=instructions,
                 resources=None,
@@ -1032,6 +1083,7 @@ class AgentHarness:
             sequential=self._sequential,
             tool_context=self._tool_context,
             retry_base_delay_s=self._retry_base_delay_s,
+            fallback_model=self._fallback,
         )
 
     async def drain_steering(self) -> list[UserMessage]:
@@ -1100,6 +1152,7 @@ class AgentHarness:
             summarizer=self.summarizer,
             custom_instructions=custom_instructions,
             trigger=trigger,
+            max_output_tokens=info.max_output_tokens if (info := self.model_info) else None,
         )
 
     def _claim(self, operation: str) -> None:

@@ -31,6 +31,7 @@ from hooks import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     RetryEvent,
     SavePointEvent,
     StreamOptions,
@@ -98,6 +99,8 @@ class TurnSettings:
     sequential: bool
     tool_context: Any
     retry_base_delay_s: float
+    fallback_model: Model | None = None
+    """Where a turn goes once ``model``'s retries are spent on a transient failure."""
 
 
 class RunHost(Protocol):
@@ -239,10 +242,11 @@ async def _emit_message(run: Run, message: Message, *, started: bool = False) ->
 
 
 async def _request(
-    run: Run, settings: TurnSettings, *, after_overflow: bool = False
+    run: Run, settings: TurnSettings, *, after_overflow: bool = False, fallen_back: bool = False
 ) -> AssistantMessage:
     """One model request with the request hooks, retried while the failure is retryable; after
-    a context overflow, compacted and sent once more (``after_overflow``)."""
+    a context overflow, compacted and sent once more (``after_overflow``); once the retries of
+    a transient failure are spent, sent to the fallback model (``fallen_back``), once."""
     model = settings.model
     context = run.session.build_context().messages  # normalised by build_context
     messages = await emit_context(
@@ -299,8 +303,37 @@ async def _request(
             await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))
             if after_overflow or not await run.host.compact_for_overflow():
                 raise run.host.overflow_error()
-            return await _request(run, settings, after_overflow=True)
+            return await _request(run, settings, after_overflow=True, fallen_back=fallen_back)
         delay = _retry_delay(error, attempt, max_attempts, options, settings.retry_base_delay_s)
+        fallback = settings.fallback_model
+        if (
+            error is not None
+            and delay is None
+            and error.retryable
+            and fallback is not None
+            and fallback is not model
+            and not fallen_back
+        ):
+            # The primary is down (overloaded, 5xx, unreachable) for longer than its retries
+            # waited: this turn goes to the fallback; the failed attempt is not persisted.
+            await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))
+            await notify(
+                run.sender,
+                ModelFallbackEvent(
+                    provider=model.provider,
+                    model_id=model.id,
+                    fallback_provider=fallback.provider,
+                    fallback_model_id=fallback.id,
+                    error_message=error.message,
+                    error_type=error.error_type,
+                ),
+            )
+            return await _request(
+                run,
+                evolve(settings, model=fallback),
+                after_overflow=after_overflow,
+                fallen_back=True,
+            )
         if error is None or delay is None:
             await _emit_message(run, reply, started=True)
             run.last_reply = reply

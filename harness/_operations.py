@@ -66,8 +66,12 @@ async def compact_session(
     summarizer: Summarizer,
     custom_instructions: str | None,
     trigger: Literal["manual", "threshold", "overflow"] = "manual",
+    max_output_tokens: int | None = None,
 ) -> CompactionEntry | None:
     """Compact the session at its current leaf (pi's algorithm, reference §4).
+
+    ``max_output_tokens`` (the model's output limit, from the registry) caps each summary's
+    ``max_tokens``, as pi's ``min(0.8 x reserveTokens, model.maxTokens)``.
 
     Returns:
         The appended compaction entry, or None when there is nothing to compact.
@@ -122,6 +126,7 @@ async def compact_session(
             summarizer,
             custom_instructions=custom_instructions,
             reserve_tokens=settings.reserve_tokens,
+            max_output_tokens=max_output_tokens,
         )
         first_kept, tokens_before, from_hook = prep.first_kept_entry_id, prep.tokens_before, False
     if session.leaf_id != leaf:

@@ -34,6 +34,7 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "ModelFallbackEvent",
     "ModelUpdateEvent",
     "ObserverEvent",
     "PermissionDecisionEvent",
@@ -580,6 +581,23 @@ class RetryEvent:
 
 
 @frozen(kw_only=True)
+class ModelFallbackEvent:
+    """The primary model failed for good on a transient failure (overloaded, rate-limited,
+    server error, dropped connection, timeout: its retries are spent), so this turn is sent
+    once to the fallback model. ``error_message``/``error_type`` are the primary's last
+    failure; the reply that follows names the fallback as its ``provider``/``model``."""
+
+    name: ClassVar[str] = "model_fallback"
+
+    provider: str
+    model_id: str
+    fallback_provider: str
+    fallback_model_id: str
+    error_message: str
+    error_type: str
+
+
+@frozen(kw_only=True)
 class HandlerErrorEvent:
     """A receiver of ``event_name`` raised ``error`` (or returned a result of the wrong type).
 
@@ -634,6 +652,7 @@ ObserverEvent: TypeAlias = (
     | ResourcesUpdateEvent
     | AbortEvent
     | RetryEvent
+    | ModelFallbackEvent
     | HandlerErrorEvent
 )
 """Events sent with :func:`hooks.notify`; receivers' return values are ignored."""

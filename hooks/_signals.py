@@ -27,6 +27,7 @@ from ._events import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     ModelUpdateEvent,
     PermissionDecisionEvent,
     PermissionRequestEvent,
@@ -107,6 +108,7 @@ _SIGNALS: Final[tuple[tuple[type[Event], str], ...]] = (
     (ResourcesUpdateEvent, "Observer: skills, templates or context files changed."),
     (AbortEvent, "Observer: a run was aborted; with the queued texts it dropped."),
     (RetryEvent, "Observer: a retryable failure; the next attempt starts after a delay."),
+    (ModelFallbackEvent, "Observer: the primary model failed for good; the fallback answers."),
     (HandlerErrorEvent, "Observer: a receiver of another signal raised."),
 )
 

@@ -42,6 +42,8 @@ def _load(name: str, path: Path) -> None:
 _load("corpus", TESTS / "fixtures" / "corpus.py")
 _load("replay_server", TESTS / "replay_server.py")
 _load("anthropic_streams", TESTS / "fixtures" / "anthropic_streams.py")
+_load("openai_streams", TESTS / "fixtures" / "openai_streams.py")
+_load("cross_provider", TESTS / "fixtures" / "cross_provider.py")
 _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
 _load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
 _load("permission_requests", TESTS / "fixtures" / "permission_requests.py")
@@ -168,6 +170,17 @@ def replay_server() -> Iterator[ReplayServer]:
 async def anthropic_client(replay_server: ReplayServer) -> AsyncIterator[anthropic.AsyncAnthropic]:
     """The real SDK client against the replay server, with SDK retries off (max_retries=0)."""
     client = anthropic.AsyncAnthropic(api_key="test", base_url=replay_server.url, max_retries=0)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def openai_client(replay_server: ReplayServer) -> AsyncIterator[Any]:
+    """The real ``openai`` SDK client against the replay server (SDK retries off)."""
+    openai = pytest.importorskip("openai", reason="the openai extra is not installed")
+    client = openai.AsyncOpenAI(api_key="test", base_url=f"{replay_server.url}/v1", max_retries=0)
     try:
         yield client
     finally:

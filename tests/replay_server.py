@@ -1,8 +1,10 @@
-"""A local HTTP server that replays scripted Anthropic Messages API responses.
+"""A local HTTP server that replays scripted model API responses.
 
-Tests point the real ``anthropic`` SDK at it (``base_url=server.url``) so the whole client stack
-(HTTP, SSE decoding, SDK errors) runs, offline and deterministically (DESIGN §7). Each
-``POST /v1/messages`` takes the next queued reply:
+Tests point the real ``anthropic`` SDK at it (``base_url=server.url``), or the real ``openai``
+SDK (``base_url=server.url + "/v1"``), so the whole client stack (HTTP, SSE decoding, SDK
+errors) runs, offline and deterministically (DESIGN §7). Each ``POST`` to one of
+:data:`API_PATHS` (Anthropic's ``/v1/messages``, OpenAI's ``/v1/responses`` and
+``/v1/chat/completions``) takes the next queued reply:
 
 * :class:`SseReply`: an SSE body (usually from ``tests/fixtures/anthropic_streams.py``) sent with
   chunked transfer encoding, in small chunks, optionally cut after some bytes, followed by extra
@@ -34,6 +36,7 @@ from typing import Any, Literal
 from attrs import field, frozen
 
 __all__ = [
+    "API_PATHS",
     "DropReply",
     "JsonReply",
     "RecordedRequest",
@@ -44,6 +47,10 @@ __all__ = [
     "fixture_bytes",
     "sse_event",
 ]
+
+
+API_PATHS = frozenset({"/v1/messages", "/v1/responses", "/v1/chat/completions"})
+"""The paths a scripted reply answers; any other request is unexpected."""
 
 
 def fixture_bytes(name: str) -> bytes:
@@ -197,7 +204,7 @@ class _Server(ThreadingHTTPServer):
     def next_reply(self, request: RecordedRequest) -> Reply | None:
         with self.lock:
             self.recorded.append(request)
-            if request.method == "POST" and request.path == "/v1/messages" and self.replies:
+            if request.method == "POST" and request.path in API_PATHS and self.replies:
                 return self.replies.popleft()
             self.unexpected.append(request)
             return None

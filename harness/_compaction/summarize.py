@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 import orjson
 from attrs import field, frozen, validators
@@ -69,6 +69,7 @@ NO_PRIOR_HISTORY = "No prior history."
 
 TURN_CONTEXT_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 """Joins the history summary and a split turn's prefix summary (pi's exact separator)."""
+_TURN_CONTEXT_TITLE = TURN_CONTEXT_SEPARATOR.strip().rpartition("\n")[2]
 
 SUMMARIZATION_SYSTEM_PROMPT = (
     "You write summaries of conversations between a user and an AI coding assistant, so that "
@@ -123,7 +124,11 @@ Use exactly this format:
 
 _UPDATE_INSTRUCTIONS = f"""The conversation above holds only the messages that came after the \
 summary in <previous-summary>. Bring that summary up to date:
-- keep everything in it that still matters;
+- keep its Goal and its Constraints & Preferences word for word, adding new ones after them
+  (a later request does not replace the original goal);
+- if it has a "Turn Context (split turn)" part, fold it in: its Original Request into Goal,
+  its constraints into Constraints & Preferences, its progress into Progress;
+- keep everything else in it that still matters;
 - add the new progress, decisions and context;
 - move items that are now finished from In Progress to Done;
 - rewrite Next Steps for where the work stands now;
@@ -141,6 +146,9 @@ for word. Summarise this first part so that the part that stays makes sense:
 
 ## Original Request
 [What the user asked for in this turn]
+
+## Constraints & Preferences
+- [Requirements, limits or preferences the user stated in this turn, or "(none)"]
 
 ## Early Progress
 - [Decisions taken and work done in this part]
@@ -286,8 +294,9 @@ def build_summary_prompt(request: SummaryRequest) -> tuple[str, str]:
     instructions (pi's ``UPDATE_SUMMARIZATION_PROMPT``), else the instructions of the kind:
     the structured sections Goal, Constraints & Preferences, Progress (Done, In Progress,
     Blocked), Key Decisions, Next Steps, Critical Context for ``history``; Original Request,
-    Early Progress, Context for Suffix for ``turn_prefix``; the first five of those for
-    ``branch``. Custom instructions end every kind as ``Additional focus: ...``.
+    Constraints & Preferences, Early Progress, Context for Suffix for ``turn_prefix`` (pi has
+    no constraints there; we ask, so a split turn's constraints survive); the first five of
+    those for ``branch``. Custom instructions end every kind as ``Additional focus: ...``.
     """
     conversation = serialize_conversation(request.messages)
     prompt = f"<conversation>\n{conversation}\n</conversation>\n\n"
@@ -400,9 +409,12 @@ class ExtractiveSummarizer:
     failed calls as Blocked), Next Steps, and Critical Context (files read and modified, the
     last exchanges). With a previous summary it keeps that summary's sections and adds the new
     progress (earlier In Progress items move to Done; Blocked, Next Steps and the last
-    exchanges are replaced). ``turn_prefix``: Original Request, Early Progress, Context for
-    Suffix. ``branch``: Goal, Constraints & Preferences, Progress, Key Decisions, Next Steps.
-    Custom instructions appear on a ``**Focus:**`` line first. Output is cut to about
+    exchanges are replaced); a previous split-turn summary is folded in first (its Original
+    Request joins Goal, its Early Progress Done, its Context for Suffix Critical Context; "No
+    prior history." is dropped), so the original Goal and Constraints survive each
+    compaction. ``turn_prefix``: Original Request, Constraints & Preferences, Early Progress,
+    Context for Suffix. ``branch``: Goal, Constraints & Preferences, Progress, Key Decisions,
+    Next Steps. Custom instructions appear on a ``**Focus:**`` line first. Output is cut to about
     ``4 * max_tokens`` characters.
 
     Args:
@@ -468,8 +480,7 @@ class _Facts:
                     result = results.get(call.id)
                     if result is None:
                         self.open.append(f"- [ ] {what}")
-                    elif result.is_error:
-                        self.done.append(f"- [x] {what} (failed)")
+                    elif result.is_error:  # not done: it failed (Blocked says why)
                         self.blocked.append(f"- {what}: {self.short(result.text, 160)}")
                     else:
                         self.done.append(f"- [x] {what}")
@@ -540,6 +551,7 @@ def _turn_prefix_sections(facts: _Facts) -> _Sections:
     context = [*facts.file_lines(), *facts.open, *facts.exchange_lines()]
     return {
         "Original Request": facts.goals(1),
+        "Constraints & Preferences": facts.constraints(),
         "Early Progress": early or [_NONE],
         "Context for Suffix": context or [_NONE],
     }
@@ -566,7 +578,7 @@ def _branch_sections(facts: _Facts) -> _Sections:
 def _merge(previous: str, new: _Sections) -> tuple[list[str], _Sections]:
     """Keep the previous summary's sections and add the new facts (iterative update)."""
     old_read, old_modified, body = _split_file_lists(previous)
-    preamble, old = _parse_sections(body)
+    preamble, old = _fold_turn_context(*_parse_sections(body))
     merged: _Sections = {}
     for key in _ORDER:
         before = [line for line in old.pop(key, []) if line != _NONE]
@@ -618,6 +630,28 @@ def _merge(previous: str, new: _Sections) -> tuple[list[str], _Sections]:
     return [line for line in preamble if not line.startswith("**Focus:**")], merged
 
 
+_FOLDED: Final = {
+    "Original Request": "Goal",
+    "Early Progress": "Progress/Done",
+    "Context for Suffix": "Critical Context",
+}
+
+
+def _fold_turn_context(preamble: list[str], old: _Sections) -> tuple[list[str], _Sections]:
+    """A previous summary with a split turn's sections folded into the history's (its request
+    is part of the goal), and without the placeholder and separator lines."""
+    kept = [
+        line for line in preamble if line.strip() not in (NO_PRIOR_HISTORY, _TURN_CONTEXT_TITLE)
+    ]
+    folded: _Sections = {}
+    for key, lines in old.items():
+        target = _FOLDED.get(key, key)
+        folded.setdefault(target, []).extend(
+            line for line in lines if line not in folded.get(target, [])
+        )
+    return kept, folded
+
+
 def _split_file_lists(summary: str) -> tuple[list[str], list[str], str]:
     read: list[str] = []
     modified: list[str] = []
@@ -640,7 +674,7 @@ def _parse_sections(text: str) -> tuple[list[str], _Sections]:
     for raw in text.splitlines():
         line = raw.rstrip()
         stripped = line.strip()
-        if not stripped or stripped == "---" or stripped == TURN_CONTEXT_SEPARATOR.strip():
+        if not stripped or stripped in ("---", _TURN_CONTEXT_TITLE):
             continue
         if line.startswith("## "):
             top = key = line[3:].strip()
@@ -692,6 +726,7 @@ async def summarize_compaction(
     *,
     custom_instructions: str | None,
     reserve_tokens: int,
+    max_output_tokens: int | None = None,
 ) -> tuple[str, dict[str, list[str]]]:
     """Write the summary of a prepared compaction (pi's ``compact``).
 
@@ -708,6 +743,8 @@ async def summarize_compaction(
         summarizer: writes each summary.
         custom_instructions: what to focus on, or None.
         reserve_tokens: the settings' reserve, in tokens.
+        max_output_tokens: the model's output limit, capping both ``max_tokens`` (pi's
+            ``min(0.8 x reserveTokens, model.maxTokens)``); None: no cap.
 
     Returns:
         ``(summary, details)``; ``details`` is ``{"readFiles": [...], "modifiedFiles": [...]}``
@@ -723,7 +760,7 @@ async def summarize_compaction(
             messages=prep.messages_to_summarize,
             previous_summary=prep.previous_summary,
             custom_instructions=custom_instructions,
-            max_tokens=max(1, int(0.8 * reserve_tokens)),
+            max_tokens=_capped(int(0.8 * reserve_tokens), max_output_tokens),
         )
         if prep.messages_to_summarize
         else None
@@ -733,7 +770,7 @@ async def summarize_compaction(
             kind="turn_prefix",
             messages=prep.turn_prefix_messages,
             custom_instructions=custom_instructions,
-            max_tokens=max(1, int(0.5 * reserve_tokens)),
+            max_tokens=_capped(int(0.5 * reserve_tokens), max_output_tokens),
         )
         if prep.is_split_turn and prep.turn_prefix_messages
         else None
@@ -749,6 +786,10 @@ async def summarize_compaction(
         "readFiles": list(prep.read_files),
         "modifiedFiles": list(prep.modified_files),
     }
+
+
+def _capped(tokens: int, limit: int | None) -> int:
+    return max(1, tokens if limit is None else min(tokens, limit))
 
 
 async def _both(

@@ -13,33 +13,21 @@ from attrs import frozen
 
 from hooks import AssistantMessage, CompactionSummaryMessage, Message
 
+from .._providers.registry import ModelRegistry
 from .._tokens import estimate_tokens
 from .settings import CompactionSettings
 
 __all__ = ["CONTEXT_WINDOWS", "ContextSize", "context_size", "context_window", "should_compact"]
 
 CONTEXT_WINDOWS: Mapping[str, int] = MappingProxyType(
-    {
-        "claude-opus-4-5": 200_000,
-        "claude-opus-4-1": 200_000,
-        "claude-opus-4": 200_000,
-        "claude-sonnet-4-5": 200_000,
-        "claude-sonnet-4": 200_000,
-        "claude-haiku-4-5": 200_000,
-        "claude-3-7-sonnet": 200_000,
-        "claude-3-5-sonnet": 200_000,
-        "claude-3-5-haiku": 200_000,
-        "claude-3-opus": 200_000,
-        "claude-3-sonnet": 200_000,
-        "claude-3-haiku": 200_000,
-    }
+    {m.id: m.context_window for m in ModelRegistry.builtin() if m.context_window is not None}
 )
-"""Context windows of Anthropic models by id prefix, in tokens (input + output).
+"""Context windows of the registry's models by id, in tokens (input + output), from the
+package's data file (docs/providers.md).
 
-Keys are ids without the date suffix; :func:`context_window` matches dated ids
-(``claude-haiku-4-5-20251001``) and aliases (``claude-3-7-sonnet-latest``) by longest prefix.
-The 1M-token beta window of some Sonnet models is opt-in per request, so it is not the default;
-pass it through ``overrides`` when the provider enables it.
+:func:`context_window` also matches dated ids (``claude-haiku-4-5-20251001``) and aliases
+(``claude-3-7-sonnet-latest``). The 1M-token beta window of some Sonnet models is opt-in per
+request, so it is not the default; pass it through ``overrides`` when the provider enables it.
 """
 
 
@@ -48,9 +36,10 @@ def context_window(
 ) -> int:
     """The context window of ``model_id``, in tokens.
 
-    pi reads ``model.contextWindow`` from its model registry; we keep a small table instead.
-    ``overrides`` are consulted first, then :data:`CONTEXT_WINDOWS`; in each, an exact id wins,
-    else the longest key that is a prefix of ``model_id``.
+    pi reads ``model.contextWindow`` from its model registry; so do we. ``overrides`` are
+    consulted first (an exact id wins, else the longest key that is a prefix of ``model_id``),
+    then the package's registry (dated ids and aliases), then :data:`CONTEXT_WINDOWS` by
+    longest prefix.
 
     Args:
         model_id: the model id as stored in sessions (``claude-sonnet-4-5-20250929``).
@@ -58,11 +47,14 @@ def context_window(
         default: returned when nothing matches (pi's fallback is 128000 for branch summaries;
             every current Claude model has 200000).
     """
-    for table in (overrides or {}, CONTEXT_WINDOWS):
-        found = _lookup(table, model_id)
-        if found is not None:
-            return found
-    return default
+    found = _lookup(overrides or {}, model_id)
+    if found is not None:
+        return found
+    info = ModelRegistry.builtin().find(model_id)
+    if info is not None and info.context_window is not None:
+        return info.context_window
+    found = _lookup(CONTEXT_WINDOWS, model_id)
+    return found if found is not None else default
 
 
 def _lookup(table: Mapping[str, int], model_id: str) -> int | None:

@@ -23,10 +23,8 @@ seconds.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import os
 import re
-import time
 from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any, Final, Literal
 
@@ -52,7 +50,6 @@ from hooks import (
     AssistantContent,
     AssistantMessage,
     CacheRetention,
-    Cost,
     ImageContent,
     JSONValue,
     StopReason,
@@ -62,7 +59,6 @@ from hooks import (
     ToolCall,
     ToolResultMessage,
     UnknownContent,
-    Usage,
     UserContent,
     UserMessage,
     now_ms,
@@ -80,14 +76,13 @@ from .base import (
     StreamStart,
     ThinkingLevel,
     ToolSpec,
+    is_context_overflow,
+    is_transport_timeout,
+    priced_usage,
+    retry_after_s,
+    status_retryable,
 )
-
-
-def _is_transport_timeout(exc: BaseException) -> bool:
-    # The SDK's HTTP library (httpx, or the fork newer SDKs ship) raises its own TimeoutException
-    # mid-stream; match it by name rather than importing a transitive dependency.
-    return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
-
+from .registry import ModelRegistry
 
 __all__ = [
     "ANTHROPIC_API",
@@ -146,16 +141,6 @@ _STATUS_ERROR_TYPES: Final[Mapping[int, str]] = {
     529: "overloaded_error",
 }
 
-# What the API says when the prompt does not fit the context window, e.g. "prompt is too long:
-# 210000 tokens > 200000 maximum" or "input length and `max_tokens` exceed context limit: ...".
-_CONTEXT_OVERFLOW: Final = re.compile(
-    r"prompt is too long"
-    r"|exceeds? (?:the )?(?:model'?s? )?(?:maximum )?context (?:window|limit|length)"
-    r"|context (?:window|limit|length) (?:exceeded|overflow)"
-    r"|maximum context length",
-    re.IGNORECASE,
-)
-
 # Blocks in which the API runs a tool itself; the result comes back as a block whose
 # ``tool_use_id`` names the use (web_search_tool_result, mcp_tool_result ...).
 _SERVER_TOOL_USES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -189,6 +174,8 @@ class AnthropicModel:
             Not sent while thinking is on (the API rejects it then).
         max_pause_continuations: how many times a reply that stops with ``pause_turn`` (a
             server tool ran long) is continued before it is returned as it stands.
+        registry: where the model's prices come from (each reply's ``usage.cost``); default
+            the package's registry. A model it does not know costs 0.
     """
 
     def __init__(
@@ -202,6 +189,7 @@ class AnthropicModel:
         max_retries: int = 0,
         temperature: float | None = None,
         max_pause_continuations: int = 5,
+        registry: ModelRegistry | None = None,
     ) -> None:
         if max_pause_continuations < 0:
             raise ValueError(
@@ -225,6 +213,7 @@ class AnthropicModel:
         self._max_tokens = max_tokens
         self._temperature = temperature
         self._max_pause_continuations = max_pause_continuations
+        self._registry = registry
 
     @property
     def provider(self) -> str:
@@ -341,7 +330,7 @@ class AnthropicModel:
         messages = body.get("messages")
         base_messages: list[Any] = list(messages) if isinstance(messages, list) else []
         options = _sdk_options(request.options)
-        builder = _ReplyBuilder(model=self._id)
+        builder = _ReplyBuilder(model=self._id, registry=self._registry)
         started = False
         continuations = 0
         while True:
@@ -683,8 +672,9 @@ class _ReplyBuilder:
     blocks keep counting across them, usage is summed.
     """
 
-    def __init__(self, *, model: str) -> None:
+    def __init__(self, *, model: str, registry: ModelRegistry | None) -> None:
         self._model = model
+        self._registry = registry
         self._timestamp = now_ms()  # one timestamp for every partial and the final message
         self._blocks: dict[int, _Block] = {}  # this segment's blocks by Anthropic index
         self._order: list[_Block] = []  # every segment's blocks, in stream order
@@ -865,20 +855,14 @@ class _ReplyBuilder:
         extra: Mapping[str, Any] | None = None,
     ) -> AssistantMessage:
         u = {name: self._prior_usage[name] + self._usage[name] for name in _USAGE_FIELDS}
-        usage = Usage(
-            input=u["input"],
-            output=u["output"],
-            cache_read=u["cache_read"],
-            cache_write=u["cache_write"],
-            total_tokens=u["input"] + u["output"] + u["cache_read"] + u["cache_write"],
-            cost=Cost(),  # no price table yet
-        )
         return AssistantMessage(
             content=content,
             api=ANTHROPIC_API,
             provider="anthropic",
             model=self._model,
-            usage=usage,
+            usage=priced_usage(
+                **u, provider="anthropic", model_id=self._model, registry=self._registry
+            ),
             stop_reason=stop_reason,
             error_message=error_message,
             timestamp=self._timestamp,
@@ -931,19 +915,15 @@ def _request_error_of(exc: Exception) -> ProviderError:
                 message, retryable=False, status=status, error_type="context_overflow"
             )
         headers = exc.response.headers
-        should_retry = headers.get("x-should-retry")
-        if should_retry in ("true", "false"):
-            retryable = should_retry == "true"  # the API's own verdict, as the SDK honours it
-        else:
-            retryable = (
-                status in (408, 409, 429) or status >= 500 or error_type in _RETRYABLE_ERROR_TYPES
-            )
+        retryable = status_retryable(status, headers) or (
+            "x-should-retry" not in headers and error_type in _RETRYABLE_ERROR_TYPES
+        )
         return ProviderError(
             message,
             retryable=retryable,
             status=status,
             error_type=error_type,
-            retry_after_s=_retry_after_s(headers),
+            retry_after_s=retry_after_s(headers),
         )
     if isinstance(exc, anthropic.APIResponseValidationError):
         return ProviderError(
@@ -986,7 +966,7 @@ def _stream_error_of(exc: Exception) -> ProviderError:
         return ProviderError(
             message, retryable=error_type in _RETRYABLE_ERROR_TYPES, error_type=error_type
         )
-    if _is_transport_timeout(exc):
+    if is_transport_timeout(exc):
         # The SDK's transport: no data arrived within the request timeout.
         return ProviderError(
             f"Anthropic stream timed out (no data within the timeout): {type(exc).__name__}",
@@ -1019,31 +999,4 @@ def _error_body(body: object) -> tuple[str, str]:
 
 def _is_context_overflow(error_type: str, api_message: str) -> bool:
     """Whether an API error says the prompt does not fit the model's context window."""
-    return error_type in ("invalid_request_error", "") and bool(
-        _CONTEXT_OVERFLOW.search(api_message)
-    )
-
-
-def _retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """The wait the server asked for, in seconds: ``retry-after-ms``, else ``retry-after`` as
-    seconds or an HTTP date; None when absent or unreadable."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        with contextlib.suppress(ValueError):
-            value = float(millis)
-            if value >= 0 and value != float("inf"):
-                return value / 1000
-    retry_after = headers.get("retry-after")
-    if retry_after is None:
-        return None
-    try:
-        seconds = float(retry_after)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(retry_after)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:  # an HTTP date is always GMT
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return seconds if 0 <= seconds != float("inf") else None
+    return error_type in ("invalid_request_error", "") and is_context_overflow(api_message)

@@ -7,14 +7,27 @@ report :class:`~harness.ProviderError` only.
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
+import re
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from attrs import field, frozen
 
-from hooks import AssistantMessage, JSONValue, StreamOptions, ToolResultMessage, UserMessage
+from hooks import (
+    AssistantMessage,
+    Cost,
+    JSONValue,
+    StreamOptions,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 from .._errors import ProviderError
+from .registry import ModelRegistry, cost_of
 
 __all__ = [
     "LlmMessage",
@@ -28,6 +41,11 @@ __all__ = [
     "StreamStart",
     "ThinkingLevel",
     "ToolSpec",
+    "is_context_overflow",
+    "is_transport_timeout",
+    "priced_usage",
+    "retry_after_s",
+    "status_retryable",
 ]
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
@@ -158,3 +176,110 @@ class Model(Protocol):
     ) -> AsyncIterator[StreamEvent]:
         """Stream one reply to ``request``; send ``payload`` instead of the built body if given."""
         ...
+
+
+# --- what every provider shares: retry rules, context overflow, usage and cost ----------------
+# Providers never retry themselves: they classify a failure (ProviderError.retryable,
+# error_type, retry_after_s) and the harness's loop decides, so every attempt is visible.
+
+_CONTEXT_OVERFLOW: Final = re.compile(
+    "|".join(
+        (
+            r"prompt is too long",  # Anthropic: "prompt is too long: 210000 tokens > 200000"
+            r"exceeds? (?:the )?(?:model'?s? )?(?:maximum )?context (?:window|limit|length)",
+            r"context (?:window|limit|length) (?:exceeded|overflow)",
+            r"maximum context length",  # OpenAI Chat Completions, vLLM, OpenRouter
+            r"context[_ ]length[_ ]exceeded",  # OpenAI's error code
+            r"exceeds the available context size",  # llama.cpp's server
+            r"greater than the context length",  # LM Studio
+            r"input (?:is too long|token count.*exceeds the maximum)",
+            r"maximum prompt length is \d+",
+            r"reduce the length of the messages",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(text: str) -> bool:
+    """Whether an API error message (or code) says the prompt does not fit the model's window.
+
+    The wordings of Anthropic, OpenAI (both APIs and the ``context_length_exceeded`` code) and
+    the usual OpenAI-compatible servers (vLLM, llama.cpp, LM Studio, OpenRouter), as pi's
+    ``isContextOverflow`` lists them. Such a failure is never retried as it is: the loop
+    compacts once and sends again.
+    """
+    return bool(_CONTEXT_OVERFLOW.search(text))
+
+
+def status_retryable(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether an HTTP error may succeed when sent again: the server's own
+    ``x-should-retry: true|false`` when present (both SDKs honour it), else 408, 409, 429 and
+    5xx."""
+    should_retry = headers.get("x-should-retry")
+    if should_retry in ("true", "false"):
+        return should_retry == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait the server asked for, in seconds: ``retry-after-ms``, else ``retry-after`` as
+    seconds or an HTTP date; None when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        with contextlib.suppress(ValueError):
+            value = float(millis)
+            if value >= 0 and value != float("inf"):
+                return value / 1000
+    retry_after = headers.get("retry-after")
+    if retry_after is None:
+        return None
+    try:
+        seconds = float(retry_after)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(retry_after)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is always GMT
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return seconds if 0 <= seconds != float("inf") else None
+
+
+def is_transport_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` is the HTTP library's timeout (httpx, or the fork newer SDKs ship),
+    matched by class name rather than importing a transitive dependency."""
+    return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
+
+
+def priced_usage(
+    *,
+    input: int,
+    output: int,
+    cache_read: int,
+    cache_write: int,
+    provider: str,
+    model_id: str,
+    registry: ModelRegistry | None = None,
+) -> Usage:
+    """A reply's :class:`~hooks.Usage` (tokens; ``input`` excludes cached tokens) with its cost
+    from the model's prices in ``registry`` (default: the package's), as pi prices each reply;
+    a model without known prices costs 0 (shown as unknown, never guessed)."""
+    usage = Usage(
+        input=input,
+        output=output,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=input + output + cache_read + cache_write,
+    )
+    info = (registry or ModelRegistry.builtin()).find(model_id, provider)
+    cost = cost_of(usage, info.prices if info is not None else None)
+    return Usage(
+        input=usage.input,
+        output=usage.output,
+        cache_read=usage.cache_read,
+        cache_write=usage.cache_write,
+        total_tokens=usage.total_tokens,
+        cost=cost if cost is not None else Cost(),
+    )

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import click
 from rich.console import Console
@@ -49,8 +50,8 @@ from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
+from ._models import ModelChoice
 from ._run import (
-    _online_model,
     _pick_session,
     permission_options,
     session_options,
@@ -81,8 +82,11 @@ class Chat:
         view: ChatView,
         cwd: Path,
         trust_project: bool = False,
+        choice: ModelChoice | None = None,
     ) -> None:
         self.repo = repo
+        self.choice = choice
+        """How models are named and found (None: offline, no other model can be made)."""
         self.cwd = cwd
         self.session = session
         self.offline = offline
@@ -111,6 +115,8 @@ class Chat:
             ],
             supervisor=self.supervisor,
             cwd=self.cwd,
+            fallback_model=self.choice.fallback() if self.choice is not None else None,
+            registry=self.choice.registry if self.choice is not None else None,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
         )
@@ -237,8 +243,7 @@ async def _main(
     work_dir: Path | None,
     continue_: bool,
     model: Model | None,
-    model_id: str | None,
-    offline: bool,
+    choice: ModelChoice | None,
     thinking: ThinkingLevel | None,
     mode: PermissionMode | None,
     trust_project: bool,
@@ -260,13 +265,17 @@ async def _main(
     try:
         ask = _confirm if terminal else None
         cwd = working_folder(session, here if work_dir is not None else None, ask=ask)
-        if model is None:
-            model = _online_model(model_id, session)
+        named: ThinkingLevel | None = None
+        if model is None and choice is not None:
+            model, named = choice.model(session)
+        if model is None:  # unreachable: offline gives a model, online a choice
+            raise click.UsageError("no model")
         chat = Chat(
             repo=repo,
             session=session,
             model=model,
-            offline=offline,
+            offline=choice is None,
+            choice=choice,
             mode=mode,
             trust_project=trust_project,
             reader=reader,
@@ -277,10 +286,10 @@ async def _main(
         session.close()
         raise
     try:
-        if model_id is not None and not created:
+        if choice is not None and choice.given and not created:
             await chat.harness.set_model(model)  # the session switches to --model
-        if thinking is not None:
-            await chat.harness.set_thinking_level(thinking)
+        if thinking or named:
+            await chat.harness.set_thinking_level(thinking or named or "off")
         chat.banner(created)
         with _sigint(chat):
             await chat.run()
@@ -323,6 +332,9 @@ def chat(
     work_dir: Path | None,
     continue_: bool,
     model_id: str | None,
+    base_url: str | None,
+    api: Literal["responses", "chat"] | None,
+    fallback_model_id: str | None,
     offline: bool,
     thinking: ThinkingLevel | None,
     mode: PermissionMode | None,
@@ -340,26 +352,32 @@ def chat(
     """
     if session_ref is not None and continue_:
         raise click.UsageError("give at most one of --session and --continue")
-    if offline and model_id is not None:
-        raise click.UsageError("--offline uses the scripted model; it takes no --model")
+    if offline and (model_id or base_url or api or fallback_model_id) is not None:
+        raise click.UsageError(
+            "--offline uses the scripted model; it takes no --model, --base-url, --api or "
+            "--fallback-model"
+        )
     repo = open_repo(root)
     if work_dir is not None:
         work_dir = Path(os.path.realpath(work_dir))  # as getcwd() names it: -c finds its sessions
-    # A model that cannot be made (no API key) must fail before a new session file is written.
-    model: Model | None = chat_offline_model() if offline else None
-    if model is None and (model_id is not None or (session_ref is None and not continue_)):
-        model = _online_model(model_id, None)
-    run_async(
-        _main(
-            repo,
-            session_ref,
-            work_dir,
-            continue_,
-            model,
-            model_id,
-            offline,
-            thinking,
-            mode,
-            trust_project,
+    choice = (
+        None
+        if offline
+        else ModelChoice(
+            model_id=model_id,
+            base_url=base_url,
+            api=api,
+            fallback_model_id=fallback_model_id,
+            cwd=work_dir or Path.cwd(),
+            trust_project=trust_project,
         )
+    )
+    # A model that cannot be made (no API key, an unknown name) must fail before a new session
+    # file is written.
+    model: Model | None = chat_offline_model() if offline else None
+    if choice is not None and (choice.given or (session_ref is None and not continue_)):
+        model, named = choice.model()
+        thinking = thinking or named
+    run_async(
+        _main(repo, session_ref, work_dir, continue_, model, choice, thinking, mode, trust_project)
     )

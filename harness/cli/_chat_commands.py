@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
+from harness import make_model, parse_model_spec
 from hooks import HarnessError
 from repos import (
     BranchSummaryEntry,
@@ -28,6 +29,7 @@ from .._resources import split_command
 from .._restore import THINKING_LEVELS
 from ._common import one_line
 from ._export import session_html, session_jsonl, session_markdown
+from ._models import model_lines
 from ._render import tree_view
 
 if TYPE_CHECKING:
@@ -126,15 +128,22 @@ async def _name(chat: Chat, args: str) -> None:
 
 
 async def _model(chat: Chat, args: str) -> None:
-    if args and chat.offline:
-        raise CommandError(
-            "this chat runs on the scripted offline model; start it without --offline to use "
-            f"{args}"
-        )
     if args:
-        from .. import AnthropicModel  # the SDK import is slow; only pay for it here
-
-        await chat.harness.set_model(AnthropicModel(args))
+        if chat.offline or chat.choice is None:
+            raise CommandError(
+                "this chat runs on the scripted offline model; start it without --offline to "
+                f"use {args}"
+            )
+        spec = parse_model_spec(args)
+        await chat.harness.set_model(make_model(spec, registry=chat.choice.registry))
+        if spec.thinking is not None:
+            await chat.harness.set_thinking_level(
+                THINKING_LEVELS[THINKING_LEVELS.index(spec.thinking)]
+            )
+    else:
+        registry = chat.harness.registry
+        for line in model_lines(registry, chat.harness.model):
+            chat.view.line(line)
     model = chat.harness.model
     chat.view.line(f"model: {model.provider}/{model.id}")
 
@@ -221,7 +230,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "label": Command("/label [ENTRY] TEXT", "label ENTRY (default: the last message)", _label),
     "name": Command("/name [TEXT]", "show or set the session's name", _name),
-    "model": Command("/model [M]", "show or change the model", _model),
+    "model": Command(
+        "/model [M]", "list the known models, or switch to M (provider/id[:thinking])", _model
+    ),
     "thinking": Command(
         "/thinking [LEVEL]",
         f"show or set the thinking level ({', '.join(THINKING_LEVELS)})",

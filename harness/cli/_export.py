@@ -28,7 +28,7 @@ from pathlib import Path
 import attrs
 import click
 
-from harness import PERMISSION_ENTRY
+from harness import PERMISSION_ENTRY, ModelRegistry, load_registry
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -383,14 +383,20 @@ def _tree_html(session: Session, advance: Callable[[int], None]) -> Iterator[str
         push(item.children)
 
 
-def session_html(session: Session, advance: Callable[[int], None] = _nothing) -> str:
+def session_html(
+    session: Session,
+    advance: Callable[[int], None] = _nothing,
+    registry: ModelRegistry | None = None,
+) -> str:
     """The whole session as one self-contained HTML page (see the module doc).
 
-    ``advance(1)`` is called after each entry drawn (label entries are not drawn)."""
+    ``advance(1)`` is called after each entry drawn (label entries are not drawn). Replies
+    that recorded no cost are priced from their tokens at ``registry``'s prices (default the
+    package's), and the totals say how much is estimated."""
     title = session.name or f"Session {session.id}"
     branch = session.get_branch()
-    everything = totals(session.entries())
-    on_branch = totals(branch)
+    everything = totals(session.entries(), registry)
+    on_branch = totals(branch, registry)
     header = session.header
     meta = [
         f"id <code>{_e(session.id)}</code>",
@@ -470,7 +476,11 @@ def _message_md(message: Message) -> list[str]:
     return [md_fence(_json_text(dict(message.raw)), "json")]
 
 
-def session_markdown(session: Session, advance: Callable[[int], None] = _nothing) -> str:
+def session_markdown(
+    session: Session,
+    advance: Callable[[int], None] = _nothing,
+    registry: ModelRegistry | None = None,
+) -> str:
     """The active branch as Markdown: every message, compaction and branch summary, in order.
     Session text keeps its own Markdown but no raw HTML (``_escape.md_text``); code and tool
     output are fenced; terminal controls are shown as ``\\x1b``-style escapes.
@@ -484,7 +494,7 @@ def session_markdown(session: Session, advance: Callable[[int], None] = _nothing
         f"- created: {_md_inline(session.header.timestamp)}\n"
         f"- active branch: {len(branch)} of {len(session)} entries, "
         f"leaf {md_code(str(session.leaf_id))}\n"
-        f"- totals (active branch): {totals(branch).line()}",
+        f"- totals (active branch): {totals(branch, registry).line()}",
     ]
     for entry in branch:
         advance(1)
@@ -592,9 +602,9 @@ _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".jsonl": "json
 
 def _render(session: Session, fmt: str, advance: Callable[[int], None]) -> bytes:
     if fmt == "html":
-        return session_html(session, advance).encode()
+        return session_html(session, advance, load_registry().registry).encode()
     if fmt == "md":
-        return session_markdown(session, advance).encode()
+        return session_markdown(session, advance, load_registry().registry).encode()
     return session_jsonl(session, advance)
 
 

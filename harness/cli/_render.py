@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 import orjson
 
-from harness import PERMISSION_ENTRY, remembered_approvals
+from harness import PERMISSION_ENTRY, ModelRegistry, cost_of, remembered_approvals
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -59,10 +59,12 @@ __all__ = [
     "Totals",
     "TreeView",
     "context_lines",
+    "cost_json",
     "entry_kind",
     "entry_text",
     "info_json",
     "parent_ref",
+    "reply_totals",
     "session_table",
     "short",
     "totals",
@@ -146,8 +148,12 @@ def _user_content_text(content: str | Iterable[UserContent]) -> str:
 
 @attrs.frozen(kw_only=True)
 class Totals:
-    """Token usage (tokens) and cost (US dollars, as the provider priced it) summed over
-    assistant messages."""
+    """Token usage (tokens) and cost (US dollars) summed over assistant messages.
+
+    ``cost`` is what the replies recorded plus, for replies that recorded none (imported
+    Claude Code sessions, older files), their token counts at the registry's prices:
+    ``estimated`` is that part. ``unpriced`` counts replies with tokens but no known price.
+    """
 
     replies: int = 0
     input: int = 0
@@ -155,42 +161,70 @@ class Totals:
     cache_read: int = 0
     cache_write: int = 0
     cost: float = 0.0
+    estimated: float = 0.0
+    unpriced: int = 0
 
     @property
     def any(self) -> bool:
         """Whether any reply carried usage (imported or scripted replies may carry none)."""
         return bool(self.input or self.output or self.cache_read or self.cache_write or self.cost)
 
+    def cost_text(self) -> str:
+        """``$0.1234``, with how much of it is estimated and how many replies had no price."""
+        text = f"${self.cost:.4f}"
+        if self.estimated:
+            text += f" (estimated from token counts: ${self.estimated:.4f})"
+        if self.unpriced:
+            text += f" (+ {self.unpriced} replies of unknown price)"
+        return text
+
     def line(self) -> str:
         return (
             f"{self.replies} replies; tokens: {self.input} input, {self.output} output, "
             f"{self.cache_read} cache read, {self.cache_write} cache write; "
-            f"cost ${self.cost:.4f}"
+            f"cost {self.cost_text()}"
         )
 
 
-def totals(entries: Iterable[Entry]) -> Totals:
-    """The usage of the assistant messages among ``entries``."""
-    out = Totals()
-    for entry in entries:
-        if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-            u = entry.message.usage
-            out = Totals(
-                replies=out.replies + 1,
-                input=out.input + u.input,
-                output=out.output + u.output,
-                cache_read=out.cache_read + u.cache_read,
-                cache_write=out.cache_write + u.cache_write,
-                cost=out.cost + u.cost.total,
-            )
-    return out
+def totals(entries: Iterable[Entry], registry: ModelRegistry | None = None) -> Totals:
+    """The usage of the assistant messages among ``entries``; a reply that recorded no cost is
+    priced from its tokens at ``registry``'s prices (default: the package's registry)."""
+    return reply_totals((e.message for e in entries if isinstance(e, MessageEntry)), registry)
+
+
+def reply_totals(messages: Iterable[Message], registry: ModelRegistry | None = None) -> Totals:
+    """:func:`totals` of messages (the assistant ones count)."""
+    registry = registry or ModelRegistry.builtin()
+    sums = dict.fromkeys(("replies", "input", "output", "cache_read", "cache_write", "unpriced"), 0)
+    cost = estimated = 0.0
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            u = m.usage
+            sums["replies"] += 1
+            for name in ("input", "output", "cache_read", "cache_write"):
+                sums[name] += getattr(u, name)
+            if u.cost.total or not (u.input or u.output or u.cache_read or u.cache_write):
+                cost += u.cost.total
+                continue
+            info = registry.find(m.model, m.provider or None)
+            priced = cost_of(u, info.prices if info is not None else None)
+            if priced is None:
+                sums["unpriced"] += 1
+            else:
+                cost += priced.total
+                estimated += priced.total
+    return Totals(**sums, cost=cost, estimated=estimated)
 
 
 # --- show: the model context ------------------------------------------------------------------
 
 
 def context_lines(
-    session: Session, context: SessionContext, *, max_chars: int = DEFAULT_MAX_CHARS
+    session: Session,
+    context: SessionContext,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    registry: ModelRegistry | None = None,
 ) -> list[str]:
     """The human form of ``show``: derived state, message counts and usage totals, then one
     block per context message.
@@ -231,10 +265,10 @@ def context_lines(
         f"messages: {in_file} in the file ({where}), {on_branch} on the "
         f"active branch, {len(context.messages)} in the context (shown below)"
     )
-    used = totals(branch)
+    used = totals(branch, registry)
     if used.any:
         lines.append(f"usage (active branch): {used.line()}")
-    whole = totals(session.entries()) if on_branch != in_file else used
+    whole = totals(session.entries(), registry) if on_branch != in_file else used
     if whole.any and whole != used:
         lines.append(f"usage (every branch): {whole.line()}")
     for index, message in enumerate(context.messages, start=1):
@@ -538,10 +572,13 @@ def parent_ref(parent_session: str | None) -> str:
     return one_line(ref)
 
 
-def session_table(infos: Iterable[SessionInfo]) -> list[str]:
+def session_table(
+    infos: Iterable[SessionInfo], costs: Mapping[str, Totals] | None = None
+) -> list[str]:
     """The human form of ``list``: id (its first 8 characters, more when needed to tell it
     apart), modified (UTC), message entries in the file, the session it was forked from, name or
-    first message, cwd."""
+    first message, cwd; with ``costs`` (by session id), a COST column after MSGS (``~`` marks
+    a cost estimated in part from token counts, ``?`` one with replies of unknown price)."""
     infos = list(infos)
     prefixes = _unique_prefixes(i.id for i in infos)
     rows = [
@@ -549,19 +586,40 @@ def session_table(infos: Iterable[SessionInfo]) -> list[str]:
             prefixes[info.id],
             _when(info.modified),
             str(info.message_count),
+            *((_cost_cell(costs.get(info.id)),) if costs is not None else ()),
             parent_ref(info.parent_session) or "-",
             short(info.name or info.first_message or "(no messages)", 50),
             one_line(info.cwd),
         )
         for info in infos
     ]
-    heads = ("ID", "MODIFIED (UTC)", "MSGS", "FORK OF", "NAME / FIRST MESSAGE", "CWD")
+    heads: tuple[str, ...] = ("ID", "MODIFIED (UTC)", "MSGS")
+    if costs is not None:
+        heads += ("COST",)
+    heads += ("FORK OF", "NAME / FIRST MESSAGE", "CWD")
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)]
 
     def fmt(cells: tuple[str, ...]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     return [fmt(heads), *(fmt(r) for r in rows)]
+
+
+def _cost_cell(total: Totals | None) -> str:
+    if total is None:
+        return "-"
+    mark = ("~" if total.estimated else "") + ("?" if total.unpriced else "")
+    return f"{mark}${total.cost:.4f}"
+
+
+def cost_json(total: Totals) -> dict[str, JSONValue]:
+    """A cost as JSON: ``usd`` (recorded plus estimated), ``estimated_usd`` (the part priced
+    from token counts at the registry's prices) and ``unpriced_replies``."""
+    return {
+        "usd": total.cost,
+        "estimated_usd": total.estimated,
+        "unpriced_replies": total.unpriced,
+    }
 
 
 def info_json(info: SessionInfo) -> dict[str, JSONValue]:

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import attrs
 import click
@@ -27,6 +27,7 @@ from hooks import (
     Event,
     ImageContent,
     Message,
+    MessageEndEvent,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -44,7 +45,7 @@ from repos._importers.claude_code import is_claude_code
 
 from .._harness import AgentHarness
 from .._permissions import PERMISSION_MODES, PermissionMode, SecuritySupervisor
-from .._providers.base import Model, ModelRequest
+from .._providers.base import Model, ModelRequest, ThinkingLevel
 from .._providers.faux import FauxModel, FauxReply, FauxToolCall
 from .._tools.bash import bash_tool
 from .._tools.edit import edit_tool
@@ -55,12 +56,11 @@ from .._tools.read import read_tool
 from .._tools.write import write_tool
 from ._common import open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
+from ._models import DEFAULT_MODEL, ModelChoice, model_options
+from ._render import cost_json, reply_totals
 from ._sessions import _warn_diagnostics
 
 __all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
-
-DEFAULT_MODEL = "claude-sonnet-4-5"
-"""The Anthropic model ``run`` uses without ``--model`` (and without a session naming one)."""
 
 OFFLINE_MODEL_ID = "offline-echo"
 
@@ -99,15 +99,6 @@ def offline_model() -> FauxModel:
     """The scripted model of ``--offline``: it echoes the prompt; a prompt ``!COMMAND`` makes it
     call the ``bash`` tool with COMMAND, then report the first line of the result."""
     return FauxModel(_offline_reply, model_id=OFFLINE_MODEL_ID)
-
-
-def _online_model(model_id: str | None, session: Session | None) -> Model:
-    if model_id is None and session is not None:
-        ref = session.build_context().model
-        model_id = ref.model_id if ref is not None and ref.provider == "anthropic" else None
-    from .. import AnthropicModel  # the SDK import is slow; only pay for it here
-
-    return AnthropicModel(model_id or DEFAULT_MODEL)  # MissingApiKeyError without a key
 
 
 # --- events as JSON -----------------------------------------------------------------------------
@@ -228,16 +219,10 @@ def working_folder(
 
 
 def session_options(command: Callable[..., None]) -> Callable[..., None]:
-    """``--session ID|PATH``, ``--cwd DIR``, ``-c/--continue`` and ``--model M``, shared by
-    ``run`` and ``chat`` (passed as ``session_ref``, ``work_dir``, ``continue_`` and
-    ``model_id``)."""
-    command = click.option(
-        "--model",
-        "model_id",
-        metavar="M",
-        default=None,
-        help=f"Anthropic model id (default: the session's, else {DEFAULT_MODEL}).",
-    )(command)
+    """``--session ID|PATH``, ``--cwd DIR``, ``-c/--continue`` and the model options
+    (``_models.model_options``), shared by ``run`` and ``chat`` (passed as ``session_ref``,
+    ``work_dir``, ``continue_``, ``model_id``, ``base_url``, ``api``, ``fallback_model_id``)."""
+    command = model_options(command)
     command = click.option(
         "-c",
         "--continue",
@@ -300,6 +285,9 @@ def run(
     work_dir: Path | None,
     continue_: bool,
     model_id: str | None,
+    base_url: str | None,
+    api: Literal["responses", "chat"] | None,
+    fallback_model_id: str | None,
     offline: bool,
     output: str,
     mode: PermissionMode | None,
@@ -315,8 +303,11 @@ def run(
     """
     if session_ref is not None and continue_:
         raise click.UsageError("give at most one of --session and --continue")
-    if offline and model_id is not None:
-        raise click.UsageError("--offline uses the scripted model; it takes no --model")
+    if offline and (model_id or base_url or api or fallback_model_id) is not None:
+        raise click.UsageError(
+            "--offline uses the scripted model; it takes no --model, --base-url, --api or "
+            "--fallback-model"
+        )
     if not text.strip():
         raise click.BadParameter("is empty; nothing was written", param_hint="--prompt")
     try:
@@ -326,20 +317,34 @@ def run(
             "is not valid UTF-8; nothing was written", param_hint="--prompt"
         ) from None
     repo = open_repo(root)
-    # A model that cannot be made (no API key) must fail before a new session file is written.
-    model: Model | None = offline_model() if offline else None
-    if model is None and (model_id is not None or (session_ref is None and not continue_)):
-        model = _online_model(model_id, None)
     here = Path(os.path.realpath(work_dir or Path.cwd()))  # as getcwd() names it
+    choice = ModelChoice(
+        model_id=model_id,
+        base_url=base_url,
+        api=api,
+        fallback_model_id=fallback_model_id,
+        cwd=here,
+        trust_project=trust_project,
+    )
+    # A model that cannot be made (no API key, an unknown name) must fail before a new
+    # session file is written.
+    model: Model | None = offline_model() if offline else None
+    level: ThinkingLevel | None = None
+    if model is None and (choice.given or (session_ref is None and not continue_)):
+        model, level = choice.model()
+    fallback = None if offline else choice.fallback()
     with run_async(_pick_session(repo, session_ref, continue_, here)) as session:
         _warn_diagnostics(session)
         seen = len(session.diagnostics)
         cwd = working_folder(session, here if work_dir is not None else None)
         if model is None:
-            model = _online_model(model_id, session)
+            model, level = choice.model(session)
         harness = AgentHarness(
             session=session,
             model=model,
+            fallback_model=fallback,
+            registry=choice.registry,
+            thinking_level=level,
             tools=[
                 read_tool(),
                 write_tool(),
@@ -356,6 +361,13 @@ def run(
         if output == "events":
             for name in EVENT_CLASSES:
                 harness.connect(name, writer, priority=-100)
+        added: list[Message] = []
+
+        def persisted(sender: object, event: MessageEndEvent) -> None:
+            if event.entry_id is not None:  # a failed attempt that was retried is not stored
+                added.append(event.message)
+
+        harness.connect("message_end", persisted)
         reply = run_async(harness.prompt(text))
         _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
@@ -378,8 +390,13 @@ def run(
                         "usage": {
                             "input": reply.usage.input,
                             "output": reply.usage.output,
+                            "cache_read": reply.usage.cache_read,
+                            "cache_write": reply.usage.cache_write,
                             "total_tokens": reply.usage.total_tokens,
                         },
+                        # This run's replies (every turn of it), priced from the registry
+                        # when a reply recorded no cost.
+                        "cost": cost_json(reply_totals(added, choice.registry)),
                     },
                     indent=True,
                 )

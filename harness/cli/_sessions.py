@@ -17,11 +17,13 @@ from pathlib import Path
 
 import click
 
+from harness import HarnessError, load_registry
 from repos import (
     CorruptSessionError,
     ForkPosition,
     JsonlSessionRepo,
     Session,
+    SessionInfo,
     encode_message,
     open_session,
 )
@@ -39,10 +41,13 @@ from ._common import (
 from ._escape import echo, json_line, terminal
 from ._render import (
     DEFAULT_MAX_CHARS,
+    Totals,
     context_lines,
+    cost_json,
     info_json,
     parent_ref,
     session_table,
+    totals,
     tree_view,
 )
 
@@ -114,7 +119,14 @@ def sessions() -> None:
     help="Only sessions whose header cwd is exactly DIR (as stored: an absolute path).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of session infos.")
-def list_command(root: Path | None, cwd: str | None, as_json: bool) -> None:
+@click.option(
+    "--cost",
+    "with_cost",
+    is_flag=True,
+    help="Add what each session cost (reads every listed session whole; replies that "
+    "recorded no cost are priced from their tokens, marked ~).",
+)
+def list_command(root: Path | None, cwd: str | None, as_json: bool, with_cost: bool) -> None:
     """List sessions under the root, most recent activity first.
 
     ID is the start of the session id (8 characters, more where two ids share them), which every
@@ -127,14 +139,35 @@ def list_command(root: Path | None, cwd: str | None, as_json: bool) -> None:
     infos = run_async(repo.list(cwd))
     for path, reason in repo.list_problems:
         echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
+    costs = _costs(infos) if with_cost else None
     if as_json:
-        echo(_dump([info_json(i) for i in infos]))
+        rows = [info_json(i) for i in infos]
+        if costs is not None:
+            for row, info in zip(rows, infos, strict=True):
+                row["cost"] = cost_json(costs[info.id]) if info.id in costs else None
+        echo(_dump(rows))
     elif infos:
-        for line in session_table(infos):
+        for line in session_table(infos, costs):
             echo(line)
     else:
         where = f" with cwd {cwd!r}" if cwd is not None else ""
         echo(f"no sessions{where} under {repo.root}", err=True)
+
+
+def _costs(infos: Iterable[SessionInfo]) -> dict[str, Totals]:
+    """Every branch's usage and cost of each listed session; one that cannot be read is left
+    out and named on stderr."""
+    registry = load_registry().registry
+    found: dict[str, Totals] = {}
+    for info in infos:
+        if info.path is None:
+            continue
+        try:
+            with open_session(info.path) as session:
+                found[info.id] = totals(session.entries(), registry)
+        except (HarnessError, OSError) as exc:
+            echo(f"warning: no cost for {info.path}: {one_line(str(exc))}", err=True)
+    return found
 
 
 @sessions.command()
@@ -167,7 +200,8 @@ def show(root: Path | None, ref: str, as_json: bool, max_chars: int, page: bool 
         if as_json:
             echo(_dump([encode_message(m) for m in context.messages]))
             return
-        _emit(context_lines(session, context, max_chars=max_chars), page)
+        registry = load_registry().registry
+        _emit(context_lines(session, context, max_chars=max_chars, registry=registry), page)
 
 
 def _emit(lines: Iterable[str], page: bool | None) -> None:

@@ -1,7 +1,8 @@
 """Every code block of README.md runs as written, so the README cannot drift from the code.
 
 Python blocks run as programs in a fresh folder with the test interpreter (offline: FauxModel,
-or the local replay server standing in for the Anthropic API with a dummy key). Shell blocks run
+or the local replay server standing in for the Anthropic API with a dummy key, or for a local
+OpenAI-compatible server). Shell blocks run
 under ``bash -euo pipefail`` in a folder whose ``.venv`` is the environment running the tests, as
 in a clone after the README's first command. A block whose first
 line is ``# continues the previous block`` is appended to the one before it. The README's first
@@ -16,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openai_streams
 import pytest
 from replay_server import ReplayServer, SseReply, sse_event
 
@@ -89,7 +91,11 @@ def _text_stream(text: str) -> bytes:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HARNESS_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "HARNESS_", "OPENAI_"))
+    }
     env["HARNESS_SESSIONS_DIR"] = str(tmp_path / "sessions")
     env["TMPDIR"] = str(tmp_path)
     return env
@@ -117,6 +123,9 @@ def test_readme_block_runs_as_written(
             replay_server.enqueue(SseReply(body=_text_stream("Hello")))
             env["ANTHROPIC_BASE_URL"] = replay_server.url
             env["ANTHROPIC_API_KEY"] = "sk-test-dummy"
+        if "OpenAIModel(" in code:  # the replay server stands in for a local model server
+            replay_server.enqueue(SseReply(body=openai_streams.local_server_text("Hello")))
+            env["OPENAI_BASE_URL"] = f"{replay_server.url}/v1"
         script = work / "block.py"
         script.write_text(code)
         command = [sys.executable, str(script)]

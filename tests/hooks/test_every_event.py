@@ -23,6 +23,7 @@ from hooks import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     ModelUpdateEvent,
     PermissionDecisionEvent,
     PermissionRequestEvent,
@@ -149,6 +150,14 @@ SAMPLES: tuple[Event, ...] = (
     AbortEvent(cleared_steer=["stop"], cleared_follow_up=[]),
     RetryEvent(
         attempt=2, max_attempts=3, delay_s=1.5, error_message="overloaded", error_type="provider"
+    ),
+    ModelFallbackEvent(
+        provider="anthropic",
+        model_id="claude-sonnet-4-5",
+        fallback_provider="openai",
+        fallback_model_id="gpt-4.1",
+        error_message="overloaded",
+        error_type="overloaded_error",
     ),
     HandlerErrorEvent(event_name="turn_start", receiver="m.f", error=RuntimeError("x")),
 )

@@ -101,7 +101,9 @@ def test_context_window_prefix_and_overrides() -> None:
     assert context_window("claude-sonnet-4-20250514", overrides) == 200_000
     assert context_window("faux-1", overrides) == 50_000
     assert context_window("faux-1-big-2", overrides) == 90_000  # longest prefix wins
-    assert all(v == 200_000 for v in CONTEXT_WINDOWS.values())
+    assert all(v == 200_000 for k, v in CONTEXT_WINDOWS.items() if k.startswith("claude"))
+    # OpenAI's published windows: 1,047,576 tokens for GPT-4.1, 128,000 for GPT-4o.
+    assert (CONTEXT_WINDOWS["gpt-4.1"], context_window("gpt-4o-2024-08-06")) == (1_047_576, 128_000)
     assert {"claude-opus-4-5", "claude-opus-4-1", "claude-3-5-haiku"} <= set(CONTEXT_WINDOWS)
 
 
