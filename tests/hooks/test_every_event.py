@@ -24,6 +24,7 @@ from hooks import (
     MessageStartEvent,
     MessageUpdateEvent,
     ModelUpdateEvent,
+    NotificationEvent,
     PermissionDecisionEvent,
     PermissionRequestEvent,
     QueueUpdateEvent,
@@ -36,10 +37,15 @@ from hooks import (
     SessionCompactEvent,
     SessionCreatedEvent,
     SessionDeletedEvent,
+    SessionEndEvent,
     SessionForkEvent,
+    SessionStartEvent,
     SessionTreeEvent,
     SettledEvent,
+    StopEvent,
     StreamOptions,
+    SubagentStopEvent,
+    SystemMessageEvent,
     TextContent,
     ThinkingLevelUpdateEvent,
     ToolCallEvent,
@@ -52,6 +58,7 @@ from hooks import (
     TurnEndEvent,
     TurnStartEvent,
     UserMessage,
+    UserPromptSubmitEvent,
     connect,
     notify,
 )
@@ -151,6 +158,13 @@ SAMPLES: tuple[Event, ...] = (
         attempt=2, max_attempts=3, delay_s=1.5, error_message="overloaded", error_type="provider"
     ),
     HandlerErrorEvent(event_name="turn_start", receiver="m.f", error=RuntimeError("x")),
+    SessionStartEvent(session_id="s1", source="startup"),
+    UserPromptSubmitEvent(session_id="s1", message=UserMessage(content="hi")),
+    StopEvent(session_id="s1", message=REPLY, stop_hook_active=False, continues=0),
+    SubagentStopEvent(session_id="s1", message=REPLY, stop_hook_active=True, continues=1, depth=1),
+    SessionEndEvent(session_id="s1", reason="other"),
+    NotificationEvent(session_id="s1", message="waiting", notification_type="idle_prompt"),
+    SystemMessageEvent(message="formatted", hook="command hook 'fmt'", event_name="tool_result"),
 )
 HOOKS = tuple(e for e in SAMPLES if isinstance(e, get_args(HookEvent)))
 OBSERVERS = tuple(e for e in SAMPLES if not isinstance(e, get_args(HookEvent)))
