@@ -93,7 +93,7 @@ class HookReceiver:
             return None
         fields, aliases = _fields(event, sender.cwd)
         payload = {**_common(sender, self.hooks[0].claude_code_event, event.name), **fields}
-        stdin = orjson.dumps(payload)
+        stdin = orjson.dumps(payload) + b"\n"  # one line, as line readers expect
         env = {
             **os.environ,
             "HARNESS_PROJECT_DIR": str(sender.cwd),
