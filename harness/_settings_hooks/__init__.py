@@ -48,6 +48,9 @@ HOOK_CONTEXT_TYPE = "hook_context"
 """``customType`` of the messages that carry a hook's ``AddContext`` text to the model."""
 
 _BACKSTOP_S = 10.0  # the bus's own timeout is this much longer than the slowest hook's
+_TOP_LEVEL_ONLY = frozenset({"session_start", "session_end", "user_prompt_submit"})
+"""Events whose command hooks a nested run (a skill run) does not run: in Claude Code a
+subagent starts no session and submits no prompt of the user's; its end is ``SubagentStop``."""
 
 
 class CommandHooks:
@@ -153,9 +156,15 @@ class CommandHooks:
     def connect(self, harness: HookHost) -> Callable[[], None]:
         """Connect one receiver per signal that has hooks to ``harness`` (through
         ``harness.connect``, so ``shutdown()`` disconnects them); returns a function that
-        disconnects them. ``AgentHarness(command_hooks=...)`` calls this itself."""
+        disconnects them. ``AgentHarness(command_hooks=...)`` calls this itself.
+
+        A nested run (``harness.depth`` > 0) gets no ``SessionStart``, ``SessionEnd`` or
+        ``UserPromptSubmit`` hooks, as a Claude Code subagent does not; its tool calls,
+        compactions, notifications and ``SubagentStop`` run them as usual."""
         by_event: dict[str, list[CommandHook]] = {}
         for hook in self._hooks:
+            if harness.depth > 0 and hook.event in _TOP_LEVEL_ONLY:
+                continue
             by_event.setdefault(hook.event, []).append(hook)
         disconnects = [
             harness.connect(

@@ -65,6 +65,9 @@ class HookHost(Protocol):
     @property
     def supervisor(self) -> object: ...
 
+    @property
+    def depth(self) -> int: ...
+
     def end_run(self, reason: str) -> None: ...
 
     def connect(

@@ -742,3 +742,28 @@ def test_a_settings_file_that_is_no_regular_file_is_refused(tmp_path: Path) -> N
     os.mkfifo(fifo)
     with pytest.raises(HookSettingsError):
         CommandHooks.load(tmp_path, user_settings=fifo, setting_sources=("user",))
+
+
+async def test_a_nested_run_runs_no_session_or_prompt_hooks(
+    session: Session, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    record = script(
+        tmp_path,
+        "record.py",
+        f"""import json, sys
+event = json.load(sys.stdin)
+with open({str(log)!r}, "a") as f:
+    f.write(event["hook_event_name"] + "\\n")
+""",
+    )
+    settings = {
+        "hooks": {
+            name: [{"hooks": [{"type": "command", "command": record}]}]
+            for name in ("SessionStart", "UserPromptSubmit", "SubagentStop", "SessionEnd")
+        }
+    }
+    nested = Run(session, tmp_path, settings, ["done"], depth=1)
+    await nested.harness.prompt("a skill's task")
+    await nested.harness.shutdown()
+    assert log.read_text().splitlines() == ["SubagentStop"]
