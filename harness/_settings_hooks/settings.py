@@ -12,6 +12,7 @@ signal names are accepted as keys too. Everything else is refused with the file 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -112,6 +113,7 @@ class CommandHook:
         return f"command hook {self.command!r} ({where}, {self.key})"
 
 
+@functools.lru_cache(maxsize=256)  # a matcher is matched on every event of its kind
 def _compile(pattern: str) -> Any:
     options = re2.Options()
     options.log_errors = False
