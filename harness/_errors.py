@@ -8,6 +8,8 @@ Tree::
     │                             ("invalid_state")
     ├── SessionNotEmptyError      prompt(initial_history=...) on a session with entries
     │                             ("session_not_empty")
+    ├── PromptBlockedError        a user_prompt_submit hook refused the prompt; nothing was
+    │                             written ("prompt_blocked")
     ├── SkillNotFoundError, SkillDisabledError, TemplateNotFoundError, SkillWriteRefusedError
     │                             (harness._resources) a skill or template call that does not
     │                             fit ("skill_not_found", "skill_disabled", ...)
@@ -47,6 +49,7 @@ __all__ = [
     "MissingApiKeyError",
     "MissingExtraError",
     "ModelSettingsError",
+    "PromptBlockedError",
     "ProviderError",
     "SessionNotEmptyError",
     "SyncInLoopError",
@@ -203,6 +206,18 @@ class SessionNotEmptyError(HarnessError, ValueError):
             f"has {entry_count} entries (prompt without initial_history to continue it)"
         )
         self.session_id, self.entry_count = session_id, entry_count
+
+
+class PromptBlockedError(HarnessError):
+    """A ``user_prompt_submit`` hook refused the prompt (Claude Code's ``UserPromptSubmit``
+    blocking it), or one failed and so refused it (fail closed). Nothing was written to the
+    session. ``reason`` is the hook's (a command hook's stderr, or its JSON ``reason``)."""
+
+    code = "prompt_blocked"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"a user_prompt_submit hook refused the prompt: {reason}")
+        self.reason = reason
 
 
 class InvalidNavigationTargetError(HarnessError, ValueError):

@@ -17,6 +17,7 @@ from hooks import (
     AgentEndEvent,
     AssistantMessage,
     BeforeAgentStartEvent,
+    CustomMessage,
     Event,
     JSONValue,
     Message,
@@ -26,6 +27,8 @@ from hooks import (
     QueueUpdateEvent,
     Receiver,
     ResourcesUpdateEvent,
+    SessionEndEvent,
+    SessionStartEvent,
     SettledEvent,
     StreamOptions,
     ThinkingLevelUpdateEvent,
@@ -35,8 +38,11 @@ from hooks import (
     TurnEndEvent,
     UserContent,
     UserMessage,
+    UserPromptSubmitEvent,
     connect,
     emit_before_agent_start,
+    emit_session_start,
+    emit_user_prompt_submit,
     notify,
 )
 from repos import (
@@ -55,6 +61,7 @@ from ._errors import (
     CompactionCancelledError,
     ContextOverflowError,
     HarnessStateError,
+    PromptBlockedError,
     SessionNotEmptyError,
     SyncInLoopError,
 )
@@ -92,6 +99,7 @@ from ._resources import (
     split_command,
 )
 from ._restore import THINKING_LEVELS, restore_settings
+from ._settings_hooks import HOOK_CONTEXT_TYPE, CommandHooks
 from ._tokens import estimate_tokens
 from ._tools.base import Tool, ToolResult
 
@@ -99,6 +107,7 @@ log = logging.getLogger("harness")
 
 
 __all__ = [
+    "DEFAULT_MAX_STOP_CONTINUES",
     "DEFAULT_RESOURCES",
     "DEFAULT_SYSTEM_PROMPT",
     "THINKING_LEVELS",
@@ -110,6 +119,9 @@ __all__ = [
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 DEFAULT_RESOURCES = ResourceOptions()
 """Discover skills, templates and context files from the working folder and the user's."""
+
+DEFAULT_MAX_STOP_CONTINUES = 5
+"""How many times ``stop`` hooks may continue one run unless ``AgentHarness`` says otherwise."""
 
 QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
 F = TypeVar("F", bound=Receiver)
@@ -200,6 +212,13 @@ class AgentHarness:
         depth: nesting depth (0: top level); a nested skill run passes its parent's + 1.
         approvals: operation keys already approved always (a nested run gets its parent's
             :attr:`approvals`); the session's own ``permission`` entries are added.
+        command_hooks: command hooks from settings (:class:`CommandHooks`, Claude Code's
+            ``hooks`` shape; docs/hooks.md), connected to this harness and handed to nested
+            runs; None (default) runs none.
+        max_stop_continues: how many times ``stop``/``subagent_stop`` hooks may continue one
+            run (``Continue``); one more ends the run with ``agent_end.end_reason`` saying so.
+        notification_delay_s: seconds a tool call's approval may stay pending before a
+            ``notification`` event (``permission_prompt``) is sent; None: never.
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
@@ -236,7 +255,12 @@ class AgentHarness:
         supervisor: Supervisor | None = None,
         depth: int = 0,
         approvals: Iterable[str] = (),
+        command_hooks: CommandHooks | None = None,
+        max_stop_continues: int = DEFAULT_MAX_STOP_CONTINUES,
+        notification_delay_s: float | None = 1.0,
     ) -> None:
+        if max_stop_continues < 0:
+            raise ValueError(f"max_stop_continues must be 0 or more, not {max_stop_continues}")
         self._session = session
         self._raise_on_error = raise_on_error
         self._supervisor: Supervisor = (
@@ -304,6 +328,14 @@ class AgentHarness:
         self._idle = asyncio.Event()
         self._idle.set()
         self._disconnects: list[Callable[[], None]] = []
+        self._max_stop_continues = max_stop_continues
+        self._notification_delay_s = notification_delay_s
+        self._run: Run | None = None
+        self._started = False  # session_start was sent (so session_end will be)
+        self._start_context: list[Message] = []  # session_start's texts, for the next turn
+        self._command_hooks = command_hooks
+        if command_hooks is not None:
+            command_hooks.connect(self)
         branch = session.get_branch()
         if self._resources is not None:
             self._journal.restore(branch)
@@ -375,6 +407,11 @@ class AgentHarness:
     def depth(self) -> int:
         """Nesting depth: 0 for a top-level harness."""
         return self._depth
+
+    @property
+    def command_hooks(self) -> CommandHooks | None:
+        """The command hooks connected to this harness; hand them to nested runs."""
+        return self._command_hooks
 
     @property
     def approvals(self) -> frozenset[str]:
@@ -521,6 +558,8 @@ class AgentHarness:
                 message; ``error.reply`` is the persisted reply. With
                 ``AgentHarness(raise_on_error=False)`` the reply is returned instead.
             BusyError: another operation is running on this harness (code ``busy``).
+            PromptBlockedError: a ``user_prompt_submit`` hook refused the prompt, or failed
+                (code ``prompt_blocked``); nothing was written to the session.
             SessionNotEmptyError: ``initial_history`` given for a session that has entries
                 (code ``session_not_empty``); nothing was written.
             ValueError: a bad ``thinking_level``.
@@ -545,14 +584,28 @@ class AgentHarness:
         try:
             try:
                 self._metadata = dict(metadata or {})
+                await self._emit_restore_events()
+                if not self._started:
+                    await self._session_start(self._start_source())
+                prompt_message = UserMessage(content=content)
+                # Before anything is written: a refused prompt leaves the session as it was.
+                submitted = await emit_user_prompt_submit(
+                    self, UserPromptSubmitEvent(session_id=self._session.id, message=prompt_message)
+                )
+                if submitted.blocked:
+                    raise PromptBlockedError(submitted.reason or "no reason given")
                 for message in initial_history:
                     self._session.append_message(message)
-                await self._emit_restore_events()
                 await self._offer_skills()
                 queued, self._next_turn = self._next_turn, []
                 if queued:
                     await self._queue_update()
-                prompt_messages: list[Message] = [*queued, UserMessage(content=content)]
+                prompt_messages: list[Message] = [
+                    *queued,
+                    *self.drain_context(),
+                    prompt_message,
+                    *map(_hook_context, submitted.context),
+                ]
                 system_prompt = self.system_prompt
                 start = await emit_before_agent_start(
                     self,
@@ -573,6 +626,7 @@ class AgentHarness:
                         depth=self._depth,
                         approvals=self._approvals,
                         write=self._write,
+                        notification_delay_s=self._notification_delay_s,
                     ),
                     system_prompt=start.system_prompt
                     if start.system_prompt != system_prompt
@@ -580,7 +634,10 @@ class AgentHarness:
                     model=model,
                     thinking_level=level,
                     metadata=self._metadata,
+                    depth=self._depth,
+                    max_stop_continues=self._max_stop_continues,
                 )
+                self._run = run
                 self._accepting = True
                 reply = await run_agent(run, [*prompt_messages, *start.messages])
             except asyncio.CancelledError:
@@ -589,6 +646,7 @@ class AgentHarness:
                 reply = await self._finish_aborted_run(run)
         finally:
             self._accepting = False
+            self._run = None
             self._metadata = {}
             self.flush_pending_writes()
             self._release()
@@ -800,12 +858,31 @@ class AgentHarness:
         """Return once no operation is running."""
         await self._idle.wait()
 
-    async def shutdown(self) -> None:
-        """Abort what runs, write pending settings, and disconnect every receiver connected
-        through this harness. The session stays open (its owner closes it)."""
+    def end_run(self, reason: str) -> None:
+        """End the running prompt at the next turn boundary: the current reply and tool batch
+        finish and are persisted, no further request is sent, and ``agent_end`` carries
+        ``reason`` as ``end_reason`` (Claude Code's ``continue: false`` with ``stopReason``).
+        Unlike :meth:`abort` nothing is cancelled. The first reason given stands.
+
+        Raises:
+            HarnessStateError: no prompt is running.
+        """
+        run = self._run
+        if run is None or not self._accepting:
+            raise HarnessStateError("end_run() needs a running prompt")
+        if run.end_reason is None:
+            run.end_reason = reason
+
+    async def shutdown(self, reason: str = "other") -> None:
+        """Abort what runs, write pending settings, send ``session_end`` (with ``reason``, when
+        ``session_start`` was sent), and disconnect every receiver connected through this
+        harness. The session stays open (its owner closes it)."""
         if self.busy:
             await self.abort()
         self.flush_pending_writes()
+        if self._started:
+            self._started = False
+            await notify(self, SessionEndEvent(session_id=self._session.id, reason=reason))
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
@@ -1035,6 +1112,9 @@ class AgentHarness:
                 summarizer=self._summarizer,
                 context_window=self._context_window,
                 raise_on_error=self._raise_on_error,
+                command_hooks=self._command_hooks,
+                max_stop_continues=self._max_stop_continues,
+                notification_delay_s=self._notification_delay_s,
             )
 
         return await run_skill(
@@ -1110,6 +1190,11 @@ class AgentHarness:
         except SummarizationError as exc:
             log.warning("automatic compaction skipped: %s", exc)
 
+    def drain_context(self) -> list[Message]:
+        """``session_start`` hooks' texts not yet sent, as ``custom`` messages."""
+        taken, self._start_context = self._start_context, []
+        return taken
+
     async def compact_for_overflow(self) -> bool:
         """After a context-overflow error: compact once; False if nothing could be compacted
         or a hook cancelled (the run then ends with ``ContextOverflowError``)."""
@@ -1145,7 +1230,7 @@ class AgentHarness:
         trigger: Literal["manual", "threshold", "overflow"] = "manual",
     ) -> CompactionEntry | None:
         self.flush_pending_writes()
-        return await compact_session(
+        entry = await compact_session(
             self,
             self._session,
             settings=self._compaction,
@@ -1154,6 +1239,22 @@ class AgentHarness:
             trigger=trigger,
             max_output_tokens=info.max_output_tokens if (info := self.model_info) else None,
         )
+        if entry is not None:
+            await self._session_start("compact")
+        return entry
+
+    def _start_source(self) -> Literal["startup", "resume", "fork"]:
+        if next(iter(self._session.entries()), None) is None:
+            return "startup"
+        return "fork" if self._session.header.parent_session else "resume"
+
+    async def _session_start(self, source: Literal["startup", "resume", "fork", "compact"]) -> None:
+        """Send ``session_start``; its texts wait in :meth:`drain_context` for the next turn."""
+        self._started = True
+        texts = await emit_session_start(
+            self, SessionStartEvent(session_id=self._session.id, source=source)
+        )
+        self._start_context.extend(map(_hook_context, texts))
 
     def _claim(self, operation: str) -> None:
         if self._operation is not None:
@@ -1327,6 +1428,12 @@ def _checked_level(level: str) -> ThinkingLevel:
     if level not in THINKING_LEVELS:
         raise ValueError(f"thinking level {level!r} is not one of {', '.join(THINKING_LEVELS)}")
     return level
+
+
+def _hook_context(text: str) -> CustomMessage:
+    """A hook's ``AddContext`` text as the message the model sees (Claude Code's
+    ``additionalContext``); not shown by UIs (``display`` False)."""
+    return CustomMessage(custom_type=HOOK_CONTEXT_TYPE, content=text, display=False)
 
 
 def _describe(message: Message) -> str:

@@ -34,8 +34,10 @@ from hooks import (
     ModelFallbackEvent,
     RetryEvent,
     SavePointEvent,
+    StopEvent,
     StreamOptions,
     StreamOptionsPatch,
+    SubagentStopEvent,
     ToolCall,
     ToolCallEvent,
     ToolExecutionEndEvent,
@@ -50,6 +52,7 @@ from hooks import (
     emit_before_provider_payload,
     emit_before_provider_request,
     emit_context,
+    emit_stop,
     emit_tool_call,
     emit_tool_result,
     has_receivers,
@@ -112,6 +115,8 @@ class RunHost(Protocol):
 
     async def drain_follow_up(self) -> list[UserMessage]: ...
 
+    def drain_context(self) -> list[Message]: ...
+
     def flush_pending_writes(self) -> bool: ...
 
     def run_ending(self) -> None: ...
@@ -156,6 +161,14 @@ class Run:
     """Messages persisted while being cancelled, with their entry id and whether their tool
     execution still needs its end event: the harness announces them once it has absorbed its
     own ``abort()`` (no event could be sent while cancelling)."""
+    depth: int = 0
+    """0 for a top-level harness: the model's stop is ``stop``; deeper, ``subagent_stop``."""
+    max_stop_continues: int = 0
+    """How many times stop hooks may continue this run (``AgentHarness(max_stop_continues)``)."""
+    stop_continues: int = 0
+    end_reason: str | None = None
+    """Set by ``AgentHarness.end_run`` (a hook's ``continue: false``) or the stop-hook limit:
+    the run ends at the next turn boundary, and ``agent_end`` says why."""
 
     def overridden(self, settings: TurnSettings) -> TurnSettings:
         """``settings`` with this run's own model, thinking level and metadata (one call's
@@ -210,20 +223,58 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
             TurnEndEvent(turn_index=run.turn_index, message=reply, tool_results=tuple(results)),
         )
         await _save_point(run)
-        if reply.stop_reason in ("error", "aborted") or terminate:
+        if reply.stop_reason in ("error", "aborted") or terminate or run.end_reason is not None:
             break
-        queued = await run.host.drain_steering()
+        queued: list[Message] = [*await run.host.drain_steering()]
         if not queued and not results:
-            queued = await run.host.drain_follow_up()
+            queued = [*await run.host.drain_follow_up()]
         if not queued and not results:
-            break
+            queued = await _stop_hooks(run, reply)
+            if not queued:
+                break
         run.turn_index += 1
         await notify(run.sender, TurnStartEvent(turn_index=run.turn_index))
-        for message in queued:
+        for message in [*run.host.drain_context(), *queued]:
             await _emit_message(run, message)
     run.host.run_ending()
-    await notify(run.sender, AgentEndEvent(messages=tuple(run.added)))
+    await notify(run.sender, AgentEndEvent(messages=tuple(run.added), end_reason=run.end_reason))
     return reply
+
+
+async def _stop_hooks(run: Run, reply: AssistantMessage) -> list[Message]:
+    """The model ended the run: ask the ``stop`` (or ``subagent_stop``) hooks. A ``Continue``
+    becomes the user message of another turn, at most ``max_stop_continues`` times per run;
+    past that the run ends, and ``end_reason`` says so."""
+    active = run.stop_continues > 0
+    event: StopEvent | SubagentStopEvent = (
+        StopEvent(
+            session_id=run.session.id,
+            message=reply,
+            stop_hook_active=active,
+            continues=run.stop_continues,
+        )
+        if run.depth == 0
+        else SubagentStopEvent(
+            session_id=run.session.id,
+            message=reply,
+            stop_hook_active=active,
+            continues=run.stop_continues,
+            depth=run.depth,
+        )
+    )
+    outcome = await emit_stop(run.sender, event)
+    if outcome.reason is None or run.end_reason is not None:  # a hook's end_run() wins
+        return []
+    if run.stop_continues >= run.max_stop_continues:
+        run.end_reason = (
+            f"the {event.name} hooks asked to continue the run again after "
+            f"{run.stop_continues} continues, the most AgentHarness(max_stop_continues="
+            f"{run.max_stop_continues}) allows; the run ends here (last reason: "
+            f"{outcome.reason})"
+        )
+        return []
+    run.stop_continues += 1
+    return [UserMessage(content=outcome.reason)]
 
 
 async def _save_point(run: Run) -> None:
@@ -633,7 +684,13 @@ async def _preflight(
     # An abort() a receiver requested lands here, before the call runs: a receiver that awaits
     # nothing real gives the task no other chance to be cancelled.
     await asyncio.sleep(0)
-    verdict = await run.gate.check(call, tool, final)
+    verdict = await run.gate.check(
+        call,
+        tool,
+        final,
+        hook_decision=outcome.permission,
+        hook_reason=outcome.permission_reason,
+    )
     await asyncio.sleep(0)  # the same for an approver that aborted
     # The tool runs with the gate's own copy of exactly what the supervisor was shown.
     return _Pending(

@@ -46,29 +46,39 @@ from ._events import (
     SessionBeforeCompactEvent,
     SessionBeforeForkEvent,
     SessionBeforeTreeEvent,
+    SessionStartEvent,
+    StopEvent,
+    SubagentStopEvent,
     ToolCallEvent,
     ToolResultEvent,
+    UserPromptSubmitEvent,
 )
 from ._messages import JSONValue, Message
 from ._options import StreamOptions, StreamOptionsPatch
 from ._results import (
     UNSET,
+    AddContext,
     AgentStartOutcome,
     AgentStartPatch,
+    Allow,
+    Ask,
     BeforeCompactOutcome,
     BeforeForkOutcome,
     BeforeTreeOutcome,
     Block,
     Cancel,
+    Continue,
     PatchInput,
     PatchResult,
     ReplaceMessages,
     ReplacePayload,
+    StopOutcome,
     SupplyCompaction,
     SupplySummary,
     ToolCallOutcome,
     ToolResultOutcome,
     TreeOptions,
+    UserPromptOutcome,
 )
 from ._signals import EVENT_CLASSES, signal_for
 
@@ -83,8 +93,11 @@ __all__ = [
     "emit_session_before_compact",
     "emit_session_before_fork",
     "emit_session_before_tree",
+    "emit_session_start",
+    "emit_stop",
     "emit_tool_call",
     "emit_tool_result",
+    "emit_user_prompt_submit",
     "has_receivers",
     "notify",
     "on",
@@ -422,20 +435,89 @@ async def emit_tool_call(sender: object, event: ToolCallEvent) -> ToolCallOutcom
     Receivers run in order; each sees ``event.input`` as patched by the ones before it. A
     ``PatchInput`` replaces the input for the rest of the chain; the first ``Block`` wins and no
     later receiver runs. A receiver that raises, or returns anything but ``Block``,
-    ``PatchInput`` or None, is reported as ``handler_error`` and blocks the call (fails closed),
-    with a reason naming the receiver and the error.
+    ``PatchInput``, ``Allow``, ``Ask`` or None, is reported as ``handler_error`` and blocks the
+    call (fails closed), with a reason naming the receiver and the error. ``Allow`` and ``Ask``
+    (their ``input`` patches like ``PatchInput``) tell the supervisor what the hooks want:
+    ``ask`` wins over ``allow``, and a later ``Block`` over both.
 
     Returns:
         ``ToolCallOutcome``: not blocked with the original input when nobody listens.
     """
-    chain = _hook(sender, event, (Block, PatchInput), fail_closed=True)
+    permission: Allow | Ask | None = None
+    chain = _hook(sender, event, (Block, PatchInput, Allow, Ask), fail_closed=True)
     async for result in chain:
         if isinstance(result, Block):
             return ToolCallOutcome(blocked=True, reason=result.reason, input=chain.event.input)
         if isinstance(result, PatchInput):
             chain.event = evolve(chain.event, input=result.input)
+        elif isinstance(result, Allow | Ask):
+            if result.input is not UNSET:
+                chain.event = evolve(chain.event, input=result.input)
+            # Claude Code's precedence: ask over allow; the first of the kind keeps its reason.
+            if permission is None or (isinstance(result, Ask) and isinstance(permission, Allow)):
+                permission = result
     blocked = chain.failure is not None
-    return ToolCallOutcome(blocked=blocked, reason=chain.failure, input=chain.event.input)
+    return ToolCallOutcome(
+        blocked=blocked,
+        reason=chain.failure,
+        input=chain.event.input,
+        permission=None
+        if blocked or permission is None
+        else ("ask" if isinstance(permission, Ask) else "allow"),
+        permission_reason=None if blocked or permission is None else permission.reason,
+    )
+
+
+async def emit_user_prompt_submit(
+    sender: object, event: UserPromptSubmitEvent
+) -> UserPromptOutcome:
+    """Ask the ``user_prompt_submit`` receivers whether a prompt may enter the session.
+
+    Receivers run in order. The first ``Block`` wins and no later receiver runs; the texts of
+    every ``AddContext`` are collected, in order. A receiver that raises, or returns anything
+    but ``Block``, ``AddContext`` or None, is reported as ``handler_error`` and refuses the
+    prompt (fails closed, as ``tool_call`` does), with a reason naming it.
+
+    Returns:
+        ``UserPromptOutcome``: not blocked and no context when nobody listens.
+    """
+    context: list[str] = []
+    chain = _hook(sender, event, (Block, AddContext), fail_closed=True)
+    async for result in chain:
+        if isinstance(result, Block):
+            return UserPromptOutcome(blocked=True, reason=result.reason, context=())
+        if isinstance(result, AddContext):
+            context.append(result.text)
+    if chain.failure is not None:
+        return UserPromptOutcome(blocked=True, reason=chain.failure, context=())
+    return UserPromptOutcome(blocked=False, reason=None, context=tuple(context))
+
+
+async def emit_stop(sender: object, event: StopEvent | SubagentStopEvent) -> StopOutcome:
+    """Ask the ``stop`` (or ``subagent_stop``) receivers whether the run may end.
+
+    Receivers run in order; the first ``Continue`` wins and no later receiver runs. A receiver
+    that raises, or returns anything but ``Continue`` or None, is reported as
+    ``handler_error`` and the chain goes on (a failing hook lets the run end).
+
+    Returns:
+        ``StopOutcome``: no reason (the run ends) when nobody listens.
+    """
+    async for result in _hook(sender, event, (Continue,)):
+        return StopOutcome(reason=result.reason)
+    return StopOutcome(reason=None)
+
+
+async def emit_session_start(sender: object, event: SessionStartEvent) -> tuple[str, ...]:
+    """Collect the ``AddContext`` texts of the ``session_start`` receivers, in order.
+
+    A receiver that raises, or returns anything but ``AddContext`` or None, is reported as
+    ``handler_error`` and the chain goes on.
+
+    Returns:
+        The texts (empty when nobody listens).
+    """
+    return tuple([result.text async for result in _hook(sender, event, (AddContext,))])
 
 
 async def emit_tool_result(sender: object, event: ToolResultEvent) -> ToolResultOutcome:

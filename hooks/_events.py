@@ -16,7 +16,14 @@ from typing import ClassVar, Literal, TypeAlias
 
 from attrs import field, frozen
 
-from ._messages import AssistantMessage, JSONValue, Message, ToolResultMessage, UserContent
+from ._messages import (
+    AssistantMessage,
+    JSONValue,
+    Message,
+    ToolResultMessage,
+    UserContent,
+    UserMessage,
+)
 from ._options import StreamOptions
 
 __all__ = [
@@ -36,6 +43,7 @@ __all__ = [
     "MessageUpdateEvent",
     "ModelFallbackEvent",
     "ModelUpdateEvent",
+    "NotificationEvent",
     "ObserverEvent",
     "PermissionDecisionEvent",
     "PermissionRequestEvent",
@@ -49,9 +57,14 @@ __all__ = [
     "SessionCompactEvent",
     "SessionCreatedEvent",
     "SessionDeletedEvent",
+    "SessionEndEvent",
     "SessionForkEvent",
+    "SessionStartEvent",
     "SessionTreeEvent",
     "SettledEvent",
+    "StopEvent",
+    "SubagentStopEvent",
+    "SystemMessageEvent",
     "ThinkingLevelUpdateEvent",
     "ToolCallEvent",
     "ToolExecutionEndEvent",
@@ -61,6 +74,7 @@ __all__ = [
     "ToolsUpdateEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "UserPromptSubmitEvent",
 ]
 
 
@@ -109,11 +123,18 @@ class AgentStartEvent:
 
 @frozen(kw_only=True)
 class AgentEndEvent:
-    """A run ends; ``messages`` are the messages it added, in order."""
+    """A run ends; ``messages`` are the messages it added, in order.
+
+    ``end_reason`` says why the run ended before the model was done, for the user (Claude
+    Code's ``stopReason``): the reason given to ``AgentHarness.end_run`` (a command hook's
+    ``continue: false``), or that the stop hooks reached their limit of continues. None when
+    the model stopped on its own, or the run ended with an error or an abort.
+    """
 
     name: ClassVar[str] = "agent_end"
 
     messages: tuple[Message, ...] = field(converter=_messages)
+    end_reason: str | None = None
 
 
 @frozen(kw_only=True)
@@ -611,6 +632,119 @@ class HandlerErrorEvent:
     error: BaseException
 
 
+# --- Claude Code's lifecycle hook points -----------------------------------------------------
+
+
+@frozen(kw_only=True)
+class SessionStartEvent:
+    """Hook, sent when a harness starts working in its session (Claude Code's ``SessionStart``).
+    Receivers may return ``AddContext``; every receiver's text is collected.
+
+    ``source``: ``startup`` (the session has no entries yet), ``resume`` (it has),
+    ``fork`` (it has, and its header names a parent session), sent before the harness's first
+    ``prompt()``; ``compact`` after a compaction. (``clear``, Claude Code's fifth source, is
+    never sent: the harness has no clear operation.) The collected texts are added as
+    ``custom`` messages (``customType`` ``hook_context``) before the next prompt's own message,
+    or, after a compaction inside a run, before the next turn's.
+    """
+
+    name: ClassVar[str] = "session_start"
+
+    session_id: str
+    source: Literal["startup", "resume", "fork", "compact", "clear"]
+
+
+@frozen(kw_only=True)
+class UserPromptSubmitEvent:
+    """Hook, sent when ``prompt()`` is given a prompt, before anything is written to the
+    session (Claude Code's ``UserPromptSubmit``). Receivers may return ``Block`` (the prompt is
+    refused: ``prompt()`` raises ``PromptBlockedError`` and nothing is written) or
+    ``AddContext`` (text added after the prompt). Fails closed: a receiver that raises refuses
+    the prompt.
+
+    ``message`` is the prompt as it would be written (a ``/template`` already expanded).
+    """
+
+    name: ClassVar[str] = "user_prompt_submit"
+
+    session_id: str
+    message: UserMessage
+
+
+@frozen(kw_only=True)
+class StopEvent:
+    """Hook, sent when the model ends a run: its last reply asks for no tool call and no
+    queued message is left (Claude Code's ``Stop``). Receivers may return ``Continue``: the
+    reason is appended as a user message and the run goes on for another turn, at most
+    ``AgentHarness(max_stop_continues=...)`` times per run.
+
+    ``message`` is the reply the run would end with; ``continues`` how many times stop hooks
+    continued this run so far, and ``stop_hook_active`` whether that is more than zero
+    (Claude Code's field: a hook that sees it True should usually let the run stop).
+    """
+
+    name: ClassVar[str] = "stop"
+
+    session_id: str
+    message: AssistantMessage
+    stop_hook_active: bool
+    continues: int
+
+
+@frozen(kw_only=True)
+class SubagentStopEvent:
+    """Hook, :class:`StopEvent` for a nested run (a harness of ``depth`` > 0, such as a skill
+    run): Claude Code's ``SubagentStop``. The same results and limit apply."""
+
+    name: ClassVar[str] = "subagent_stop"
+
+    session_id: str
+    message: AssistantMessage
+    stop_hook_active: bool
+    continues: int
+    depth: int
+
+
+@frozen(kw_only=True)
+class SessionEndEvent:
+    """A harness stops working in its session (``AgentHarness.shutdown``; Claude Code's
+    ``SessionEnd``), sent only when ``session_start`` was. ``reason``: what ended it, as the
+    caller says (Claude Code's ``clear``, ``logout``, ``prompt_input_exit``, ``other``)."""
+
+    name: ClassVar[str] = "session_end"
+
+    session_id: str
+    reason: str
+
+
+@frozen(kw_only=True)
+class NotificationEvent:
+    """The harness waits for a person (Claude Code's ``Notification``), for desktop
+    notifications: ``permission_prompt`` when a tool call's approval is still pending after
+    ``AgentHarness(notification_delay_s=...)``; ``idle_prompt`` when an interactive front end
+    (``harness chat``) has waited for input that long. ``message`` says it in one sentence."""
+
+    name: ClassVar[str] = "notification"
+
+    session_id: str
+    message: str
+    notification_type: Literal["permission_prompt", "idle_prompt"]
+
+
+@frozen(kw_only=True)
+class SystemMessageEvent:
+    """A hook has something to tell the user, not the model: a command hook's
+    ``systemMessage``, or what a hook whose event cannot block wrote to stderr when it exited
+    with 2 (Claude Code shows both to the user). ``hook`` names the hook and where it was
+    configured; ``event_name`` is the signal it answered."""
+
+    name: ClassVar[str] = "system_message"
+
+    message: str
+    hook: str
+    event_name: str
+
+
 HookEvent: TypeAlias = (
     BeforeAgentStartEvent
     | ContextEvent
@@ -621,6 +755,10 @@ HookEvent: TypeAlias = (
     | SessionBeforeCompactEvent
     | SessionBeforeTreeEvent
     | SessionBeforeForkEvent
+    | SessionStartEvent
+    | UserPromptSubmitEvent
+    | StopEvent
+    | SubagentStopEvent
 )
 """Events whose receivers may return a result; each has its own ``emit_*`` function."""
 
@@ -654,6 +792,9 @@ ObserverEvent: TypeAlias = (
     | RetryEvent
     | ModelFallbackEvent
     | HandlerErrorEvent
+    | SessionEndEvent
+    | NotificationEvent
+    | SystemMessageEvent
 )
 """Events sent with :func:`hooks.notify`; receivers' return values are ignored."""
 

@@ -68,23 +68,29 @@ def _mapping(instance: object, attribute: Attribute[Any], value: Any) -> None:
 
 __all__ = [
     "UNSET",
+    "AddContext",
     "AgentStartOutcome",
     "AgentStartPatch",
+    "Allow",
+    "Ask",
     "BeforeCompactOutcome",
     "BeforeForkOutcome",
     "BeforeTreeOutcome",
     "Block",
     "Cancel",
+    "Continue",
     "PatchInput",
     "PatchResult",
     "ReplaceMessages",
     "ReplacePayload",
+    "StopOutcome",
     "SupplyCompaction",
     "SupplySummary",
     "ToolCallOutcome",
     "ToolResultOutcome",
     "TreeOptions",
     "Unset",
+    "UserPromptOutcome",
 ]
 
 
@@ -108,7 +114,9 @@ Unset: TypeAlias = Literal[_Unset.UNSET]
 
 @frozen(kw_only=True)
 class Block:
-    """Returned from ``tool_call``: do not run the tool; ``reason`` becomes its error result."""
+    """Returned from ``tool_call``: do not run the tool; ``reason`` becomes its error result.
+    From ``user_prompt_submit``: refuse the prompt (``prompt()`` raises ``PromptBlockedError``
+    with ``reason``)."""
 
     reason: str = field(validator=_str)
 
@@ -120,16 +128,53 @@ class PatchInput:
     input: Mapping[str, JSONValue] = field(validator=[_mapping, _json])
 
 
+def _mapping_or_unset(instance: object, attribute: Attribute[Any], value: Any) -> None:
+    if value is not UNSET:
+        _mapping(instance, attribute, value)
+        _json(instance, attribute, value)
+
+
+def _optional_str(instance: object, attribute: Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str or None, not {value!r}")
+
+
+@frozen(kw_only=True)
+class Allow:
+    """Returned from ``tool_call``: the supervisor approves the call unless a deny or ask rule
+    (or ``plan`` mode) stops it: Claude Code's ``permissionDecision: "allow"``, which "doesn't
+    skip the deny-rule and ask-rule steps". ``input``, when given, patches the input as
+    :class:`PatchInput` does (Claude Code's ``updatedInput`` with ``allow``). Later receivers
+    still run and may block; an ``Ask`` from any receiver wins over it."""
+
+    reason: str | None = field(default=None, validator=_optional_str)
+    input: Mapping[str, JSONValue] | Unset = field(default=UNSET, validator=_mapping_or_unset)
+
+
+@frozen(kw_only=True)
+class Ask:
+    """Returned from ``tool_call``: the supervisor asks its approver about the call, whatever
+    the mode and allow rules say (Claude Code's ``permissionDecision: "ask"``); a deny rule
+    still denies it first. ``input``, when given, patches the input as :class:`PatchInput`."""
+
+    reason: str | None = field(default=None, validator=_optional_str)
+    input: Mapping[str, JSONValue] | Unset = field(default=UNSET, validator=_mapping_or_unset)
+
+
 @frozen(kw_only=True)
 class ToolCallOutcome:
     """The combined answer of every ``tool_call`` receiver.
 
     ``input`` is the final input (as patched); when ``blocked``, ``reason`` says why.
+    ``permission`` is what the receivers asked of the supervisor (``ask`` over ``allow``; None:
+    nothing), with the reason of the receiver that decided it.
     """
 
     blocked: bool
     reason: str | None
     input: Mapping[str, JSONValue]
+    permission: Literal["allow", "ask"] | None = None
+    permission_reason: str | None = None
 
 
 # --- tool_result ----------------------------------------------------------------------------
@@ -311,4 +356,44 @@ class BeforeForkOutcome:
     """The combined answer of every ``session_before_fork`` receiver: the first ``Cancel``."""
 
     cancelled: bool
+    reason: str | None
+
+
+# --- session_start, user_prompt_submit, stop ----------------------------------------------------
+
+
+@frozen(kw_only=True)
+class AddContext:
+    """Returned from ``session_start`` or ``user_prompt_submit``: add ``text`` to what the model
+    sees (Claude Code's ``additionalContext``), as a ``custom`` message (``customType``
+    ``hook_context``) persisted with the run. Every receiver's text is kept, in order."""
+
+    text: str = field(validator=_str)
+
+
+@frozen(kw_only=True)
+class UserPromptOutcome:
+    """The combined answer of every ``user_prompt_submit`` receiver: when ``blocked``,
+    ``reason`` is the first ``Block``'s (or the failure that refused the prompt) and nothing
+    is written; ``context`` holds every ``AddContext`` text, in receiver order."""
+
+    blocked: bool
+    reason: str | None
+    context: tuple[str, ...]
+
+
+@frozen(kw_only=True)
+class Continue:
+    """Returned from ``stop`` or ``subagent_stop``: do not let the run end; ``reason`` is
+    appended as a user message and the model gets another turn (Claude Code's ``decision:
+    "block"`` at ``Stop``). The first ``Continue`` wins."""
+
+    reason: str = field(validator=_str)
+
+
+@frozen(kw_only=True)
+class StopOutcome:
+    """The combined answer of every ``stop`` (or ``subagent_stop``) receiver: ``reason`` is the
+    first ``Continue``'s, None when the run may end."""
+
     reason: str | None

@@ -29,6 +29,7 @@ from ._events import (
     MessageUpdateEvent,
     ModelFallbackEvent,
     ModelUpdateEvent,
+    NotificationEvent,
     PermissionDecisionEvent,
     PermissionRequestEvent,
     QueueUpdateEvent,
@@ -41,9 +42,14 @@ from ._events import (
     SessionCompactEvent,
     SessionCreatedEvent,
     SessionDeletedEvent,
+    SessionEndEvent,
     SessionForkEvent,
+    SessionStartEvent,
     SessionTreeEvent,
     SettledEvent,
+    StopEvent,
+    SubagentStopEvent,
+    SystemMessageEvent,
     ThinkingLevelUpdateEvent,
     ToolCallEvent,
     ToolExecutionEndEvent,
@@ -53,6 +59,7 @@ from ._events import (
     ToolsUpdateEvent,
     TurnEndEvent,
     TurnStartEvent,
+    UserPromptSubmitEvent,
 )
 
 __all__ = ["EVENT_CLASSES", "NAMESPACE", "signal_for"]
@@ -110,6 +117,20 @@ _SIGNALS: Final[tuple[tuple[type[Event], str], ...]] = (
     (RetryEvent, "Observer: a retryable failure; the next attempt starts after a delay."),
     (ModelFallbackEvent, "Observer: the primary model failed for good; the fallback answers."),
     (HandlerErrorEvent, "Observer: a receiver of another signal raised."),
+    # Claude Code's lifecycle hook points (docs/hooks.md maps its event names onto these).
+    (
+        SessionStartEvent,
+        "Hook: before a harness's first prompt, or after a compaction; may AddContext.",
+    ),
+    (
+        UserPromptSubmitEvent,
+        "Hook: a prompt, before anything is written; may Block or AddContext. Fails closed.",
+    ),
+    (StopEvent, "Hook: the model ends a run; may Continue (another turn). First Continue wins."),
+    (SubagentStopEvent, "Hook: a nested run's model ends it; may Continue, as for stop."),
+    (SessionEndEvent, "Observer: the harness stops working in its session (shutdown)."),
+    (NotificationEvent, "Observer: the harness waits for a person (an approval, input)."),
+    (SystemMessageEvent, "Observer: a hook's message for the user (not the model)."),
 )
 
 EVENT_CLASSES: Final[Mapping[str, type[Event]]] = MappingProxyType(

@@ -137,3 +137,29 @@ def test_bench_repos_quick_measures_postgres_given_a_server(
     for line in rows:
         postgres = line.strip("|").split("|")[3].strip()
         assert postgres.replace(",", "").replace(".", "").isdigit(), line
+
+
+HOOKS_SCRIPT = ROOT / "bench" / "bench_hooks.py"
+
+
+def test_bench_hooks_quick_prints_every_row() -> None:
+    done = subprocess.run(
+        [sys.executable, str(HOOKS_SCRIPT), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [
+        line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    assert [row.split(" | ")[0] for row in rows[1:]] == [
+        '| floor: `subprocess.run(["true"])`',
+        '| floor: `subprocess.run(["/bin/sh", "-c", "cat > /dev/null"])`',
+        '| floor: asyncio `create_subprocess_exec("true")`',
+        "| tool call, no hook",
+        "| tool call, one hook `true`",
+        "| tool call, one hook `cat > /dev/null`",
+        "| tool call, one hook `exit 2` (blocks)",
+    ]

@@ -1,6 +1,13 @@
 """Tool safety: the supervisor at the tool boundary, its rules and modes, and the gate the loop
 calls before every tool runs (DESIGN §7, docs/permissions.md)."""
 
+from .claude_code import (
+    CLAUDE_CODE_MODES,
+    ClaudeCodeMode,
+    ModeName,
+    claude_code_mode,
+    permission_mode,
+)
 from .decisions import (
     Approve,
     ApproveAlways,
@@ -25,6 +32,7 @@ from .supervisor import MODE_STRICTNESS, PROJECT_SETTINGS, SecuritySupervisor, u
 
 __all__ = [
     "APPROVAL_KEY_FILE",
+    "CLAUDE_CODE_MODES",
     "MODE_STRICTNESS",
     "OPERATION_RULES",
     "PERMISSION_ENTRY",
@@ -34,10 +42,12 @@ __all__ = [
     "Approve",
     "ApproveAlways",
     "Approver",
+    "ClaudeCodeMode",
     "Decision",
     "Deny",
     "Gate",
     "GateResult",
+    "ModeName",
     "PermissionMode",
     "PermissionRequest",
     "PermissionRules",
@@ -46,7 +56,9 @@ __all__ = [
     "Supervisor",
     "add_project_rule",
     "approval_key_path",
+    "claude_code_mode",
     "load_settings",
+    "permission_mode",
     "remembered_approvals",
     "user_settings_path",
 ]

@@ -91,6 +91,10 @@ class PermissionRequest:
         depth: 0 for a top-level harness, one more for each nested skill run.
         approvals: operation keys approved always in this session (and handed down from the
             parent of a nested run).
+        hook_decision: what the ``tool_call`` hooks asked for (``Allow``: ``allow``, ``Ask``:
+            ``ask``; Claude Code's ``permissionDecision``), None when they said nothing;
+            ``hook_reason`` is their reason. :class:`SecuritySupervisor` asks its approver for
+            ``ask`` and approves ``allow`` once no deny rule, ``plan`` or ask rule stops it.
     """
 
     tool_call_id: str
@@ -106,6 +110,8 @@ class PermissionRequest:
     session_id: str
     depth: int = 0
     approvals: frozenset[str] = frozenset()
+    hook_decision: Literal["allow", "ask"] | None = None
+    hook_reason: str | None = None
 
 
 Approver: TypeAlias = Callable[[PermissionRequest], Awaitable[Decision]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -13,6 +14,7 @@ from attrs import define, field, frozen
 
 from hooks import (
     JSONValue,
+    NotificationEvent,
     PermissionDecisionEvent,
     PermissionRequestEvent,
     ToolCall,
@@ -86,9 +88,22 @@ class Gate:
     approvals: set[str]
     write: Callable[[Callable[[], object]], None]
     signer: ApprovalSigner = field(factory=ApprovalSigner)
+    notification_delay_s: float | None = None
+    """Seconds a decision may stay pending before ``notification`` (``permission_prompt``) is
+    sent: someone is being asked. None: never."""
 
-    async def check(self, call: ToolCall, tool: Tool, input: Mapping[str, JSONValue]) -> GateResult:
-        """Announce, decide and record one call that the ``tool_call`` hooks let through.
+    async def check(
+        self,
+        call: ToolCall,
+        tool: Tool,
+        input: Mapping[str, JSONValue],
+        *,
+        hook_decision: Literal["allow", "ask"] | None = None,
+        hook_reason: str | None = None,
+    ) -> GateResult:
+        """Announce, decide and record one call that the ``tool_call`` hooks let through
+        (``hook_decision``/``hook_reason``: what they asked of the supervisor, see
+        :class:`PermissionRequest`).
 
         ``input`` is serialised once; observers, the supervisor and the tool each get their
         own copy of that snapshot, so an observer or an approver that keeps a reference (to a
@@ -125,6 +140,8 @@ class Gate:
             session_id=self.session.id,
             depth=self.depth,
             approvals=frozenset(self.approvals),
+            hook_decision=hook_decision,
+            hook_reason=hook_reason,
         )
         await notify(
             self.sender,
@@ -175,6 +192,39 @@ class Gate:
         return hidden_paths(request) if callable(hidden_paths) else None
 
     async def _decide(self, request: PermissionRequest) -> Decision:
+        if self.notification_delay_s is None:
+            return await self._decided(request)
+        # The decision stays in this task (an abort() from the approver cancels the run as
+        # before); a timer sends the notification beside it if it is still pending.
+        sent: list[asyncio.Task[None]] = []
+        timer = asyncio.get_running_loop().call_later(
+            self.notification_delay_s,
+            lambda: sent.append(asyncio.ensure_future(self._notify_pending(request))),
+        )
+        try:
+            decision = await self._decided(request)
+        except BaseException:
+            for task in sent:
+                task.cancel()
+            raise
+        finally:
+            timer.cancel()
+        for task in sent:
+            await task  # bounded: every receiver has its timeout
+        return decision
+
+    async def _notify_pending(self, request: PermissionRequest) -> None:
+        await notify(
+            self.sender,
+            NotificationEvent(
+                session_id=self.session.id,
+                message=f"The agent needs your permission to use {request.tool_name}: "
+                f"{request.operation_key}",
+                notification_type="permission_prompt",
+            ),
+        )
+
+    async def _decided(self, request: PermissionRequest) -> Decision:
         try:
             decision = await self.supervisor.decide(request)
         except Exception as exc:

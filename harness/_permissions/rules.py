@@ -38,6 +38,7 @@ from attrs import field, frozen
 from wcmatch import glob
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
+from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
 from .shell import SimpleCommand, compile_spec, parse_command
 
@@ -94,7 +95,7 @@ class Rule:
             return False
         if request.kind == "execute":
             return self._matches_command(request.target, how)
-        hits = [self.matches_path(p) for p in request.paths]
+        hits = [self.matches_path(p, how=how, cwd=request.cwd) for p in request.paths]
         return bool(hits) and (all(hits) if how == "all" else any(hits))
 
     def covers_tool(self, request: PermissionRequest) -> bool:
@@ -103,15 +104,16 @@ class Rule:
         ``edit`` every tool that writes them (kind ``edit``: write, edit); any other name
         names that tool only. Names compare without case, so Claude Code's spellings
         (``Bash(...)``, ``Read(...)``, ``Edit(...)``) bind the same tools."""
-        operation = OPERATION_RULES.get(self.tool.lower())
+        name = _tool_name(self.tool)
+        operation = OPERATION_RULES.get(name)
         if operation is not None:
             return request.kind == operation
-        return self.tool.lower() == request.tool_name.lower()
+        return name == request.tool_name.lower()
 
     def allows(self, tool_name: str, command: SimpleCommand) -> bool:
         """Whether the rule, as an allow rule, approves one simple command of ``tool_name``
         (by its words; the line's constructs are the caller's to check)."""
-        if self.tool.lower() != tool_name.lower():
+        if _tool_name(self.tool) != tool_name.lower():
             return False
         return self.spec is None or compile_spec(self.spec).allows(command)
 
@@ -136,22 +138,63 @@ class Rule:
         what a text pattern catches, on top of what they find in the words."""
         return compile_spec(self.spec or "").text.fullmatch(text) is not None
 
-    def matches_path(self, path: str) -> bool:
-        """Whether the specifier's glob matches ``path`` (relative to the working folder, or
-        absolute outside it)."""
+    def matches_path(
+        self,
+        path: str,
+        *,
+        how: Literal["any", "maybe", "all"] = "any",
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> bool:
+        """Whether the specifier's glob matches ``path`` (relative to the working folder
+        ``cwd``, or absolute outside it).
+
+        A specifier starting with ``/`` or ``~`` is matched against the absolute path (a
+        relative one joined to ``cwd``). Claude Code's spellings: ``//abs/**`` is an absolute
+        path too, ``./src/**`` a relative one. Claude Code reads ``/src/**`` as relative to
+        the settings file's project, where we read an absolute path; a deny or ask rule
+        (``how`` other than ``all``) catches the relative reading too, so a rule written for
+        Claude Code never denies less here, while an allow rule keeps the absolute reading
+        alone and never allows more.
+        """
         spec = self.spec or ""
         if spec.startswith(("/", "~")):
-            return os.path.isabs(path) and glob.globmatch(
-                path, os.path.expanduser(spec), flags=_GLOB_FLAGS
+            pattern = spec[1:] if spec.startswith("//") else os.path.expanduser(spec)
+            full = path
+            if not os.path.isabs(path) and cwd is not None:
+                full = os.path.normpath(os.path.join(cwd, path))
+            if os.path.isabs(full) and glob.globmatch(full, pattern, flags=_GLOB_FLAGS):
+                return True
+            return (
+                how != "all"
+                and spec.startswith("/")
+                and not spec.startswith("//")
+                and not os.path.isabs(path)
+                and glob.globmatch(path, spec[1:], flags=_GLOB_FLAGS)
             )
+        if spec.startswith("./"):
+            spec = spec[2:]
         candidate = path.lstrip("/") if os.path.isabs(path) else path
         return glob.globmatch(candidate, spec, flags=_GLOB_FLAGS)
 
 
-def _rules(values: Iterable[str | Rule], source: str) -> tuple[Rule, ...]:
+def _tool_name(name: str) -> str:
+    """A rule's tool name as ours: lower case, Claude Code's ``Glob`` as ``find``."""
+    lowered = name.lower()
+    return CLAUDE_CODE_TOOLS.get(lowered, lowered)
+
+
+def _rules(values: Iterable[str | Rule], source: str, key: str | None = None) -> tuple[Rule, ...]:
+    """Parse rules; with ``key`` (a settings file's ``permissions.allow``), an error names
+    the item (``permissions.allow[2]``)."""
     if isinstance(values, str):
         raise TypeError(f"rules must be a list of strings, not the string {values!r}")
-    return tuple(v if isinstance(v, Rule) else Rule.parse(v, source) for v in values)
+    parsed = []
+    for index, value in enumerate(values):
+        try:
+            parsed.append(value if isinstance(value, Rule) else Rule.parse(value, source))
+        except ValueError as exc:
+            raise ValueError(f"{key}[{index}]: {exc}" if key else str(exc)) from None
+    return tuple(parsed)
 
 
 def _code_rules(values: Iterable[str | Rule]) -> tuple[Rule, ...]:
@@ -188,7 +231,9 @@ class Settings:
 
 def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     """Read ``{"permissions": {"allow": [...], "deny": [...], "ask": [...], "mode": ...}}``
-    from ``path`` (the layout of Claude Code's settings files; other keys are ignored).
+    from ``path`` (the layout of Claude Code's settings files, whose ``defaultMode`` is read as
+    ``mode``; a mode may be written in either spelling, ``acceptEdits`` or ``accept_edits``;
+    keys beside ``permissions`` are ignored here: ``hooks`` is read by ``CommandHooks``).
 
     Never blocks and never reads without bound: a FIFO, a device or a folder is refused before
     reading, and so is a file over :data:`SETTINGS_MAX_BYTES`. With ``root`` (a project's
@@ -199,8 +244,9 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
 
     Raises:
         ValueError: the file cannot be read as above, is not JSON of that shape, a rule does
-            not parse, or the mode is not one of :data:`PERMISSION_MODES` (the message names
-            the file).
+            not parse, or the mode is not one of :data:`PERMISSION_MODES` nor Claude Code's
+            name of one (the message names the file and the key, e.g.
+            ``permissions.allow[2]``).
     """
     try:
         raw = read_regular_file(path, max_bytes=SETTINGS_MAX_BYTES, root=root)
@@ -212,28 +258,47 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     permissions = data.get("permissions", {}) if isinstance(data, Mapping) else None
     if not isinstance(permissions, Mapping):
         raise ValueError(f"{path}: 'permissions' must be an object")
-    unknown = sorted(set(permissions) - {"allow", "deny", "ask", "mode"})
+    unknown = sorted(set(permissions) - {"allow", "deny", "ask", "mode", "defaultMode"})
     if unknown:  # a misspelt "deny" must not pass for no rules at all
         raise ValueError(
             f"{path}: unknown key(s) in 'permissions': {', '.join(map(repr, unknown))} "
-            "(known: 'allow', 'deny', 'ask', 'mode')"
+            "(known: 'allow', 'deny', 'ask', 'mode', 'defaultMode')"
         )
     try:
         lists = {k: permissions.get(k, []) for k in ("allow", "deny", "ask")}
         for key, values in lists.items():
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                raise ValueError(f"'{key}' must be a list of strings")
+                raise ValueError(f"'permissions.{key}' must be a list of strings")
         rules = PermissionRules(
-            allow=_rules(lists["allow"], str(path)),
-            deny=_rules(lists["deny"], str(path)),
-            ask=_rules(lists["ask"], str(path)),
+            allow=_rules(lists["allow"], str(path), "permissions.allow"),
+            deny=_rules(lists["deny"], str(path), "permissions.deny"),
+            ask=_rules(lists["ask"], str(path), "permissions.ask"),
         )
+        return Settings(rules=rules, mode=_settings_mode(permissions))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
-    mode = permissions.get("mode")
-    if mode is not None and mode not in PERMISSION_MODES:
-        raise ValueError(f"{path}: mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
-    return Settings(rules=rules, mode=mode)
+
+
+def _settings_mode(permissions: Mapping[str, Any]) -> PermissionMode | None:
+    """``permissions.mode`` or Claude Code's ``permissions.defaultMode``, in either spelling;
+    both may be given only when they name the same mode."""
+    modes = {}
+    for key in ("mode", "defaultMode"):
+        value = permissions.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"'permissions.{key}' must be a string, not {value!r}")
+        try:
+            modes[key] = permission_mode(value)
+        except ValueError as exc:
+            raise ValueError(f"'permissions.{key}': {exc}") from None
+    if len(set(modes.values())) > 1:
+        raise ValueError(
+            f"'permissions.mode' ({permissions['mode']!r}) and 'permissions.defaultMode' "
+            f"({permissions['defaultMode']!r}) name different modes; keep one"
+        )
+    return next(iter(modes.values()), None)
 
 
 SETTINGS_MAX_BYTES = 1_000_000

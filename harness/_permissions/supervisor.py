@@ -12,8 +12,9 @@ from typing import Literal
 from attrs import evolve, frozen
 from platformdirs import user_config_path
 
+from .claude_code import ModeName, permission_mode
 from .decisions import Approve, Approver, Decision, Deny, PermissionMode, PermissionRequest
-from .rules import PERMISSION_MODES, PermissionRules, Rule, Settings, load_settings
+from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
 
 log = logging.getLogger("harness")
@@ -92,6 +93,8 @@ class SecuritySupervisor:
     3. an **ask** rule matches, or possibly matches, or a deny rule possibly matches (a bash
        command whose words the rule looks at are computed, that runs code the harness cannot
        read, or that does not parse): asked (step 7), whatever the mode or allow rules say;
+    3b. a ``tool_call`` hook's ``Ask`` (``request.hook_decision``): asked; its ``Allow``:
+       approved (Claude Code's order: a hook's allow skips neither deny nor ask rules);
     4. the **mode**: ``bypass`` approves; ``accept_edits`` approves ``edit`` tools whose path
        stays inside the working folder;
     5. an **allow** rule matches: approved;
@@ -111,8 +114,9 @@ class SecuritySupervisor:
     restriction of either mode holds (:data:`MODE_STRICTNESS`).
 
     Args:
-        mode: a :data:`PermissionMode`; None takes ``permissions.mode`` from the user settings,
-            else ``default``.
+        mode: a :data:`PermissionMode`, or Claude Code's name of one (``acceptEdits``,
+            ``bypassPermissions``, ``dontAsk``); None takes ``permissions.mode`` (or
+            ``defaultMode``) from the user settings, else ``default``.
         rules: rules from code (:class:`PermissionRules`, or a mapping of ``allow``/``deny``/
             ``ask`` to lists of rule strings).
         approver: ``async (request) -> Approve | Deny | ApproveAlways``, asked when step 7 is
@@ -134,18 +138,16 @@ class SecuritySupervisor:
     def __init__(
         self,
         *,
-        mode: PermissionMode | None = None,
+        mode: ModeName | None = None,
         rules: PermissionRules | dict[str, Sequence[str]] | None = None,
         approver: Approver | None = None,
         setting_sources: Iterable[SettingSource] = ("user", "project"),
         user_settings: Path | None = None,
         trust_project: bool | str | os.PathLike[str] = False,
     ) -> None:
-        if mode is not None and mode not in PERMISSION_MODES:
-            raise ValueError(f"mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
         if isinstance(rules, dict):
             rules = PermissionRules(**rules)
-        self._mode = mode
+        self._mode = None if mode is None else permission_mode(mode)
         self._rules = rules if rules is not None else PermissionRules()
         self.approver = approver
         self._sources = tuple(setting_sources)
@@ -169,16 +171,14 @@ class SecuritySupervisor:
         """
         return self._policy(cwd, self._settings(cwd)).name
 
-    def set_mode(self, mode: PermissionMode) -> None:
+    def set_mode(self, mode: ModeName) -> None:
         """Change the mode from the next decision on (e.g. leaving ``plan``); a project's mode
-        still only restricts it.
+        still only restricts it. Claude Code's names (``acceptEdits``, ...) are accepted.
 
         Raises:
-            ValueError: not a :data:`PermissionMode`.
+            ValueError: not a :data:`PermissionMode` nor Claude Code's name of one.
         """
-        if mode not in PERMISSION_MODES:
-            raise ValueError(f"mode {mode!r} is not one of {', '.join(PERMISSION_MODES)}")
-        self._mode = mode
+        self._mode = permission_mode(mode)
 
     def _trusts(self, cwd: Path) -> bool:
         if isinstance(self._trust_project, bool):
@@ -259,6 +259,12 @@ class SecuritySupervisor:
                 "computed, or it runs code the harness cannot read, or it does not parse"
             )
             return await self._ask(request, policy, why)
+        # A tool_call hook's permissionDecision (Claude Code: "allow" skips neither deny nor
+        # ask rules; "ask" prompts whatever the mode and allow rules say).
+        if request.hook_decision == "ask":
+            return await self._ask(request, policy, _hook_said(request, "asks for approval"))
+        if request.hook_decision == "allow":
+            return Approve(reason=_hook_said(request, "allows it"))
         if policy.lift == 2:
             return Approve(reason="permission mode bypass")
         if policy.lift == 1 and request.kind == "edit" and not request.leaves_cwd:
@@ -296,7 +302,7 @@ class SecuritySupervisor:
         def hidden(rel: str) -> bool:
             for start in starts:
                 path = rel if start in ("", ".") else f"{start}/{rel}"
-                if any(r.matches_path(path) for r in relevant):
+                if any(r.matches_path(path, cwd=request.cwd) for r in relevant):
                     return True
             return False
 
@@ -367,6 +373,11 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
         for command in parsed.commands
     ]
     return found[0] if all(found) else None
+
+
+def _hook_said(request: PermissionRequest, what: str) -> str:
+    why = f": {request.hook_reason}" if request.hook_reason else ""
+    return f"a tool_call hook {what}{why}"
 
 
 def _named(rule: Rule) -> str:

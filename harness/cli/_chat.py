@@ -22,7 +22,7 @@ from typing import Literal
 import click
 from rich.console import Console
 
-from hooks import HarnessError
+from hooks import HarnessError, NotificationEvent, notify
 from repos import JsonlSessionRepo, Session
 
 from .._compaction.summarize import ExtractiveSummarizer
@@ -32,12 +32,13 @@ from .._permissions import (
     ApproveAlways,
     Decision,
     Deny,
-    PermissionMode,
+    ModeName,
     PermissionRequest,
     SecuritySupervisor,
 )
 from .._providers.base import Model, ThinkingLevel
 from .._restore import THINKING_LEVELS
+from .._settings_hooks import CommandHooks
 from .._tools.bash import bash_tool
 from .._tools.edit import edit_tool
 from .._tools.find import find_tool
@@ -50,6 +51,7 @@ from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
+from ._hooks import attach_hook_output, load_command_hooks
 from ._models import ModelChoice
 from ._run import (
     _pick_session,
@@ -59,7 +61,11 @@ from ._run import (
 )
 from ._sessions import _warn_diagnostics
 
-__all__ = ["Chat", "chat"]
+__all__ = ["IDLE_ENV", "Chat", "chat"]
+
+IDLE_ENV = "HARNESS_CHAT_IDLE_S"
+"""Seconds the chat waits for input before it sends ``notification`` (``idle_prompt``) to its
+hooks; default 60 (Claude Code's)."""
 
 
 class Chat:
@@ -77,17 +83,23 @@ class Chat:
         session: Session,
         model: Model,
         offline: bool,
-        mode: PermissionMode | None,
+        mode: ModeName | None,
         reader: LineReader,
         view: ChatView,
         cwd: Path,
         trust_project: bool = False,
         choice: ModelChoice | None = None,
+        command_hooks: CommandHooks | None = None,
     ) -> None:
         self.repo = repo
         self.choice = choice
         """How models are named and found (None: offline, no other model can be made)."""
         self.cwd = cwd
+        self.command_hooks = command_hooks
+        self.exit_reason = "other"
+        """``session_end``'s reason: ``prompt_input_exit`` once the user ends the chat."""
+        self._idle_s = float(os.environ.get(IDLE_ENV) or 60)
+        self._notifications: set[asyncio.Task[None]] = set()
         self.session = session
         self.offline = offline
         self.reader = reader
@@ -119,8 +131,10 @@ class Chat:
             registry=self.choice.registry if self.choice is not None else None,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
+            command_hooks=self.command_hooks,
         )
         self.view.attach(harness)
+        attach_hook_output(harness, self.view.note)
         return harness
 
     async def switch_to(self, session: Session) -> None:
@@ -133,8 +147,21 @@ class Chat:
         old_session.close()
 
     async def close(self) -> None:
-        await self.harness.shutdown()
+        for task in self._notifications:
+            task.cancel()
+        await self.harness.shutdown(reason=self.exit_reason)
         self.session.close()
+
+    def _idle(self) -> None:
+        """The user has not answered for a while: tell the hooks (desktop notifications)."""
+        event = NotificationEvent(
+            session_id=self.session.id,
+            message="The agent is waiting for your input",
+            notification_type="idle_prompt",
+        )
+        task = asyncio.get_running_loop().create_task(notify(self.harness, event))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
 
     # --- approvals and interrupts -----------------------------------------------------------
 
@@ -198,10 +225,14 @@ class Chat:
     async def run(self) -> None:
         """Read and act until ``/exit``, end of input or Ctrl-C at an empty prompt."""
         while True:
+            idle = asyncio.get_running_loop().call_later(self._idle_s, self._idle)
             try:
                 text = await self.reader.line("> ", default=self.edit_text)
             except (EOFError, KeyboardInterrupt):
+                self.exit_reason = "prompt_input_exit"
                 break
+            finally:
+                idle.cancel()
             self.edit_text = ""
             if not text.strip():
                 continue
@@ -209,6 +240,7 @@ class Chat:
                 await self.turn(text[1:])
             elif text.startswith("/"):
                 if not await run_command(self, text):
+                    self.exit_reason = "prompt_input_exit"
                     break
             else:
                 await self.turn(text)
@@ -245,7 +277,7 @@ async def _main(
     model: Model | None,
     choice: ModelChoice | None,
     thinking: ThinkingLevel | None,
-    mode: PermissionMode | None,
+    mode: ModeName | None,
     trust_project: bool,
 ) -> None:
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
@@ -259,12 +291,16 @@ async def _main(
     else:
         reader = PipeReader(sys.stdin)
     here = work_dir or Path.cwd()
+    # Broken hook settings fail before a session file is written.
+    command_hooks = load_command_hooks(here, trust_project=trust_project)
     session = await _pick_session(repo, session_ref, continue_, here)
     created = session_ref is None and not continue_
     _warn_diagnostics(session)
     try:
         ask = _confirm if terminal else None
         cwd = working_folder(session, here if work_dir is not None else None, ask=ask)
+        if cwd != here:  # the session's recorded folder, chosen by the user: its hooks
+            command_hooks = load_command_hooks(cwd, trust_project=trust_project)
         named: ThinkingLevel | None = None
         if model is None and choice is not None:
             model, named = choice.model(session)
@@ -281,6 +317,7 @@ async def _main(
             reader=reader,
             view=view,
             cwd=cwd,
+            command_hooks=command_hooks,
         )
     except BaseException:
         session.close()
@@ -337,7 +374,7 @@ def chat(
     fallback_model_id: str | None,
     offline: bool,
     thinking: ThinkingLevel | None,
-    mode: PermissionMode | None,
+    mode: ModeName | None,
     trust_project: bool,
     root: Path | None,
 ) -> None:

@@ -44,7 +44,7 @@ from repos import (
 from repos._importers.claude_code import is_claude_code
 
 from .._harness import AgentHarness
-from .._permissions import PERMISSION_MODES, PermissionMode, SecuritySupervisor
+from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName, SecuritySupervisor
 from .._providers.base import Model, ModelRequest, ThinkingLevel
 from .._providers.faux import FauxModel, FauxReply, FauxToolCall
 from .._tools.bash import bash_tool
@@ -56,6 +56,7 @@ from .._tools.read import read_tool
 from .._tools.write import write_tool
 from ._common import open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
+from ._hooks import attach_hook_output, load_command_hooks
 from ._models import DEFAULT_MODEL, ModelChoice, model_options
 from ._render import cost_json, reply_totals
 from ._sessions import _warn_diagnostics
@@ -251,14 +252,15 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
         "--trust-project",
         is_flag=True,
         help="Let the working folder's .harness/settings.json widen permissions (its allow "
-        "rules and mode); without it, project settings may only restrict them "
-        "(docs/permissions.md).",
+        "rules and mode) and run its hooks; without it, project settings may only restrict "
+        "permissions and their hooks do not run (docs/permissions.md, docs/hooks.md).",
     )(command)
     return click.option(
         "--mode",
-        type=click.Choice(PERMISSION_MODES),
+        type=click.Choice(list(dict.fromkeys([*PERMISSION_MODES, *CLAUDE_CODE_MODES]))),
         default=None,
-        help="Permission mode for tool calls (default: the settings files', else `default`).",
+        help="Permission mode for tool calls, ours or Claude Code's name (default: the "
+        "settings files', else `default`).",
     )(command)
 
 
@@ -290,7 +292,7 @@ def run(
     fallback_model_id: str | None,
     offline: bool,
     output: str,
-    mode: PermissionMode | None,
+    mode: ModeName | None,
     trust_project: bool,
     root: Path | None,
 ) -> None:
@@ -298,8 +300,9 @@ def run(
 
     Without --session or --continue a new session is created for the current folder. There is
     no approver: tool calls that need approval are denied unless --mode or a settings rule
-    allows them (a rule of the project's settings only with --trust-project). A provider error
-    exits 1 (the error reply is persisted first).
+    allows them (a rule of the project's settings only with --trust-project). Command hooks
+    of the user's settings run (the project's only with --trust-project). A provider error,
+    or a prompt a hook refuses, exits 1 (the error reply is persisted first).
     """
     if session_ref is not None and continue_:
         raise click.UsageError("give at most one of --session and --continue")
@@ -333,6 +336,8 @@ def run(
     if model is None and (choice.given or (session_ref is None and not continue_)):
         model, level = choice.model()
     fallback = None if offline else choice.fallback()
+    # Broken hook settings fail before a session file is written (run works in `here`).
+    command_hooks = load_command_hooks(here, trust_project=trust_project)
     with run_async(_pick_session(repo, session_ref, continue_, here)) as session:
         _warn_diagnostics(session)
         seen = len(session.diagnostics)
@@ -356,7 +361,9 @@ def run(
             ],
             supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
             cwd=cwd,
+            command_hooks=command_hooks,
         )
+        attach_hook_output(harness, lambda text: echo(text, err=True))
         writer = _EventWriter()
         if output == "events":
             for name in EVENT_CLASSES:
@@ -368,7 +375,10 @@ def run(
                 added.append(event.message)
 
         harness.connect("message_end", persisted)
-        reply = run_async(harness.prompt(text))
+        try:
+            reply = run_async(harness.prompt(text))
+        finally:
+            run_async(harness.shutdown())  # session_end for the hooks
         _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)

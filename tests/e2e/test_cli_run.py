@@ -91,7 +91,8 @@ def test_events_are_one_json_object_per_line(harness_run: Run, root: Path) -> No
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     names = [e["name"] for e in events]
     assert set(names) <= set(EVENT_CLASSES)
-    assert names[0] == "before_agent_start" and names[-1] == "settled"
+    assert names[:3] == ["session_start", "user_prompt_submit", "before_agent_start"]
+    assert names[-2:] == ["settled", "session_end"]  # the run ends, then the harness
     assert {"agent_start", "turn_start", "message_update", "turn_end", "agent_end"} <= set(names)
     ends = [e for e in events if e["name"] == "message_end"]
     assert [e["message"]["role"] for e in ends] == ["user", "assistant"]

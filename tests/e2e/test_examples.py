@@ -35,7 +35,8 @@ def test_log_events_prints_one_json_line_per_event_in_order(tmp_path: Path) -> N
     out = run_example("log_events.py", tmp_path)
     records = [orjson.loads(line) for line in out.stdout.splitlines()]
     names = [r["event"] for r in records]
-    assert names[0] == "before_agent_start" and names[-2:] == ["agent_end", "settled"]
+    assert names[:3] == ["session_start", "user_prompt_submit", "before_agent_start"]
+    assert names[-3:] == ["stop", "agent_end", "settled"]
     assert names.count("message_end") == 2
     ends = [r for r in records if r["event"] == "message_end"]
     assert ends[1]["message"]["content"][0]["text"] == "Hello from the faux model."

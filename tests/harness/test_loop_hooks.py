@@ -141,6 +141,7 @@ async def test_every_event_of_one_prompt_fires_in_the_documented_order(session: 
         "after_provider_response",
     ]
     assert names == [
+        "session_start", "user_prompt_submit",  # the harness's first prompt; every prompt
         "before_agent_start",
         "agent_start",
         "turn_start",
@@ -155,6 +156,7 @@ async def test_every_event_of_one_prompt_fires_in_the_documented_order(session: 
         *request,
         "message_start", "message_update", "message_end",
         "turn_end", "save_point",
+        "stop",  # the model ended the run
         "agent_end", "settled",
     ]  # fmt: skip
 

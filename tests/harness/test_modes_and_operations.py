@@ -350,7 +350,7 @@ async def test_a_deny_rule_in_claude_codes_spelling_binds(
     assert isinstance(await s.decide(request(tmp_path, name, **input)), Deny)
 
 
-@pytest.mark.parametrize("key", ["alow", "deni", "Deny", "defaultMode", "allowed"])
+@pytest.mark.parametrize("key", ["alow", "deni", "Deny", "default_mode", "allowed"])
 async def test_an_unknown_permissions_key_denies_instead_of_passing_for_no_rules(
     tmp_path: Path, key: str
 ) -> None:

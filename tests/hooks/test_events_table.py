@@ -23,6 +23,11 @@ DESIGN_HOOKS = {
     "session_before_compact",
     "session_before_tree",
     "session_before_fork",
+    # Claude Code's lifecycle hook points (issue 21; docs/hooks.md)
+    "session_start",
+    "user_prompt_submit",
+    "stop",
+    "subagent_stop",
 }
 # The order in which the events first fire during one prompt (DESIGN §6).
 PROMPT_ORDER = [
