@@ -59,6 +59,15 @@ from ._errors import (
     SyncInLoopError,
 )
 from ._loop import Run, TurnSettings, run_agent
+from ._mcp import (
+    MCP_OFFER_TYPE,
+    McpOptions,
+    McpServerConfig,
+    McpServers,
+    McpServerStatus,
+    offered_servers,
+    report_gone,
+)
 from ._operations import NavigationResult, compact_session, navigate_session
 from ._permissions import Gate, SecuritySupervisor, Supervisor, remembered_approvals
 from ._providers.base import Model, ThinkingLevel
@@ -190,10 +199,20 @@ class AgentHarness:
         depth: nesting depth (0: top level); a nested skill run passes its parent's + 1.
         approvals: operation keys already approved always (a nested run gets its parent's
             :attr:`approvals`); the session's own ``permission`` entries are added.
+        mcp_servers: MCP servers whose tools the model is offered, by name (docs/mcp.md):
+            :class:`StdioServer`, :class:`HttpServer`, :class:`SseServer` or an in-process
+            server object of the ``mcp`` SDK. Their tools are named
+            ``mcp__<server>__<tool>`` and gated like any other; they start at the first
+            prompt (or :meth:`start_mcp_servers`) and stop at :meth:`shutdown`. Settings
+            files are read only when you ask: ``load_mcp_config(cwd).servers``.
+        mcp_options: timeouts and restarts of those servers (:class:`McpOptions`).
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
             or a tool named ``skill`` while resources are on (the name is the built-in's).
+        McpNotInstalledError: ``mcp_servers`` given without the ``mcp`` extra installed
+            (code ``mcp_not_installed``; the message says what to install).
+        McpConfigError: a bad MCP server name (code ``mcp_config``).
     """
 
     def __init__(
@@ -221,6 +240,8 @@ class AgentHarness:
         supervisor: Supervisor | None = None,
         depth: int = 0,
         approvals: Iterable[str] = (),
+        mcp_servers: Mapping[str, McpServerConfig] | None = None,
+        mcp_options: McpOptions | None = None,
     ) -> None:
         self._session = session
         self._raise_on_error = raise_on_error
@@ -298,6 +319,13 @@ class AgentHarness:
             restored.active_tools,
         )
         self._restore_events = restored.events
+        self._mcp = (
+            McpServers(mcp_servers, mcp_options or McpOptions(), cwd=self._cwd, emit=self._announce)
+            if mcp_servers
+            else None
+        )
+        self._mcp_offer = offered_servers(branch)  # what the session offered last
+        self._mcp_checked = False
 
     # --- state -------------------------------------------------------------------------------
 
@@ -506,6 +534,7 @@ class AgentHarness:
                 for message in initial_history:
                     self._session.append_message(message)
                 await self._emit_restore_events()
+                await self._start_mcp()
                 await self._offer_skills()
                 queued, self._next_turn = self._next_turn, []
                 if queued:
@@ -759,14 +788,32 @@ class AgentHarness:
         await self._idle.wait()
 
     async def shutdown(self) -> None:
-        """Abort what runs, write pending settings, and disconnect every receiver connected
-        through this harness. The session stays open (its owner closes it)."""
+        """Abort what runs, write pending settings, stop the MCP servers, and disconnect every
+        receiver connected through this harness. The session stays open (its owner closes
+        it)."""
         if self.busy:
             await self.abort()
         self.flush_pending_writes()
+        if self._mcp is not None:
+            await self._mcp.shutdown()
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
+
+    # --- MCP servers (logic in _mcp/) ------------------------------------------------------
+
+    @property
+    def mcp_servers(self) -> tuple[McpServerStatus, ...]:
+        """Each MCP server's name, transport, state, tools and last error (docs/mcp.md)."""
+        return () if self._mcp is None else self._mcp.status()
+
+    async def start_mcp_servers(self) -> tuple[McpServerStatus, ...]:
+        """Start the MCP servers now (in parallel) instead of at the first prompt; a server
+        that cannot start is reported in its status and by ``mcp_server_error``, never
+        raised. Returns :attr:`mcp_servers`."""
+        if self._mcp is not None:
+            await self._mcp.start()
+        return self.mcp_servers
 
     # --- settings ----------------------------------------------------------------------------
 
@@ -971,7 +1018,11 @@ class AgentHarness:
                 depth=self._depth + 1,
                 model=model or self._model,
                 models=self._models,
-                tools=[self._tools[n] for n in self._active],
+                # The parent's MCP tools go along, still served by the parent's servers.
+                tools=[
+                    *(self._tools[n] for n in self._active),
+                    *(t for n, t in self._offered_tools().items() if n.startswith("mcp__")),
+                ],
                 system_prompt=instructions,
                 resources=None,
                 cwd=self._cwd,
@@ -1033,6 +1084,12 @@ class AgentHarness:
             tool_context=self._tool_context,
             retry_base_delay_s=self._retry_base_delay_s,
         )
+
+    async def prepare_turn(self) -> None:
+        """Before each turn: MCP servers that said their tools changed are listed again, so
+        the turn is offered their new tools (journaled at the turn's end)."""
+        if self._mcp is not None and await self._mcp.prepare_turn():
+            self._journal_mcp(direct=False)
 
     async def drain_steering(self) -> list[UserMessage]:
         return await self._drain(self._steer, self._steering_mode)
@@ -1173,11 +1230,43 @@ class AgentHarness:
         return tuple(dict.fromkeys(names))
 
     def _offered_tools(self) -> dict[str, Tool]:
-        """The active tools, and the built-in ``skill`` tool while a skill is offered."""
+        """The active tools, the built-in ``skill`` tool while a skill is offered, and the
+        tools of the MCP servers that are up (a tool of the harness's own keeps its name)."""
         tools = {n: self._tools[n] for n in self._active}
         if self._journal.offer is not None and self._journal.offer.entries:
             tools[SKILL_TOOL_NAME] = self._skill_tool
+        if self._mcp is not None:
+            for name, mcp_tool in self._mcp.tools().items():
+                tools.setdefault(name, mcp_tool)
         return tools
+
+    async def _announce(self, event: Event) -> None:
+        await notify(self, event)  # type: ignore[arg-type]
+
+    async def _start_mcp(self) -> None:
+        """At a prompt's start: start the MCP servers not running; the first time, say which
+        servers the session offered tools of and that are gone; journal a changed offer."""
+        if self._mcp is not None:
+            await self._mcp.start()
+        if not self._mcp_checked:
+            self._mcp_checked = True
+            now = {} if self._mcp is None else self._mcp.offer()
+            configured = set() if self._mcp is None else set(self._mcp.names)
+            await report_gone(self._mcp_offer, now, configured, self._announce)
+        self._journal_mcp(direct=True)
+
+    def _journal_mcp(self, *, direct: bool) -> None:
+        """Record the MCP tools offered when they changed (before the prompt's message at a
+        prompt's start, ``direct``; else at the next turn boundary)."""
+        now = {} if self._mcp is None else self._mcp.offer()
+        if now == self._mcp_offer:
+            return
+        self._mcp_offer = now
+        data: dict[str, JSONValue] = {"servers": {k: list(v) for k, v in now.items()}}
+        if direct:
+            self._session.append_custom(MCP_OFFER_TYPE, data)
+        else:
+            self._write(lambda: self._session.append_custom(MCP_OFFER_TYPE, data))
 
     def _prompt_parts(self) -> PromptParts:
         return PromptParts(
