@@ -16,10 +16,10 @@ from .config import (
     SkippedServer,
     SseServer,
     StdioServer,
-    add_server,
+    add_mcp_server,
     load_mcp_config,
-    remove_server,
-    server_entry,
+    mcp_server_entry,
+    remove_mcp_server,
 )
 from .errors import McpConfigError, McpNotInstalledError, McpServerError
 from .options import McpOptions
@@ -47,12 +47,12 @@ __all__ = [
     "SkippedServer",
     "SseServer",
     "StdioServer",
-    "add_server",
+    "add_mcp_server",
     "load_mcp_config",
+    "mcp_server_entry",
     "mcp_tool_name",
     "offered_servers",
-    "remove_server",
+    "remove_mcp_server",
     "report_gone",
     "require_sdk",
-    "server_entry",
 ]

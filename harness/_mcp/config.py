@@ -39,12 +39,12 @@ __all__ = [
     "SkippedServer",
     "SseServer",
     "StdioServer",
-    "add_server",
+    "add_mcp_server",
     "check_server_name",
     "load_mcp_config",
+    "mcp_server_entry",
     "parse_servers",
-    "remove_server",
-    "server_entry",
+    "remove_mcp_server",
 ]
 
 MCP_JSON = Path(".mcp.json")
@@ -160,16 +160,16 @@ def _expand(value: str, source: str, name: str) -> str:
     return _VAR.sub(one, value)
 
 
-def _text(value: object, what: str, source: str, name: str) -> str:
+def _text(value: object, what: str, source: str, name: str, expand: bool = True) -> str:
     if not isinstance(value, str):
         raise McpConfigError(source, name, f"{what} must be a string")
-    expanded = _expand(value, source, name)
+    expanded = _expand(value, source, name) if expand else value
     if "\0" in expanded:
         raise McpConfigError(source, name, f"{what} holds a NUL byte")
     return expanded
 
 
-def _table(value: object, what: str, source: str, name: str) -> dict[str, str]:
+def _table(value: object, what: str, source: str, name: str, expand: bool = True) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -178,14 +178,17 @@ def _table(value: object, what: str, source: str, name: str) -> dict[str, str]:
     for key, item in value.items():
         if not isinstance(key, str) or not key or "\0" in key:
             raise McpConfigError(source, name, f"{what} has a bad key {key!r}")
-        out[key] = _text(item, f"{what}[{key!r}]", source, name)
+        out[key] = _text(item, f"{what}[{key!r}]", source, name, expand)
         if what == "headers" and any(c in out[key] for c in "\r\n"):
             raise McpConfigError(source, name, f"header {key!r} holds a line break")
     return out
 
 
-def parse_server(name: str, raw: object, source: str) -> StdioServer | HttpServer | SseServer:
-    """One ``mcpServers`` entry (Claude Code's shape) as a server, ``${VAR}`` expanded.
+def parse_server(
+    name: str, raw: object, source: str, *, expand: bool = True
+) -> StdioServer | HttpServer | SseServer:
+    """One ``mcpServers`` entry (Claude Code's shape) as a server, ``${VAR}`` expanded (unless
+    ``expand`` is False: checking an entry before it is written).
 
     Raises:
         McpConfigError: a bad name, shape or type, or an unset variable (code ``mcp_config``).
@@ -205,7 +208,7 @@ def parse_server(name: str, raw: object, source: str) -> StdioServer | HttpServe
     if unknown:  # a misspelt key must not pass for a missing one
         raise McpConfigError(source, name, f"unknown key(s) for type {kind}: {unknown}")
     if kind == "stdio":
-        command = _text(raw.get("command"), "command", source, name)
+        command = _text(raw.get("command"), "command", source, name, expand)
         if not command.strip():
             raise McpConfigError(source, name, "command is empty")
         args = raw.get("args", [])
@@ -214,14 +217,14 @@ def parse_server(name: str, raw: object, source: str) -> StdioServer | HttpServe
         cwd = raw.get("cwd")
         return StdioServer(
             command,
-            [_text(a, "an argument", source, name) for a in args],
-            env=_table(raw.get("env"), "env", source, name),
-            cwd=None if cwd is None else _text(cwd, "cwd", source, name),
+            [_text(a, "an argument", source, name, expand) for a in args],
+            env=_table(raw.get("env"), "env", source, name, expand),
+            cwd=None if cwd is None else _text(cwd, "cwd", source, name, expand),
         )
-    url = _text(raw.get("url"), "url", source, name)
-    if not url.startswith(("http://", "https://")):
+    url = _text(raw.get("url"), "url", source, name, expand)
+    if expand and not url.startswith(("http://", "https://")):
         raise McpConfigError(source, name, f"url must start with http:// or https://: {url!r}")
-    headers = _table(raw.get("headers"), "headers", source, name)
+    headers = _table(raw.get("headers"), "headers", source, name, expand)
     return HttpServer(url, headers=headers) if kind == "http" else SseServer(url, headers=headers)
 
 
@@ -346,7 +349,7 @@ def load_mcp_config(
     return McpConfig(servers=servers, sources=origin, skipped=tuple(skipped))
 
 
-def server_entry(server: StdioServer | HttpServer | SseServer) -> dict[str, Any]:
+def mcp_server_entry(server: StdioServer | HttpServer | SseServer) -> dict[str, Any]:
     """``server`` as a settings entry (Claude Code's shape)."""
     if isinstance(server, StdioServer):
         entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
@@ -380,7 +383,7 @@ def _edit(path: Path, root: Path, change: Any) -> bool:
     return True
 
 
-def add_server(path: Path, name: str, entry: Mapping[str, Any], *, root: Path) -> None:
+def add_mcp_server(path: Path, name: str, entry: Mapping[str, Any], *, root: Path) -> None:
     """Set ``mcpServers[name]`` of the settings file ``path`` (created if missing; other
     content kept), written atomically beneath ``root`` (a symlink leading out is refused).
 
@@ -388,11 +391,11 @@ def add_server(path: Path, name: str, entry: Mapping[str, Any], *, root: Path) -
         McpConfigError: a bad name or entry, or a file that is not a settings object.
         OSError: the file could not be written.
     """
-    parse_server(name, entry, str(path))  # refuse what could not be read back
+    parse_server(name, entry, str(path), expand=False)  # refuse what could not be read back
     _edit(path, root, lambda servers: servers.__setitem__(name, dict(entry)) or True)
 
 
-def remove_server(path: Path, name: str, *, root: Path) -> bool:
+def remove_mcp_server(path: Path, name: str, *, root: Path) -> bool:
     """Remove ``mcpServers[name]`` from the settings file ``path``; False if it had none.
 
     Raises:

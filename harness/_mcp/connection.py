@@ -209,7 +209,10 @@ class McpConnection:
         await self._halt(None, graceful=False)
         await self._emit(
             McpServerErrorEvent(
-                server=self.name, phase=phase, error=reason, restarts_left=self.restarts_left
+                server=self.name,
+                phase=phase,
+                error=self._named(reason),
+                restarts_left=self.restarts_left,
             )
         )
         raise McpServerError(self.name, reason)
@@ -373,7 +376,7 @@ class McpConnection:
                 await self._halt("restart")
                 await self._emit(
                     McpServerErrorEvent(
-                        server=self.name, phase=phase, error=reason, restarts_left=left
+                        server=self.name, phase=phase, error=self._named(reason), restarts_left=left
                     )
                 )
             finally:
@@ -420,6 +423,9 @@ class McpConnection:
         self.failures = 0
         return adapt_result(result.model_dump(mode="json", by_alias=True))
 
+    def _named(self, reason: str) -> str:
+        return str(McpServerError(self.name, reason))
+
     def _with_stderr(self, reason: str) -> str:
         tail = self._stderr.tail() if self._stderr is not None else ""
         return f"{reason}; its stderr ends: {tail}" if tail else reason
@@ -439,7 +445,7 @@ class McpConnection:
                 McpServerErrorEvent(
                     server=self.name,
                     phase="list",
-                    error=f"could not list its tools again: {_describe(exc)}",
+                    error=self._named(f"could not list its tools again: {_describe(exc)}"),
                     restarts_left=self.restarts_left,
                 )
             )

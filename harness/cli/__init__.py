@@ -31,6 +31,7 @@ from ._demo import demo
 from ._escape import TerminalFormatter, excepthook
 from ._export import export
 from ._import import import_group
+from ._mcp import mcp
 from ._resources import skills, templates
 from ._run import run
 from ._sessions import sessions
@@ -78,3 +79,4 @@ main.add_command(export)
 main.add_command(import_group)
 main.add_command(skills)
 main.add_command(templates)
+main.add_command(mcp)

@@ -14,14 +14,14 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from hooks import HarnessError
+from hooks import HarnessError, McpServerErrorEvent
 from repos import JsonlSessionRepo, Session
 
 from .._compaction.summarize import ExtractiveSummarizer
@@ -49,6 +49,7 @@ from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
+from ._mcp import configured_mcp_servers
 from ._run import (
     _online_model,
     _pick_session,
@@ -81,8 +82,10 @@ class Chat:
         view: ChatView,
         cwd: Path,
         trust_project: bool = False,
+        mcp_servers: Mapping[str, object] | None = None,
     ) -> None:
         self.repo = repo
+        self.mcp_servers = dict(mcp_servers or {})
         self.cwd = cwd
         self.session = session
         self.offline = offline
@@ -111,10 +114,14 @@ class Chat:
             ],
             supervisor=self.supervisor,
             cwd=self.cwd,
+            mcp_servers=self.mcp_servers,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
         )
         self.view.attach(harness)
+        harness.connect(
+            McpServerErrorEvent, lambda sender, event: self.view.note(f"note: {event.error}")
+        )
         return harness
 
     async def switch_to(self, session: Session) -> None:
@@ -272,6 +279,7 @@ async def _main(
             reader=reader,
             view=view,
             cwd=cwd,
+            mcp_servers=configured_mcp_servers(cwd, trust_project),
         )
     except BaseException:
         session.close()
