@@ -137,3 +137,17 @@ def test_bench_repos_quick_measures_postgres_given_a_server(
     for line in rows:
         postgres = line.strip("|").split("|")[3].strip()
         assert postgres.replace(",", "").replace(".", "").isdigit(), line
+
+
+def test_bench_mcp_quick_prints_both_transports() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_mcp.py"), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| in-process |")]
+    rows += [line for line in done.stdout.splitlines() if line.startswith("| stdio |")]
+    assert len(rows) == 2 and all(len(row.split("|")) == 10 for row in rows)
