@@ -279,8 +279,23 @@ class McpConnection:
 
     @contextlib.asynccontextmanager
     async def _client_context(self) -> AsyncIterator[Client]:
-        config = self.config
         self._stderr = None
+        async with contextlib.AsyncExitStack() as stack:
+            client = Client(
+                await self._transport(stack), cache=None, message_handler=self._on_message
+            )
+            try:
+                async with client:
+                    if self._stderr is not None:
+                        self._stderr.close()  # the child holds its own end now
+                    yield client
+            finally:
+                if self._stderr is not None:
+                    self._stderr.close()
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        """What ``mcp.Client`` connects through: a transport, or the server object itself."""
+        config = self.config
         if isinstance(config, StdioServer):
             self._stderr = _Stderr(self.name)
             params = StdioServerParameters(
@@ -289,24 +304,14 @@ class McpConnection:
                 env=dict(config.env) or None,
                 cwd=config.cwd or str(self.cwd),
             )
-            transport: Any = stdio_client(params, errlog=self._stderr.file)
-        elif isinstance(config, HttpServer):
-            transport = streamable_http_client(
-                config.url, http_client=httpx2.AsyncClient(headers=dict(config.headers))
-            )
-        elif isinstance(config, SseServer):
-            transport = sse_client(config.url, headers=dict(config.headers))
-        else:
-            transport = config  # an in-process server object
-        client = Client(transport, cache=None, message_handler=self._on_message)
-        try:
-            async with client:
-                if self._stderr is not None:
-                    self._stderr.close()  # the child holds its own end now
-                yield client
-        finally:
-            if self._stderr is not None:
-                self._stderr.close()
+            return stdio_client(params, errlog=self._stderr.file)
+        if isinstance(config, HttpServer):
+            # The SDK leaves a client it is given open: ours is closed by the stack.
+            http = await stack.enter_async_context(httpx2.AsyncClient(headers=dict(config.headers)))
+            return streamable_http_client(config.url, http_client=http)
+        if isinstance(config, SseServer):
+            return sse_client(config.url, headers=dict(config.headers))
+        return config  # an in-process server object
 
     async def _list(self, client: Client) -> tuple[list[ToolInfo], list[str]]:
         listed: list[Mapping[str, Any]] = []

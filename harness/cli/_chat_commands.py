@@ -163,7 +163,7 @@ async def _skills(chat: Chat, args: str) -> None:
 
 async def _mcp(chat: Chat, args: str) -> None:
     _no_args("/mcp", args)
-    servers = chat.harness.mcp_servers
+    servers = await chat.harness.start_mcp_servers()  # those not up yet are started to show
     if not servers:
         chat.view.line("no MCP servers (harness mcp add NAME -- COMMAND ARGS...)")
     for server in servers:

@@ -195,3 +195,27 @@ def test_without_the_mcp_extra_the_error_names_it(tmp_path: Path, config_home: P
     assert done.returncode == 1
     assert "error[mcp_not_installed]" in done.stderr
     assert "pip install 'jsonl-harness[mcp]'" in done.stderr
+
+
+def test_chat_lists_its_mcp_servers(harness: Run, tmp_path: Path) -> None:
+    ok(harness("mcp", "add", "probe", "--", sys.executable, SERVER))
+    chat = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "chat", "--offline"],
+        input="/mcp\n/exit\n",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+            "HARNESS_SESSIONS_DIR": str(tmp_path / "sessions"),
+            "HARNESS_CHAT_HISTORY": str(tmp_path / "history"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PYTHONPATH": str(REPO_ROOT),
+        },
+        cwd=tmp_path / "work",
+        timeout=120,
+        check=False,
+    )
+    assert chat.returncode == 0, chat.stdout + chat.stderr
+    assert "probe: ready (stdio " in chat.stdout  # /mcp starts what is not up, to show it
+    assert "  mcp__probe__echo" in chat.stdout

@@ -9,11 +9,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from harness import HttpServer
+from harness import HttpServer, SseServer
 
 SCRIPT = Path(__file__).resolve().parent / "mcp_servers.py"
 if "mcp_servers" not in sys.modules:
@@ -34,8 +35,22 @@ def _free_port() -> int:
 def http_server() -> Iterator[HttpServer]:
     """The probe server over streamable HTTP on 127.0.0.1, for one test."""
     port = _free_port()
+    with _serving("--http", port):
+        yield HttpServer(f"http://127.0.0.1:{port}/mcp")
+
+
+@pytest.fixture
+def sse_server() -> Iterator[SseServer]:
+    """The probe server over HTTP+SSE on 127.0.0.1, for one test."""
+    port = _free_port()
+    with _serving("--sse", port):
+        yield SseServer(f"http://127.0.0.1:{port}/sse")
+
+
+@contextmanager
+def _serving(flag: str, port: int) -> Iterator[None]:
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--http", str(port)],
+        [sys.executable, str(SCRIPT), flag, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -49,7 +64,7 @@ def http_server() -> Iterator[HttpServer]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the HTTP MCP server did not start") from None
                 time.sleep(0.05)
-        yield HttpServer(f"http://127.0.0.1:{port}/mcp")
+        yield
     finally:
         process.terminate()
         process.wait(timeout=10)

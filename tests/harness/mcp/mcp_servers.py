@@ -1,8 +1,9 @@
 """MCP servers for the tests, written with the official ``mcp`` SDK (``MCPServer``).
 
 Imported by the tests for an in-process server (:func:`build`), and run as a program for the
-same server over stdio (``python mcp_servers.py``) or streamable HTTP on 127.0.0.1
-(``python mcp_servers.py --http PORT``). ``--hostile`` serves the hostile tools instead.
+same server over stdio (``python mcp_servers.py``), streamable HTTP on 127.0.0.1
+(``python mcp_servers.py --http PORT``) or HTTP+SSE (``--sse PORT``). ``--hostile`` serves
+the hostile tools instead.
 """
 
 from __future__ import annotations
@@ -173,5 +174,8 @@ if __name__ == "__main__":
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         asyncio.run(served.run_streamable_http_async(host="127.0.0.1", port=port))
+    elif "--sse" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--sse") + 1])
+        asyncio.run(served.run_sse_async(host="127.0.0.1", port=port))
     else:
         served.run()

@@ -30,8 +30,6 @@ from harness import (
     nested_deeper,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
 
 def write(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

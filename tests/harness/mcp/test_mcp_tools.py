@@ -38,8 +38,6 @@ from harness import (
     ToolResultMessage,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
 
 def call(name: str, **arguments: Any) -> FauxToolCall:
     return FauxToolCall(name=f"mcp__probe__{name}", arguments=arguments)
@@ -81,13 +79,13 @@ def text(result: ToolResultMessage) -> str:
     return "".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
-@pytest.fixture(params=["in_process", "stdio", "http"])
+@pytest.fixture(params=["in_process", "stdio", "http", "sse"])
 def any_server(request: pytest.FixtureRequest) -> object:
     if request.param == "in_process":
         return build()
     if request.param == "stdio":
         return stdio()
-    return request.getfixturevalue("http_server")
+    return request.getfixturevalue(f"{request.param}_server")
 
 
 async def test_an_agent_lists_and_calls_tools_of_each_transport(
