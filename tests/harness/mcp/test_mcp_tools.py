@@ -3,6 +3,7 @@ subprocesses, streamable HTTP on 127.0.0.1) called by FauxModel agents."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -444,3 +445,38 @@ async def test_start_mcp_servers_starts_them_before_the_first_prompt(tmp_path: P
     await harness.prompt("hi")
     assert [type(e) for e in events] == [McpServerStartEvent]  # not started twice
     await harness.shutdown()
+
+
+async def test_prompt_and_shutdown_may_come_from_different_tasks(tmp_path: Path) -> None:
+    harness, _, events = await harness_for(
+        stdio(), [FauxReply(tool_calls=[call("pid")]), "ok"], tmp_path
+    )
+    await asyncio.create_task(harness.prompt("go"))  # the servers start in that task's run
+    pid = int(text(results(harness)[0]))
+    await asyncio.create_task(harness.shutdown())  # and stop from another one
+    assert wait_gone(pid)
+    assert [type(e) for e in events] == [McpServerStartEvent, McpServerStopEvent]
+
+
+def test_prompt_sync_starts_the_servers_in_each_event_loop(tmp_path: Path) -> None:
+    harness = asyncio.run(
+        harness_for(
+            stdio(),
+            [
+                FauxReply(tool_calls=[call("pid")]),
+                "one",
+                FauxReply(tool_calls=[call("pid")]),
+                "two",
+            ],
+            tmp_path,
+        )
+    )[0]
+    assert harness.prompt_sync("first").text == "one"
+    # asyncio.run ended: its loop's tasks were cancelled, and the server with them.
+    first = int(text(results(harness)[0]))
+    assert wait_gone(first)
+    assert harness.prompt_sync("second").text == "two"
+    second = int(text(results(harness)[1]))
+    assert second != first
+    asyncio.run(harness.shutdown())
+    assert wait_gone(second)
