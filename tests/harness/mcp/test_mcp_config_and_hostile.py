@@ -221,3 +221,68 @@ def test_no_server_process_is_left_when_python_exits(tmp_path: Path) -> None:
     )
     pid = int(done.stdout.strip().splitlines()[-1])
     assert wait_gone(pid)
+
+
+async def test_schemas_a_server_sends_are_checked_before_the_model_sees_them(
+    tmp_path: Path,
+) -> None:
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[
+                Tool(name="remote", input_schema={"type": "object", "$ref": "http://x.test/s"}),
+                Tool(
+                    name="patterned",
+                    input_schema={
+                        "type": "object",
+                        "properties": {"a": {"type": "string", "pattern": "(a+)+$"}},
+                    },
+                ),
+                Tool(
+                    name="deep",
+                    input_schema={"type": "object", "properties": _nested(40)},
+                ),
+            ]
+        )
+
+    server: Server[object] = Server("schemas", on_list_tools=list_tools)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(session=session, mcp_servers={"s": server}, resources=None, cwd=tmp_path)
+    (status,) = await harness.start_mcp_servers()
+    assert status.tools == ("mcp__s__patterned",)
+    notes = " ".join(status.notes)
+    assert "'remote'" in notes and "nothing is fetched" in notes
+    assert "'deep'" in notes and "deeper than 32" in notes
+    tools = harness.turn_settings().tools
+    assert tools["mcp__s__patterned"].parameters["properties"] == {"a": {"type": "string"}}
+    await harness.shutdown()
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {"type": "string"}
+    for _ in range(depth):
+        value = {"a": {"type": "object", "properties": value}}
+    return value
+
+
+def test_server_rules_name_that_server_only(tmp_path: Path) -> None:
+    from permission_requests import request
+
+    from harness import PermissionRules, Tool
+
+    async def nothing(input: object, run: object) -> str:
+        return ""
+
+    rules = PermissionRules(deny=["mcp__docs", "mcp__files__*"])
+    for name, denied in (
+        ("mcp__docs__search", True),
+        ("mcp__files__write", True),
+        ("mcp__docs2__search", False),
+        ("mcp__doc__search", False),
+        ("mcp_docs__search", False),
+    ):
+        call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
+        found = [r for r in rules.deny if r.matches(call, how="any")]
+        assert bool(found) is denied, name
