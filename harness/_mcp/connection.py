@@ -124,7 +124,7 @@ class McpConnection:
         self._started_once = False
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
-        self._lock: asyncio.Lock | None = None
+        self._lock = asyncio.Lock()  # made again for each event loop (_reset)
         self._stop: asyncio.Event | None = None
         self._halting: asyncio.Task[None] | None = None
         self._stale = False
@@ -163,7 +163,6 @@ class McpConnection:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop (prompt_sync): the old task is gone
             self._reset(loop)
-        assert self._lock is not None
         async with self._lock:  # parallel calls start it once
             if self._halting is not None:
                 await asyncio.shield(self._halting)
@@ -177,8 +176,8 @@ class McpConnection:
                 )
             self.state = "starting"
             ready = loop.create_future()
-            self._stop = asyncio.Event()
-            self._task = loop.create_task(self._serve(ready), name=f"mcp server {self.name}")
+            self._stop = stop = asyncio.Event()
+            self._task = loop.create_task(self._serve(ready, stop), name=f"mcp server {self.name}")
             try:
                 async with asyncio.timeout(self.options.start_timeout_s):
                     await asyncio.shield(ready)
@@ -225,8 +224,8 @@ class McpConnection:
         if self.state in ("ready", "starting"):
             self.state = "stopped"
 
-    async def _serve(self, ready: asyncio.Future[None]) -> None:
-        """The server's own task: enter the client, list the tools, wait for the stop."""
+    async def _serve(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        """The server's own task: enter the client, list the tools, wait for ``stop``."""
         try:
             async with self._client_context() as client:
                 listed = await self._list(client)
@@ -245,8 +244,7 @@ class McpConnection:
                 ):
                     listener = asyncio.create_task(self._listen(client))
                 try:
-                    assert self._stop is not None
-                    await self._stop.wait()
+                    await stop.wait()
                 finally:
                     self._client = None
                     if listener is not None:
