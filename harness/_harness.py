@@ -66,6 +66,15 @@ from ._errors import (
     SyncInLoopError,
 )
 from ._loop import Run, TurnSettings, run_agent
+from ._mcp import (
+    MCP_OFFER_TYPE,
+    McpOptions,
+    McpServerConfig,
+    McpServers,
+    McpServerStatus,
+    offered_servers,
+    report_gone,
+)
 from ._operations import NavigationResult, compact_session, navigate_session
 from ._permissions import Gate, SecuritySupervisor, Supervisor, remembered_approvals
 from ._providers.base import Model, ThinkingLevel
@@ -219,6 +228,13 @@ class AgentHarness:
             run (``Continue``); one more ends the run with ``agent_end.end_reason`` saying so.
         notification_delay_s: seconds a tool call's approval may stay pending before a
             ``notification`` event (``permission_prompt``) is sent; None: never.
+        mcp_servers: MCP servers whose tools the model is offered, by name (docs/mcp.md):
+            :class:`StdioServer`, :class:`HttpServer`, :class:`SseServer` or an in-process
+            server object of the ``mcp`` SDK. Their tools are named
+            ``mcp__<server>__<tool>`` and gated like any other; they start at the first
+            prompt (or :meth:`start_mcp_servers`) and stop at :meth:`shutdown`. Settings
+            files are read only when you ask: ``load_mcp_config(cwd).servers``.
+        mcp_options: timeouts and restarts of those servers (:class:`McpOptions`).
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
@@ -226,6 +242,9 @@ class AgentHarness:
         UnknownModelError: a model name the registry does not know (code ``unknown_model``,
             with "did you mean" ``suggestions``).
         ModelSettingsError: the user settings' ``models`` has the wrong shape.
+        McpNotInstalledError: ``mcp_servers`` given without the ``mcp`` extra installed
+            (code ``mcp_not_installed``; the message says what to install).
+        McpConfigError: a bad MCP server name (code ``mcp_config``).
     """
 
     def __init__(
@@ -258,6 +277,8 @@ class AgentHarness:
         command_hooks: CommandHooks | None = None,
         max_stop_continues: int = DEFAULT_MAX_STOP_CONTINUES,
         notification_delay_s: float | None = 1.0,
+        mcp_servers: Mapping[str, McpServerConfig] | None = None,
+        mcp_options: McpOptions | None = None,
     ) -> None:
         if max_stop_continues < 0:
             raise ValueError(f"max_stop_continues must be 0 or more, not {max_stop_continues}")
@@ -353,6 +374,13 @@ class AgentHarness:
             restored.active_tools,
         )
         self._restore_events = restored.events
+        self._mcp = (
+            McpServers(mcp_servers, mcp_options or McpOptions(), cwd=self._cwd, emit=self._announce)
+            if mcp_servers
+            else None
+        )
+        self._mcp_offer = offered_servers(branch)  # what the session offered last
+        self._mcp_checked = False
 
     # --- state -------------------------------------------------------------------------------
 
@@ -596,6 +624,8 @@ class AgentHarness:
                     raise PromptBlockedError(submitted.reason or "no reason given")
                 for message in initial_history:
                     self._session.append_message(message)
+                await self._emit_restore_events()
+                await self._start_mcp()
                 await self._offer_skills()
                 queued, self._next_turn = self._next_turn, []
                 if queued:
@@ -874,18 +904,35 @@ class AgentHarness:
             run.end_reason = reason
 
     async def shutdown(self, reason: str = "other") -> None:
-        """Abort what runs, write pending settings, send ``session_end`` (with ``reason``, when
-        ``session_start`` was sent), and disconnect every receiver connected through this
-        harness. The session stays open (its owner closes it)."""
+        """Abort what runs, write pending settings, stop the MCP servers, send ``session_end``
+        (with ``reason``, when ``session_start`` was sent), and disconnect every receiver
+        connected through this harness. The session stays open (its owner closes it)."""
         if self.busy:
             await self.abort()
         self.flush_pending_writes()
+        if self._mcp is not None:
+            await self._mcp.shutdown()
         if self._started:
             self._started = False
             await notify(self, SessionEndEvent(session_id=self._session.id, reason=reason))
         for disconnect in self._disconnects:
             disconnect()
         self._disconnects.clear()
+
+    # --- MCP servers (logic in _mcp/) ------------------------------------------------------
+
+    @property
+    def mcp_servers(self) -> tuple[McpServerStatus, ...]:
+        """Each MCP server's name, transport, state, tools and last error (docs/mcp.md)."""
+        return () if self._mcp is None else self._mcp.status()
+
+    async def start_mcp_servers(self) -> tuple[McpServerStatus, ...]:
+        """Start the MCP servers now (in parallel) instead of at the first prompt; a server
+        that cannot start is reported in its status and by ``mcp_server_error``, never
+        raised. Returns :attr:`mcp_servers`."""
+        if self._mcp is not None:
+            await self._mcp.start()
+        return self.mcp_servers
 
     # --- settings ----------------------------------------------------------------------------
 
@@ -1099,7 +1146,11 @@ class AgentHarness:
                 models=self._models,
                 fallback_model=self._fallback,
                 registry=self._registry,
-                tools=[self._tools[n] for n in self._active],
+                # The parent's MCP tools go along, still served by the parent's servers.
+                tools=[
+                    *(self._tools[n] for n in self._active),
+                    *(t for n, t in self._offered_tools().items() if n.startswith("mcp__")),
+                ],
                 system_prompt=instructions,
                 resources=None,
                 cwd=self._cwd,
@@ -1165,6 +1216,12 @@ class AgentHarness:
             retry_base_delay_s=self._retry_base_delay_s,
             fallback_model=self._fallback,
         )
+
+    async def prepare_turn(self) -> None:
+        """Before each turn: MCP servers that said their tools changed are listed again, so
+        the turn is offered their new tools (journaled at the turn's end)."""
+        if self._mcp is not None and await self._mcp.prepare_turn():
+            self._journal_mcp(direct=False)
 
     async def drain_steering(self) -> list[UserMessage]:
         return await self._drain(self._steer, self._steering_mode)
@@ -1327,11 +1384,43 @@ class AgentHarness:
         return tuple(dict.fromkeys(names))
 
     def _offered_tools(self) -> dict[str, Tool]:
-        """The active tools, and the built-in ``skill`` tool while a skill is offered."""
+        """The active tools, the built-in ``skill`` tool while a skill is offered, and the
+        tools of the MCP servers that are up (a tool of the harness's own keeps its name)."""
         tools = {n: self._tools[n] for n in self._active}
         if self._journal.offer is not None and self._journal.offer.entries:
             tools[SKILL_TOOL_NAME] = self._skill_tool
+        if self._mcp is not None:
+            for name, mcp_tool in self._mcp.tools().items():
+                tools.setdefault(name, mcp_tool)
         return tools
+
+    async def _announce(self, event: Event) -> None:
+        await notify(self, event)  # type: ignore[arg-type]
+
+    async def _start_mcp(self) -> None:
+        """At a prompt's start: start the MCP servers not running; the first time, say which
+        servers the session offered tools of and that are gone; journal a changed offer."""
+        if self._mcp is not None:
+            await self._mcp.start()
+        if not self._mcp_checked:
+            self._mcp_checked = True
+            now = {} if self._mcp is None else self._mcp.offer()
+            configured = set() if self._mcp is None else set(self._mcp.names)
+            await report_gone(self._mcp_offer, now, configured, self._announce)
+        self._journal_mcp(direct=True)
+
+    def _journal_mcp(self, *, direct: bool) -> None:
+        """Record the MCP tools offered when they changed (before the prompt's message at a
+        prompt's start, ``direct``; else at the next turn boundary)."""
+        now = {} if self._mcp is None else self._mcp.offer()
+        if now == self._mcp_offer:
+            return
+        self._mcp_offer = now
+        data: dict[str, JSONValue] = {"servers": {k: list(v) for k, v in now.items()}}
+        if direct:
+            self._session.append_custom(MCP_OFFER_TYPE, data)
+        else:
+            self._write(lambda: self._session.append_custom(MCP_OFFER_TYPE, data))
 
     def _prompt_parts(self) -> PromptParts:
         return PromptParts(

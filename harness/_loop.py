@@ -111,6 +111,8 @@ class RunHost(Protocol):
 
     def turn_settings(self) -> TurnSettings: ...
 
+    async def prepare_turn(self) -> None: ...
+
     async def drain_steering(self) -> list[UserMessage]: ...
 
     async def drain_follow_up(self) -> list[UserMessage]: ...
@@ -204,6 +206,7 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
     for message in prompt:
         await _emit_message(run, message)
     while True:
+        await run.host.prepare_turn()  # e.g. MCP servers whose tools changed are listed again
         settings = run.overridden(run.host.turn_settings())
         context = (
             settings.tool_context() if callable(settings.tool_context) else settings.tool_context

@@ -38,6 +38,9 @@ __all__ = [
     "Event",
     "HandlerErrorEvent",
     "HookEvent",
+    "McpServerErrorEvent",
+    "McpServerStartEvent",
+    "McpServerStopEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
@@ -574,6 +577,51 @@ class ResourcesUpdateEvent:
     diagnostics: tuple[str, ...] = field(default=(), converter=_strings)
 
 
+# --- MCP servers ----------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class McpServerStartEvent:
+    """An MCP server is connected and has listed its tools: ``server`` is its configured name,
+    ``transport`` how it is reached (``stdio``, ``http``, ``sse``, ``in_process``),
+    ``tool_names`` the tools offered (``mcp__<server>__<tool>``), ``restart`` whether it is
+    a restart after a failure."""
+
+    name: ClassVar[str] = "mcp_server_start"
+
+    server: str
+    transport: str
+    tool_names: tuple[str, ...] = field(converter=_strings)
+    restart: bool = False
+
+
+@frozen(kw_only=True)
+class McpServerErrorEvent:
+    """An MCP server failed: ``phase`` says when (``start``: it could not start or list its
+    tools; ``call``: it crashed or timed out during a tool call; ``list``: refreshing its
+    tools failed; ``restore``: the session offered its tools before and it is not configured
+    or not running now). ``error`` says what happened, naming the server; ``restarts_left``
+    how many more restarts are tried (0: it stays down)."""
+
+    name: ClassVar[str] = "mcp_server_error"
+
+    server: str
+    phase: Literal["start", "call", "list", "restore"]
+    error: str
+    restarts_left: int = 0
+
+
+@frozen(kw_only=True)
+class McpServerStopEvent:
+    """An MCP server was stopped: ``reason`` is ``shutdown`` (the harness's ``shutdown()``)
+    or ``restart`` (stopped after a failure, to start again at its next call)."""
+
+    name: ClassVar[str] = "mcp_server_stop"
+
+    server: str
+    reason: Literal["shutdown", "restart"]
+
+
 # --- other ----------------------------------------------------------------------------------
 
 
@@ -788,6 +836,9 @@ ObserverEvent: TypeAlias = (
     | ThinkingLevelUpdateEvent
     | ToolsUpdateEvent
     | ResourcesUpdateEvent
+    | McpServerStartEvent
+    | McpServerErrorEvent
+    | McpServerStopEvent
     | AbortEvent
     | RetryEvent
     | ModelFallbackEvent

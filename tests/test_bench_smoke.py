@@ -163,3 +163,17 @@ def test_bench_hooks_quick_prints_every_row() -> None:
         "| tool call, one hook `cat > /dev/null`",
         "| tool call, one hook `exit 2` (blocks)",
     ]
+
+
+def test_bench_mcp_quick_prints_both_transports() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_mcp.py"), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| in-process |")]
+    rows += [line for line in done.stdout.splitlines() if line.startswith("| stdio |")]
+    assert len(rows) == 2 and all(len(row.split("|")) == 10 for row in rows)

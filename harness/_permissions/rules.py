@@ -61,7 +61,7 @@ PERMISSION_MODES: tuple[PermissionMode, ...] = (
 )
 OPERATION_RULES: Mapping[str, str] = {"read": "read", "write": "edit", "edit": "edit"}
 """Rule names that name an operation, not one tool: the tool kind each covers."""
-_RULE = re.compile(r"(?P<tool>[\w.-]+)(?:\((?P<spec>.*)\))?", re.S)
+_RULE = re.compile(r"(?P<tool>[\w.-]+(?:__\*)?)(?:\((?P<spec>.*)\))?", re.S)
 _GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
 
 
@@ -101,14 +101,22 @@ class Rule:
     def covers_tool(self, request: PermissionRequest) -> bool:
         """Whether the rule's tool part names the call: ``read`` names every tool that reads
         paths (kind ``read``: read, grep, find, ls, and any tool of that kind), ``write`` and
-        ``edit`` every tool that writes them (kind ``edit``: write, edit); any other name
-        names that tool only. Names compare without case, so Claude Code's spellings
+        ``edit`` every tool that writes them (kind ``edit``: write, edit); ``mcp__server``
+        and ``mcp__server__*`` every tool of that MCP server; any other name names that
+        tool only. Names compare without case, so Claude Code's spellings
         (``Bash(...)``, ``Read(...)``, ``Edit(...)``) bind the same tools."""
         name = _tool_name(self.tool)
         operation = OPERATION_RULES.get(name)
         if operation is not None:
             return request.kind == operation
-        return name == request.tool_name.lower()
+        rule, name = self.tool.lower(), request.tool_name.lower()
+        if rule.startswith("mcp__") and name.startswith("mcp__"):
+            # Claude Code's MCP rules: ``mcp__server`` and ``mcp__server__*`` name every
+            # tool of that server (tool names are ``mcp__<server>__<tool>``).
+            server = rule.removesuffix("__*")
+            if "__" not in server.removeprefix("mcp__"):
+                return name.startswith(server + "__")
+        return rule == name
 
     def allows(self, tool_name: str, command: SimpleCommand) -> bool:
         """Whether the rule, as an allow rule, approves one simple command of ``tool_name``

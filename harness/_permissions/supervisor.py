@@ -315,7 +315,7 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "
                 "is dont_ask: only calls allowed by a rule run; do without it or ask the user "
-                f"to allow it{self._untrusted_hint(request)}"
+                f"to allow it{self._untrusted_hint(request) or _rule_hint(request)}"
             )
         if self.approver is None:
             # The model reads the reason; the developer gets the fix in the log.
@@ -329,7 +329,7 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) but nobody can approve "
                 "it here (no approver); do without it or ask the user to allow it"
-                f"{self._untrusted_hint(request)}"
+                f"{self._untrusted_hint(request) or _rule_hint(request)}"
             )
         return await self.approver(request)
 
@@ -378,6 +378,16 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
 def _hook_said(request: PermissionRequest, what: str) -> str:
     why = f": {request.hook_reason}" if request.hook_reason else ""
     return f"a tool_call hook {what}{why}"
+
+
+def _rule_hint(request: PermissionRequest) -> str:
+    """Which allow rule would run the call: its operation key is one (an MCP tool's name,
+    ``mcp__server__tool``, or ``mcp__server`` for all of that server's tools)."""
+    key = request.operation_key
+    if key.startswith("mcp__"):
+        server = "__".join(key.split("__", 2)[:2])
+        return f" (the allow rule {key!r}, or {server!r} for every tool of its server, runs it)"
+    return f" (the allow rule {key!r} runs it)"
 
 
 def _named(rule: Rule) -> str:

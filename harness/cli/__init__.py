@@ -32,6 +32,7 @@ from ._escape import TerminalFormatter, excepthook
 from ._export import export
 from ._hooks import hooks
 from ._import import import_group
+from ._mcp import mcp
 from ._resources import skills, templates
 from ._run import run
 from ._sessions import sessions
@@ -80,3 +81,4 @@ main.add_command(import_group)
 main.add_command(skills)
 main.add_command(templates)
 main.add_command(hooks)
+main.add_command(mcp)

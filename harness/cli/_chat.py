@@ -14,7 +14,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -22,7 +22,7 @@ from typing import Literal
 import click
 from rich.console import Console
 
-from hooks import HarnessError, NotificationEvent, notify
+from hooks import HarnessError, McpServerErrorEvent, NotificationEvent, notify
 from repos import JsonlSessionRepo, Session
 
 from .._compaction.summarize import ExtractiveSummarizer
@@ -52,6 +52,7 @@ from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
 from ._hooks import attach_hook_output, load_command_hooks
+from ._mcp import configured_mcp_servers
 from ._models import ModelChoice
 from ._run import (
     _pick_session,
@@ -90,10 +91,12 @@ class Chat:
         trust_project: bool = False,
         choice: ModelChoice | None = None,
         command_hooks: CommandHooks | None = None,
+        mcp_servers: Mapping[str, object] | None = None,
     ) -> None:
         self.repo = repo
         self.choice = choice
         """How models are named and found (None: offline, no other model can be made)."""
+        self.mcp_servers = dict(mcp_servers or {})
         self.cwd = cwd
         self.command_hooks = command_hooks
         self.exit_reason = "other"
@@ -129,12 +132,16 @@ class Chat:
             cwd=self.cwd,
             fallback_model=self.choice.fallback() if self.choice is not None else None,
             registry=self.choice.registry if self.choice is not None else None,
+            mcp_servers=self.mcp_servers,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
             command_hooks=self.command_hooks,
         )
         self.view.attach(harness)
         attach_hook_output(harness, self.view.note)
+        harness.connect(
+            McpServerErrorEvent, lambda sender, event: self.view.note(f"note: {event.error}")
+        )
         return harness
 
     async def switch_to(self, session: Session) -> None:
@@ -318,6 +325,7 @@ async def _main(
             view=view,
             cwd=cwd,
             command_hooks=command_hooks,
+            mcp_servers=configured_mcp_servers(cwd, trust_project),
         )
     except BaseException:
         session.close()

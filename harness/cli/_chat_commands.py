@@ -170,6 +170,22 @@ async def _skills(chat: Chat, args: str) -> None:
         chat.view.note(f"{diagnostic.code}: {one_line(diagnostic.message)}")
 
 
+async def _mcp(chat: Chat, args: str) -> None:
+    _no_args("/mcp", args)
+    servers = await chat.harness.start_mcp_servers()  # those not up yet are started to show
+    if not servers:
+        chat.view.line("no MCP servers (harness mcp add NAME -- COMMAND ARGS...)")
+    for server in servers:
+        tools = f"{len(server.tools)} tools" if server.tools else "no tools"
+        chat.view.line(
+            f"{server.name}: {server.state} ({server.transport} {server.target}); {tools}"
+        )
+        if server.error is not None:
+            chat.view.note(f"last error: {one_line(server.error)}")
+        for tool in server.tools:
+            chat.view.line(f"  {tool}")
+
+
 _EXPORTERS: dict[str, Callable[..., str | bytes]] = {
     "html": session_html,
     "md": session_markdown,
@@ -239,6 +255,7 @@ COMMANDS: dict[str, Command] = {
         _thinking,
     ),
     "skills": Command("/skills", "list the skills the agent is offered", _skills),
+    "mcp": Command("/mcp", "the MCP servers: status, last error and tools", _mcp),
     "export": Command(
         "/export [FORMAT] [FILE]", "write the session as html (default), md or jsonl", _export
     ),

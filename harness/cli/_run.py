@@ -12,6 +12,7 @@ settings allows them.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -57,6 +58,7 @@ from .._tools.write import write_tool
 from ._common import open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._hooks import attach_hook_output, load_command_hooks
+from ._mcp import configured_mcp_servers, show_mcp_errors
 from ._models import DEFAULT_MODEL, ModelChoice, model_options
 from ._render import cost_json, reply_totals
 from ._sessions import _warn_diagnostics
@@ -79,6 +81,8 @@ def _offline_reply(request: ModelRequest) -> FauxReply:
         first = (last.text.strip().splitlines() or ["(no output)"])[0]
         return FauxReply(text=f"(offline) {last.tool_name} {status}: {first}")
     text = str(getattr(last, "text", "")) if last is not None else ""
+    if text.startswith("@") and text[1:].strip():
+        return _offline_call(text[1:], f"offline_call_{len(request.messages)}")
     if text.startswith("!") and text[1:].strip():
         command = text[1:].strip()
         return FauxReply(
@@ -96,9 +100,25 @@ def _offline_reply(request: ModelRequest) -> FauxReply:
     return FauxReply(text=f"(offline) You said: {text}")
 
 
+def _offline_call(text: str, call_id: str) -> FauxReply:
+    """``TOOL {JSON}``: a call of TOOL with those arguments (none: ``{}``)."""
+    name, _, given = text.strip().partition(" ")
+    try:
+        arguments = json.loads(given) if given.strip() else {}
+    except ValueError as exc:
+        return FauxReply(text=f"(offline) the arguments of {name} are not JSON: {exc}")
+    if not isinstance(arguments, dict):
+        return FauxReply(text=f"(offline) the arguments of {name} must be a JSON object")
+    return FauxReply(
+        text=f"(offline) Calling {name}.",
+        tool_calls=[FauxToolCall(name=name, arguments=arguments, id=call_id)],
+    )
+
+
 def offline_model() -> FauxModel:
     """The scripted model of ``--offline``: it echoes the prompt; a prompt ``!COMMAND`` makes it
-    call the ``bash`` tool with COMMAND, then report the first line of the result."""
+    call the ``bash`` tool with COMMAND, and ``@TOOL {JSON}`` calls TOOL (an MCP tool, say)
+    with those arguments; then it reports the first line of the result."""
     return FauxModel(_offline_reply, model_id=OFFLINE_MODEL_ID)
 
 
@@ -159,6 +179,15 @@ class _EventWriter:
 
 
 # --- the command ------------------------------------------------------------------------------
+
+
+async def _prompt_once(harness: AgentHarness, text: str) -> AssistantMessage:
+    """One prompt, then the harness shuts down in the same event loop: the MCP servers stop
+    and the hooks get ``session_end``."""
+    try:
+        return await harness.prompt(text)
+    finally:
+        await harness.shutdown()
 
 
 async def _pick_session(
@@ -270,7 +299,8 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option(
     "--offline",
     is_flag=True,
-    help="Use the scripted offline model (echoes; `!COMMAND` asks for a bash call).",
+    help="Use the scripted offline model (echoes; `!COMMAND` asks for a bash call, "
+    "`@TOOL {JSON}` for a call of TOOL).",
 )
 @click.option(
     "--output",
@@ -301,8 +331,9 @@ def run(
     Without --session or --continue a new session is created for the current folder. There is
     no approver: tool calls that need approval are denied unless --mode or a settings rule
     allows them (a rule of the project's settings only with --trust-project). Command hooks
-    of the user's settings run (the project's only with --trust-project). A provider error,
-    or a prompt a hook refuses, exits 1 (the error reply is persisted first).
+    of the user's settings run, and the MCP servers of the settings files are offered (a
+    project's only with --trust-project; `harness hooks list`, `harness mcp list`). A provider
+    error, or a prompt a hook refuses, exits 1 (the error reply is persisted first).
     """
     if session_ref is not None and continue_:
         raise click.UsageError("give at most one of --session and --continue")
@@ -362,8 +393,10 @@ def run(
             supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
             cwd=cwd,
             command_hooks=command_hooks,
+            mcp_servers=configured_mcp_servers(cwd, trust_project),
         )
         attach_hook_output(harness, lambda text: echo(text, err=True))
+        show_mcp_errors(harness)
         writer = _EventWriter()
         if output == "events":
             for name in EVENT_CLASSES:
@@ -375,10 +408,7 @@ def run(
                 added.append(event.message)
 
         harness.connect("message_end", persisted)
-        try:
-            reply = run_async(harness.prompt(text))
-        finally:
-            run_async(harness.shutdown())  # session_end for the hooks
+        reply = run_async(_prompt_once(harness, text))
         _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)

@@ -103,3 +103,16 @@ def test_permissions_allows_git_status_and_denies_every_other_bash_command(
 def test_the_permissions_doc_shows_the_tested_example() -> None:
     doc = (EXAMPLES.parent / "docs" / "permissions.md").read_text()
     assert (EXAMPLES / "permissions.py").read_text().strip() in doc
+
+
+def test_mcp_in_process_calls_the_servers_tool(tmp_path: Path) -> None:
+    out = run_example("mcp_in_process.py", tmp_path)
+    assert out.stdout.splitlines() == [
+        "mcp__weather__forecast: Sunny in Oslo, 21 °C.",
+        "Pack sunglasses.",
+    ]
+
+
+def test_the_mcp_doc_shows_the_tested_example() -> None:
+    doc = (EXAMPLES.parent / "docs" / "mcp.md").read_text()
+    assert (EXAMPLES / "mcp_in_process.py").read_text().strip() in doc

@@ -20,6 +20,9 @@ from hooks import (
     Event,
     HandlerErrorEvent,
     HookEvent,
+    McpServerErrorEvent,
+    McpServerStartEvent,
+    McpServerStopEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -154,6 +157,9 @@ SAMPLES: tuple[Event, ...] = (
         source="set",
     ),
     ResourcesUpdateEvent(source="refresh", skills=["review"], added=["review"]),
+    McpServerStartEvent(server="docs", transport="stdio", tool_names=["mcp__docs__search"]),
+    McpServerErrorEvent(server="docs", phase="call", error="timed out", restarts_left=2),
+    McpServerStopEvent(server="docs", reason="shutdown"),
     AbortEvent(cleared_steer=["stop"], cleared_follow_up=[]),
     RetryEvent(
         attempt=2, max_attempts=3, delay_s=1.5, error_message="overloaded", error_type="provider"

@@ -1,0 +1,298 @@
+"""An MCP server's tools and results as ours: names, schemas, descriptions, content blocks.
+
+Pure functions on the JSON the server sent (the SDK's models dumped with their wire names), so
+every bound on what a server may send sits in one place. A server is untrusted
+(docs/security.md): whatever its tool list holds, a tool it offers is at most a tool named
+``mcp__<server>__<tool>`` that the supervisor gates; whatever a result holds, it becomes
+bounded text and image blocks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+import orjson
+from attrs import frozen
+
+from hooks import ImageContent, JSONValue, TextContent, UserContent
+from repos import MAX_NESTING, nested_deeper
+
+__all__ = [
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_RESULT_CHARS",
+    "MAX_SCHEMA_BYTES",
+    "MAX_TOOLS",
+    "McpResult",
+    "ToolInfo",
+    "adapt_result",
+    "adapt_tools",
+    "mcp_tool_name",
+]
+
+PREFIX = "mcp__"
+MAX_NAME = 64
+"""Longest full tool name (``mcp__<server>__<tool>``): the tightest provider limit."""
+MAX_TOOLS = 256
+"""Tools taken from one server; the rest are left out and reported."""
+MAX_DESCRIPTION_CHARS = 2048
+"""A tool description is cut to this many characters (Claude Code cuts at the same length)."""
+MAX_SCHEMA_BYTES = 64 * 1024
+MAX_SCHEMA_NESTING = 32
+MAX_RESULT_CHARS = 100_000
+"""Text of one result beyond this is cut, with a note saying how much was left out."""
+MAX_BLOCKS = 64
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Largest image kept (decoded size; the Anthropic API's own limit)."""
+_DETAILS_NESTING = MAX_NESTING - 5  # details.structuredContent sits at level 5 of its line
+MAX_DETAILS_BYTES = 256 * 1024
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """Our name for ``tool`` of ``server``: ``mcp__<server>__<tool>`` (Claude Code's), with
+    every character but ``A-Z a-z 0-9 _ -`` of the tool's name made ``_``."""
+    return f"{PREFIX}{server}__{_UNSAFE.sub('_', tool)}"
+
+
+@frozen(kw_only=True)
+class ToolInfo:
+    """One tool a server offers, checked: ``name`` is ours, ``remote_name`` the server's,
+    ``read_only`` its ``readOnlyHint``."""
+
+    name: str
+    remote_name: str
+    description: str
+    parameters: Mapping[str, JSONValue]
+    read_only: bool
+    destructive: bool | None
+    annotations: Mapping[str, JSONValue]
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates replaced, so it always encodes (and is stored) as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _schema_problem(schema: object) -> str | None:
+    if not isinstance(schema, Mapping):
+        return "its input schema is not an object"
+    if schema.get("type", "object") != "object":
+        return "its input schema's type is not 'object'"
+    try:
+        size = len(orjson.dumps(schema))
+    except (TypeError, orjson.JSONEncodeError):
+        return "its input schema is not JSON"
+    if size > MAX_SCHEMA_BYTES:
+        return f"its input schema is larger than {MAX_SCHEMA_BYTES} bytes"
+    if nested_deeper(schema, MAX_SCHEMA_NESTING):
+        return f"its input schema nests deeper than {MAX_SCHEMA_NESTING} levels"
+    if _remote_ref(schema):
+        return "its input schema refers to another document ($ref): nothing is fetched"
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(dict(schema))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"its input schema is not a valid JSON Schema: {exc.message[:200]}"
+    return None
+
+
+def _remote_ref(value: object) -> bool:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key in ("$ref", "$dynamicRef") and not (
+                isinstance(item, str) and item.startswith("#")
+            ):
+                return True
+            if _remote_ref(item):
+                return True
+    elif isinstance(value, list):
+        return any(_remote_ref(v) for v in value)
+    return False
+
+
+def _without_patterns(value: Any) -> Any:
+    """The schema without ``pattern``/``patternProperties``: they are regular expressions the
+    server wrote, and validating a model's input against them could take exponential time.
+    The server checks its own input; we check the rest."""
+    if isinstance(value, Mapping):
+        out = {k: _without_patterns(v) for k, v in value.items() if k != "pattern"}
+        if "patternProperties" in out:
+            del out["patternProperties"]
+            out.pop("additionalProperties", None)  # those properties are allowed again
+        return out
+    if isinstance(value, list):
+        return [_without_patterns(v) for v in value]
+    return value
+
+
+def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[ToolInfo], list[str]]:
+    """The usable tools of a ``tools/list`` answer, and a note for each tool left out.
+
+    A tool is left out when its name is empty, its full name is longer than 64 characters or
+    repeats an earlier one, its input schema is not a JSON Schema object (or is larger than
+    64 KB, nests deeper than 32 levels, or refers to another document), or the server offers
+    more than 256 tools. Descriptions lose control characters and are cut to 2,048
+    characters.
+    """
+    tools: list[ToolInfo] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for raw in listed:
+        remote = raw.get("name")
+        if not isinstance(remote, str) or not remote:
+            notes.append("a tool without a name was left out")
+            continue
+        shown = repr(_clean(remote[:80]))
+        if len(tools) >= MAX_TOOLS:
+            notes.append(f"more than {MAX_TOOLS} tools: {shown} and the rest were left out")
+            break
+        name = mcp_tool_name(server, remote)
+        if len(name) > MAX_NAME:
+            notes.append(f"tool {shown} was left out: {name[:80]!r} is over {MAX_NAME} characters")
+            continue
+        if name in seen:
+            notes.append(f"tool {shown} was left out: its name {name!r} is taken")
+            continue
+        schema = raw.get("inputSchema")
+        problem = _schema_problem(schema)
+        if problem is not None:
+            notes.append(f"tool {shown} was left out: {problem}")
+            continue
+        seen.add(name)
+        description = raw.get("description")
+        text = _CONTROL.sub(" ", _clean(description)) if isinstance(description, str) else ""
+        if len(text) > MAX_DESCRIPTION_CHARS:
+            text = text[: MAX_DESCRIPTION_CHARS - 1] + "…"
+        annotations = raw.get("annotations")
+        hints = annotations if isinstance(annotations, Mapping) else {}
+        destructive = hints.get("destructiveHint")
+        tools.append(
+            ToolInfo(
+                name=name,
+                remote_name=remote,
+                description=text or f"Tool {remote!r} of the MCP server {server!r}.",
+                parameters=_without_patterns(schema),
+                read_only=hints.get("readOnlyHint") is True,
+                destructive=destructive if isinstance(destructive, bool) else None,
+                annotations={
+                    k: v for k, v in hints.items() if isinstance(v, bool | str | int | float)
+                },
+            )
+        )
+    return tools, notes
+
+
+@frozen(kw_only=True)
+class McpResult:
+    """A ``tools/call`` answer as ours: content blocks, ``details``, whether it failed."""
+
+    content: tuple[UserContent, ...]
+    details: JSONValue
+    is_error: bool
+
+
+def _image(block: Mapping[str, Any]) -> UserContent:
+    mime = block.get("mimeType")
+    data = block.get("data") if "data" in block else block.get("blob")
+    if mime not in IMAGE_TYPES or not isinstance(data, str):
+        return TextContent(text=f"[an image of type {str(mime)[:40]!r} was left out]")
+    if len(data) > MAX_IMAGE_BYTES * 4 // 3 + 4:
+        return TextContent(text=f"[an image over {MAX_IMAGE_BYTES} bytes was left out]")
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return TextContent(text="[an image whose data is not base64 was left out]")
+    return ImageContent(data=data, mime_type=str(mime))
+
+
+def _block(block: object) -> UserContent:
+    if not isinstance(block, Mapping):
+        return TextContent(text="[a content block that is not an object was left out]")
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+        return TextContent(text=_clean(text) if isinstance(text, str) else "")
+    if kind == "image":
+        return _image(block)
+    if kind == "resource":
+        resource = block.get("resource")
+        resource = resource if isinstance(resource, Mapping) else {}
+        uri = _clean(str(resource.get("uri", "")))[:500]
+        if isinstance(resource.get("text"), str):
+            return TextContent(text=f"[resource {uri}]\n{_clean(resource['text'])}")
+        if resource.get("mimeType") in IMAGE_TYPES:
+            return _image(resource)
+        mime = _clean(str(resource.get("mimeType", "unknown type")))[:80]
+        return TextContent(text=f"[resource {uri}: binary data of {mime}, not shown]")
+    if kind == "resource_link":
+        uri = _clean(str(block.get("uri", "")))[:500]
+        name = _clean(str(block.get("name", "")))[:200]
+        return TextContent(text=f"[resource link {name}: {uri}]")
+    if kind == "audio":
+        return TextContent(text="[audio content, not shown]")
+    return TextContent(text=f"[content of type {_clean(str(kind))[:40]!r}, not shown]")
+
+
+def _bounded(blocks: list[UserContent]) -> list[UserContent]:
+    """Texts cut to :data:`MAX_RESULT_CHARS` in total, with a note of what was left out."""
+    left = MAX_RESULT_CHARS
+    out: list[UserContent] = []
+    dropped = 0
+    for block in blocks:
+        if isinstance(block, TextContent):
+            if left <= 0:
+                dropped += len(block.text)
+                continue
+            if len(block.text) > left:
+                dropped += len(block.text) - left
+                block = TextContent(text=block.text[:left])
+            left -= len(block.text)
+        out.append(block)
+    if dropped:
+        out.append(TextContent(text=f"[{dropped} more characters were cut]"))
+    return out
+
+
+def adapt_result(raw: Mapping[str, Any]) -> McpResult:
+    """A ``CallToolResult`` (wire names) as content blocks.
+
+    Text blocks stay text; images (PNG, JPEG, GIF, WebP, valid base64, at most 5 MB) become
+    image blocks; embedded resources become their text (or image); links, audio and unknown
+    kinds become a one-line note. At most 64 blocks and 100,000 characters in all.
+    ``isError`` makes an error result. ``structuredContent`` is kept in ``details`` (when it
+    nests within what a session line holds and is at most 256 KB), else a note says why not.
+    """
+    content = raw.get("content")
+    blocks = [_block(b) for b in content[:MAX_BLOCKS]] if isinstance(content, list) else []
+    if isinstance(content, list) and len(content) > MAX_BLOCKS:
+        blocks.append(TextContent(text=f"[{len(content) - MAX_BLOCKS} more blocks were cut]"))
+    details: dict[str, JSONValue] | None = None
+    structured = raw.get("structuredContent")
+    if structured is not None:
+        try:
+            encoded = orjson.dumps(structured)
+        except (TypeError, orjson.JSONEncodeError):  # lone surrogates, say
+            encoded = None
+        if encoded is None:
+            details = {"structuredContentDropped": "not storable as JSON"}
+        elif nested_deeper(structured, _DETAILS_NESTING):
+            details = {"structuredContentDropped": "nested too deep to store"}
+        elif len(encoded) > MAX_DETAILS_BYTES:
+            details = {"structuredContentDropped": f"larger than {MAX_DETAILS_BYTES} bytes"}
+        else:
+            details = {"structuredContent": orjson.loads(encoded)}
+        if not blocks and encoded is not None:  # the model sees it when nothing else is sent
+            blocks = [TextContent(text=encoded.decode())]
+    return McpResult(
+        content=tuple(_bounded(blocks)), details=details, is_error=raw.get("isError") is True
+    )

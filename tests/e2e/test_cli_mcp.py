@@ -1,0 +1,221 @@
+"""``harness mcp list|add|remove`` and ``run`` with MCP servers, for real in subprocesses, with
+the test suite's stdio MCP server (``tests/harness/mcp/mcp_servers.py``, written with the
+``mcp`` SDK). The user's settings live in a ``$XDG_CONFIG_HOME`` under ``tmp_path``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SERVER = REPO_ROOT / "tests" / "harness" / "mcp" / "mcp_servers.py"
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def config_home(tmp_path: Path) -> Path:
+    return tmp_path / "config"
+
+
+@pytest.fixture
+def harness(tmp_path: Path, work: Path, config_home: Path) -> Run:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    base.update(
+        HARNESS_SESSIONS_DIR=str(tmp_path / "sessions"),
+        PYTHONIOENCODING="utf-8",
+        PYTHONPATH=str(REPO_ROOT),
+        XDG_CONFIG_HOME=str(config_home),
+    )
+
+    def run(
+        *args: str | Path, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "harness.cli", *map(str, args)],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env={**base, **(env or {})},
+            cwd=work,
+            timeout=120,
+            check=False,
+        )
+
+    return run
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def user_settings(config_home: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads((config_home / "harness" / "settings.json").read_text())
+    return data
+
+
+def test_add_list_and_remove_a_stdio_server(harness: Run, config_home: Path) -> None:
+    ok(
+        harness(
+            "mcp", "add", "probe", "-e", "GREETING=${USER:-someone}", "--", sys.executable, SERVER
+        )
+    )
+    entry = user_settings(config_home)["mcpServers"]
+    assert entry == {
+        "probe": {
+            "command": sys.executable,
+            "args": [str(SERVER)],
+            "env": {"GREETING": "${USER:-someone}"},  # expanded when it starts, not here
+        }
+    }
+    listed = [json.loads(line) for line in ok(harness("mcp", "list", "--json")).stdout.splitlines()]
+    (probe,) = listed
+    assert probe["state"] == "ready" and probe["transport"] == "stdio"
+    assert "mcp__probe__echo" in probe["tools"]
+    text = ok(harness("mcp", "list")).stdout
+    assert "probe: connected" in text and "  mcp__probe__danger" in text
+    ok(harness("mcp", "remove", "probe"))
+    assert user_settings(config_home)["mcpServers"] == {}
+    gone = harness("mcp", "remove", "probe")
+    assert gone.returncode == 1 and "error[mcp_config]" in gone.stderr
+
+
+def test_add_an_http_server_with_headers_to_the_project(harness: Run, work: Path) -> None:
+    ok(
+        harness(
+            "mcp",
+            "add",
+            "docs",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "-H",
+            "Authorization: Bearer ${T}",
+            "--scope",
+            "project",
+        )
+    )
+    written = json.loads((work / ".mcp.json").read_text())
+    assert written == {
+        "mcpServers": {
+            "docs": {
+                "type": "http",
+                "url": "http://127.0.0.1:9/mcp",
+                "headers": {"Authorization": "Bearer ${T}"},
+            }
+        }
+    }
+    bad = harness("mcp", "add", "bad__name", "--", "true")
+    assert bad.returncode == 1 and "error[mcp_config]" in bad.stderr
+
+
+def test_an_untrusted_projects_servers_start_nothing_and_list_says_why(
+    harness: Run, work: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    script = f"open({str(marker)!r}, 'w').close()"
+    (work / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"evil": {"command": sys.executable, "args": ["-c", script]}}})
+    )
+    listed = ok(harness("mcp", "list")).stdout
+    assert "evil: skipped" in listed and "not trusted" in listed and "--trust-project" in listed
+    ran = ok(harness("run", "--offline", "-p", "hello"))
+    assert "does not start" in ran.stderr and "not trusted" in ran.stderr
+    assert not marker.exists()  # nothing ran
+    trusted = harness("mcp", "list", "--trust-project")
+    assert marker.exists()  # trusted: the command ran (and failed to speak MCP)
+    assert "evil: failed" in trusted.stdout
+
+
+def test_run_offline_calls_an_mcp_tool_allowed_by_a_rule(harness: Run, config_home: Path) -> None:
+    ok(harness("mcp", "add", "probe", "--", sys.executable, SERVER))
+    denied = ok(
+        harness("run", "--offline", "--output", "json", "-p", '@mcp__probe__danger {"path": "x"}')
+    )
+    reply = json.loads(denied.stdout)["reply"]
+    assert "mcp__probe__danger failed" in reply
+    assert "'mcp__probe__danger'" in reply  # the rule that would allow it
+    read_only = ok(harness("run", "--offline", "-p", '@mcp__probe__echo {"text": "hi there"}'))
+    assert "mcp__probe__echo returned: hi there" in read_only.stdout
+    settings = user_settings(config_home)
+    settings["permissions"] = {"allow": ["mcp__probe__danger"]}
+    (config_home / "harness" / "settings.json").write_text(json.dumps(settings))
+    allowed = ok(harness("run", "--offline", "-p", '@mcp__probe__danger {"path": "x"}'))
+    assert "mcp__probe__danger returned: deleted x" in allowed.stdout
+
+
+def test_a_server_that_fails_to_start_is_named_and_the_run_goes_on(
+    harness: Run, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-server"
+    ok(harness("mcp", "add", "broken", "--", missing))
+    ran = ok(harness("run", "--offline", "-p", "hello"))
+    assert "(offline) You said: hello" in ran.stdout
+    assert "'broken'" in ran.stderr and str(missing) in ran.stderr
+    listed = ok(harness("mcp", "list")).stdout
+    assert "broken: failed" in listed and str(missing) in listed
+
+
+def test_without_the_mcp_extra_the_error_names_it(tmp_path: Path, config_home: Path) -> None:
+    settings = config_home / "harness" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"mcpServers": {"probe": {"command": "true"}}}))
+    code = (
+        "import sys; sys.modules['mcp'] = None\n"  # as if the extra were not installed
+        "from harness.cli import main; main()"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(
+        XDG_CONFIG_HOME=str(config_home),
+        HARNESS_SESSIONS_DIR=str(tmp_path / "sessions"),
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "run", "--offline", "-p", "hi"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "error[mcp_not_installed]" in done.stderr
+    assert "pip install 'jsonl-harness[mcp]'" in done.stderr
+
+
+def test_chat_lists_its_mcp_servers(harness: Run, tmp_path: Path) -> None:
+    ok(harness("mcp", "add", "probe", "--", sys.executable, SERVER))
+    chat = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "chat", "--offline"],
+        input="/mcp\n/exit\n",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+            "HARNESS_SESSIONS_DIR": str(tmp_path / "sessions"),
+            "HARNESS_CHAT_HISTORY": str(tmp_path / "history"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PYTHONPATH": str(REPO_ROOT),
+        },
+        cwd=tmp_path / "work",
+        timeout=120,
+        check=False,
+    )
+    assert chat.returncode == 0, chat.stdout + chat.stderr
+    assert "probe: ready (stdio " in chat.stdout  # /mcp starts what is not up, to show it
+    assert "  mcp__probe__echo" in chat.stdout

@@ -1,0 +1,288 @@
+"""MCP settings in Claude Code's shape, and what a hostile server can never make the harness do
+(docs/security.md, "MCP servers"): real servers written with the ``mcp`` SDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp_servers import ESC, SCRIPT, build, build_hostile, stdio, wait_gone
+
+from harness import (
+    AgentHarness,
+    FauxModel,
+    FauxReply,
+    FauxToolCall,
+    HttpServer,
+    McpConfigError,
+    McpOptions,
+    MemorySessionRepo,
+    SecuritySupervisor,
+    SseServer,
+    StdioServer,
+    TextContent,
+    ToolResultMessage,
+    load_mcp_config,
+    nested_deeper,
+)
+
+
+def write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_settings_in_claude_codes_shape_with_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCS_TOKEN", "s3cret")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    user = tmp_path / "user.json"
+    write(
+        user,
+        {
+            "permissions": {"allow": []},
+            "mcpServers": {
+                "files": {"command": "srv-${NOT_SET_ANYWHERE:-default}", "args": ["--x"]},
+                "docs": {
+                    "type": "http",
+                    "url": "https://docs.test/mcp",
+                    "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"},
+                },
+                "old": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+                "broken": {"command": "x", "env": {"K": "${NOT_SET_ANYWHERE}"}},
+                "typo": {"comand": "x"},
+                "bad__name": {"command": "x"},
+            },
+        },
+    )
+    config = load_mcp_config(tmp_path, user_settings=user)
+    assert config.servers == {
+        "files": StdioServer("srv-default", ["--x"]),
+        "docs": HttpServer("https://docs.test/mcp", headers={"Authorization": "Bearer s3cret"}),
+        "old": SseServer("http://127.0.0.1:1/sse"),
+    }
+    reasons = {s.name: s.reason for s in config.skipped}
+    assert set(reasons) == {"broken", "typo", "bad__name"}
+    assert "NOT_SET_ANYWHERE" in reasons["broken"] and "comand" in reasons["typo"]
+
+
+def test_an_untrusted_projects_servers_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", {"mcpServers": {"a": {"command": "a"}}})
+    write(tmp_path / ".harness" / "settings.json", {"mcpServers": {"b": {"command": "b"}}})
+    user = tmp_path / "none.json"
+    untrusted = load_mcp_config(tmp_path, user_settings=user)
+    assert untrusted.servers == {}
+    assert {s.name for s in untrusted.skipped} == {"a", "b"}
+    assert all("not trusted" in s.reason for s in untrusted.skipped)
+    trusted = load_mcp_config(tmp_path, user_settings=user, trust_project=True)
+    assert set(trusted.servers) == {"a", "b"}
+    assert trusted.sources["a"] == str(tmp_path / ".mcp.json")
+
+
+def test_a_settings_file_that_is_not_a_file_or_not_json_is_an_error(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / ".mcp.json")  # would block a reader that did not check
+    with pytest.raises(McpConfigError) as raised:
+        load_mcp_config(tmp_path, user_settings=tmp_path / "none.json")
+    assert raised.value.code == "mcp_config" and ".mcp.json" in str(raised.value)
+    (tmp_path / "user.json").write_text("{not json")
+    with pytest.raises(McpConfigError):
+        load_mcp_config(tmp_path, user_settings=tmp_path / "user.json", sources=("user",))
+
+
+async def test_a_bad_server_name_or_object_is_refused_at_construction(tmp_path: Path) -> None:
+    session = await MemorySessionRepo().create(str(tmp_path))
+    with pytest.raises(McpConfigError):
+        AgentHarness(session=session, mcp_servers={"a b": build()}, resources=None)
+    with pytest.raises(TypeError):
+        AgentHarness(session=session, mcp_servers={"x": "not a server"}, resources=None)
+
+
+def _results(harness: AgentHarness) -> list[ToolResultMessage]:
+    return [m for m in harness.session.build_context().messages if isinstance(m, ToolResultMessage)]
+
+
+@pytest.mark.parametrize("transport", ["in_process", "stdio"])
+async def test_what_a_hostile_server_sends_stays_bounded(transport: str, tmp_path: Path) -> None:
+    server = build_hostile() if transport == "in_process" else stdio("--hostile")
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = ["flood", "deep", "terminal", "evil_image"]
+    model = FauxModel(
+        [
+            FauxReply(
+                tool_calls=[FauxToolCall(name=f"mcp__evil__{n}", arguments={}) for n in calls]
+            ),
+            "ok",
+        ]
+    )
+    harness = AgentHarness(
+        session=session,
+        model=model,
+        mcp_servers={"evil": server},
+        mcp_options=McpOptions(call_timeout_s=3.0),
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=()),
+    )
+    await harness.prompt("go")
+    offered = {t.name: t for t in model.requests[0].tools}
+    # A name with escapes and path characters becomes plain characters under mcp__evil__;
+    # a name too long is left out (and said so); neither can pose as a built-in tool.
+    assert all(n.startswith("mcp__evil__") for n in offered)
+    assert all(
+        set(n) <= set("abcdefghijklmnopqrstuvwxyz_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+        for n in offered
+    )
+    assert "mcp__evil__read_file__2J_______bash" in offered
+    escaped = offered["mcp__evil__read_file__2J_______bash"]
+    assert "\x1b" not in escaped.description and "\x07" not in escaped.description
+    assert len(escaped.description) < 2100  # cut to 2,048 characters and the server's note
+    (status,) = harness.mcp_servers
+    assert any("over 64 characters" in note for note in status.notes)
+    flood, deep, terminal, image = _results(harness)
+    flood_text = "".join(b.text for b in flood.content if isinstance(b, TextContent))
+    assert len(flood_text) < 100_200 and "more characters were cut" in flood_text
+    if transport == "in_process":
+        assert deep.details == {"structuredContentDropped": "nested too deep to store"}
+    else:  # the SDK cannot parse a line that deep: the call ends at its timeout
+        assert deep.is_error and "within 3 s" in deep.text
+    # Stored as it came: escaping is the terminal's job (the CLI's sink), not the session's.
+    assert ESC in terminal.text
+    assert [type(b) for b in image.content] == [TextContent] and "left out" in image.text
+    assert not nested_deeper(deep.details, 10)
+    await harness.shutdown()
+
+
+async def test_a_server_hanging_in_a_call_costs_that_call_only(tmp_path: Path) -> None:
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(
+            [
+                FauxReply(
+                    tool_calls=[
+                        FauxToolCall(name="mcp__evil__hang", arguments={}),
+                        FauxToolCall(name="mcp__probe__echo", arguments={"text": "alive"}),
+                    ]
+                ),
+                "the run went on",
+            ]
+        ),
+        mcp_servers={"evil": stdio("--hostile"), "probe": build()},
+        mcp_options=McpOptions(call_timeout_s=1.0),
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=()),
+    )
+    reply = await harness.prompt("go")
+    assert reply.text == "the run went on"
+    hung, echo = _results(harness)
+    assert hung.is_error and "'evil'" in hung.text and "within 1 s" in hung.text
+    assert (echo.text, echo.is_error) == ("alive", False)
+    await harness.shutdown()
+
+
+def test_no_server_process_is_left_when_python_exits(tmp_path: Path) -> None:
+    program = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from harness import AgentHarness, FauxModel, FauxReply, FauxToolCall
+        from harness import MemorySessionRepo, StdioServer
+
+        async def main():
+            session = await MemorySessionRepo().create({str(tmp_path)!r})
+            harness = AgentHarness(
+                session=session,
+                model=FauxModel([FauxReply(tool_calls=[
+                    FauxToolCall(name="mcp__probe__pid", arguments={{}})]), "ok"]),
+                mcp_servers={{"probe": StdioServer(sys.executable, [{str(SCRIPT)!r}])}},
+                resources=None,
+            )
+            await harness.prompt("go")
+            print(session.build_context().messages[-2].text, flush=True)
+            # no shutdown(): the process just ends
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=tmp_path,
+    )
+    pid = int(done.stdout.strip().splitlines()[-1])
+    assert wait_gone(pid)
+
+
+async def test_schemas_a_server_sends_are_checked_before_the_model_sees_them(
+    tmp_path: Path,
+) -> None:
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[
+                Tool(name="remote", input_schema={"type": "object", "$ref": "http://x.test/s"}),
+                Tool(
+                    name="patterned",
+                    input_schema={
+                        "type": "object",
+                        "properties": {"a": {"type": "string", "pattern": "(a+)+$"}},
+                    },
+                ),
+                Tool(
+                    name="deep",
+                    input_schema={"type": "object", "properties": _nested(40)},
+                ),
+            ]
+        )
+
+    server: Server[object] = Server("schemas", on_list_tools=list_tools)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(session=session, mcp_servers={"s": server}, resources=None, cwd=tmp_path)
+    (status,) = await harness.start_mcp_servers()
+    assert status.tools == ("mcp__s__patterned",)
+    notes = " ".join(status.notes)
+    assert "'remote'" in notes and "nothing is fetched" in notes
+    assert "'deep'" in notes and "deeper than 32" in notes
+    tools = harness.turn_settings().tools
+    assert tools["mcp__s__patterned"].parameters["properties"] == {"a": {"type": "string"}}
+    await harness.shutdown()
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {"type": "string"}
+    for _ in range(depth):
+        value = {"a": {"type": "object", "properties": value}}
+    return value
+
+
+def test_server_rules_name_that_server_only(tmp_path: Path) -> None:
+    from permission_requests import request
+
+    from harness import PermissionRules, Tool
+
+    async def nothing(input: object, run: object) -> str:
+        return ""
+
+    rules = PermissionRules(deny=["mcp__docs", "mcp__files__*"])
+    for name, denied in (
+        ("mcp__docs__search", True),
+        ("mcp__files__write", True),
+        ("mcp__docs2__search", False),
+        ("mcp__doc__search", False),
+        ("mcp_docs__search", False),
+    ):
+        call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
+        found = [r for r in rules.deny if r.matches(call, how="any")]
+        assert bool(found) is denied, name
