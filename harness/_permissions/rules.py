@@ -109,14 +109,14 @@ class Rule:
         operation = OPERATION_RULES.get(name)
         if operation is not None:
             return request.kind == operation
-        rule, name = self.tool.lower(), request.tool_name.lower()
-        if rule.startswith("mcp__") and name.startswith("mcp__"):
+        called = request.tool_name.lower()
+        if name.startswith("mcp__") and called.startswith("mcp__"):
             # Claude Code's MCP rules: ``mcp__server`` and ``mcp__server__*`` name every
             # tool of that server (tool names are ``mcp__<server>__<tool>``).
-            server = rule.removesuffix("__*")
+            server = name.removesuffix("__*")
             if "__" not in server.removeprefix("mcp__"):
-                return name.startswith(server + "__")
-        return rule == name
+                return called.startswith(server + "__")
+        return name == called
 
     def allows(self, tool_name: str, command: SimpleCommand) -> bool:
         """Whether the rule, as an allow rule, approves one simple command of ``tool_name``
