@@ -44,11 +44,13 @@ __all__ = [
     "SavePointEvent",
     "SessionBeforeCompactEvent",
     "SessionBeforeForkEvent",
+    "SessionBeforeRewindEvent",
     "SessionBeforeTreeEvent",
     "SessionCompactEvent",
     "SessionCreatedEvent",
     "SessionDeletedEvent",
     "SessionForkEvent",
+    "SessionRewindEvent",
     "SessionTreeEvent",
     "SettledEvent",
     "ThinkingLevelUpdateEvent",
@@ -467,6 +469,40 @@ class SessionForkEvent:
 
 
 @frozen(kw_only=True)
+class SessionBeforeRewindEvent:
+    """Hook, sent before the workspace's files are put back as they were at entry
+    ``target_id`` (None: before the first entry) of session ``session_id``. Receivers may
+    return ``Cancel``; nothing is written then.
+
+    ``paths`` are the files the rewind will write or remove (relative to the working folder,
+    or absolute outside it); ``conversation`` whether the leaf moves too.
+    """
+
+    name: ClassVar[str] = "session_before_rewind"
+
+    session_id: str
+    target_id: str | None
+    paths: tuple[str, ...] = field(converter=_strings)
+    conversation: bool
+
+
+@frozen(kw_only=True)
+class SessionRewindEvent:
+    """The workspace's files were put back as they were at ``target_id``: ``restored`` written,
+    ``removed`` removed, ``skipped`` left as they were. ``entry_id`` is the ``harness.rewind``
+    entry recording it (None: no file changed)."""
+
+    name: ClassVar[str] = "session_rewind"
+
+    session_id: str
+    target_id: str | None
+    entry_id: str | None
+    restored: tuple[str, ...] = field(converter=_strings)
+    removed: tuple[str, ...] = field(converter=_strings)
+    skipped: tuple[str, ...] = field(converter=_strings)
+
+
+@frozen(kw_only=True)
 class SessionCreatedEvent:
     """A session was created (stored at ``path``; None in memory)."""
 
@@ -603,6 +639,7 @@ HookEvent: TypeAlias = (
     | SessionBeforeCompactEvent
     | SessionBeforeTreeEvent
     | SessionBeforeForkEvent
+    | SessionBeforeRewindEvent
 )
 """Events whose receivers may return a result; each has its own ``emit_*`` function."""
 
@@ -626,6 +663,7 @@ ObserverEvent: TypeAlias = (
     | SessionCompactEvent
     | SessionTreeEvent
     | SessionForkEvent
+    | SessionRewindEvent
     | SessionCreatedEvent
     | SessionDeletedEvent
     | ModelUpdateEvent

@@ -72,6 +72,7 @@ __all__ = [
     "AgentStartPatch",
     "BeforeCompactOutcome",
     "BeforeForkOutcome",
+    "BeforeRewindOutcome",
     "BeforeTreeOutcome",
     "Block",
     "Cancel",
@@ -309,6 +310,14 @@ class BeforeTreeOutcome:
 @frozen(kw_only=True)
 class BeforeForkOutcome:
     """The combined answer of every ``session_before_fork`` receiver: the first ``Cancel``."""
+
+    cancelled: bool
+    reason: str | None
+
+
+@frozen(kw_only=True)
+class BeforeRewindOutcome:
+    """The combined answer of every ``session_before_rewind`` receiver: the first ``Cancel``."""
 
     cancelled: bool
     reason: str | None

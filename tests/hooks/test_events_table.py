@@ -23,6 +23,7 @@ DESIGN_HOOKS = {
     "session_before_compact",
     "session_before_tree",
     "session_before_fork",
+    "session_before_rewind",
 }
 # The order in which the events first fire during one prompt (DESIGN §6).
 PROMPT_ORDER = [
