@@ -18,6 +18,7 @@ import click
 # checkout, label; _maintenance: verify, repair, migrate; _copy: copy).
 from . import _copy, _maintenance, _tree_ops  # noqa: F401
 from ._chat import chat
+from ._checkpoints import checkpoints_group, rewind
 from ._common import (
     HarnessCliError,
     HarnessGroup,
@@ -78,3 +79,5 @@ main.add_command(export)
 main.add_command(import_group)
 main.add_command(skills)
 main.add_command(templates)
+main.add_command(rewind)
+main.add_command(checkpoints_group)

@@ -48,6 +48,7 @@ from ._chat_commands import run_command
 from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
+from ._checkpoints import checkpoint_option, use_checkpoints
 from ._common import one_line, open_repo, root_option, run_async
 from ._run import (
     _online_model,
@@ -81,9 +82,11 @@ class Chat:
         view: ChatView,
         cwd: Path,
         trust_project: bool = False,
+        checkpoints: bool = False,
     ) -> None:
         self.repo = repo
         self.cwd = cwd
+        self.checkpoints = checkpoints
         self.session = session
         self.offline = offline
         self.reader = reader
@@ -111,6 +114,7 @@ class Chat:
             ],
             supervisor=self.supervisor,
             cwd=self.cwd,
+            checkpoints=self.checkpoints,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
         )
@@ -242,6 +246,7 @@ async def _main(
     thinking: ThinkingLevel | None,
     mode: PermissionMode | None,
     trust_project: bool,
+    checkpoints: bool,
 ) -> None:
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(highlight=False, soft_wrap=True, emoji=False)
@@ -272,6 +277,7 @@ async def _main(
             reader=reader,
             view=view,
             cwd=cwd,
+            checkpoints=checkpoints,
         )
     except BaseException:
         session.close()
@@ -317,6 +323,7 @@ def _confirm(question: str) -> bool:
     help="Reasoning effort (default: the session's, else off).",
 )
 @permission_options
+@checkpoint_option
 @root_option
 def chat(
     session_ref: str | None,
@@ -327,6 +334,7 @@ def chat(
     thinking: ThinkingLevel | None,
     mode: PermissionMode | None,
     trust_project: bool,
+    checkpoints: bool | None,
     root: Path | None,
 ) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
@@ -361,5 +369,6 @@ def chat(
             thinking,
             mode,
             trust_project,
+            use_checkpoints(checkpoints),
         )
     )

@@ -53,6 +53,7 @@ from .._tools.grep import grep_tool
 from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
+from ._checkpoints import checkpoint_option, use_checkpoints
 from ._common import open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._sessions import _warn_diagnostics
@@ -293,6 +294,7 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
     help="text: the reply; json: reply and session id; events: every event as a JSON line.",
 )
 @permission_options
+@checkpoint_option
 @root_option
 def run(
     text: str,
@@ -304,6 +306,7 @@ def run(
     output: str,
     mode: PermissionMode | None,
     trust_project: bool,
+    checkpoints: bool | None,
     root: Path | None,
 ) -> None:
     """Send one prompt and print the reply; for scripts and CI.
@@ -351,6 +354,7 @@ def run(
             ],
             supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
             cwd=cwd,
+            checkpoints=use_checkpoints(checkpoints),
         )
         writer = _EventWriter()
         if output == "events":
