@@ -137,3 +137,19 @@ def test_bench_repos_quick_measures_postgres_given_a_server(
     for line in rows:
         postgres = line.strip("|").split("|")[3].strip()
         assert postgres.replace(",", "").replace(".", "").isdigit(), line
+
+
+def test_bench_checkpoints_quick_prints_every_row() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_checkpoints.py"), "--quick", "--rounds", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [
+        line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    assert len(rows) == 1 + 6 + 3  # the header; write/edit/changed at two sizes; three bash rows
+    assert all(len(row.split("|")) == 6 for row in rows)

@@ -2,7 +2,7 @@
 
 One folder shared by every session beside it: ``objects/<2 hex>/<62 hex>``, each blob named by
 the SHA-256 of its bytes, so a content stored twice takes the room of one. Blobs are written
-atomically (a temporary file, then a rename) with mode 0600 in a folder of mode 0700: they hold
+under their final name, created exclusively, with mode 0600 in a folder of mode 0700: they hold
 the user's files. Reads go through ``harness._fs`` (a regular file beneath the store, at most
 the file cap) and are checked against their name, so a damaged or swapped blob is never
 restored.
@@ -30,7 +30,7 @@ from platformdirs import user_data_path
 
 from repos import Session
 
-from .._fs import FileRefusedError, beneath, open_parent, read_regular, replace_file
+from .._fs import FileRefusedError, beneath, open_parent, read_regular
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -132,22 +132,42 @@ class CheckpointStore:
         if len(data) > self.max_file_bytes:
             raise ValueError(f"{len(data)} bytes is more than the store takes per file")
         digest = hashlib.sha256(data).hexdigest()
-        path = self._root / self._rel(digest)
-        try:
-            os.utime(path)  # already stored: used now, so gc's eviction keeps it longest
-            return digest
-        except FileNotFoundError:
-            pass
         if not self._made:
             # The user's files live here: nobody else may read them.
             os.makedirs(self._root, mode=0o700, exist_ok=True)
             self._made = True
-        folder, name = open_parent(beneath(self._root, path))
+        folder, name = open_parent(beneath(self._root, self._rel(digest)))
         try:
-            replace_file(folder, name, data, mode=0o600)
+            self._write_blob(folder, name, data)
         finally:
             os.close(folder)
         return digest
+
+    def _write_blob(self, folder: int, name: str, data: bytes) -> None:
+        """Write a blob under its final name (no rename: it costs more than the rest of a
+        small checkpoint). Created exclusively, so a content stored already is only marked as
+        used; one cut short (a writer killed mid-way) is shorter than its content and is
+        written again; any other damage is caught by :meth:`get`'s hash check."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(2):
+            try:
+                fd = os.open(name, flags, 0o600, dir_fd=folder)
+            except FileExistsError:
+                st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                if st.st_size == len(data):
+                    os.utime(name, dir_fd=folder)  # used now: gc's eviction keeps it longest
+                    return
+                os.unlink(name, dir_fd=folder)
+                continue
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=folder)
+                raise
+            return
+        raise FileExistsError(f"blob {name} kept changing while it was stored")
 
     def get(self, digest: str) -> bytes | None:
         """The content of blob ``digest``, or None when it is not stored, or is damaged (its
