@@ -60,8 +60,9 @@ class Checkpoints:
     ) -> None:
         self.session = session
         self.store = store
-        exclude = [session.path.resolve().parent.parent] if session.path is not None else []
-        self.workspace = Workspace(cwd, store, exclude=exclude, max_files=max_files)
+        self.workspace = Workspace(
+            cwd, store, exclude=_session_folders(session), max_files=max_files
+        )
         self._lock = asyncio.Lock()
 
     async def run(
@@ -149,3 +150,13 @@ class Checkpoints:
                 complete=complete,
             ),
         )
+
+
+def _session_folders(session: Session) -> list[Path]:
+    """Folders a scan leaves alone because the harness writes them itself: the session's own
+    folder, and the sessions root above it in a JSONL layout (``<root>/--<cwd>--/``)."""
+    if session.path is None:
+        return []
+    folder = session.path.resolve().parent
+    layout = folder.name.startswith("--") and folder.name.endswith("--")
+    return [folder, folder.parent] if layout else [folder]

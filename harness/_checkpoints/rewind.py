@@ -20,7 +20,7 @@ import contextlib
 import errno
 import os
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from attrs import frozen
@@ -134,6 +134,10 @@ async def plan_rewind(
         loc = await _locate(root, path, approve)
         if isinstance(loc, Missed):
             skipped.append(loc)
+            continue
+        if loc.rule == "beneath" and workspace.excluded(loc.rel):
+            # The sessions or the store inside the working folder: never the rewind's to write.
+            skipped.append(Missed(path, "in the sessions' or the checkpoint store's folder"))
             continue
         now = workspace.capture(loc)
         if isinstance(now, Unknown):
@@ -268,8 +272,3 @@ def _remove(loc: Location) -> None:
         os.fsync(folder)
     finally:
         os.close(folder)
-
-
-def changed_paths(plan: RewindPlan) -> Sequence[str]:
-    """The paths a plan changes, for hooks."""
-    return tuple(c.path for c in plan.changes)

@@ -121,10 +121,11 @@ class Workspace:
         self._real = os.path.realpath(self.root)
         self.store = store
         self.max_files = max_files
+        # A folder to leave alone that holds the whole working folder cannot be honoured.
         self._exclude = tuple(
             rel
             for rel in (self._inside(os.path.realpath(p)) for p in (*exclude, store.root))
-            if rel is not None
+            if rel is not None and rel != "."
         )
         self._git_program = shutil.which(git) if git is not None else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
@@ -138,7 +139,7 @@ class Workspace:
 
     def excluded(self, rel: str) -> bool:
         """Whether ``rel`` (relative to the root) lies in a folder never scanned."""
-        return any(ex == "." or rel == ex or rel.startswith(ex + "/") for ex in self._exclude)
+        return any(rel == ex or rel.startswith(ex + "/") for ex in self._exclude)
 
     # --- one file ------------------------------------------------------------------------------
 

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workspaces import make_harness, tree
+from workspaces import call, make_harness, seed, tree
 
 from harness import (
     CHECKPOINT_ENTRY,
     CheckpointStore,
+    CustomEntry,
+    FauxReply,
+    JsonlSessionRepo,
     PermissionRequest,
     RewindRefusedError,
     SecuritySupervisor,
@@ -156,3 +159,39 @@ async def test_a_rewind_refuses_a_file_it_would_overwrite_unless_forced(
         await harness.rewind_files(None)
     assert refused.value.changed == ("keep.txt",)
     assert (ws / "keep.txt").read_text() == "keep\n"
+
+
+async def test_the_sessions_and_the_store_inside_the_working_folder_are_never_rewound(
+    tmp_path: Path,
+) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    repo = JsonlSessionRepo(ws / "sessions")  # sessions (and the store) inside the folder
+    session = await repo.create(str(ws))
+    assert session.path is not None
+    replies = [FauxReply(tool_calls=[call("bash", command="echo x > made.txt")]), "ok"]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("make a file")
+    [checkpoint] = [
+        e
+        for e in session.entries()
+        if isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+    ]
+    assert [c["path"] for c in checkpoint.data["changes"]] == ["made.txt"]  # type: ignore[index]
+    store = harness.checkpoints
+    assert store is not None
+    own = session.path.relative_to(ws).as_posix()
+    payload = state(store, b"pwned\n")
+    hostile(
+        session,
+        [
+            {"path": own, "before": payload, "after": None},
+            {"path": "sessions/.checkpoints/x", "before": payload, "after": None},
+        ],
+    )
+    lines = session.path.read_bytes()
+
+    result = await harness.rewind_files(None, force=True)
+
+    assert sorted(s.path for s in result.skipped) == sorted([own, "sessions/.checkpoints/x"])
+    assert session.path.read_bytes().startswith(lines)  # only appended to
+    assert not (ws / "made.txt").exists()
