@@ -50,24 +50,30 @@ async def _pair(
     cwd: Path,
     make_input: Callable[[int, str], Mapping[str, JSONValue]],
     rounds: int,
-) -> tuple[float, float]:
-    """Median ms per call without and with checkpoints, taking turns (each side on its own
-    file, ``side`` "p" or "c", unless the input ignores it)."""
+) -> tuple[float, float, float]:
+    """Ms per call without and with checkpoints (medians), and the median of the differences
+    of each pair of calls made one after the other (the pair shares the machine's load)."""
     plain: list[float] = []
     checked: list[float] = []
     run = _run(cwd)
-    for i in range(rounds * 2):
-        value = make_input(i // 2, "c" if i % 2 else "p")
-        start = time.perf_counter()
-        if i % 2:
-            await checkpoints.run(
-                tool, value, run, entry_id=None, execute=lambda v=value: tool.execute(v, run)
-            )
-            checked.append(time.perf_counter() - start)
-        else:
-            await tool.execute(value, run)
-            plain.append(time.perf_counter() - start)
-    return statistics.median(plain) * 1000, statistics.median(checked) * 1000
+    for i in range(rounds):
+        for side in ("p", "c"):
+            value = make_input(i, side)
+            start = time.perf_counter()
+            if side == "c":
+                await checkpoints.run(
+                    tool, value, run, entry_id=None, execute=lambda v=value: tool.execute(v, run)
+                )
+                checked.append(time.perf_counter() - start)
+            else:
+                await tool.execute(value, run)
+                plain.append(time.perf_counter() - start)
+    added = statistics.median(c - p for p, c in zip(plain, checked, strict=True))
+    return (
+        statistics.median(plain) * 1000,
+        statistics.median(checked) * 1000,
+        added * 1000,
+    )
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -91,7 +97,7 @@ def _files(root: Path, count: int) -> None:
 async def main(rounds: int, quick: bool) -> None:
     base = Path(tempfile.mkdtemp(prefix="bench-checkpoints-"))
     repo = JsonlSessionRepo(base / "sessions")
-    rows: list[tuple[str, float, float]] = []
+    rows: list[tuple[str, float, float, float]] = []
 
     async def measure(
         name: str,
@@ -101,8 +107,7 @@ async def main(rounds: int, quick: bool) -> None:
     ) -> None:
         session = await repo.create(str(ws))
         checkpoints = Checkpoints(session, CheckpointStore(base / "store"), ws)
-        without, with_ = await _pair(checkpoints, tool, ws, make_input, rounds)
-        rows.append((name, without, with_))
+        rows.append((name, *await _pair(checkpoints, tool, ws, make_input, rounds)))
         session.close()
 
     files = base / "files"
@@ -165,10 +170,10 @@ async def main(rounds: int, quick: bool) -> None:
 
     print(f"rounds: {rounds} calls each way; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
     print()
-    print("| tool call | without (ms) | with checkpoints (ms) | added (ms) |")
+    print("| tool call | without (ms) | with checkpoints (ms) | added (ms, median of pairs) |")
     print("|---|---|---|---|")
-    for name, without, with_ in rows:
-        print(f"| {name} | {without:.3f} | {with_:.3f} | {with_ - without:.3f} |")
+    for name, without, with_, added in rows:
+        print(f"| {name} | {without:.3f} | {with_:.3f} | {added:.3f} |")
 
 
 if __name__ == "__main__":
