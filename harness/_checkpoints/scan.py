@@ -259,6 +259,7 @@ class Workspace:
     # --- git -----------------------------------------------------------------------------------
 
     def git_info(self) -> _Git | None:
+        """The repository the working folder is in (looked up once), or None."""
         if self._git is False:
             self._git = None
             if self._git_program is not None:
@@ -273,7 +274,14 @@ class Workspace:
     def run_git(
         self, args: Sequence[str], *, env: dict[str, str] | None = None, input: bytes | None = None
     ) -> bytes:
-        assert self._git_program is not None  # callers check git_info() first
+        """git's output for ``args``, run in the working folder (no repository hook or file
+        system monitor, no optional locks, 60 s at most).
+
+        Raises:
+            OSError: git is not installed; subprocess.SubprocessError: it failed or timed out.
+        """
+        if self._git_program is None:
+            raise FileNotFoundError("git is not installed")
         done = subprocess.run(
             [self._git_program, *_GIT_SAFETY, *args],
             cwd=self.root,
