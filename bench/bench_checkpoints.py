@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -35,6 +36,8 @@ from harness import (
 )
 from harness._checkpoints import Checkpoints
 from hooks import JSONValue
+
+PREFIX = "bench-checkpoints-"
 
 
 def _run(cwd: Path) -> ToolRun:
@@ -95,7 +98,7 @@ def _files(root: Path, count: int) -> None:
 
 
 async def main(rounds: int, quick: bool) -> None:
-    base = Path(tempfile.mkdtemp(prefix="bench-checkpoints-"))
+    base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     repo = JsonlSessionRepo(base / "sessions")
     rows: list[tuple[str, float, float, float]] = []
 
@@ -181,4 +184,8 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.quick))
+    try:
+        asyncio.run(main(args.rounds, args.quick))
+    finally:
+        for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}{os.getpid()}-*"):
+            shutil.rmtree(folder, ignore_errors=True)
