@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from hooks import (
     DEFAULT_HOOK_TIMEOUT_S,
@@ -32,6 +33,7 @@ from hooks import (
     SettledEvent,
     StreamOptions,
     ThinkingLevelUpdateEvent,
+    ToolCall,
     ToolExecutionEndEvent,
     ToolResultMessage,
     ToolsUpdateEvent,
@@ -47,11 +49,22 @@ from hooks import (
 )
 from repos import (
     CompactionEntry,
+    ForkPosition,
     Session,
     SessionBusyError,
     SessionRepo,
 )
 
+from ._checkpoints import (
+    Checkpoints,
+    CheckpointsOffError,
+    CheckpointStore,
+    RewindResult,
+    announce_rewind,
+    fork_with_files,
+    prepare_rewind,
+    rewind_files,
+)
 from ._compaction.errors import SummarizationError
 from ._compaction.settings import CompactionSettings
 from ._compaction.summarize import ModelSummarizer, Summarizer
@@ -111,6 +124,7 @@ from ._restore import THINKING_LEVELS, restore_settings
 from ._settings_hooks import HOOK_CONTEXT_TYPE, CommandHooks
 from ._tokens import estimate_tokens
 from ._tools.base import Tool, ToolResult
+from ._tools.write import write_tool
 
 log = logging.getLogger("harness")
 
@@ -235,6 +249,11 @@ class AgentHarness:
             prompt (or :meth:`start_mcp_servers`) and stop at :meth:`shutdown`. Settings
             files are read only when you ask: ``load_mcp_config(cwd).servers``.
         mcp_options: timeouts and restarts of those servers (:class:`McpOptions`).
+        checkpoints: record what each tool call changes in the working folder, so the files
+            can be rewound to any entry (:meth:`rewind_files`, ``navigate_tree(with_files=
+            True)``) and forked with the session (:meth:`fork`). True keeps the contents in
+            ``CheckpointStore.beside(session)``; or give a :class:`CheckpointStore`. Off by
+            default (docs/checkpoints.md).
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
@@ -279,6 +298,7 @@ class AgentHarness:
         notification_delay_s: float | None = 1.0,
         mcp_servers: Mapping[str, McpServerConfig] | None = None,
         mcp_options: McpOptions | None = None,
+        checkpoints: bool | CheckpointStore = False,
     ) -> None:
         if max_stop_continues < 0:
             raise ValueError(f"max_stop_continues must be 0 or more, not {max_stop_continues}")
@@ -325,6 +345,15 @@ class AgentHarness:
         self._steering_mode: QueueMode = steering_mode
         self._follow_up_mode: QueueMode = follow_up_mode
         self._resources = Resources(self._cwd, resources) if resources is not None else None
+        self._checkpoints = (
+            None
+            if checkpoints is False
+            else Checkpoints(
+                session,
+                CheckpointStore.beside(session) if checkpoints is True else checkpoints,
+                self._cwd,
+            )
+        )
         if self._resources is not None and SKILL_TOOL_NAME in self._tools:
             raise ValueError(
                 f"a tool is named {SKILL_TOOL_NAME!r}, the built-in skill tool's name; rename it "
@@ -449,6 +478,11 @@ class AgentHarness:
     @property
     def cwd(self) -> Path:
         return self._cwd
+
+    @property
+    def checkpoints(self) -> CheckpointStore | None:
+        """Where checkpointed contents go (None: checkpoints are off)."""
+        return None if self._checkpoints is None else self._checkpoints.store
 
     @property
     def stream_options(self) -> StreamOptions:
@@ -666,6 +700,7 @@ class AgentHarness:
                     metadata=self._metadata,
                     depth=self._depth,
                     max_stop_continues=self._max_stop_continues,
+                    checkpoints=self._checkpoints,
                 )
                 self._run = run
                 self._accepting = True
@@ -795,6 +830,8 @@ class AgentHarness:
         summarize: bool = False,
         custom_instructions: str | None = None,
         label: str | None = None,
+        with_files: bool = False,
+        force: bool = False,
     ) -> NavigationResult:
         """Move to another point of the session tree.
 
@@ -806,15 +843,32 @@ class AgentHarness:
         change the instructions and label; ``session_tree`` reports the move. Everything is
         persisted, so a reopen lands on the same leaf.
 
+        With ``with_files`` (checkpoints on), the working folder's files are put back as they
+        were at ``target_id`` too, as :meth:`rewind_files` does (``force`` as there), checked
+        before anything moves; ``result.files`` says what changed.
+
         Raises:
             BusyError: another operation is running.
             EntryNotFoundError: no such entry.
             InvalidNavigationTargetError: a ``label`` or ``leaf`` entry (navigate to its target).
             SummarizationError: the summary failed (nothing was written).
+            CheckpointsOffError, RewindRefusedError, RewindCancelledError: with ``with_files``,
+                as :meth:`rewind_files` (nothing was written).
         """
         self._claim("navigate_tree")
         try:
-            return await navigate_session(
+            if with_files:
+                checkpoints = self._require_checkpoints("navigate_tree(with_files=True)")
+                plan = await prepare_rewind(
+                    self,
+                    checkpoints,
+                    target_id,
+                    approve=self._approve_rewrite,
+                    force=force,
+                    conversation=True,
+                )
+            old_leaf = self._session.leaf_id
+            result = await navigate_session(
                 self,
                 self._session,
                 target_id,
@@ -824,6 +878,12 @@ class AgentHarness:
                 summarizer=self.summarizer,
                 budget_tokens=self.context_window - self._compaction.reserve_tokens,
             )
+            if with_files and not result.cancelled:
+                files = await announce_rewind(
+                    self, checkpoints, plan, from_leaf_id=old_leaf, conversation=True
+                )
+                result = evolve(result, files=files)
+            return result
         except asyncio.CancelledError:
             if not self._absorb_abort():
                 raise
@@ -833,6 +893,91 @@ class AgentHarness:
         finally:
             self.flush_pending_writes()
             self._release()
+
+    async def rewind_files(self, entry_id: str | None, *, force: bool = False) -> RewindResult:
+        """Put every file the session's checkpoints recorded back as it was when ``entry_id``
+        was written (None: before the first entry); the conversation stays where it is.
+
+        Follows Claude Code's ``rewind_files`` (its SDK's file checkpointing), for what
+        ``bash`` changes too. Created files are removed, deleted ones restored, each
+        atomically. A file changed since by something outside the session makes the rewind
+        refuse, naming it (``force`` overwrites it). The rewind is recorded as a
+        ``harness.rewind`` entry: rewinding to the entry before it undoes it. A path outside
+        the working folder is written only if the supervisor approves it as a write.
+        ``session_before_rewind`` hooks may cancel; ``session_rewind`` reports it.
+
+        Returns:
+            What was restored, removed and skipped (with why).
+
+        Raises:
+            CheckpointsOffError: the harness records no checkpoints.
+            RewindRefusedError: files changed outside the session or contents missing, with
+                their paths (code ``rewind_refused``); nothing was written.
+            RewindCancelledError: a hook cancelled (code ``rewind_cancelled``).
+            EntryNotFoundError: no such entry.
+            BusyError: another operation is running.
+        """
+        checkpoints = self._require_checkpoints("rewind_files")
+        self._claim("rewind_files")
+        try:
+            return await rewind_files(
+                self, checkpoints, entry_id, approve=self._approve_rewrite, force=force
+            )
+        finally:
+            self.flush_pending_writes()
+            self._release()
+
+    async def fork(
+        self,
+        repo: SessionRepo,
+        entry_id: str | None = None,
+        *,
+        position: ForkPosition | None = None,
+        workspace: str | Path,
+    ) -> Session:
+        """Fork this session (``repo.fork``'s cut: ``entry_id``, ``position``) with its files:
+        ``workspace`` (new, or an empty folder) gets the working folder as it was at the
+        fork's last entry, a git worktree when the working folder is in a git repository
+        (at ``HEAD``, with the uncommitted and untracked files over it), a copy otherwise.
+        The fork's header records the new working folder as its ``cwd``; work there with
+        ``AgentHarness(session=fork, cwd=fork.cwd, checkpoints=True)``.
+
+        Returns:
+            The new session, open.
+
+        Raises:
+            CheckpointsOffError: the harness records no checkpoints.
+            WorkspaceExistsError: ``workspace`` exists and is not empty.
+            ForkCancelledError, InvalidForkTargetError: as ``repo.fork``.
+            OSError: the folder could not be made (the fork is deleted again).
+        """
+        checkpoints = self._require_checkpoints("fork")
+        fork, _ = await fork_with_files(
+            checkpoints, repo, entry_id, position=position, workspace=Path(workspace)
+        )
+        return fork
+
+    def _require_checkpoints(self, what: str) -> Checkpoints:
+        if self._checkpoints is None:
+            raise CheckpointsOffError(what)
+        return self._checkpoints
+
+    async def _approve_rewrite(self, path: str) -> str | None:
+        """Ask the supervisor about a rewind writing ``path`` outside the working folder, as
+        it decides a ``write`` there; the approved path (symlinks resolved), or None."""
+        gate = Gate(
+            supervisor=self._supervisor,
+            sender=self,
+            session=self._session,
+            cwd=self._cwd,
+            depth=self._depth,
+            approvals=self._approvals,
+            write=self._write,
+        )
+        arguments: dict[str, JSONValue] = {"path": path}
+        call = ToolCall(id=f"rewind_{secrets.token_hex(4)}", name="write", arguments=arguments)
+        verdict = await gate.check(call, _REWRITE_TOOL, arguments)
+        return None if verdict.denied is not None else verdict.approved_path or path
 
     def _absorb_abort(self) -> bool:
         """True when the cancellation being handled is this harness's own ``abort()`` (and no
@@ -1503,6 +1648,10 @@ class AgentHarness:
         events, self._restore_events = self._restore_events, ()
         for event in events:
             await notify(self, event)
+
+
+_REWRITE_TOOL = write_tool()
+"""How the supervisor sees a rewind writing a file outside the working folder: a ``write``."""
 
 
 def _tool_map(tools: Sequence[Tool]) -> dict[str, Tool]:

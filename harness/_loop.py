@@ -61,6 +61,7 @@ from hooks import (
 )
 from repos import MAX_NESTING, Session, encode_message, nested_deeper, normalize_messages
 
+from ._checkpoints.capture import Checkpoints
 from ._convert import to_llm_messages
 from ._errors import ProviderError
 from ._permissions.gate import Gate
@@ -159,6 +160,10 @@ class Run:
     converted: dict[int, tuple[Message, LlmMessage | None]] = field(factory=dict)
     """Provider messages made from context-only messages, by the source message's id (the
     source is kept alive beside it), so a request's messages stay the same objects."""
+    checkpoints: Checkpoints | None = None
+    """Records what each tool call changes in the workspace (None: checkpoints are off)."""
+    reply_entry_id: str | None = None
+    """The entry of the last assistant reply persisted: the entry holding its tool calls."""
     unannounced: list[tuple[Message, str, bool]] = field(factory=list)
     """Messages persisted while being cancelled, with their entry id and whether their tool
     execution still needs its end event: the harness announces them once it has absorbed its
@@ -292,6 +297,8 @@ async def _emit_message(run: Run, message: Message, *, started: bool = False) ->
         await notify(run.sender, MessageStartEvent(message=message))
     entry = run.session.append_message(message)
     run.added.append(message)
+    if isinstance(message, AssistantMessage):
+        run.reply_entry_id = entry.id
     await notify(run.sender, MessageEndEvent(message=message, entry_id=entry.id))
 
 
@@ -778,7 +785,16 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
         on_update=on_update,
     )
     try:
-        value = await tool.execute(p.input, run_info)
+        if run.checkpoints is None:
+            value = await tool.execute(p.input, run_info)
+        else:
+            value = await run.checkpoints.run(
+                tool,
+                p.input,
+                run_info,
+                entry_id=run.reply_entry_id,
+                execute=lambda: tool.execute(p.input, run_info),
+            )
     except asyncio.CancelledError as exc:
         task = asyncio.current_task()
         if task is not None and task.cancelling():

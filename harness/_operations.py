@@ -29,6 +29,7 @@ from repos import (
     Session,
 )
 
+from ._checkpoints.rewind import RewindResult
 from ._compaction.branch import collect_branch_entries, summarize_branch
 from ._compaction.cut import prepare_compaction
 from ._compaction.settings import CompactionSettings
@@ -49,6 +50,8 @@ class NavigationResult:
         editor_text: the text of the user message navigated to, for re-editing (the leaf is
             put on that message's parent), else None.
         summary_entry_id: the ``branch_summary`` entry appended, if any.
+        files: with ``with_files=True``, what putting the files back did (its
+            ``harness.rewind`` entry then follows the new leaf), else None.
     """
 
     cancelled: bool
@@ -56,6 +59,7 @@ class NavigationResult:
     new_leaf_id: str | None
     editor_text: str | None = None
     summary_entry_id: str | None = None
+    files: RewindResult | None = None
 
 
 async def compact_session(

@@ -45,6 +45,7 @@ from ._events import (
     ObserverEvent,
     SessionBeforeCompactEvent,
     SessionBeforeForkEvent,
+    SessionBeforeRewindEvent,
     SessionBeforeTreeEvent,
     SessionStartEvent,
     StopEvent,
@@ -64,6 +65,7 @@ from ._results import (
     Ask,
     BeforeCompactOutcome,
     BeforeForkOutcome,
+    BeforeRewindOutcome,
     BeforeTreeOutcome,
     Block,
     Cancel,
@@ -92,6 +94,7 @@ __all__ = [
     "emit_context",
     "emit_session_before_compact",
     "emit_session_before_fork",
+    "emit_session_before_rewind",
     "emit_session_before_tree",
     "emit_session_start",
     "emit_stop",
@@ -610,6 +613,23 @@ async def emit_session_before_fork(
     async for cancel in _hook(sender, event, (Cancel,)):
         return BeforeForkOutcome(cancelled=True, reason=cancel.reason)  # the first one wins
     return BeforeForkOutcome(cancelled=False, reason=None)
+
+
+async def emit_session_before_rewind(
+    sender: object, event: SessionBeforeRewindEvent
+) -> BeforeRewindOutcome:
+    """Ask the ``session_before_rewind`` receivers whether to rewind the files.
+
+    Receivers run in order; the first ``Cancel`` wins and no later receiver runs. A receiver
+    that raises, or returns anything but ``Cancel`` or None, is reported as ``handler_error`` and
+    the chain goes on.
+
+    Returns:
+        ``BeforeRewindOutcome``: not cancelled when nobody listens.
+    """
+    async for cancel in _hook(sender, event, (Cancel,)):
+        return BeforeRewindOutcome(cancelled=True, reason=cancel.reason)  # the first one wins
+    return BeforeRewindOutcome(cancelled=False, reason=None)
 
 
 def _receivers(signal: NamedSignal, sender: object) -> list[Receiver]:

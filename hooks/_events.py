@@ -56,12 +56,14 @@ __all__ = [
     "SavePointEvent",
     "SessionBeforeCompactEvent",
     "SessionBeforeForkEvent",
+    "SessionBeforeRewindEvent",
     "SessionBeforeTreeEvent",
     "SessionCompactEvent",
     "SessionCreatedEvent",
     "SessionDeletedEvent",
     "SessionEndEvent",
     "SessionForkEvent",
+    "SessionRewindEvent",
     "SessionStartEvent",
     "SessionTreeEvent",
     "SettledEvent",
@@ -492,6 +494,40 @@ class SessionForkEvent:
 
 
 @frozen(kw_only=True)
+class SessionBeforeRewindEvent:
+    """Hook, sent before the workspace's files are put back as they were at entry
+    ``target_id`` (None: before the first entry) of session ``session_id``. Receivers may
+    return ``Cancel``; nothing is written then.
+
+    ``paths`` are the files the rewind will write or remove (relative to the working folder,
+    or absolute outside it); ``conversation`` whether the leaf moves too.
+    """
+
+    name: ClassVar[str] = "session_before_rewind"
+
+    session_id: str
+    target_id: str | None
+    paths: tuple[str, ...] = field(converter=_strings)
+    conversation: bool
+
+
+@frozen(kw_only=True)
+class SessionRewindEvent:
+    """The workspace's files were put back as they were at ``target_id``: ``restored`` written,
+    ``removed`` removed, ``skipped`` left as they were. ``entry_id`` is the ``harness.rewind``
+    entry recording it (None: no file changed)."""
+
+    name: ClassVar[str] = "session_rewind"
+
+    session_id: str
+    target_id: str | None
+    entry_id: str | None
+    restored: tuple[str, ...] = field(converter=_strings)
+    removed: tuple[str, ...] = field(converter=_strings)
+    skipped: tuple[str, ...] = field(converter=_strings)
+
+
+@frozen(kw_only=True)
 class SessionCreatedEvent:
     """A session was created (stored at ``path``; None in memory)."""
 
@@ -807,6 +843,7 @@ HookEvent: TypeAlias = (
     | UserPromptSubmitEvent
     | StopEvent
     | SubagentStopEvent
+    | SessionBeforeRewindEvent
 )
 """Events whose receivers may return a result; each has its own ``emit_*`` function."""
 
@@ -830,6 +867,7 @@ ObserverEvent: TypeAlias = (
     | SessionCompactEvent
     | SessionTreeEvent
     | SessionForkEvent
+    | SessionRewindEvent
     | SessionCreatedEvent
     | SessionDeletedEvent
     | ModelUpdateEvent

@@ -75,6 +75,7 @@ __all__ = [
     "Ask",
     "BeforeCompactOutcome",
     "BeforeForkOutcome",
+    "BeforeRewindOutcome",
     "BeforeTreeOutcome",
     "Block",
     "Cancel",
@@ -396,4 +397,12 @@ class StopOutcome:
     """The combined answer of every ``stop`` (or ``subagent_stop``) receiver: ``reason`` is the
     first ``Continue``'s, None when the run may end."""
 
+    reason: str | None
+
+
+@frozen(kw_only=True)
+class BeforeRewindOutcome:
+    """The combined answer of every ``session_before_rewind`` receiver: the first ``Cancel``."""
+
+    cancelled: bool
     reason: str | None

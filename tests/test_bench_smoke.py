@@ -177,3 +177,19 @@ def test_bench_mcp_quick_prints_both_transports() -> None:
     rows = [line for line in done.stdout.splitlines() if line.startswith("| in-process |")]
     rows += [line for line in done.stdout.splitlines() if line.startswith("| stdio |")]
     assert len(rows) == 2 and all(len(row.split("|")) == 10 for row in rows)
+
+
+def test_bench_checkpoints_quick_prints_every_row() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_checkpoints.py"), "--quick", "--rounds", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [
+        line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    assert len(rows) == 1 + 6 + 3  # the header; write/edit/changed at two sizes; three bash rows
+    assert all(len(row.split("|")) == 6 for row in rows)

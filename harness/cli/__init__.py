@@ -18,6 +18,7 @@ import click
 # checkout, label; _maintenance: verify, repair, migrate; _copy: copy).
 from . import _copy, _maintenance, _tree_ops  # noqa: F401
 from ._chat import chat
+from ._checkpoints import checkpoints_group, rewind
 from ._common import (
     HarnessCliError,
     HarnessGroup,
@@ -82,3 +83,5 @@ main.add_command(skills)
 main.add_command(templates)
 main.add_command(hooks)
 main.add_command(mcp)
+main.add_command(rewind)
+main.add_command(checkpoints_group)

@@ -50,6 +50,7 @@ from ._chat_commands import run_command
 from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
+from ._checkpoints import checkpoint_option, use_checkpoints
 from ._common import one_line, open_repo, root_option, run_async
 from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import configured_mcp_servers
@@ -92,6 +93,7 @@ class Chat:
         choice: ModelChoice | None = None,
         command_hooks: CommandHooks | None = None,
         mcp_servers: Mapping[str, object] | None = None,
+        checkpoints: bool = False,
     ) -> None:
         self.repo = repo
         self.choice = choice
@@ -103,6 +105,7 @@ class Chat:
         """``session_end``'s reason: ``prompt_input_exit`` once the user ends the chat."""
         self._idle_s = float(os.environ.get(IDLE_ENV) or 60)
         self._notifications: set[asyncio.Task[None]] = set()
+        self.checkpoints = checkpoints
         self.session = session
         self.offline = offline
         self.reader = reader
@@ -133,6 +136,7 @@ class Chat:
             fallback_model=self.choice.fallback() if self.choice is not None else None,
             registry=self.choice.registry if self.choice is not None else None,
             mcp_servers=self.mcp_servers,
+            checkpoints=self.checkpoints,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.offline else None,
             command_hooks=self.command_hooks,
@@ -286,6 +290,7 @@ async def _main(
     thinking: ThinkingLevel | None,
     mode: ModeName | None,
     trust_project: bool,
+    checkpoints: bool,
 ) -> None:
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(highlight=False, soft_wrap=True, emoji=False)
@@ -326,6 +331,7 @@ async def _main(
             cwd=cwd,
             command_hooks=command_hooks,
             mcp_servers=configured_mcp_servers(cwd, trust_project),
+            checkpoints=checkpoints,
         )
     except BaseException:
         session.close()
@@ -371,6 +377,7 @@ def _confirm(question: str) -> bool:
     help="Reasoning effort (default: the session's, else off).",
 )
 @permission_options
+@checkpoint_option
 @root_option
 def chat(
     session_ref: str | None,
@@ -384,6 +391,7 @@ def chat(
     thinking: ThinkingLevel | None,
     mode: ModeName | None,
     trust_project: bool,
+    checkpoints: bool | None,
     root: Path | None,
 ) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
@@ -424,5 +432,16 @@ def chat(
         model, named = choice.model()
         thinking = thinking or named
     run_async(
-        _main(repo, session_ref, work_dir, continue_, model, choice, thinking, mode, trust_project)
+        _main(
+            repo,
+            session_ref,
+            work_dir,
+            continue_,
+            model,
+            choice,
+            thinking,
+            mode,
+            trust_project,
+            use_checkpoints(checkpoints),
+        )
     )

@@ -83,6 +83,44 @@ async def _checkout(chat: Chat, args: str) -> None:
         chat.edit_text = result.editor_text
 
 
+_REWIND_USAGE = "usage: /rewind ENTRY [--files-only|--conversation-only|--both] [--force]"
+
+
+async def _rewind(chat: Chat, args: str) -> None:
+    words = args.split()
+    entries = [w for w in words if not w.startswith("--")]
+    flags = set(words) - set(entries)
+    known = {"--files-only", "--conversation-only", "--both", "--force"}
+    if len(entries) != 1 or flags - known or len(flags & (known - {"--force"})) > 1:
+        raise CommandError(_REWIND_USAGE)
+    force = "--force" in flags
+    if "--conversation-only" in flags:
+        result = await chat.harness.navigate_tree(entries[0])
+        files = None
+    elif "--files-only" in flags:
+        result = None
+        files = await chat.harness.rewind_files(entries[0], force=force)
+    else:
+        result = await chat.harness.navigate_tree(entries[0], with_files=True, force=force)
+        files = result.files
+    if result is not None:
+        if result.cancelled:
+            chat.view.line("cancelled by a hook")
+            return
+        chat.view.line(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        if result.editor_text is not None:
+            chat.edit_text = result.editor_text
+    if files is not None:
+        for path in files.restored:
+            chat.view.line(f"restored {path}")
+        for path in files.removed:
+            chat.view.line(f"removed {path}")
+        for skipped in files.skipped:
+            chat.view.line(f"skipped {skipped.path}: {skipped.reason}", "yellow")
+        if files.entry_id is None:
+            chat.view.line("files: nothing to change")
+
+
 async def _compact(chat: Chat, args: str) -> None:
     before = len(chat.session.build_context().messages)
     try:
@@ -241,6 +279,11 @@ COMMANDS: dict[str, Command] = {
         "/fork [ENTRY]", "copy the branch (up to ENTRY) into a new session; go on there", _fork
     ),
     "checkout": Command("/checkout ENTRY", "move the active leaf to ENTRY", _checkout),
+    "rewind": Command(
+        "/rewind ENTRY [--files-only|--conversation-only]",
+        "put the files and the conversation back as at ENTRY (needs --checkpoints)",
+        _rewind,
+    ),
     "compact": Command(
         "/compact [INSTRUCTIONS]", "summarise the older messages into one entry", _compact
     ),

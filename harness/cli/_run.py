@@ -55,6 +55,7 @@ from .._tools.grep import grep_tool
 from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
+from ._checkpoints import checkpoint_option, use_checkpoints
 from ._common import open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._hooks import attach_hook_output, load_command_hooks
@@ -310,6 +311,7 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
     help="text: the reply; json: reply and session id; events: every event as a JSON line.",
 )
 @permission_options
+@checkpoint_option
 @root_option
 def run(
     text: str,
@@ -324,6 +326,7 @@ def run(
     output: str,
     mode: ModeName | None,
     trust_project: bool,
+    checkpoints: bool | None,
     root: Path | None,
 ) -> None:
     """Send one prompt and print the reply; for scripts and CI.
@@ -394,6 +397,7 @@ def run(
             cwd=cwd,
             command_hooks=command_hooks,
             mcp_servers=configured_mcp_servers(cwd, trust_project),
+            checkpoints=use_checkpoints(checkpoints),
         )
         attach_hook_output(harness, lambda text: echo(text, err=True))
         show_mcp_errors(harness)

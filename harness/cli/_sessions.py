@@ -265,6 +265,14 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
     "--tree", "whole_tree", is_flag=True, help="Copy every entry, not only the active branch."
 )
 @click.option("--cwd", metavar="DIR", default=None, help="The fork's cwd (default: the source's).")
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also make DIR (new or empty) hold the files as they were at the cut, from the "
+    "current folder (the session's): a git worktree in a repository, a copy otherwise.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the new session as a JSON object.")
 def fork(
     root: Path | None,
@@ -273,12 +281,14 @@ def fork(
     before_entry: str | None,
     whole_tree: bool,
     cwd: str | None,
+    workspace: Path | None,
     as_json: bool,
 ) -> None:
     """Copy a session's branch into a new session file under the root.
 
     Without --at/--before the branch up to the active leaf is copied. The new header links the
     source (parentSession) and the source file is not modified. Prints the new id and path.
+    With --workspace the files come along (docs/checkpoints.md): the fork's cwd is that folder.
     """
     if at_entry is not None and before_entry is not None:
         raise click.UsageError("give at most one of --at and --before")
@@ -289,15 +299,20 @@ def fork(
         "at" if at_entry is not None else "before" if before_entry is not None else None
     )
     repo = open_repo(root)
-    new = run_async(
-        repo.fork(
-            resolve_ref(repo, ref),
-            entry_id=entry_id,
-            position=position,
-            scope="tree" if whole_tree else "branch",
-            cwd=cwd,
+    if workspace is not None:
+        if cwd is not None or whole_tree:
+            raise click.UsageError("--workspace makes the fork's cwd; give no --cwd or --tree")
+        new = _fork_with_files(repo, ref, entry_id, position, workspace)
+    else:
+        new = run_async(
+            repo.fork(
+                resolve_ref(repo, ref),
+                entry_id=entry_id,
+                position=position,
+                scope="tree" if whole_tree else "branch",
+                cwd=cwd,
+            )
         )
-    )
     with new:
         if as_json:
             echo(
@@ -314,6 +329,24 @@ def fork(
         else:
             echo(f"id: {new.id}")
             echo(f"path: {new.path}")
+            if workspace is not None:
+                echo(f"workspace: {new.cwd}")
+
+
+def _fork_with_files(
+    repo: JsonlSessionRepo,
+    ref: str,
+    entry_id: str | None,
+    position: ForkPosition | None,
+    workspace: Path,
+) -> Session:
+    from .._harness import AgentHarness  # the harness is heavy; only fork --workspace needs it
+    from ._checkpoints import working_folder_for_files
+
+    with _open(repo, ref) as session:
+        here = working_folder_for_files(session, None)
+        harness = AgentHarness(session=session, cwd=here, checkpoints=True, resources=None)
+        return run_async(harness.fork(repo, entry_id, position=position, workspace=workspace))
 
 
 @sessions.command()

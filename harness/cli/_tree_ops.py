@@ -20,6 +20,7 @@ from .._compaction.summarize import ExtractiveSummarizer
 from .._compaction.tokens import context_size
 from .._errors import HarnessStateError
 from .._harness import AgentHarness
+from ._checkpoints import report_rewind, working_folder_for_files
 from ._common import one_line, open_repo, root_option, run_async, spinner
 from ._escape import echo
 from ._sessions import _open, sessions
@@ -131,6 +132,21 @@ def compact(
 @click.option("--summarize", is_flag=True, help="Summarise the branch being left.")
 @click.option("--label", "label_text", metavar="TEXT", default=None, help="Label the target.")
 @click.option("--offline", is_flag=True, help="Summarise without a model.")
+@click.option(
+    "--with-files",
+    is_flag=True,
+    help="Also put the files back as they were at ENTRY (in the session's folder: the current "
+    "one, or --cwd); see `harness rewind`.",
+)
+@click.option("--force", is_flag=True, help="With --with-files: overwrite files changed outside.")
+@click.option(
+    "--cwd",
+    "work_dir",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="With --with-files: the working folder (default: the current one).",
+)
 def checkout(
     root: Path | None,
     ref: str,
@@ -138,22 +154,46 @@ def checkout(
     summarize: bool,
     label_text: str | None,
     offline: bool,
+    with_files: bool,
+    force: bool,
+    work_dir: Path | None,
 ) -> None:
     """Move the session's active leaf to ENTRY (persisted as a leaf entry).
 
     Checking out a user message puts the leaf on its parent and prints the message, so it can be
-    edited and sent again.
+    edited and sent again. --with-files keeps the files in step (docs/checkpoints.md).
     """
+    if (force or work_dir is not None) and not with_files:
+        raise click.UsageError("--force and --cwd go with --with-files")
+    if with_files and summarize and not offline:
+        raise click.UsageError("--with-files summarises only with --offline")
     with _open(open_repo(root), ref) as session:
-        harness = _harness_for(session, offline) if summarize else AgentHarness(session=session)
+        if with_files:
+            harness = AgentHarness(
+                session=session,
+                cwd=working_folder_for_files(session, work_dir),
+                checkpoints=True,
+                resources=None,
+                summarizer=ExtractiveSummarizer() if offline else None,
+            )
+        elif summarize:
+            harness = _harness_for(session, offline)
+        else:
+            harness = AgentHarness(session=session)
         with spinner("summarising the branch..." if summarize else "moving the leaf..."):
-            result = run_async(harness.navigate_tree(entry, summarize=summarize, label=label_text))
+            result = run_async(
+                harness.navigate_tree(
+                    entry, summarize=summarize, label=label_text, with_files=with_files, force=force
+                )
+            )
         if result.cancelled:
             echo("cancelled by a hook")
             return
         echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
         if result.summary_entry_id:
             echo(f"branch summary: {result.summary_entry_id}")
+        if result.files is not None:
+            report_rewind(result.files)
         if result.editor_text is not None:
             echo("message to edit and resend:")
             echo(result.editor_text)

@@ -28,6 +28,7 @@ DESIGN_HOOKS = {
     "user_prompt_submit",
     "stop",
     "subagent_stop",
+    "session_before_rewind",
 }
 # The order in which the events first fire during one prompt (DESIGN §6).
 PROMPT_ORDER = [

@@ -28,6 +28,7 @@ from hooks import (
     ReplacePayload,
     SessionBeforeCompactEvent,
     SessionBeforeForkEvent,
+    SessionBeforeRewindEvent,
     SessionBeforeTreeEvent,
     StreamOptions,
     StreamOptionsPatch,
@@ -44,6 +45,7 @@ from hooks import (
     emit_context,
     emit_session_before_compact,
     emit_session_before_fork,
+    emit_session_before_rewind,
     emit_session_before_tree,
     emit_tool_call,
     emit_tool_result,
@@ -112,6 +114,12 @@ def tree_event() -> SessionBeforeTreeEvent:
 
 def fork_event() -> SessionBeforeForkEvent:
     return SessionBeforeForkEvent(source_id="s1", entry_id="e3", position=None, scope="branch")
+
+
+def rewind_event() -> SessionBeforeRewindEvent:
+    return SessionBeforeRewindEvent(
+        session_id="s1", target_id="e3", paths=["a.txt"], conversation=True
+    )
 
 
 # --- every hook: one case each, for the rules all combiners share ---------------------------
@@ -211,6 +219,14 @@ CASES = (
         emit_session_before_fork,
         Cancel(reason="read-only"),
         lambda o: o.cancelled and o.reason == "read-only",
+        lambda o: (o.cancelled, o.reason) == (False, None),
+    ),
+    Case(
+        "session_before_rewind",
+        rewind_event,
+        emit_session_before_rewind,
+        Cancel(reason="keep my files"),
+        lambda o: o.cancelled and o.reason == "keep my files",
         lambda o: (o.cancelled, o.reason) == (False, None),
     ),
 )

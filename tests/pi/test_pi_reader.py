@@ -21,13 +21,17 @@ from typing import Any
 import pytest
 from pi_oracle import PiReader, PiState, comparable, ours
 from pi_sessions import before_compaction, v2_session
+from workspaces import SCRIPT, make_harness, seed
 
 from harness import (
+    CHECKPOINT_ENTRY,
     NO_RESULT_TEXT,
+    REWIND_ENTRY,
     AgentHarness,
     AssistantMessage,
     BashExecutionMessage,
     CompactionSettings,
+    CustomEntry,
     ExtractiveSummarizer,
     FauxModel,
     FauxReply,
@@ -475,6 +479,25 @@ async def test_a_branch_summary_appended_directly(pi: PiReader, session: Session
     state = pi.state(file_of(session))
     assert_agree(state, session)
     assert state.context[-1] == ("branchSummary", f"[from {abandoned}] they asked again")
+
+
+async def test_checkpoint_and_rewind_entries_are_skipped_by_pis_reader(
+    pi: PiReader, repo: JsonlSessionRepo, tmp_path: Path
+) -> None:
+    """A run with checkpoints puts a custom entry between a tool call and its result, and a
+    rewind appends one at the leaf: pi's reader lands on the same leaf with the same context."""
+    ws = seed(tmp_path / "ws", "plain")
+    session = await repo.create(str(ws))
+    harness = make_harness(session, ws, SCRIPT)
+    await harness.prompt("change the files")
+    first = next(e.id for e in session.entries() if isinstance(e, MessageEntry))
+    await harness.rewind_files(first)
+    kinds = [e.custom_type for e in session.entries() if isinstance(e, CustomEntry)]
+    assert kinds.count(CHECKPOINT_ENTRY) == 6 and kinds[-1] == REWIND_ENTRY
+    state = pi.state(file_of(session))
+    assert_agree(state, session)
+    roles = [role for role, _ in state.context]
+    assert roles == ["user", *(["assistant", "toolResult"] * 6), "assistant"]
 
 
 # --- migrated files -------------------------------------------------------------------------

@@ -1,0 +1,182 @@
+"""Forks that carry the files: a new folder holding the workspace as it was at an entry.
+
+In a git repository the folder is a git worktree of the repository (``git worktree add
+--detach``, at ``HEAD``), with the working folder's uncommitted and untracked files (those git
+does not ignore) copied over it; elsewhere it is a copy of the working folder (regular files,
+folders and symlinks as symlinks; FIFOs, devices and sockets are left out). Either way every
+file the session's checkpoints recorded is then put as it was at the entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+from attrs import frozen
+
+from .._fs import Location, beneath, open_dir, open_parent, open_regular_at
+from .errors import WorkspaceExistsError
+from .records import FileState, Missed
+from .rewind import _remove, _write
+from .scan import Workspace
+
+__all__ = ["Materialized", "materialize", "new_workspace_root", "remove_workspace"]
+
+
+@frozen(kw_only=True)
+class Materialized:
+    """A fork's new workspace: ``root`` (the working folder in it), ``kind`` (``git-worktree``
+    or ``copy``), and the recorded files left out (outside the working folder, content
+    missing)."""
+
+    root: Path
+    kind: str
+    skipped: tuple[Missed, ...]
+
+
+def new_workspace_root(workspace: Workspace, folder: Path) -> tuple[Path, str]:
+    """The working folder inside a fork's new ``folder``, and how it will be made: in a
+    repository the worktree is the whole repository, and the working folder is at the same
+    place in it as in the source.
+
+    Raises:
+        WorkspaceExistsError: ``folder`` exists and is not an empty folder.
+    """
+    folder = Path(os.path.abspath(folder))
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise WorkspaceExistsError(str(folder))
+    git = workspace.git_info()
+    if git is None:
+        return folder, "copy"
+    return (folder / git.prefix if git.prefix else folder), "git-worktree"
+
+
+def materialize(
+    workspace: Workspace,
+    folder: Path,
+    states: dict[str, FileState | None],
+) -> Materialized:
+    """Make ``folder`` (new or empty) hold the workspace with each recorded path in its
+    ``states`` (see the module docstring).
+
+    Raises:
+        WorkspaceExistsError: ``folder`` exists and is not empty.
+        OSError, subprocess.SubprocessError: the copy or git failed (nothing is left behind).
+    """
+    root, kind = new_workspace_root(workspace, folder)
+    folder = Path(os.path.abspath(folder))
+    try:
+        if kind == "git-worktree":
+            _git_worktree(workspace, folder)
+        else:
+            _copy_tree(workspace, folder)
+        skipped = _put_states(workspace, root, states)
+    except BaseException:
+        remove_workspace(workspace, folder, kind)
+        raise
+    return Materialized(root=root, kind=kind, skipped=tuple(skipped))
+
+
+def remove_workspace(workspace: Workspace, folder: Path, kind: str) -> None:
+    """Undo :func:`materialize` (a fork that could not be completed)."""
+    if kind == "git-worktree":
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            workspace.run_git(["worktree", "remove", "--force", str(folder)])
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _git_worktree(workspace: Workspace, folder: Path) -> None:
+    workspace.run_git(["worktree", "add", "--detach", "--quiet", str(folder), "HEAD"])
+    git = workspace.git_info()
+    if git is None:  # it was a repository a moment ago
+        raise OSError("the working folder is no longer in a git repository")
+    root = folder / git.prefix if git.prefix else folder
+    # The worktree is HEAD; the working folder's uncommitted and untracked files make it now.
+    for _, y, path, _, _ in workspace.status(git):
+        if workspace.excluded(path):
+            continue
+        if y == "D":
+            _remove(beneath(root, path))
+        else:
+            _copy_file(workspace.root, path, root)
+
+
+def _copy_file(source: Path, rel: str, target: Path) -> None:
+    """Copy the regular file ``rel`` from beneath ``source`` to beneath ``target`` (a new
+    folder), its permission bits kept; anything else is left out."""
+    parent, name = os.path.split(rel)
+    try:
+        folder = open_dir(beneath(source, parent or "."))
+    except OSError:
+        return
+    try:
+        fd, st = open_regular_at(folder, name, rel)
+    except OSError:
+        os.close(folder)
+        return
+    try:
+        out_dir, out_name = open_parent(beneath(target, rel))
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            out = os.open(out_name, flags, 0o600, dir_fd=out_dir)
+        finally:
+            os.close(out_dir)
+        try:
+            os.fchmod(out, stat.S_IMODE(st.st_mode) & 0o777)
+            with os.fdopen(os.dup(fd), "rb") as src, os.fdopen(out, "wb", closefd=False) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+        os.close(folder)
+
+
+def _copy_tree(workspace: Workspace, folder: Path) -> None:
+    """Copy the working folder into ``folder``: regular files, folders, symlinks (as
+    symlinks, never followed); not the sessions or the store, if they are inside."""
+    os.makedirs(folder, exist_ok=True)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        source = os.path.join(workspace.root, rel) if rel else str(workspace.root)
+        with os.scandir(source) as entries:
+            for entry in entries:
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                if workspace.excluded(child):
+                    continue
+                target = os.path.join(folder, child)
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), target)
+                elif entry.is_dir(follow_symlinks=False):
+                    os.mkdir(target)
+                    stack.append(child)
+                elif entry.is_file(follow_symlinks=False):
+                    _copy_file(workspace.root, child, folder)
+
+
+def _put_states(
+    workspace: Workspace, root: Path, states: dict[str, FileState | None]
+) -> list[Missed]:
+    skipped = []
+    for path, want in sorted(states.items()):
+        if path.startswith("/"):
+            skipped.append(Missed(path, "outside the working folder: not carried into a fork"))
+            continue
+        loc: Location = beneath(root, path)
+        try:
+            if want is None:
+                _remove(loc)
+                continue
+            data = workspace.store.get(want.digest)
+            if data is None:
+                skipped.append(Missed(path, "its content is not in the checkpoint store"))
+                continue
+            _write(loc, data, want.mode & 0o777)
+        except OSError as exc:
+            skipped.append(Missed(path, f"not written: {exc.strerror or exc}"))
+    return skipped

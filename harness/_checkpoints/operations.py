@@ -1,0 +1,154 @@
+"""The harness's checkpoint operations: rewinding files (with the rewind hooks) and forking a
+session together with its files. ``AgentHarness`` calls these; they hold the logic."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hooks import (
+    SessionBeforeRewindEvent,
+    SessionRewindEvent,
+    emit_session_before_rewind,
+    notify,
+)
+from repos import ForkPosition, Session, SessionRepo
+
+from .capture import Checkpoints
+from .errors import RewindCancelledError
+from .fork import Materialized, materialize, new_workspace_root
+from .rewind import Approver, RewindPlan, RewindResult, apply_plan, plan_rewind, states_at
+
+__all__ = ["announce_rewind", "fork_with_files", "prepare_rewind", "rewind_files"]
+
+_log = logging.getLogger("harness")
+
+
+async def prepare_rewind(
+    sender: object,
+    checkpoints: Checkpoints,
+    entry_id: str | None,
+    *,
+    approve: Approver,
+    force: bool,
+    conversation: bool,
+) -> RewindPlan:
+    """Plan a rewind and ask the ``session_before_rewind`` hooks.
+
+    Raises:
+        RewindRefusedError: files changed outside the session (or contents missing), unless
+            ``force``.
+        RewindCancelledError: a hook cancelled.
+        EntryNotFoundError: no such entry.
+    """
+    session = checkpoints.session
+    plan = await plan_rewind(session, checkpoints.workspace, entry_id, approve=approve, force=force)
+    for problem in plan.problems:
+        _log.warning("session %s: a checkpoint change was not read: %s", session.id, problem)
+    outcome = await emit_session_before_rewind(
+        sender,
+        SessionBeforeRewindEvent(
+            session_id=session.id,
+            target_id=entry_id,
+            paths=[c.path for c in plan.changes],
+            conversation=conversation,
+        ),
+    )
+    if outcome.cancelled:
+        raise RewindCancelledError(outcome.reason or "no reason given")
+    return plan
+
+
+async def announce_rewind(
+    sender: object,
+    checkpoints: Checkpoints,
+    plan: RewindPlan,
+    *,
+    from_leaf_id: str | None,
+    conversation: bool,
+) -> RewindResult:
+    """Apply a prepared plan, record it, and send ``session_rewind``."""
+    session = checkpoints.session
+    result = apply_plan(
+        session,
+        checkpoints.workspace,
+        plan,
+        from_leaf_id=from_leaf_id,
+        conversation=conversation,
+    )
+    await notify(
+        sender,
+        SessionRewindEvent(
+            session_id=session.id,
+            target_id=plan.target_id,
+            entry_id=result.entry_id,
+            restored=result.restored,
+            removed=result.removed,
+            skipped=[s.path for s in result.skipped],
+        ),
+    )
+    return result
+
+
+async def rewind_files(
+    sender: object,
+    checkpoints: Checkpoints,
+    entry_id: str | None,
+    *,
+    approve: Approver,
+    force: bool,
+) -> RewindResult:
+    """Put every recorded file back as it was at ``entry_id``; the conversation stays.
+    Raises as :func:`prepare_rewind`."""
+    plan = await prepare_rewind(
+        sender, checkpoints, entry_id, approve=approve, force=force, conversation=False
+    )
+    return await announce_rewind(
+        sender,
+        checkpoints,
+        plan,
+        from_leaf_id=checkpoints.session.leaf_id,
+        conversation=False,
+    )
+
+
+async def fork_with_files(
+    checkpoints: Checkpoints,
+    repo: SessionRepo,
+    entry_id: str | None,
+    *,
+    position: ForkPosition | None,
+    workspace: Path,
+) -> tuple[Session, Materialized]:
+    """Fork ``checkpoints.session`` at ``entry_id`` (as ``repo.fork`` does) and make
+    ``workspace`` hold the files as they were at the fork's last entry; the fork's header
+    records the workspace as its ``cwd``.
+
+    The session is forked first (``session_before_fork`` hooks may cancel; nothing is
+    written then), then the folder is made; if that fails the fork is deleted again.
+
+    Raises:
+        WorkspaceExistsError: ``workspace`` exists and is not empty.
+        ForkCancelledError, InvalidForkTargetError, ...: as ``repo.fork``.
+        OSError, subprocess.SubprocessError: the folder could not be made.
+    """
+    session = checkpoints.session
+    cut = entry_id if entry_id is not None else session.leaf_id
+    effective = position or ("at" if entry_id is None else "before")
+    if cut is not None and effective == "before":
+        cut = session.get_entry(cut).parent_id
+    _, states, _ = states_at(session, cut)
+    root, _ = new_workspace_root(checkpoints.workspace, workspace)
+    fork = await repo.fork(
+        session.path if session.path is not None else session.id,
+        entry_id=entry_id,
+        position=position,
+        cwd=str(root),
+    )
+    try:
+        made = materialize(checkpoints.workspace, workspace, states)
+    except BaseException:
+        fork.close()
+        await repo.delete(fork.path if fork.path is not None else fork.id)
+        raise
+    return fork, made

@@ -1,0 +1,265 @@
+"""Checkpoint and rewind entries: their shape, reading them back (untrusted), and the state of
+the workspace they imply at any entry of the session.
+
+A session gets one ``custom`` entry per change to the workspace (pi's reader skips custom
+entries; they never reach the model):
+
+- ``harness.checkpoint``: one tool call changed files. ``{"toolCallId", "entryId" (the entry
+  holding the call), "toolName", "scan" ("path" | "git" | "stat"), "changes", "missed",
+  "complete"}``.
+- ``harness.rewind``: a rewind changed files. ``{"targetId", "fromLeafId", "conversation",
+  "changes", "skipped"}``.
+
+``changes`` is a list of ``{"path", "before", "after"}``, each state ``null`` (no file) or
+``{"sha256", "mode", "size"}`` (the content's blob in the store, its permission bits, its size
+in bytes). ``path`` is relative to the working folder (``/``-separated, normalised), or
+absolute for a file outside it that the supervisor approved.
+
+The state of the workspace at an entry is the state when that entry was written: for each path
+some entry changed, the ``after`` of the last change written before it (in file order), or,
+when there is none, the ``before`` of the first one written after it. A rewind is itself a
+change, so rewinding to the entry before a rewind undoes it.
+
+Session files are untrusted (docs/security.md): an entry is read only if every field has the
+shape above; a path must be normalised, hold no NUL and no ``..``; a blob name must be 64 hex
+characters. What does not is reported, never followed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from attrs import frozen
+
+from hooks import JSONValue
+from repos import CustomEntry, Session
+
+from .store import is_digest
+
+__all__ = [
+    "CHECKPOINT_ENTRY",
+    "REWIND_ENTRY",
+    "Change",
+    "FileState",
+    "Missed",
+    "Record",
+    "Timeline",
+    "checkpoint_data",
+    "read_records",
+    "referenced_blobs",
+    "rewind_data",
+    "valid_path",
+]
+
+CHECKPOINT_ENTRY: Final = "harness.checkpoint"
+"""``customType`` of the entry a tool call's changes to the workspace write."""
+REWIND_ENTRY: Final = "harness.rewind"
+"""``customType`` of the entry a rewind writes."""
+_MAX_PATH: Final = 4096
+
+
+@frozen
+class FileState:
+    """A regular file's content (``digest``, its blob), permission bits and size in bytes."""
+
+    digest: str
+    mode: int
+    size: int
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {"sha256": self.digest, "mode": self.mode, "size": self.size}
+
+    @classmethod
+    def from_json(cls, value: object) -> FileState | None:
+        """The state ``value`` describes; raises ValueError when it has another shape."""
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise ValueError("a file state is an object or null")
+        digest, mode, size = value.get("sha256"), value.get("mode"), value.get("size")
+        if not isinstance(digest, str) or not is_digest(digest):
+            raise ValueError("sha256 is not 64 hex characters")
+        if type(mode) is not int or not 0 <= mode <= 0o7777:
+            raise ValueError("mode is not permission bits")
+        if type(size) is not int or size < 0:
+            raise ValueError("size is not a byte count")
+        return cls(digest, mode, size)
+
+
+State = FileState | None
+"""A path's state: a file, or None for no file."""
+
+
+@frozen
+class Change:
+    """``path`` went from ``before`` to ``after``."""
+
+    path: str
+    before: State
+    after: State
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "path": self.path,
+            "before": None if self.before is None else self.before.to_json(),
+            "after": None if self.after is None else self.after.to_json(),
+        }
+
+
+@frozen
+class Missed:
+    """A change a checkpoint could not record (``reason`` says why): a rewind cannot undo it."""
+
+    path: str
+    reason: str
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {"path": self.path, "reason": self.reason}
+
+
+@frozen
+class Record:
+    """The changes of one checkpoint or rewind entry, at ``index`` in the session's file
+    order."""
+
+    index: int
+    entry_id: str
+    changes: tuple[Change, ...]
+
+
+def valid_path(path: object) -> bool:
+    """True for a path a change may name: relative to the working folder and normalised
+    (no ``.``, ``..`` or empty component), or absolute and normalised; never a NUL."""
+    if not isinstance(path, str) or not path or len(path) > _MAX_PATH or "\0" in path:
+        return False
+    if path.startswith("/"):
+        return path != "/" and not path.startswith("//") and posixpath.normpath(path) == path
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def checkpoint_data(
+    *,
+    tool_call_id: str,
+    entry_id: str | None,
+    tool_name: str,
+    scan: str,
+    changes: Sequence[Change],
+    missed: Sequence[Missed],
+    complete: bool,
+) -> dict[str, JSONValue]:
+    """The data of a ``harness.checkpoint`` entry."""
+    return {
+        "toolCallId": tool_call_id,
+        "entryId": entry_id,
+        "toolName": tool_name,
+        "scan": scan,
+        "changes": [c.to_json() for c in changes],
+        "missed": [m.to_json() for m in missed],
+        "complete": complete,
+    }
+
+
+def rewind_data(
+    *,
+    target_id: str | None,
+    from_leaf_id: str | None,
+    conversation: bool,
+    changes: Sequence[Change],
+    skipped: Sequence[Missed],
+) -> dict[str, JSONValue]:
+    """The data of a ``harness.rewind`` entry."""
+    return {
+        "targetId": target_id,
+        "fromLeafId": from_leaf_id,
+        "conversation": conversation,
+        "changes": [c.to_json() for c in changes],
+        "skipped": [s.to_json() for s in skipped],
+    }
+
+
+def _changes(data: Any) -> tuple[list[Change], list[str]]:
+    """The valid changes in an entry's data, and what was wrong with the others."""
+    raw = data.get("changes") if isinstance(data, Mapping) else None
+    if not isinstance(raw, list):
+        return [], ["no list of changes"]
+    changes, problems = [], []
+    for number, item in enumerate(raw, 1):
+        try:
+            if not isinstance(item, Mapping):
+                raise ValueError("not an object")
+            path = item.get("path")
+            if not isinstance(path, str) or not valid_path(path):
+                raise ValueError("the path is not a normalised path")
+            before = FileState.from_json(item.get("before"))
+            changes.append(Change(path, before, FileState.from_json(item.get("after"))))
+        except ValueError as exc:
+            problems.append(f"change {number}: {exc}")
+    return changes, problems
+
+
+def _checkpoint_entries(session: Session) -> Iterable[tuple[int, CustomEntry]]:
+    ids = session.entry_ids()
+    for index, (entry_id, kind) in enumerate(zip(ids, session.entry_types(ids), strict=True)):
+        if kind != "custom":
+            continue
+        entry = session.get_entry(entry_id)
+        if isinstance(entry, CustomEntry) and entry.custom_type in (
+            CHECKPOINT_ENTRY,
+            REWIND_ENTRY,
+        ):
+            yield index, entry
+
+
+def read_records(session: Session) -> tuple[list[Record], list[str]]:
+    """Every checkpoint and rewind entry of ``session`` (every branch, in file order), and a
+    line for each change that was not read (its entry, its number and what was wrong)."""
+    records: list[Record] = []
+    problems: list[str] = []
+    for index, entry in _checkpoint_entries(session):
+        changes, wrong = _changes(entry.data)
+        problems.extend(f"entry {entry.id}: {p}" for p in wrong)
+        if changes:
+            records.append(Record(index, entry.id, tuple(changes)))
+    return records, problems
+
+
+def referenced_blobs(session: Session) -> set[str]:
+    """The blob names the checkpoint and rewind entries of ``session`` refer to."""
+    found: set[str] = set()
+    for record in read_records(session)[0]:
+        for change in record.changes:
+            found.update(s.digest for s in (change.before, change.after) if s is not None)
+    return found
+
+
+class Timeline:
+    """The workspace's states implied by a session's records (see the module docstring)."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self._by_path: dict[str, list[tuple[int, State, State]]] = {}
+        for record in sorted(records, key=lambda r: r.index):
+            for change in record.changes:
+                self._by_path.setdefault(change.path, []).append(
+                    (record.index, change.before, change.after)
+                )
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path some record changed."""
+        return tuple(self._by_path)
+
+    def state_at(self, index: int) -> dict[str, State]:
+        """Each path's state when the entry at ``index`` (file order) was written; -1 is
+        before the first entry."""
+        states: dict[str, State] = {}
+        for path, history in self._by_path.items():
+            earlier = [after for at, _, after in history if at <= index]
+            # None written before it: the first change's "before" is what was there.
+            states[path] = earlier[-1] if earlier else history[0][1]
+        return states
+
+    def latest(self) -> dict[str, State]:
+        """Each path's state as the session last left it (the last change's ``after``)."""
+        return {path: history[-1][2] for path, history in self._by_path.items()}

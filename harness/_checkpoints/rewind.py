@@ -1,0 +1,274 @@
+"""Putting the workspace back as it was at an entry: plan (what to change, what would be lost),
+then apply, one file at a time, atomically.
+
+Planning reads every path the session's records name and compares it with what the session
+last left there; a file that differs was changed by something outside the session, and the
+rewind refuses, naming it, unless forced. Applying writes each file to a temporary file in its
+folder and renames it over the name (or unlinks it), so a kill at any moment leaves each file
+either as it was or as it should be, never half-written; a temporary file a kill left is
+removed by the next rewind that writes that name.
+
+Every access goes through ``harness._fs``: beneath the working folder by the kernel (a symlink
+leading out is refused, never followed), and for an absolute path the session names outside
+the folder, only the path the supervisor approved, through no symlink. The session file is
+untrusted: its paths and blob names were checked when read (``records.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from attrs import frozen
+
+from repos import Session
+
+from .._fs import (
+    FileRefusedError,
+    Location,
+    beneath,
+    no_symlinks,
+    open_dir,
+    open_parent,
+    relative_to,
+    replace_file,
+)
+from .errors import RewindRefusedError
+from .records import REWIND_ENTRY, Change, FileState, Missed, Timeline, read_records, rewind_data
+from .scan import Unknown, Workspace, same_file
+
+__all__ = ["Approver", "RewindPlan", "RewindResult", "apply_plan", "plan_rewind", "states_at"]
+
+Approver = Callable[[str], Awaitable[str | None]]
+"""``await approve(path)`` for an absolute path outside the working folder: the path the
+supervisor approved writing (symlinks resolved), or None when it denied."""
+
+
+@frozen(kw_only=True)
+class RewindResult:
+    """What a rewind did.
+
+    Attributes:
+        target_id: the entry whose files were restored (None: before the first entry).
+        entry_id: the ``harness.rewind`` entry recording it (None: no file changed).
+        restored: paths written back (created or replaced).
+        removed: paths removed (created after the target).
+        skipped: paths left as they are, with why (denied by the supervisor, leading out of
+            the working folder, content unavailable with ``force``, not a regular file).
+        problems: checkpoint changes in the session that were not read (malformed).
+    """
+
+    target_id: str | None
+    entry_id: str | None
+    restored: tuple[str, ...]
+    removed: tuple[str, ...]
+    skipped: tuple[Missed, ...]
+    problems: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class RewindPlan:
+    """What a rewind will do: each change's ``before`` is the file as it is now (stored, so
+    the rewind can be undone), its ``after`` the state at the target."""
+
+    target_id: str | None
+    changes: tuple[Change, ...]
+    locations: tuple[Location, ...]
+    skipped: tuple[Missed, ...]
+    problems: tuple[str, ...]
+
+
+def states_at(
+    session: Session, entry_id: str | None
+) -> tuple[Timeline, dict[str, FileState | None], list[str]]:
+    """The session's timeline, the state of every recorded path when ``entry_id`` was written
+    (None: before the first entry), and the changes not read.
+
+    Raises:
+        EntryNotFoundError: no such entry.
+    """
+    records, problems = read_records(session)
+    timeline = Timeline(records)
+    if entry_id is None:
+        index = -1
+    else:
+        session.get_entry(entry_id)  # raises EntryNotFoundError
+        index = session.entry_ids().index(entry_id)
+    return timeline, timeline.state_at(index), problems
+
+
+async def plan_rewind(
+    session: Session,
+    workspace: Workspace,
+    entry_id: str | None,
+    *,
+    approve: Approver,
+    force: bool = False,
+) -> RewindPlan:
+    """What rewinding the files to ``entry_id`` changes (see the module docstring).
+
+    Args:
+        approve: asked for each path outside the working folder (the supervisor decides it as
+            a write); a denied one is skipped.
+        force: overwrite files changed outside the session; leave those whose content is
+            unavailable as they are.
+
+    Raises:
+        RewindRefusedError: without ``force``: files changed outside the session since it
+            last touched them, or contents missing from the store (nothing was written).
+        EntryNotFoundError: no such entry.
+    """
+    timeline, target, problems = states_at(session, entry_id)
+    latest = timeline.latest()
+    root = workspace.root
+    changes: list[Change] = []
+    locations: list[Location] = []
+    skipped: list[Missed] = []
+    changed: list[str] = []
+    unavailable: list[str] = []
+    for path, want in target.items():
+        loc = await _locate(root, path, approve)
+        if isinstance(loc, Missed):
+            skipped.append(loc)
+            continue
+        if loc.rule == "beneath" and workspace.excluded(loc.rel):
+            # The sessions or the store inside the working folder: never the rewind's to write.
+            skipped.append(Missed(path, "in the sessions' or the checkpoint store's folder"))
+            continue
+        now = workspace.capture(loc)
+        if isinstance(now, Unknown):
+            skipped.append(Missed(path, now.reason))
+            continue
+        if same_file(now, want):
+            continue
+        if not same_file(now, latest[path]):
+            changed.append(path)
+        if want is not None and not workspace.store.has(want.digest):
+            unavailable.append(path)
+            if force:
+                skipped.append(Missed(path, "its content is not in the checkpoint store"))
+                continue
+        changes.append(Change(path, now, want))
+        locations.append(loc)
+    if (changed or unavailable) and not force:
+        raise RewindRefusedError(changed, unavailable)
+    return RewindPlan(
+        target_id=entry_id,
+        changes=tuple(changes),
+        locations=tuple(locations),
+        skipped=tuple(skipped),
+        problems=tuple(problems),
+    )
+
+
+async def _locate(root: Path, path: str, approve: Approver) -> Location | Missed:
+    """Where a recorded path goes: beneath the working folder, or (absolute, outside it) the
+    path the supervisor approved, through no symlink."""
+    if not path.startswith("/"):
+        return beneath(root, path)
+    inside = relative_to(root, path)
+    if inside is not None and inside != ".":
+        return beneath(root, inside)
+    approved = await approve(path)
+    if approved is None:
+        return Missed(path, "outside the working folder, and the supervisor denied writing it")
+    return no_symlinks(approved)
+
+
+def apply_plan(
+    session: Session,
+    workspace: Workspace,
+    plan: RewindPlan,
+    *,
+    from_leaf_id: str | None,
+    conversation: bool,
+) -> RewindResult:
+    """Write the plan's files, one atomic step each, then append the ``harness.rewind`` entry
+    (when a file changed) recording what was done, so rewinding to the entry before it undoes
+    it."""
+    done: list[Change] = []
+    restored: list[str] = []
+    removed: list[str] = []
+    skipped = list(plan.skipped)
+    for change, loc in zip(plan.changes, plan.locations, strict=True):
+        try:
+            if change.after is None:
+                _remove(loc)
+                removed.append(change.path)
+            else:
+                data = workspace.store.get(change.after.digest)
+                if data is None:
+                    skipped.append(Missed(change.path, "its content is not in the store"))
+                    continue
+                _write(loc, data, change.after.mode & 0o777)
+                restored.append(change.path)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            skipped.append(Missed(change.path, f"not restored: {reason}"))
+            continue
+        done.append(change)
+    entry_id = None
+    if done:
+        entry = session.append_custom(
+            REWIND_ENTRY,
+            rewind_data(
+                target_id=plan.target_id,
+                from_leaf_id=from_leaf_id,
+                conversation=conversation,
+                changes=done,
+                skipped=skipped,
+            ),
+        )
+        entry_id = entry.id
+    return RewindResult(
+        target_id=plan.target_id,
+        entry_id=entry_id,
+        restored=tuple(restored),
+        removed=tuple(removed),
+        skipped=tuple(skipped),
+        problems=plan.problems,
+    )
+
+
+def _temp_name(name: str) -> re.Pattern[str]:
+    """The temporary files ``_fs.replace_file`` makes for ``name``."""
+    return re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{8}}\.tmp")
+
+
+def _sweep(folder: int, name: str) -> None:
+    """Remove temporary files of ``name`` a killed rewind (or write) left in ``folder``."""
+    pattern = _temp_name(name)
+    for entry in os.listdir(folder):
+        if pattern.fullmatch(entry):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry, dir_fd=folder)
+
+
+def _write(loc: Location, data: bytes, mode: int) -> None:
+    folder, name = open_parent(loc)
+    try:
+        _sweep(folder, name)
+        replace_file(folder, name, data, mode=mode, durable=True)
+    finally:
+        os.close(folder)
+
+
+def _remove(loc: Location) -> None:
+    parent, name = os.path.split(loc.rel)
+    if name in ("", ".", ".."):
+        raise FileRefusedError(errno.EISDIR, "does not name a file", loc.path)
+    try:
+        folder = open_dir(Location(loc.root, parent or ".", loc.rule))
+    except (FileNotFoundError, NotADirectoryError):
+        return  # its folder is gone: so is the file
+    try:
+        _sweep(folder, name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=folder)
+        os.fsync(folder)
+    finally:
+        os.close(folder)

@@ -1,0 +1,510 @@
+"""What a tool call changed in the workspace: a file's content before and after (``write``,
+``edit``, any tool that names a path), or a comparison of the whole workspace before and after
+(``bash``).
+
+The whole-workspace comparison goes through git's index when the working folder is in a git
+repository: ``git status`` lists what differs from the index (modified, deleted, untracked),
+so only those files are read and stored before the command runs; a clean tracked file's
+content is already in git's objects, and is copied into the store only if the command changes
+it. When the command changes the index itself (``git add``, ``commit``, ``checkout``,
+``stash``), the index entries before and after are compared too. Elsewhere a stat scan walks
+the folder (at most ``max_files`` files), storing every file not stored with the same stat
+since, and compares stats afterwards.
+
+Blind spots (docs/checkpoints.md): files git ignores (in a repository); files past the scan's
+cap (elsewhere); symlinks, folders, FIFOs and devices (only regular files are recorded); files
+larger than the store's file cap; what is outside the working folder; git's own state (HEAD,
+branches, the index: a rewind puts files back, not commits). A change it cannot record is
+listed as *missed* in the entry.
+
+Every file is read through ``harness._fs`` beneath the working folder: a regular file only, at
+most the store's file cap, never through a symlink that leads out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Final, Literal, TypeAlias
+
+from attrs import define, frozen
+
+from .._fs import FileRefusedError, Location, beneath, open_regular, read_capped
+from .records import Change, FileState, Missed
+from .store import CheckpointStore
+
+__all__ = ["DEFAULT_MAX_FILES", "Snapshot", "Unknown", "Workspace", "same_file"]
+
+DEFAULT_MAX_FILES: Final = 10_000
+"""The most files a stat scan (outside git) walks, or a git scan stores before a command."""
+GIT_TIMEOUT_S: Final = 60.0
+_ZERO_SHA: Final = "0" * 40
+# git reads no repository hook or file-system monitor for us: only what it must to compare.
+_GIT_SAFETY: Final = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+
+
+@frozen
+class Unknown:
+    """A file whose state could not be recorded, and why."""
+
+    reason: str
+
+
+@frozen
+class _GitRef:
+    """A file whose content is git's blob ``sha`` (the index's), with the index's ``mode``."""
+
+    sha: str
+    mode: int
+
+
+Seen: TypeAlias = FileState | _GitRef | Unknown | None
+_StatKey: TypeAlias = tuple[int, int, int, int, int, int]
+
+
+def same_file(a: FileState | None, b: FileState | None) -> bool:
+    """Whether two states hold the same file: the same content and executable bit (git's
+    notion of a mode; other bits vary with the umask), or both no file."""
+    if a is None or b is None:
+        return a is b
+    return a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)
+
+
+@define
+class Snapshot:
+    """A workspace before a command: what was seen, and how."""
+
+    kind: Literal["git", "stat"]
+    seen: dict[str, Seen]
+    index: bytes | None = None
+    mark_ns: int = 0
+    stats: dict[str, _StatKey] | None = None
+    complete: bool = True
+    refs: dict[str, _GitRef] | None = None
+
+
+@frozen
+class _Git:
+    toplevel: str
+    prefix: str
+    index: str
+
+
+class Workspace:
+    """Capture files of one working folder into a store; compare it before and after.
+
+    Args:
+        root: the working folder (trusted: the harness's ``cwd``).
+        store: where contents go.
+        exclude: folders inside ``root`` never scanned (the sessions root and the store, when
+            they lie inside the working folder).
+        max_files: the stat scan's cap (see :data:`DEFAULT_MAX_FILES`).
+        git: the git program (None: never use git).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        store: CheckpointStore,
+        *,
+        exclude: Iterable[Path] = (),
+        max_files: int = DEFAULT_MAX_FILES,
+        git: str | None = "git",
+    ) -> None:
+        self.root = Path(os.path.abspath(root))
+        self._real = os.path.realpath(self.root)
+        self.store = store
+        self.max_files = max_files
+        # A folder to leave alone that holds the whole working folder cannot be honoured.
+        self._exclude = tuple(
+            rel
+            for rel in (self._inside(os.path.realpath(p)) for p in (*exclude, store.root))
+            if rel is not None and rel != "."
+        )
+        self._git_program = shutil.which(git) if git is not None else None
+        self._git: _Git | Literal[False] | None = False  # False: not looked up yet
+        self._cache: dict[str, tuple[_StatKey, FileState]] = {}
+
+    def _inside(self, real: str) -> str | None:
+        if real == self._real:
+            return "."
+        prefix = self._real.rstrip("/") + "/"
+        return real[len(prefix) :] if real.startswith(prefix) else None
+
+    def excluded(self, rel: str) -> bool:
+        """Whether ``rel`` (relative to the root) lies in a folder never scanned."""
+        return any(rel == ex or rel.startswith(ex + "/") for ex in self._exclude)
+
+    # --- one file ------------------------------------------------------------------------------
+
+    def capture(self, loc: Location) -> FileState | Unknown | None:
+        """The state of the file at ``loc``, its content stored: None when there is none.
+
+        A file whose stat (device, inode, size, mtime, ctime, mode) is the one stored last
+        time is not read again.
+        """
+        return self._capture(loc)[0]
+
+    def _capture(self, loc: Location) -> tuple[FileState | Unknown | None, int]:
+        """The state and the file's ctime in ns (0 when there is no file)."""
+        shown = loc.path
+        try:
+            st = os.lstat(shown)
+        except (FileNotFoundError, NotADirectoryError):
+            return None, 0
+        except OSError as exc:
+            return Unknown(f"cannot stat: {exc.strerror}"), 0
+        if not stat.S_ISREG(st.st_mode):
+            return Unknown("not a regular file (only regular files are recorded)"), st.st_ctime_ns
+        hit = self._cache.get(shown)
+        if hit is not None and hit[0] == _key(st):
+            return hit[1], st.st_ctime_ns
+        cap = self.store.max_file_bytes
+        if st.st_size > cap:
+            return Unknown(f"larger than {cap} bytes, the most stored"), st.st_ctime_ns
+        try:
+            fd, fst = open_regular(loc)
+            try:
+                data = read_capped(fd, fst, cap, shown)
+            finally:
+                os.close(fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return None, 0
+        except FileRefusedError as exc:
+            return Unknown(str(exc.strerror)), st.st_ctime_ns
+        except OSError as exc:
+            return Unknown(f"cannot read: {exc.strerror}"), st.st_ctime_ns
+        state = FileState(self.store.put(data), fst.st_mode & 0o7777, len(data))
+        self._cache[shown] = (_key(fst), state)
+        return state, fst.st_ctime_ns
+
+    def _rel(self, rel: str) -> Location:
+        return beneath(self.root, rel)
+
+    # --- the whole workspace -------------------------------------------------------------------
+
+    def before(self) -> Snapshot:
+        """The workspace before a command (its changeable files' contents stored)."""
+        git = self.git_info()
+        if git is not None:
+            with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
+                return self._git_before(git)
+        return self._stat_before()
+
+    def after(self, snapshot: Snapshot) -> tuple[list[Change], list[Missed], bool]:
+        """What changed since ``snapshot``: the changes (contents stored), what changed but
+        could not be recorded, and whether the comparison saw everything it covers."""
+        git = self.git_info()
+        if snapshot.kind == "git" and git is not None:
+            with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
+                return self._git_after(git, snapshot)
+            return [], [Missed(".", "git failed after the command; changes not recorded")], False
+        return self._stat_after(snapshot)
+
+    # --- stat scan -----------------------------------------------------------------------------
+
+    def _walk(self) -> tuple[dict[str, _StatKey], bool]:
+        """Regular files under the root (relative path -> stat key), at most ``max_files``;
+        True when the walk saw every file."""
+        found: dict[str, _StatKey] = {}
+        stack = [""]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(os.path.join(self.root, folder) if folder else self.root))
+            except OSError:
+                continue
+            for entry in entries:
+                rel = f"{folder}/{entry.name}" if folder else entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git" and not self.excluded(rel):
+                            stack.append(rel)
+                    elif entry.is_file(follow_symlinks=False):
+                        if len(found) >= self.max_files:
+                            return found, False
+                        found[rel] = _key(entry.stat(follow_symlinks=False))
+                except OSError:
+                    continue
+        return found, True
+
+    def _stat_before(self) -> Snapshot:
+        stats, complete = self._walk()
+        seen: dict[str, Seen] = {rel: self.capture(self._rel(rel)) for rel in stats}
+        return Snapshot(kind="stat", seen=seen, stats=stats, complete=complete)
+
+    def _stat_after(self, snapshot: Snapshot) -> tuple[list[Change], list[Missed], bool]:
+        stats, complete = self._walk()
+        old = snapshot.stats or {}
+        changes: list[Change] = []
+        missed: list[Missed] = []
+        for rel in sorted(old.keys() | stats.keys()):
+            if rel in old and old[rel] == stats.get(rel):
+                continue
+            if rel not in old and not snapshot.complete:
+                # Past the cap before: its earlier state is unknown.
+                missed.append(Missed(rel, "past the stat scan's cap before the command"))
+                continue
+            before = _stored(snapshot.seen.get(rel), {})  # a stat scan holds no git blob
+            after = self.capture(self._rel(rel)) if rel in stats else None
+            _compare(rel, before, after, changes, missed)
+        return changes, missed, complete and snapshot.complete
+
+    # --- git -----------------------------------------------------------------------------------
+
+    def git_info(self) -> _Git | None:
+        """The repository the working folder is in (looked up once), or None."""
+        if self._git is False:
+            self._git = None
+            if self._git_program is not None:
+                with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
+                    out = self.run_git(
+                        ["rev-parse", "--show-toplevel", "--show-prefix", "--git-path", "index"]
+                    )
+                    top, prefix, index = os.fsdecode(out).split("\n")[:3]
+                    self._git = _Git(top, prefix, os.path.join(self.root, index))
+        return self._git
+
+    def run_git(
+        self, args: Sequence[str], *, env: dict[str, str] | None = None, input: bytes | None = None
+    ) -> bytes:
+        """git's output for ``args``, run in the working folder (no repository hook or file
+        system monitor, no optional locks, 60 s at most).
+
+        Raises:
+            OSError: git is not installed; subprocess.SubprocessError: it failed or timed out.
+        """
+        if self._git_program is None:
+            raise FileNotFoundError("git is not installed")
+        done = subprocess.run(
+            [self._git_program, *_GIT_SAFETY, *args],
+            cwd=self.root,
+            input=input,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", **(env or {})},
+            check=True,
+        )
+        return done.stdout
+
+    def status(self, git: _Git) -> Iterator[tuple[str, str, str, str, int]]:
+        """``(kind, Y, path, index sha, index mode)`` for each path under the root that
+        differs from the index (``1``, ``u``) or is untracked (``?``)."""
+        out = self.run_git(
+            [
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+                "--",
+                ".",
+            ]
+        )
+        for raw in out.split(b"\0"):
+            if not raw:
+                continue
+            kind = chr(raw[0])
+            if kind == "1":
+                fields = raw.split(b" ", 8)
+                xy, m_index, sha, path = fields[1].decode(), fields[4], fields[7], fields[8]
+                yield kind, xy[1], self._strip(git, path), sha.decode(), int(m_index, 8)
+            elif kind == "u":
+                path = raw.split(b" ", 10)[10]
+                yield kind, "M", self._strip(git, path), _ZERO_SHA, 0
+            elif kind == "?":
+                yield kind, "?", self._strip(git, raw[2:]), _ZERO_SHA, 0
+
+    def _strip(self, git: _Git, path: bytes) -> str:
+        text = os.fsdecode(path)
+        return text[len(git.prefix) :] if git.prefix and text.startswith(git.prefix) else text
+
+    def _index_bytes(self, git: _Git) -> bytes | None:
+        try:
+            with open(git.index, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def _listing(self, git: _Git, index: bytes | None) -> dict[str, _GitRef]:
+        """Every index entry under the root: path -> blob and mode; of ``index`` (an index
+        file's bytes) or the repository's own."""
+        with tempfile.TemporaryDirectory(prefix="harness-index-") as tmp:
+            env = None
+            if index is not None:
+                copy = os.path.join(tmp, "index")
+                with open(copy, "wb") as f:
+                    f.write(index)
+                env = {"GIT_INDEX_FILE": copy}
+            out = self.run_git(["ls-files", "-s", "-z", "--", "."], env=env)
+        found = {}
+        for raw in out.split(b"\0"):
+            if raw:
+                meta, path = raw.split(b"\t", 1)
+                mode, sha, _ = meta.split(b" ")
+                found[self._strip(git, path)] = _GitRef(sha.decode(), int(mode, 8))
+        return found
+
+    def _clock(self) -> int:
+        """The file system's clock now, in ns: the ctime a file changed from now on gets at
+        least (the kernel's coarse clock, which ``time`` may be ahead of)."""
+        os.makedirs(self.store.root, mode=0o700, exist_ok=True)
+        mark = self.store.root / ".clock"
+        try:
+            os.utime(mark)
+        except FileNotFoundError:
+            with open(mark, "wb"):
+                pass
+        return os.stat(mark).st_ctime_ns
+
+    def _git_before(self, git: _Git) -> Snapshot:
+        mark = self._clock()
+        seen: dict[str, Seen] = {}
+        refs: dict[str, _GitRef] = {}
+        stored = 0
+        complete = True
+        for kind, y, path, sha, mode in self.status(git):
+            if self.excluded(path):
+                continue
+            if kind == "1":
+                refs[path] = _GitRef(sha, mode)
+            if kind == "1" and y == ".":  # the file is as in the index
+                seen[path] = None if sha == _ZERO_SHA else _GitRef(sha, mode)
+            elif kind == "1" and y == "D":
+                seen[path] = None
+            elif stored >= self.max_files:
+                seen[path] = Unknown("past the scan's cap of stored files")
+                complete = False
+            else:
+                seen[path] = self.capture(self._rel(path))
+                stored += 1
+        return Snapshot(
+            kind="git",
+            seen=seen,
+            index=self._index_bytes(git),
+            mark_ns=mark,
+            complete=complete,
+            refs=refs,
+        )
+
+    def _git_after(self, git: _Git, snapshot: Snapshot) -> tuple[list[Change], list[Missed], bool]:
+        listed = {path: (kind, y, sha, mode) for kind, y, path, sha, mode in self.status(git)}
+        index = self._index_bytes(git)
+        candidates = set(snapshot.seen) | {p for p in listed if not self.excluded(p)}
+        old_refs = snapshot.refs or {}
+        new_refs: dict[str, _GitRef] = {}
+        index_changed = index != snapshot.index
+        if index_changed:
+            old_refs = self._listing(git, snapshot.index) if snapshot.index is not None else {}
+            new_refs = self._listing(git, None)
+            candidates |= {
+                p
+                for p in old_refs.keys() | new_refs.keys()
+                if old_refs.get(p) != new_refs.get(p) and not self.excluded(p)
+            }
+        pairs: list[tuple[str, Seen, Seen]] = []
+        for path in sorted(candidates):
+            after, ctime = self._git_seen_after(path, listed, snapshot, new_refs, index_changed)
+            if path in snapshot.seen:
+                before: Seen = snapshot.seen[path]
+            elif path in old_refs:  # clean before: the (old) index's content
+                before = old_refs[path]
+            elif not index_changed and listed.get(path, ("?",))[0] == "1":
+                _, _, sha, mode = listed[path]  # clean before, the index unchanged: its entry
+                before = None if sha == _ZERO_SHA else _GitRef(sha, mode)
+            elif isinstance(after, FileState) and 0 < ctime < snapshot.mark_ns:
+                continue  # unchanged since before the command (ignored then, shown now)
+            else:
+                before = None  # not in the index, not untracked: created by the command
+            if isinstance(before, _GitRef) and isinstance(after, _GitRef) and before == after:
+                continue
+            pairs.append((path, before, after))
+        blobs = self._blobs({s.sha for _, b, a in pairs for s in (b, a) if isinstance(s, _GitRef)})
+        changes: list[Change] = []
+        missed: list[Missed] = []
+        for path, before, after in pairs:
+            _compare(path, _stored(before, blobs), _stored(after, blobs), changes, missed)
+        return changes, missed, snapshot.complete
+
+    def _git_seen_after(
+        self,
+        path: str,
+        listed: dict[str, tuple[str, str, str, int]],
+        snapshot: Snapshot,
+        new_refs: dict[str, _GitRef],
+        index_changed: bool,
+    ) -> tuple[Seen, int]:
+        """A path's state after the command (contents stored unless git has them), with its
+        ctime (0: not looked at)."""
+        row = listed.get(path)
+        if row is not None and row[0] == "1" and row[1] == ".":
+            return (None if row[2] == _ZERO_SHA else _GitRef(row[2], row[3])), 0
+        if row is not None and row[0] == "1" and row[1] == "D":
+            return None, 0
+        if row is None:  # clean now: as in the index, if it is in the index
+            ref = new_refs.get(path) if index_changed else (snapshot.refs or {}).get(path)
+            if ref is not None and ref.sha != _ZERO_SHA:
+                return ref, 0
+        return self._capture(self._rel(path))
+
+    def _blobs(self, shas: set[str]) -> dict[str, FileState | Unknown]:
+        """Git blobs copied into the store (their mode is the caller's to set), by sha."""
+        if not shas:
+            return {}
+        order = sorted(shas)
+        out = self.run_git(["cat-file", "--batch"], input="".join(s + "\n" for s in order).encode())
+        blobs: dict[str, FileState | Unknown] = {}
+        at = 0
+        for sha in order:
+            end = out.index(b"\n", at)
+            header = out[at:end].split(b" ")
+            at = end + 1
+            if len(header) != 3 or header[1] != b"blob":
+                blobs[sha] = Unknown("git no longer has the earlier content")
+                continue
+            size = int(header[2])
+            data = out[at : at + size]
+            at += size + 1
+            if size > self.store.max_file_bytes:
+                blobs[sha] = Unknown(f"larger than {self.store.max_file_bytes} bytes")
+            else:
+                blobs[sha] = FileState(self.store.put(data), 0, size)
+        return blobs
+
+
+def _stored(seen: Seen, blobs: dict[str, FileState | Unknown]) -> FileState | Unknown | None:
+    """``seen`` with a git blob replaced by its stored state, in the index's mode."""
+    if not isinstance(seen, _GitRef):
+        return seen
+    blob = blobs[seen.sha]
+    return (
+        FileState(blob.digest, seen.mode & 0o7777, blob.size)
+        if isinstance(blob, FileState)
+        else blob
+    )
+
+
+def _compare(
+    path: str,
+    before: FileState | Unknown | None,
+    after: FileState | Unknown | None,
+    changes: list[Change],
+    missed: list[Missed],
+) -> None:
+    if isinstance(before, Unknown):
+        missed.append(Missed(path, before.reason))
+    elif isinstance(after, Unknown):
+        missed.append(Missed(path, after.reason))
+    elif not same_file(before, after):
+        changes.append(Change(path, before, after))
+
+
+def _key(st: os.stat_result) -> _StatKey:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)

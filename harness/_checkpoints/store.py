@@ -1,0 +1,274 @@
+"""The content-addressed store of checkpointed file contents.
+
+One folder shared by every session beside it: ``objects/<2 hex>/<62 hex>``, each blob named by
+the SHA-256 of its bytes, so a content stored twice takes the room of one. Blobs are written
+under their final name, created exclusively, with mode 0600 in a folder of mode 0700: they hold
+the user's files. Reads go through ``harness._fs`` (a regular file beneath the store, at most
+the file cap) and are checked against their name, so a damaged or swapped blob is never
+restored.
+
+The store grows with every change a session records; :meth:`CheckpointStore.gc` bounds it:
+blobs no session references are removed, then, while the store is larger than its cap, the
+least recently stored or reused blobs, referenced or not (their checkpoints become
+unavailable, and a rewind that needs them says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import time
+from collections.abc import Collection
+from pathlib import Path
+from typing import Final
+
+from attrs import frozen
+from platformdirs import user_data_path
+
+from repos import Session
+
+from .._fs import FileRefusedError, beneath, open_parent, read_regular
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_FILE_BYTES",
+    "CheckpointStore",
+    "GcReport",
+    "is_digest",
+]
+
+DEFAULT_MAX_BYTES: Final = 2 * 1024**3
+"""The store's default cap, 2 GiB, which :meth:`CheckpointStore.gc` brings it under."""
+DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024**2
+"""The largest file a checkpoint stores, 64 MiB; a larger one is recorded as missed."""
+STORE_FOLDER: Final = ".checkpoints"
+"""The store's folder inside a JSONL sessions root."""
+
+_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+_log = logging.getLogger("harness")
+
+
+def is_digest(value: object) -> bool:
+    """True for a blob name: 64 lowercase hex characters (a SHA-256)."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+@frozen(kw_only=True)
+class GcReport:
+    """What :meth:`CheckpointStore.gc` did. Sizes in bytes.
+
+    ``removed`` counts blobs no session referenced; ``evicted`` referenced ones removed to get
+    under the cap (their checkpoints can no longer be restored); ``kept`` what is left."""
+
+    removed: int
+    removed_bytes: int
+    evicted: int
+    evicted_bytes: int
+    kept: int
+    kept_bytes: int
+
+
+class CheckpointStore:
+    """Blobs of file contents, by SHA-256, in the folder ``root`` (created on first write).
+
+    Args:
+        root: the store's folder; :meth:`beside` gives the default for a session.
+        max_bytes: the cap :meth:`gc` brings the store under.
+        max_file_bytes: the largest content :meth:`put` takes; checkpoints record a larger
+            file as missed instead.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        if max_bytes < 0 or max_file_bytes < 0:
+            raise ValueError("max_bytes and max_file_bytes must be >= 0")
+        self._root = Path(os.path.abspath(root))
+        self._objects = self._root / "objects"
+        self.max_bytes = max_bytes
+        self.max_file_bytes = max_file_bytes
+        self._made = False
+
+    @classmethod
+    def beside(cls, session: Session) -> CheckpointStore:
+        """The default store of ``session``: ``.checkpoints`` in its JSONL sessions root
+        (``<root>/--<cwd>--/<file>.jsonl``), shared by every session there; for a session
+        with no file, ``checkpoints`` in the user data folder (``platformdirs``)."""
+        if session.path is not None:
+            return cls(session.path.resolve().parent.parent / STORE_FOLDER)
+        return cls(user_data_path("harness") / "checkpoints")
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def __repr__(self) -> str:
+        return f"CheckpointStore({str(self._root)!r})"
+
+    def _rel(self, digest: str) -> str:
+        return f"objects/{digest[:2]}/{digest[2:]}"
+
+    def has(self, digest: str) -> bool:
+        """Whether the blob ``digest`` is stored (a bad name never is)."""
+        return is_digest(digest) and os.path.isfile(self._root / self._rel(digest))
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` (once: a content already there is only marked as used now).
+
+        Returns:
+            Its name, the SHA-256 as 64 hex characters.
+
+        Raises:
+            ValueError: ``data`` is larger than ``max_file_bytes``.
+            OSError: the store cannot be written.
+        """
+        if len(data) > self.max_file_bytes:
+            raise ValueError(f"{len(data)} bytes is more than the store takes per file")
+        digest = hashlib.sha256(data).hexdigest()
+        if not self._made:
+            # The user's files live here: nobody else may read them.
+            os.makedirs(self._root, mode=0o700, exist_ok=True)
+            self._made = True
+        folder, name = open_parent(beneath(self._root, self._rel(digest)))
+        try:
+            self._write_blob(folder, name, data)
+        finally:
+            os.close(folder)
+        return digest
+
+    def _write_blob(self, folder: int, name: str, data: bytes) -> None:
+        """Write a blob under its final name (no rename: it costs more than the rest of a
+        small checkpoint). Created exclusively, so a content stored already is only marked as
+        used; one cut short (a writer killed mid-way) is shorter than its content and is
+        written again; any other damage is caught by :meth:`get`'s hash check."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(2):
+            try:
+                fd = os.open(name, flags, 0o600, dir_fd=folder)
+            except FileExistsError:
+                st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                if st.st_size == len(data):
+                    os.utime(name, dir_fd=folder)  # used now: gc's eviction keeps it longest
+                    return
+                os.unlink(name, dir_fd=folder)
+                continue
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=folder)
+                raise
+            return
+        raise FileExistsError(f"blob {name} kept changing while it was stored")
+
+    def get(self, digest: str) -> bytes | None:
+        """The content of blob ``digest``, or None when it is not stored, or is damaged (its
+        bytes do not hash to its name: logged, never returned). A bad name is never read."""
+        if not is_digest(digest):
+            return None
+        try:
+            data = read_regular(beneath(self._root, self._rel(digest)), self.max_file_bytes)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (FileRefusedError, OSError) as exc:
+            _log.warning("checkpoint blob %s cannot be read: %s", digest, exc)
+            return None
+        if hashlib.sha256(data).hexdigest() != digest:
+            _log.warning("checkpoint blob %s is damaged (its content has another hash)", digest)
+            return None
+        return data
+
+    def blobs(self) -> list[tuple[str, int, float]]:
+        """Every stored blob: name, size in bytes, last use (mtime, seconds)."""
+        found = []
+        try:
+            shards = list(os.scandir(self._objects))
+        except FileNotFoundError:
+            return []
+        for shard in shards:
+            if len(shard.name) != 2 or not shard.is_dir(follow_symlinks=False):
+                continue
+            with os.scandir(shard.path) as entries:
+                for entry in entries:
+                    digest = shard.name + entry.name
+                    if is_digest(digest) and entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        found.append((digest, st.st_size, st.st_mtime))
+        return found
+
+    def size(self) -> int:
+        """The bytes all blobs take (their contents' sizes)."""
+        return sum(size for _, size, _ in self.blobs())
+
+    def gc(
+        self,
+        referenced: Collection[str],
+        *,
+        max_bytes: int | None = None,
+        min_age_s: float = 3600.0,
+    ) -> GcReport:
+        """Bound the store: remove blobs not in ``referenced`` that are older than
+        ``min_age_s`` (a run may have stored one its session has not referenced yet), then,
+        while the store holds more than ``max_bytes`` (default: the store's cap), the least
+        recently used blobs, referenced or not, oldest first. Afterwards the store holds at
+        most the cap. Temporary files older than ``min_age_s`` (a writer killed mid-write)
+        are removed too.
+
+        Args:
+            referenced: blob names some session still needs (:func:`referenced_blobs`).
+        """
+        cap = self.max_bytes if max_bytes is None else max_bytes
+        now = time.time()
+        removed = removed_bytes = evicted = evicted_bytes = 0
+        kept: list[tuple[str, int, float]] = []
+        for digest, size, used in self.blobs():
+            if digest not in referenced and now - used >= min_age_s:
+                if self._remove(digest):
+                    removed += 1
+                    removed_bytes += size
+            else:
+                kept.append((digest, size, used))
+        total = sum(size for _, size, _ in kept)
+        kept.sort(key=lambda blob: blob[2])  # least recently used first
+        while kept and total > cap:
+            digest, size, _ = kept.pop(0)
+            if self._remove(digest):
+                evicted += 1
+                evicted_bytes += size
+                total -= size
+        self._sweep_temp(now, min_age_s)
+        return GcReport(
+            removed=removed,
+            removed_bytes=removed_bytes,
+            evicted=evicted,
+            evicted_bytes=evicted_bytes,
+            kept=len(kept),
+            kept_bytes=total,
+        )
+
+    def _remove(self, digest: str) -> bool:
+        try:
+            os.unlink(self._root / self._rel(digest))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _sweep_temp(self, now: float, min_age_s: float) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            for shard in os.scandir(self._objects):
+                if not shard.is_dir(follow_symlinks=False):
+                    continue
+                for entry in os.scandir(shard.path):
+                    if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                        st = entry.stat(follow_symlinks=False)
+                        if now - st.st_mtime >= min_age_s:
+                            with contextlib.suppress(FileNotFoundError):
+                                os.unlink(entry.path)

@@ -1,0 +1,201 @@
+"""``harness rewind`` and ``harness checkpoints gc``; the ``--checkpoints`` option of ``run``
+and ``chat``; the workspace check shared with ``sessions fork --workspace`` and
+``sessions checkout --with-files``.
+
+Files are restored in the working folder (the current folder, or ``--cwd DIR``), never in a
+folder the session file names: when the session was recorded in another folder the command
+refuses (``workspace_mismatch``) rather than write one folder's files into another.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from repos import Session
+
+from .._checkpoints import (
+    CheckpointStore,
+    RewindResult,
+    WorkspaceMismatchError,
+    checkpoints_setting,
+    referenced_blobs,
+)
+from .._harness import AgentHarness
+from ._common import HarnessGroup, open_repo, root_option, run_async
+from ._escape import echo
+from ._sessions import _open
+
+__all__ = [
+    "checkpoint_option",
+    "checkpoints_group",
+    "report_rewind",
+    "rewind",
+    "use_checkpoints",
+    "working_folder_for_files",
+]
+
+
+def checkpoint_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--checkpoints/--no-checkpoints`` (passed as ``checkpoints``: None when not given)."""
+    return click.option(
+        "--checkpoints/--no-checkpoints",
+        "checkpoints",
+        default=None,
+        help="Record what each tool call changes, so files can be rewound "
+        '(default: "checkpoints" in the user settings, else off).',
+    )(command)
+
+
+def use_checkpoints(flag: bool | None) -> bool:
+    """The flag when given, else the user settings' ``checkpoints`` key.
+
+    Raises:
+        click.UsageError: the settings file cannot be read.
+    """
+    if flag is not None:
+        return flag
+    try:
+        return checkpoints_setting()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
+    """The folder whose files a command restores: ``--cwd`` or the current folder, which must
+    be the one the session recorded (its header's ``cwd``, a fork's workspace).
+
+    Raises:
+        WorkspaceMismatchError: the session was recorded in another folder.
+    """
+    here = Path(os.path.realpath(work_dir or Path.cwd()))
+    recorded = session.cwd
+    if not recorded or os.path.realpath(recorded) != str(here):
+        raise WorkspaceMismatchError(recorded or "(no folder)", str(here))
+    return here
+
+
+def report_rewind(result: RewindResult) -> None:
+    """One line per file restored, removed or skipped, then the rewind entry."""
+    for path in result.restored:
+        echo(f"restored {path}")
+    for path in result.removed:
+        echo(f"removed {path}")
+    for skipped in result.skipped:
+        echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
+    for problem in result.problems:
+        echo(f"note: a checkpoint change was not read: {problem}", err=True)
+    if result.entry_id is None:
+        echo("files: nothing to change")
+    else:
+        echo(f"rewind entry: {result.entry_id}")
+
+
+@click.command()
+@root_option
+@click.argument("ref", metavar="ID|PATH")
+@click.argument("entry")
+@click.option(
+    "--files-only", "what", flag_value="files", help="Restore the files; the conversation stays."
+)
+@click.option(
+    "--conversation-only",
+    "what",
+    flag_value="conversation",
+    help="Move the conversation's leaf; the files stay.",
+)
+@click.option(
+    "--both", "what", flag_value="both", default=True, help="Files and conversation (default)."
+)
+@click.option("--force", is_flag=True, help="Overwrite files changed outside the session.")
+@click.option(
+    "--cwd",
+    "work_dir",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The working folder (default: the current folder); must be the session's.",
+)
+def rewind(
+    root: Path | None,
+    ref: str,
+    entry: str,
+    what: Literal["files", "conversation", "both"],
+    force: bool,
+    work_dir: Path | None,
+) -> None:
+    """Put the files (and the conversation) back as they were at ENTRY.
+
+    Every file the session's checkpoints recorded is restored as it was when ENTRY was
+    written: created files are removed, deleted ones restored. A file changed since by
+    something outside the session makes the rewind refuse, naming it (--force overwrites it).
+    The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
+    conversation, the leaf moves as `sessions checkout` moves it.
+    """
+    with _open(open_repo(root), ref) as session:
+        if what == "conversation":
+            harness = AgentHarness(session=session, resources=None)
+            result = run_async(harness.navigate_tree(entry))
+        else:
+            cwd = working_folder_for_files(session, work_dir)
+            harness = AgentHarness(session=session, cwd=cwd, checkpoints=True, resources=None)
+            if what == "files":
+                report_rewind(run_async(harness.rewind_files(entry, force=force)))
+                return
+            result = run_async(harness.navigate_tree(entry, with_files=True, force=force))
+        if result.cancelled:
+            echo("cancelled by a hook")
+            return
+        echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        if result.files is not None:
+            report_rewind(result.files)
+        if result.editor_text is not None:
+            echo("message to edit and resend:")
+            echo(result.editor_text)
+
+
+@click.group("checkpoints", cls=HarnessGroup)
+def checkpoints_group() -> None:
+    """The checkpoint store: file contents the sessions' checkpoints refer to."""
+
+
+@checkpoints_group.command()
+@root_option
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Bring the store under N bytes (default: its cap, 2 GiB); the least recently used "
+    "contents go first, those no session refers to before any other.",
+)
+@click.option(
+    "--min-age",
+    "min_age_s",
+    type=click.FloatRange(min=0),
+    default=3600.0,
+    show_default=True,
+    help="Keep contents no session refers to yet if newer than this many seconds (a run may "
+    "be about to refer to them).",
+)
+def gc(root: Path | None, max_bytes: int | None, min_age_s: float) -> None:
+    """Remove contents no session under the root refers to, then the least recently used
+    ones while the store is over its cap. Prints what was removed and what is left."""
+    repo = open_repo(root, must_exist=True)
+    store = CheckpointStore(repo.root / ".checkpoints")
+    referenced: set[str] = set()
+    for info in run_async(repo.list()):
+        with _open(repo, str(info.path)) as session:
+            referenced |= referenced_blobs(session)
+    report = store.gc(referenced, max_bytes=max_bytes, min_age_s=min_age_s)
+    echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")
+    if report.evicted:
+        echo(
+            f"removed {report.evicted} still referenced, to get under the cap "
+            f"({report.evicted_bytes} bytes): those checkpoints can no longer be restored",
+            err=True,
+        )
+    echo(f"kept {report.kept} ({report.kept_bytes} bytes) in {store.root}")

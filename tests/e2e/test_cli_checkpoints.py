@@ -1,0 +1,189 @@
+"""`harness run --checkpoints`, `harness rewind`, `sessions fork --workspace`, `sessions
+checkout --with-files`, `checkpoints gc` and chat's `/rewind`, as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import CHECKPOINT_ENTRY, CustomEntry, MessageEntry, open_session
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    config = tmp_path / "config"
+    config.mkdir()
+    return {**os.environ, "XDG_CONFIG_HOME": str(config), "COLUMNS": "200"}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("keep\n")
+    return folder
+
+
+def cli(
+    env: dict[str, str], cwd: Path, *args: str | Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        timeout=120,
+        check=False,
+    )
+
+
+def first_run(env: dict[str, str], ws: Path, root: Path, *flags: str) -> tuple[str, Path]:
+    """One offline run that removes keep.txt and creates new.txt; its session id and file."""
+    done = cli(
+        env,
+        ws,
+        "run",
+        "--root",
+        root,
+        "--offline",
+        "--mode",
+        "bypass",
+        *flags,
+        "--output",
+        "json",
+        "-p",
+        "!echo hi > new.txt && rm keep.txt",
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    return out["session_id"], Path(out["path"])
+
+
+def first_entry(path: Path) -> str:
+    with open_session(path) as session:
+        return next(e.id for e in session.entries() if isinstance(e, MessageEntry))
+
+
+def checkpoints_in(path: Path) -> int:
+    with open_session(path) as session:
+        return sum(
+            isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+            for e in session.entries()
+        )
+
+
+def test_rewind_restores_files_refuses_outside_changes_and_only_in_the_sessions_folder(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    with open_session(path) as session:
+        leaf = session.leaf_id  # the run's last entry
+    assert leaf is not None and sorted(os.listdir(ws)) == ["new.txt"]
+
+    files = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only")
+    assert files.returncode == 0, files.stderr
+    assert "restored keep.txt" in files.stdout and "removed new.txt" in files.stdout
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+
+    (ws / "keep.txt").write_text("edited by hand\n")
+    refused = cli(env, ws, "rewind", "--root", root, sid, leaf, "--files-only")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error[rewind_refused]") and "keep.txt" in refused.stderr
+    assert (ws / "keep.txt").read_text() == "edited by hand\n"
+    forced = cli(env, ws, "rewind", "--root", root, sid, leaf, "--files-only", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+
+    elsewhere = cli(env, tmp_path, "rewind", "--root", root, sid, first)
+    assert elsewhere.returncode == 1 and elsewhere.stderr.startswith("error[workspace_mismatch]")
+    both = cli(env, tmp_path, "rewind", "--root", root, sid, first, "--cwd", ws)
+    assert both.returncode == 0, both.stderr
+    assert "leaf: " in both.stdout and "message to edit and resend:" in both.stdout
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+
+
+def test_the_user_setting_turns_checkpoints_on_and_the_flag_off(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    settings = Path(env["XDG_CONFIG_HOME"]) / "harness" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"checkpoints": True}))
+    _, on = first_run(env, ws, tmp_path / "sessions")
+    (ws / "keep.txt").write_text("keep\n")
+    _, off = first_run(env, ws, tmp_path / "sessions", "--no-checkpoints")
+
+    assert (checkpoints_in(on), checkpoints_in(off)) == (1, 0)
+    settings.write_text(json.dumps({"checkpoints": "yes"}))
+    broken = cli(env, ws, "run", "--root", tmp_path / "sessions", "--offline", "-p", "hi")
+    assert broken.returncode == 2 and "'checkpoints' must be true or false" in broken.stderr
+
+
+def test_fork_with_a_workspace_then_checkout_with_files_in_it(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    fork_dir = tmp_path / "fork"
+
+    forked = cli(
+        env, ws, "sessions", "fork", "--root", root, sid, "--at", first, "--workspace", fork_dir
+    )
+    assert forked.returncode == 0, forked.stderr
+    assert f"workspace: {fork_dir}" in forked.stdout
+    assert sorted(os.listdir(fork_dir)) == ["keep.txt"]  # as at the first entry
+    assert sorted(os.listdir(ws)) == ["new.txt"]  # the source is untouched
+    fork_id = forked.stdout.split("id: ", 1)[1].split()[0]
+
+    # In the fork's folder, going on and checking out keeps files and conversation in step.
+    go_on = cli(
+        env, fork_dir, "run", "--root", root, "--offline", "--mode", "bypass", "--checkpoints",
+        "--session", fork_id, "-p", "!echo fork > f.txt",
+    )  # fmt: skip
+    assert go_on.returncode == 0, go_on.stderr
+    assert sorted(os.listdir(fork_dir)) == ["f.txt", "keep.txt"]
+    back = cli(
+        env, fork_dir, "sessions", "checkout", "--root", root, fork_id, first, "--with-files"
+    )
+    assert back.returncode == 0, back.stderr
+    assert "removed f.txt" in back.stdout
+    assert sorted(os.listdir(fork_dir)) == ["keep.txt"]
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+
+
+def test_checkpoints_gc_removes_what_no_session_refers_to(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, _ = first_run(env, ws, root, "--checkpoints")
+    kept = cli(env, ws, "checkpoints", "gc", "--root", root, "--min-age", "0")
+    assert kept.returncode == 0, kept.stderr
+    assert "removed 0 unreferenced" in kept.stdout and "kept 2 " in kept.stdout
+
+    assert cli(env, ws, "sessions", "delete", "--root", root, sid).returncode == 0
+    removed = cli(env, ws, "checkpoints", "gc", "--root", root, "--min-age", "0")
+    assert "removed 2 unreferenced" in removed.stdout and "kept 0 " in removed.stdout
+
+
+def test_chat_rewinds_with_slash_rewind(env: dict[str, str], ws: Path, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    script = f"/rewind {first} --files-only\n/rewind\n/rewind {first} --both --files-only\n/exit\n"
+
+    chat = cli(env, ws, "chat", "--root", root, "--offline", "--session", sid, "--checkpoints",
+               stdin=script)  # fmt: skip
+
+    assert chat.returncode == 0, chat.stderr
+    assert "restored keep.txt" in chat.stdout and "removed new.txt" in chat.stdout
+    assert chat.stdout.count("error: usage: /rewind ENTRY") == 2  # the chat view prints errors
+    assert sorted(os.listdir(ws)) == ["keep.txt"]

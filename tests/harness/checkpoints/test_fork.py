@@ -1,0 +1,79 @@
+"""Forks that carry the files: ``AgentHarness.fork(..., workspace=...)`` (issue 26)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workspaces import SCRIPT, call, git, make_harness, record_trees, tree
+
+from harness import FauxReply, JsonlSessionRepo, Session, WorkspaceExistsError
+
+
+async def test_a_fork_at_an_entry_carries_that_entrys_files_and_goes_on_alone(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path, kind: str
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    source_files = tree(ws)
+    entries = list(trees)
+    cut = entries[4]  # after the edit and the bash rm, before the bash that creates files
+
+    fork = await harness.fork(repo, cut, position="at", workspace=tmp_path / "fork")
+
+    assert fork.cwd == str(tmp_path / "fork")
+    assert fork.header.parent_session == str(session.path)
+    assert fork.leaf_id == cut
+    assert tree(tmp_path / "fork") == trees[cut]
+    if kind == "git":
+        assert str(tmp_path / "fork") in git(ws, "worktree", "list")
+    assert tree(ws) == source_files  # the source's files are untouched
+
+    # Going on in the fork changes only the fork's folder.
+    replies = [
+        FauxReply(tool_calls=[call("write", path="a.txt", content="fork\n")]),
+        FauxReply(tool_calls=[call("bash", command="rm keep.txt && echo f > only-fork.txt")]),
+        "done",
+    ]
+    in_fork = make_harness(fork, Path(fork.cwd), replies)
+    await in_fork.prompt("work in the fork")
+    assert tree(ws) == source_files
+    forked = tree(tmp_path / "fork")
+    assert forked["a.txt"][0] == b"fork\n" and "keep.txt" not in forked
+    assert forked["only-fork.txt"][0] == b"f\n"
+    # The fork's checkpoints rewind the fork's folder, to entries it copied too.
+    await in_fork.rewind_files(entries[2])
+    assert tree(tmp_path / "fork") == trees[entries[2]]
+    assert tree(ws) == source_files
+
+
+async def test_a_fork_before_the_first_change_has_the_files_as_the_session_found_them(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    start = tree(ws)
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+
+    await harness.fork(repo, next(iter(trees)), position="before", workspace=tmp_path / "f")
+
+    assert tree(tmp_path / "f") == start
+
+
+async def test_a_fork_into_a_folder_that_is_not_empty_writes_nothing(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    await harness.prompt("change the files")
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("mine")
+    count = len(await repo.list())
+
+    with pytest.raises(WorkspaceExistsError) as exists:
+        await harness.fork(repo, workspace=taken)
+
+    assert exists.value.code == "workspace_exists"
+    assert tree(taken) == {"mine.txt": (b"mine", False)}
+    assert len(await repo.list()) == count

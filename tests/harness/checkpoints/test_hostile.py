@@ -1,0 +1,197 @@
+"""Checkpoint entries in a session file are untrusted (docs/security.md, "Checkpoints and
+rewinds"): whatever they name, a rewind never writes outside the working folder on its own,
+never through a symlink leading out, and never reads a blob by a name that is not one.
+
+Each test writes the hostile entry itself (any process, or a downloaded file, could), with
+contents the store really holds, so only the path is what stops the write.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workspaces import call, make_harness, seed, tree
+
+from harness import (
+    CHECKPOINT_ENTRY,
+    CheckpointStore,
+    CustomEntry,
+    FauxReply,
+    JsonlSessionRepo,
+    PermissionRequest,
+    RewindRefusedError,
+    SecuritySupervisor,
+    Session,
+)
+
+
+def state(store: CheckpointStore, data: bytes) -> dict[str, Any]:
+    return {"sha256": store.put(data), "mode": 0o644, "size": len(data)}
+
+
+def hostile(session: Session, changes: list[dict[str, Any]]) -> str:
+    """Append a checkpoint entry with ``changes`` (after = absent, before = the payload):
+    rewinding to before it asks for each payload to be written."""
+    return session.append_custom(
+        CHECKPOINT_ENTRY,
+        {
+            "toolCallId": "x",
+            "entryId": None,
+            "toolName": "write",
+            "scan": "path",
+            "changes": changes,
+            "missed": [],
+            "complete": True,
+        },
+    ).id
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "victim.txt").write_text("precious\n")
+    return folder
+
+
+def untouched(outside: Path) -> bool:
+    return tree(outside) == {"victim.txt": (b"precious\n", False)}
+
+
+async def test_an_absolute_path_outside_is_written_only_if_the_supervisor_approves(
+    session: Session, ws: Path, outside: Path, tmp_path: Path
+) -> None:
+    asked: list[PermissionRequest] = []
+
+    async def approver(request: PermissionRequest) -> None:  # answers nothing: fails closed
+        asked.append(request)
+        raise RuntimeError("no human here")
+
+    supervisor = SecuritySupervisor(approver=approver, setting_sources=())
+    harness = make_harness(session, ws, supervisor=supervisor)
+    store = harness.checkpoints
+    assert store is not None
+    victim = str(outside / "victim.txt")
+    hostile(session, [{"path": victim, "before": state(store, b"pwned\n"), "after": None}])
+
+    result = await harness.rewind_files(None, force=True)
+
+    assert untouched(outside)
+    assert [s.path for s in result.skipped] == [victim]
+    assert [r.operation_key for r in asked] == [f"write({victim})"]
+
+
+async def test_a_path_climbing_out_or_holding_a_nul_or_a_bad_blob_name_is_not_read(
+    session: Session, ws: Path, outside: Path
+) -> None:
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    payload = state(store, b"pwned\n")
+    bad_blob = {"sha256": "../../../outside/victim.txt", "mode": 0o644, "size": 1}
+    hostile(
+        session,
+        [
+            {"path": "../outside/victim.txt", "before": payload, "after": None},
+            {"path": "sub/../../outside/victim.txt", "before": payload, "after": None},
+            {"path": "a\0b", "before": payload, "after": None},
+            {"path": "x.txt", "before": bad_blob, "after": None},
+            {"path": "y.txt", "before": {**payload, "mode": "rwx"}, "after": None},
+            {"path": "//etc/passwd", "before": payload, "after": None},
+        ],
+    )
+    before = tree(ws)
+
+    result = await harness.rewind_files(None, force=True)
+
+    assert untouched(outside)
+    assert tree(ws) == before
+    assert len(result.problems) == 6 and result.entry_id is None
+
+
+async def test_a_symlink_leading_out_is_never_written_through(
+    session: Session, ws: Path, outside: Path
+) -> None:
+    (ws / "link").symlink_to(outside)  # a folder on the path
+    (ws / "alias.txt").symlink_to(outside / "victim.txt")  # the name itself
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    payload = state(store, b"pwned\n")
+    hostile(
+        session,
+        [
+            {"path": "link/victim.txt", "before": payload, "after": None},
+            {"path": "link/new.txt", "before": payload, "after": None},
+            {"path": "alias.txt", "before": payload, "after": None},
+        ],
+    )
+
+    result = await harness.rewind_files(None, force=True)
+
+    assert untouched(outside)
+    assert os.path.islink(ws / "alias.txt")
+    assert sorted(s.path for s in result.skipped) == [
+        "alias.txt",
+        "link/new.txt",
+        "link/victim.txt",
+    ]
+    assert result.restored == ()
+
+
+async def test_a_rewind_refuses_a_file_it_would_overwrite_unless_forced(
+    session: Session, ws: Path
+) -> None:
+    # A hostile entry claims the session left keep.txt with other content: the user's own
+    # file must not be overwritten without --force.
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    hostile(
+        session,
+        [{"path": "keep.txt", "before": state(store, b"x\n"), "after": state(store, b"y\n")}],
+    )
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+    assert refused.value.changed == ("keep.txt",)
+    assert (ws / "keep.txt").read_text() == "keep\n"
+
+
+async def test_the_sessions_and_the_store_inside_the_working_folder_are_never_rewound(
+    tmp_path: Path,
+) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    repo = JsonlSessionRepo(ws / "sessions")  # sessions (and the store) inside the folder
+    session = await repo.create(str(ws))
+    assert session.path is not None
+    replies = [FauxReply(tool_calls=[call("bash", command="echo x > made.txt")]), "ok"]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("make a file")
+    [checkpoint] = [
+        e
+        for e in session.entries()
+        if isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+    ]
+    assert [c["path"] for c in checkpoint.data["changes"]] == ["made.txt"]  # type: ignore[index]
+    store = harness.checkpoints
+    assert store is not None
+    own = session.path.relative_to(ws).as_posix()
+    payload = state(store, b"pwned\n")
+    hostile(
+        session,
+        [
+            {"path": own, "before": payload, "after": None},
+            {"path": "sessions/.checkpoints/x", "before": payload, "after": None},
+        ],
+    )
+    lines = session.path.read_bytes()
+
+    result = await harness.rewind_files(None, force=True)
+
+    assert sorted(s.path for s in result.skipped) == sorted([own, "sessions/.checkpoints/x"])
+    assert session.path.read_bytes().startswith(lines)  # only appended to
+    assert not (ws / "made.txt").exists()

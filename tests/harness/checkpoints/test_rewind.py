@@ -1,0 +1,295 @@
+"""Checkpoints and rewinds with the real tools, real files and real git (issue 26).
+
+A scripted run writes, edits, deletes through ``bash rm`` and creates files through ``bash``;
+the workspace's tree is taken as each message entry is written, and rewinding to each entry
+must give that tree back, byte for byte, in a git repository and in a plain folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workspaces import SCRIPT, call, git, make_harness, record_trees, seed, tree
+
+from harness import (
+    CHECKPOINT_ENTRY,
+    REWIND_ENTRY,
+    Approve,
+    Cancel,
+    CheckpointsOffError,
+    CheckpointStore,
+    CustomEntry,
+    Deny,
+    FauxReply,
+    JsonlSessionRepo,
+    MessageEntry,
+    PermissionRequest,
+    RewindCancelledError,
+    RewindRefusedError,
+    SecuritySupervisor,
+    Session,
+    SessionBeforeRewindEvent,
+    SessionRewindEvent,
+    UserMessage,
+)
+from harness._checkpoints.scan import Workspace
+
+
+def customs(session: Session, custom_type: str) -> list[CustomEntry]:
+    return [
+        e for e in session.entries() if isinstance(e, CustomEntry) and e.custom_type == custom_type
+    ]
+
+
+async def test_rewinding_to_each_entry_gives_that_entrys_tree(
+    session: Session, ws: Path, kind: str
+) -> None:
+    start = tree(ws)
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    final = tree(ws)
+    entries = list(trees)
+    # The run changed what it was asked to, and each tool call that did wrote one checkpoint.
+    assert "old.txt" not in final and final["d/new.txt"] == (b"hi\n", False)
+    assert final["keep.txt"] == (b"keep\nmore\n", False) and final["run.sh"][1] is False
+    checkpoints = customs(session, CHECKPOINT_ENTRY)
+    assert len(checkpoints) == 6
+    assert {c.data["scan"] for c in checkpoints if c.data["toolName"] == "bash"} == {  # type: ignore[index]
+        "git" if kind == "git" else "stat"
+    }
+    # Every order: backwards, forwards, then jumping about.
+    order = [*reversed(entries), *entries, *entries[::3], *entries[1::2]]
+    for entry_id in order:
+        await harness.rewind_files(entry_id)
+        assert tree(ws) == trees[entry_id], entry_id
+    await harness.rewind_files(None)  # before the first entry: as the session found it
+    assert tree(ws) == start
+    await harness.rewind_files(entries[-1])
+    assert tree(ws) == final
+
+
+async def test_each_checkpoint_names_its_tool_call_and_the_entry_holding_it(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, (*SCRIPT[:2], "done"))
+    await harness.prompt("write then edit")
+    by_call = {}
+    for entry in session.entries():
+        if isinstance(entry, MessageEntry) and entry.message.role == "assistant":
+            for block in entry.message.tool_calls:  # type: ignore[union-attr]
+                by_call[block.id] = entry.id
+    [write, edit] = customs(session, CHECKPOINT_ENTRY)
+    for checkpoint in (write, edit):
+        data = checkpoint.data
+        assert isinstance(data, dict)
+        assert by_call[data["toolCallId"]] == data["entryId"]
+    assert write.data["changes"][0]["before"] is None  # type: ignore[index]
+    assert edit.data["changes"][0]["before"] == write.data["changes"][0]["after"]  # type: ignore[index]
+
+
+async def test_a_file_changed_outside_the_session_makes_rewind_refuse_with_its_name(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    (ws / "a.txt").write_text("my own edit\n")  # not through the session
+    (ws / "keep.txt").write_text("theirs\n")
+    (ws / "d" / "new.txt").unlink()  # as the rewind would leave it: no conflict
+    before = tree(ws)
+    first = next(iter(trees))
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+
+    assert refused.value.code == "rewind_refused"
+    assert sorted(refused.value.changed) == ["a.txt", "keep.txt"]
+    assert tree(ws) == before  # nothing written
+    assert customs(session, REWIND_ENTRY) == []
+    await harness.rewind_files(first, force=True)
+    assert tree(ws) == trees[first]
+
+
+async def test_rewind_of_a_rewind_restores_the_later_state(session: Session, ws: Path) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    final, leaf = tree(ws), session.leaf_id
+    first = next(iter(trees))
+
+    result = await harness.rewind_files(first)
+    assert tree(ws) == trees[first]
+    [rewind] = customs(session, REWIND_ENTRY)
+    assert rewind.id == result.entry_id and rewind.parent_id == leaf
+    assert sorted(result.restored) == ["keep.txt", "old.txt", "run.sh", "sub/deep.txt"]
+    assert sorted(result.removed) == ["a.txt", "d/new.txt"]
+
+    undo = await harness.rewind_files(rewind.parent_id)  # the entry before the rewind
+    assert tree(ws) == final
+    again = await harness.rewind_files(rewind.id)  # and the rewind's own state once more
+    assert tree(ws) == trees[first]
+    assert undo.entry_id != again.entry_id
+
+
+async def test_navigate_tree_with_files_moves_files_and_conversation_together(
+    session: Session, ws: Path
+) -> None:
+    replies = [*SCRIPT[:2], "wrote it", *SCRIPT[2:4], "deleted and created"]
+    harness = make_harness(session, ws, replies)
+    trees = record_trees(harness, ws)
+    await harness.prompt("write then edit")
+    await harness.prompt("now shell")
+    users = [
+        e.id
+        for e in session.entries()
+        if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
+    ]
+
+    result = await harness.navigate_tree(users[1], with_files=True)
+
+    assert result.editor_text == "now shell"
+    assert result.files is not None and result.files.entry_id == session.leaf_id
+    assert tree(ws) == trees[users[1]]
+    assert session.get_entry(session.leaf_id or "").parent_id == result.new_leaf_id
+    assert session.build_context().messages[-1].role == "assistant"  # "wrote it"
+
+
+async def test_hooks_can_cancel_a_rewind_and_see_what_it_did(session: Session, ws: Path) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    final = tree(ws)
+    first = next(iter(trees))
+    asked: list[SessionBeforeRewindEvent] = []
+    done: list[SessionRewindEvent] = []
+
+    def veto(sender: object, event: SessionBeforeRewindEvent) -> Cancel:
+        asked.append(event)
+        return Cancel(reason="not today")
+
+    disconnect = harness.connect("session_before_rewind", veto)
+    with pytest.raises(RewindCancelledError) as cancelled:
+        await harness.rewind_files(first)
+    assert cancelled.value.reason == "not today"
+    assert tree(ws) == final
+    assert sorted(asked[0].paths) == sorted(
+        ["a.txt", "d/new.txt", "keep.txt", "old.txt", "run.sh", "sub/deep.txt"]
+    )
+    disconnect()
+
+    harness.connect("session_rewind", lambda sender, event: done.append(event))
+    result = await harness.rewind_files(first)
+    assert [(e.entry_id, e.restored, e.removed) for e in done] == [
+        (result.entry_id, result.restored, result.removed)
+    ]
+
+
+async def test_bash_that_moves_the_index_is_recorded(
+    tmp_path: Path, repo: JsonlSessionRepo
+) -> None:
+    ws = seed(tmp_path / "repo", "git")
+    git(ws, "checkout", "-qb", "other")
+    (ws / "keep.txt").write_text("on the other branch\n")
+    git(ws, "commit", "-qam", "other")
+    git(ws, "checkout", "-q", "-")
+    session = await repo.create(str(ws))
+    replies = [
+        FauxReply(tool_calls=[call("bash", command="echo staged > old.txt && git add old.txt")]),
+        FauxReply(
+            tool_calls=[
+                call(
+                    "bash",
+                    command="git -c user.name=t -c user.email=t@t commit -qm x "
+                    "&& git checkout -q other",
+                )
+            ]
+        ),
+        FauxReply(tool_calls=[call("bash", command="git stash -q -u || true")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    trees = record_trees(harness, ws)
+    await harness.prompt("use git")
+    assert tree(ws)["keep.txt"][0] == b"on the other branch\n"
+    for entry_id in [*reversed(trees), *trees]:
+        await harness.rewind_files(entry_id)
+        assert tree(ws) == trees[entry_id], entry_id
+
+
+async def test_a_path_outside_the_working_folder_is_rewound_only_as_the_supervisor_decides(
+    tmp_path: Path, session: Session, ws: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "notes.txt"
+    answers: list[str] = []
+    verdict = {"allow": True}
+
+    async def approver(request: PermissionRequest) -> Approve | Deny:
+        answers.append(request.operation_key)
+        return Approve() if verdict["allow"] else Deny(reason="no")
+
+    supervisor = SecuritySupervisor(mode="bypass", approver=approver, setting_sources=())
+    replies = [FauxReply(tool_calls=[call("write", path=str(target), content="mine\n")]), "ok"]
+    harness = make_harness(session, ws, replies, supervisor=supervisor)
+    trees = record_trees(harness, ws)
+    await harness.prompt("write outside")
+    assert target.read_text() == "mine\n"
+    [checkpoint] = customs(session, CHECKPOINT_ENTRY)
+    assert checkpoint.data["changes"][0]["path"] == str(target)  # type: ignore[index]
+    first = next(iter(trees))
+    # bypass approves the write itself; a rewind outside asks like a write in a stricter mode
+    strict = SecuritySupervisor(mode="default", approver=approver, setting_sources=())
+    harness2 = make_harness(session, ws, supervisor=strict)
+
+    verdict["allow"] = False
+    denied = await harness2.rewind_files(first)
+    assert target.read_text() == "mine\n"
+    assert [s.path for s in denied.skipped] == [str(target)]
+    assert answers[-1] == f"write({target})"
+
+    verdict["allow"] = True
+    allowed = await harness2.rewind_files(first)
+    assert not target.exists() and allowed.removed == (str(target),)
+
+
+async def test_a_harness_without_checkpoints_cannot_rewind(session: Session, ws: Path) -> None:
+    harness = make_harness(session, ws, checkpoints=False)
+    with pytest.raises(CheckpointsOffError) as off:
+        await harness.rewind_files(None)
+    assert off.value.code == "checkpoints_off"
+    assert harness.checkpoints is None
+
+
+async def test_a_file_over_the_stores_cap_is_recorded_as_missed(
+    tmp_path: Path, session: Session, ws: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store", max_file_bytes=10)
+    replies = [
+        FauxReply(tool_calls=[call("write", path="big.txt", content="x" * 100)]),
+        FauxReply(tool_calls=[call("write", path="small.txt", content="tiny")]),
+        "ok",
+    ]
+    harness = make_harness(session, ws, replies, checkpoints=store)
+    await harness.prompt("write")
+    [big, small] = customs(session, CHECKPOINT_ENTRY)
+    assert big.data["changes"] == [] and big.data["complete"] is False  # type: ignore[index]
+    assert big.data["missed"][0]["path"] == "big.txt"  # type: ignore[index]
+    assert small.data["changes"][0]["path"] == "small.txt"  # type: ignore[index]
+
+
+def test_the_stat_scan_past_its_cap_says_so(tmp_path: Path) -> None:
+    ws = seed(tmp_path / "many", "plain")
+    for i in range(20):
+        (ws / f"f{i:02}.txt").write_text(str(i))
+    workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), max_files=5)
+    snapshot = workspace.before()
+    (ws / "zz_new.txt").write_text("new")
+
+    changes, _, complete = workspace.after(snapshot)
+
+    assert complete is False and snapshot.complete is False
+    assert len(snapshot.seen) == 5  # only the cap's worth was read and stored
+    assert "zz_new.txt" not in [c.path for c in changes]
