@@ -33,6 +33,7 @@ from ._export import export
 from ._import import import_group
 from ._resources import skills, templates
 from ._run import run
+from ._serve import serve
 from ._sessions import sessions
 
 __all__ = [
@@ -78,3 +79,4 @@ main.add_command(export)
 main.add_command(import_group)
 main.add_command(skills)
 main.add_command(templates)
+main.add_command(serve)
