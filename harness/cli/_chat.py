@@ -51,6 +51,7 @@ from ._chat_offline import chat_offline_model
 from ._chat_view import ChatView
 from ._common import one_line, open_repo, root_option, run_async
 from ._models import ModelChoice
+from ._otel import otel_option, otel_tracing
 from ._run import (
     _pick_session,
     permission_options,
@@ -327,6 +328,7 @@ def _confirm(question: str) -> bool:
 )
 @permission_options
 @root_option
+@otel_option
 def chat(
     session_ref: str | None,
     work_dir: Path | None,
@@ -340,6 +342,7 @@ def chat(
     mode: PermissionMode | None,
     trust_project: bool,
     root: Path | None,
+    otel: bool,
 ) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
 
@@ -378,6 +381,9 @@ def chat(
     if choice is not None and (choice.given or (session_ref is None and not continue_)):
         model, named = choice.model()
         thinking = thinking or named
-    run_async(
-        _main(repo, session_ref, work_dir, continue_, model, choice, thinking, mode, trust_project)
-    )
+    with otel_tracing(otel):
+        run_async(
+            _main(
+                repo, session_ref, work_dir, continue_, model, choice, thinking, mode, trust_project
+            )
+        )

@@ -57,6 +57,7 @@ from .._tools.write import write_tool
 from ._common import open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._models import DEFAULT_MODEL, ModelChoice, model_options
+from ._otel import otel_option, otel_tracing
 from ._render import cost_json, reply_totals
 from ._sessions import _warn_diagnostics
 
@@ -279,6 +280,7 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
 )
 @permission_options
 @root_option
+@otel_option
 def run(
     text: str,
     session_ref: str | None,
@@ -293,6 +295,7 @@ def run(
     mode: PermissionMode | None,
     trust_project: bool,
     root: Path | None,
+    otel: bool,
 ) -> None:
     """Send one prompt and print the reply; for scripts and CI.
 
@@ -368,7 +371,8 @@ def run(
                 added.append(event.message)
 
         harness.connect("message_end", persisted)
-        reply = run_async(harness.prompt(text))
+        with otel_tracing(otel):
+            reply = run_async(harness.prompt(text))
         _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
