@@ -99,6 +99,7 @@ def current_tool_call() -> ToolCallRef | None:
     hang the sub-run's spans under that call's span (docs/observability.md)."""
     return _TOOL_CALL.get()
 
+
 LENGTH_STOP_TEXT = (
     "Not executed: the reply hit the output token limit, so this call's arguments may be cut off."
 )

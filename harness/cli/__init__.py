@@ -15,8 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 # Imported for their side effect: they register commands on `sessions` (_tree_ops: compact,
-# checkout, label; _maintenance: verify, repair, migrate; _copy: copy).
-from . import _copy, _maintenance, _tree_ops  # noqa: F401
+# checkout, label; _maintenance: verify, repair, migrate; _copy: copy; _stats: stats).
+from . import _copy, _maintenance, _stats, _tree_ops  # noqa: F401
 from ._chat import chat
 from ._common import (
     HarnessCliError,
