@@ -271,7 +271,11 @@ def make_app(
         if model:
             scanned, kept = shown[:MAX_MODEL_SCAN], []
             for info in scanned:
-                with await repo.open(info.id) as session:
+                try:  # by the path list() found: a file's header id may not be a valid id
+                    opened = await repo.open(info.path if info.path is not None else info.id)
+                except HarnessError:
+                    continue  # unreadable: it cannot be shown to name the model
+                with opened as session:
                     if any(model in m.lower() for m in _models(session)):
                         kept.append(info)
             if len(shown) > MAX_MODEL_SCAN:
