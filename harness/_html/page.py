@@ -302,6 +302,8 @@ def entry_html(entry: Entry, *, on_path: bool, is_leaf: bool, label: str | None)
     elif isinstance(entry, BranchSummaryEntry):
         summary = f"Branch summary (from <code>{_e(entry.from_id or '-')}</code>)"
         body = _details("branch-summary", summary, markdown_html(entry.summary), open_=True)
+    elif isinstance(entry, CustomMessageEntry) and entry.display:
+        body = _user_content_html(entry.content, markdown=True)
     else:
         minor = True
         classes.append("minor")
