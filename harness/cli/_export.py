@@ -55,7 +55,6 @@ from repos import (
 )
 from repos._codec import dumps_line, encode_header
 
-from .._html.page import entries_drawn, export_page
 from ._common import one_line, open_repo, progress, root_option
 from ._escape import (
     echo,
@@ -104,6 +103,10 @@ def session_html(
 ) -> str:
     """The whole session as one self-contained HTML page: ``harness._html.page.export_page``
     (the renderer ``harness serve`` shares)."""
+    # Imported here: the renderer imports this package's escaping, so a module-level import
+    # would be circular whichever side is imported first.
+    from .._html.page import export_page
+
     return export_page(session, advance, registry)
 
 
@@ -292,5 +295,7 @@ def _entries_to_render(session: Session, fmt: str) -> int:
     if fmt == "md":
         return len(session.path_ids(session.leaf_id))
     if fmt == "html":
+        from .._html.page import entries_drawn
+
         return entries_drawn(session)
     return len(session)
