@@ -46,6 +46,7 @@ from hooks import (
     emit_session_start,
     emit_user_prompt_submit,
     notify,
+    signal_for,
 )
 from repos import (
     CompactionEntry,
@@ -147,6 +148,9 @@ DEFAULT_MAX_STOP_CONTINUES = 5
 """How many times ``stop`` hooks may continue one run unless ``AgentHarness`` says otherwise."""
 
 QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
+_REPO_EVENTS = frozenset(
+    {"session_created", "session_before_fork", "session_fork", "session_deleted"}
+)
 F = TypeVar("F", bound=Receiver)
 
 
@@ -557,7 +561,18 @@ class AgentHarness:
         """Connect ``receiver(sender, event=...)`` to this harness's ``event``; returns a
         function that disconnects it. Higher ``priority`` runs first; an async receiver slower
         than ``timeout_s`` seconds (None: no limit) is cancelled and reported as
-        ``handler_error``, and at ``tool_call`` blocks the call (see docs/events.md)."""
+        ``handler_error``, and at ``tool_call`` blocks the call (see docs/events.md).
+
+        The events a repository sends (``session_created``, ``session_before_fork``,
+        ``session_fork``, ``session_deleted``; their sender is the repository) reach the
+        receiver when they are about this harness's session: it is the one forked or deleted,
+        or the new session's ``parentSession`` (a nested run's child, a fork). So one loop over
+        ``EVENT_CLASSES`` sees everything about the harness."""
+        if signal_for(event).name in _REPO_EVENTS:
+            receiver = self._about_my_session(receiver)
+            disconnect = connect(event, receiver, priority=priority, timeout_s=timeout_s)
+            self._disconnects.append(disconnect)
+            return disconnect
         disconnect = connect(event, receiver, sender=self, priority=priority, timeout_s=timeout_s)
         self._disconnects.append(disconnect)
         return disconnect
@@ -576,6 +591,25 @@ class AgentHarness:
             return fn
 
         return register
+
+    def _about_my_session(self, receiver: Receiver) -> Receiver:
+        """``receiver`` called only for repository events about this harness's session."""
+
+        def about(sender: object, event: Event) -> object:
+            path = self._session.path
+            mine = {self._session.id} if path is None else {self._session.id, str(path)}
+            ids = (
+                getattr(event, "session_id", None),
+                getattr(event, "source_id", None),
+                getattr(event, "parent_session", None),
+            )
+            if any(i is not None and i in mine for i in ids):
+                return receiver(sender, event=event)
+            return None
+
+        about.__qualname__ = getattr(receiver, "__qualname__", "receiver")
+        about.__module__ = getattr(receiver, "__module__", __name__)
+        return about
 
     # --- running -----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -82,7 +83,26 @@ from ._validate import check_request
 
 _log = logging.getLogger("harness")
 
-__all__ = ["Run", "RunHost", "TurnSettings", "run_agent"]
+__all__ = ["Run", "RunHost", "ToolCallRef", "TurnSettings", "current_tool_call", "run_agent"]
+
+
+@define(frozen=True, kw_only=True)
+class ToolCallRef:
+    """The tool call a piece of code runs inside: the harness running it and the call's id."""
+
+    harness: object
+    tool_call_id: str
+
+
+_TOOL_CALL: ContextVar[ToolCallRef | None] = ContextVar("harness_tool_call", default=None)
+
+
+def current_tool_call() -> ToolCallRef | None:
+    """The tool call whose ``execute`` is running in this task (and the tasks it starts), or
+    None. A sub-run a tool starts (``run_skill``, a sub-agent) runs inside it, so tracing can
+    hang the sub-run's spans under that call's span (docs/observability.md)."""
+    return _TOOL_CALL.get()
+
 
 LENGTH_STOP_TEXT = (
     "Not executed: the reply hit the output token limit, so this call's arguments may be cut off."
@@ -784,6 +804,7 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
         hidden=p.hidden,
         on_update=on_update,
     )
+    running = _TOOL_CALL.set(ToolCallRef(harness=run.sender, tool_call_id=p.call.id))
     try:
         if run.checkpoints is None:
             value = await tool.execute(p.input, run_info)
@@ -809,6 +830,8 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
     except BaseException as exc:  # KeyboardInterrupt, SystemExit, GeneratorExit, ...
         p.fatal = exc
         return ToolResult(content=f"The tool raised {type(exc).__name__}: {exc}", is_error=True)
+    finally:
+        _TOOL_CALL.reset(running)
     return value if isinstance(value, ToolResult) else ToolResult(content=str(value))
 
 

@@ -529,12 +529,14 @@ class SessionRewindEvent:
 
 @frozen(kw_only=True)
 class SessionCreatedEvent:
-    """A session was created (stored at ``path``; None in memory)."""
+    """A session was created (stored at ``path``; None in memory); ``parent_session`` is its
+    header's ``parentSession`` (a nested run's parent, a fork's source), None for none."""
 
     name: ClassVar[str] = "session_created"
 
     session_id: str
     path: str | None
+    parent_session: str | None = None
 
 
 @frozen(kw_only=True)

@@ -149,7 +149,12 @@ class MemorySessionRepo:
             metadata=metadata,
         )
         session = self._publish(header, [header_line(header)])
-        await notify(self, SessionCreatedEvent(session_id=session.id, path=None))
+        await notify(
+            self,
+            SessionCreatedEvent(
+                session_id=session.id, path=None, parent_session=header.parent_session
+            ),
+        )
         return session
 
     async def open(self, ref: str | Path) -> Session:

@@ -15,8 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 # Imported for their side effect: they register commands on `sessions` (_tree_ops: compact,
-# checkout, label; _maintenance: verify, repair, migrate; _copy: copy).
-from . import _copy, _maintenance, _tree_ops  # noqa: F401
+# checkout, label; _maintenance: verify, repair, migrate; _copy: copy; _stats: stats).
+from . import _copy, _maintenance, _stats, _tree_ops  # noqa: F401
 from ._chat import chat
 from ._checkpoints import checkpoints_group, rewind
 from ._common import (
@@ -36,6 +36,7 @@ from ._import import import_group
 from ._mcp import mcp
 from ._resources import skills, templates
 from ._run import run
+from ._serve import serve
 from ._sessions import sessions
 
 __all__ = [
@@ -85,3 +86,4 @@ main.add_command(hooks)
 main.add_command(mcp)
 main.add_command(rewind)
 main.add_command(checkpoints_group)
+main.add_command(serve)

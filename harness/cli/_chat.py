@@ -55,6 +55,7 @@ from ._common import one_line, open_repo, root_option, run_async
 from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import configured_mcp_servers
 from ._models import ModelChoice
+from ._otel import otel_option, otel_tracing
 from ._run import (
     _pick_session,
     permission_options,
@@ -379,6 +380,7 @@ def _confirm(question: str) -> bool:
 @permission_options
 @checkpoint_option
 @root_option
+@otel_option
 def chat(
     session_ref: str | None,
     work_dir: Path | None,
@@ -393,6 +395,7 @@ def chat(
     trust_project: bool,
     checkpoints: bool | None,
     root: Path | None,
+    otel: bool,
 ) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
 
@@ -431,17 +434,18 @@ def chat(
     if choice is not None and (choice.given or (session_ref is None and not continue_)):
         model, named = choice.model()
         thinking = thinking or named
-    run_async(
-        _main(
-            repo,
-            session_ref,
-            work_dir,
-            continue_,
-            model,
-            choice,
-            thinking,
-            mode,
-            trust_project,
-            use_checkpoints(checkpoints),
+    with otel_tracing(otel):
+        run_async(
+            _main(
+                repo,
+                session_ref,
+                work_dir,
+                continue_,
+                model,
+                choice,
+                thinking,
+                mode,
+                trust_project,
+                use_checkpoints(checkpoints),
+            )
         )
-    )

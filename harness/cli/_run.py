@@ -61,6 +61,7 @@ from ._escape import echo, json_line, terminal
 from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import configured_mcp_servers, show_mcp_errors
 from ._models import DEFAULT_MODEL, ModelChoice, model_options
+from ._otel import otel_option, otel_tracing
 from ._render import cost_json, reply_totals
 from ._sessions import _warn_diagnostics
 
@@ -313,6 +314,7 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
 @permission_options
 @checkpoint_option
 @root_option
+@otel_option
 def run(
     text: str,
     session_ref: str | None,
@@ -328,6 +330,7 @@ def run(
     trust_project: bool,
     checkpoints: bool | None,
     root: Path | None,
+    otel: bool,
 ) -> None:
     """Send one prompt and print the reply; for scripts and CI.
 
@@ -412,7 +415,8 @@ def run(
                 added.append(event.message)
 
         harness.connect("message_end", persisted)
-        reply = run_async(_prompt_once(harness, text))
+        with otel_tracing(otel):
+            reply = run_async(_prompt_once(harness, text))
         _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)

@@ -222,7 +222,14 @@ class JsonlSessionRepo:
             session = self._publish(header, lines, check_id=check)
         else:
             session = await asyncio.to_thread(self._publish, header, lines, check_id=check)
-        await notify(self, SessionCreatedEvent(session_id=session.id, path=str(session.path)))
+        await notify(
+            self,
+            SessionCreatedEvent(
+                session_id=session.id,
+                path=str(session.path),
+                parent_session=session.header.parent_session,
+            ),
+        )
         return session
 
     async def open(self, ref: str | Path) -> Session:

@@ -635,7 +635,12 @@ class PostgresSessionRepo:
         )
         line = header_line(header)
         session = await asyncio.to_thread(self._publish, header, line)
-        await notify(self, SessionCreatedEvent(session_id=session.id, path=None))
+        await notify(
+            self,
+            SessionCreatedEvent(
+                session_id=session.id, path=None, parent_session=header.parent_session
+            ),
+        )
         return session
 
     async def open(self, ref: str | Path) -> Session:

@@ -39,9 +39,12 @@ OUR_CLASSES = {
     *("branch_summary", "custom", "custom_message", "session_info", "unknown"),
     *("role-user", "role-assistant", "role-toolResult", "role-bashExecution", "role-custom"),
     "role-unknown",
+    # The renderer's layout, side panel, usage block, Markdown, folding and diffs.
+    *("top", "usage", "stats", "layout", "side", "nav", "alt", "active", "fork", "eid"),
+    *("md", "plain", "code", "out", "more", "diff", "add", "del", "hunk"),
 }
 # The attributes whose values quote the session (escaped); every other value is ours.
-QUOTING = {"id", "data-entry-id", "alt"}
+QUOTING = {"id", "data-entry-id", "alt", "href"}
 
 
 class Skeleton(HTMLParser):
@@ -106,6 +109,9 @@ def test_no_element_attribute_or_class_comes_from_the_session(
     ours = [v for v in hostile.values if v[1] not in QUOTING]
     assert ours == [v for v in inert.values if v[1] not in QUOTING]
     assert not any(a.startswith("on") for _, attrs, _ in hostile.tags for a in attrs)
+    # Links quote an entry id, within the page: never a scheme of the session's.
+    hrefs = [v for _, name, v in hostile.values if name == "href"]
+    assert hrefs and all(h.startswith("#entry-") for h in hrefs), hrefs
     # Only the valid PNGs are embedded (not SVG, HTML, a mime type with parameters, bad base64).
     assert hostile.srcs == [f"data:image/png;base64,{PNG}"] * 2
     assert sum(tag == "script" for tag, _, _ in hostile.tags) == 1

@@ -1,0 +1,1 @@
+"""The HTML renderer of sessions (``harness export --format html`` and ``harness serve``)."""
