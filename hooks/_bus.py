@@ -14,24 +14,23 @@ first, then the order in which receivers were first connected to the signal, whe
 
 Each async receiver gets at most ``timeout_s`` (default :data:`DEFAULT_HOOK_TIMEOUT_S`) to return;
 one that does not is cancelled and treated as a receiver that raised :class:`HookTimeoutError`.
-A sync receiver cannot be interrupted: it blocks the event loop until it returns.
+A sync receiver cannot be interrupted: it blocks the event loop until it returns, and costs no
+timer. A signal's receivers are sorted when one connects or disconnects, not per event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import logging
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any, Final, Generic, TypeAlias, TypeVar, get_args
 
 from attrs import evolve
 from blinker import ANY, NamedSignal, Signal
-
-# make_id is the key blinker files receivers under; ordering by the same key keeps us in step.
-from blinker._utilities import make_id, make_ref
 
 from ._errors import HookTimeoutError
 from ._events import (
@@ -122,6 +121,27 @@ _log = logging.getLogger(__name__)
 _sequence = itertools.count()
 
 
+def _key(obj: object) -> Hashable:
+    """A receiver's or sender's identity for the ledger: a bound method is made anew at each
+    attribute access, so it is known by its function and instance (as blinker files it)."""
+    if inspect.ismethod(obj):
+        return id(obj.__func__), id(obj.__self__)
+    if isinstance(obj, str | int):  # equal values are one sender, whatever their id()
+        return obj
+    return id(obj)
+
+
+def _weak(obj: Any, callback: Callable[[Any], None]) -> weakref.ref[Any]:
+    if inspect.ismethod(obj):
+        return weakref.WeakMethod(obj, callback)
+    return weakref.ref(obj, callback)
+
+
+_Cached: TypeAlias = tuple["weakref.ref[Any] | None", list[Receiver]]
+"""A sender's sorted receivers, and a weak reference that says the sender is still the same
+object (None: a sender that is its own identity, such as ``ANY`` or a string)."""
+
+
 class _Ledger:
     """What blinker does not record for one signal: connection order, priority, senders.
 
@@ -131,38 +151,75 @@ class _Ledger:
     """
 
     def __init__(self, signal: Signal) -> None:
+        self.signal = signal
         self.order: dict[Hashable, int] = {}
         self.priority: dict[Hashable, int] = {}
         self.timeout_s: dict[Hashable, float | None] = {}
         self.senders: dict[Hashable, set[Hashable]] = {}
         self._refs: dict[Hashable, weakref.ref[Any]] = {}
+        # Sorted receivers by sender, for strongly connected receivers only: a cached weak
+        # receiver would be kept alive by the cache. Cleared by every (dis)connection.
+        self._sorted: dict[Hashable, _Cached] = {}
         signal.receiver_connected.connect(self._connected, weak=False)
         signal.receiver_disconnected.connect(self._disconnected, weak=False)
 
     def sort_key(self, receiver: Receiver) -> tuple[int, int]:
-        rid = make_id(receiver)
+        rid = _key(receiver)
         return -self.priority.get(rid, 0), self.order.get(rid, 0)
 
     def timeout_for(self, receiver: Receiver) -> float | None:
-        return self.timeout_s.get(make_id(receiver), DEFAULT_HOOK_TIMEOUT_S)
+        return self.timeout_s.get(_key(receiver), DEFAULT_HOOK_TIMEOUT_S)
+
+    def receivers(self, sender: object) -> list[Receiver]:
+        """The receivers an event from ``sender`` reaches, in order (a list not to change)."""
+        key = _key(sender)
+        cached = self._sorted.get(key)
+        if cached is not None:
+            alive, receivers = cached
+            # The same id() may now name another object: the cache holds only for the sender
+            # it was made for.
+            if alive is None or alive() is sender:
+                return receivers
+        signal = self.signal
+        receivers = list(signal.receivers_for(sender))
+        if len(receivers) > 1:
+            receivers.sort(key=self.sort_key)
+        if all(not isinstance(signal.receivers.get(_key(r)), weakref.ref) for r in receivers):
+            if isinstance(sender, str | int) or sender is ANY:
+                self._sorted[key] = (None, receivers)
+            else:
+                # A sender that cannot be weakly referenced is not cached.
+                with contextlib.suppress(TypeError):
+                    alive = _weak(sender, lambda _ref: self._uncache(key))
+                    self._sorted[key] = (alive, receivers)
+        return receivers
+
+    def invalidate(self) -> None:
+        self._sorted.clear()
+
+    def _uncache(self, key: Hashable) -> None:
+        self._sorted.pop(key, None)
 
     def _connected(self, signal: Signal, *, receiver: Receiver, sender: Any, weak: bool) -> None:
-        rid = make_id(receiver)
+        self._sorted.clear()
+        rid = _key(receiver)
         self.order.setdefault(rid, next(_sequence))
-        self.senders.setdefault(rid, set()).add(make_id(sender))
+        self.senders.setdefault(rid, set()).add(_key(sender))
         # blinker drops a collected weak receiver without telling anyone; forget it too, or a new
         # receiver reusing its id() would inherit its place.
         if weak and rid not in self._refs:
-            self._refs[rid] = make_ref(receiver, lambda _ref: self._forget(rid))
+            self._refs[rid] = _weak(receiver, lambda _ref: self._forget(rid))
 
     def _disconnected(self, signal: Signal, *, receiver: Receiver, sender: Any) -> None:
-        rid = make_id(receiver)
+        self._sorted.clear()
+        rid = _key(receiver)
         if sender is ANY:  # blinker removed the receiver from every sender
             self._forget(rid)
         elif rid in self.senders:
-            self.senders[rid].discard(make_id(sender))
+            self.senders[rid].discard(_key(sender))
 
     def _forget(self, rid: Hashable) -> None:
+        self._sorted.clear()
         for table in (self.order, self.priority, self.timeout_s, self.senders, self._refs):
             table.pop(rid, None)
 
@@ -204,13 +261,17 @@ def connect(
 
     Raises:
         LookupError: unknown event.
+        TypeError: ``receiver`` cannot be called as ``receiver(sender, event=...)`` (its second
+            parameter must be named ``event``, or it takes ``**kwargs``).
     """
     signal = signal_for(event)
-    signal.connect(receiver, sender=sender, weak=False)
+    _check_signature(receiver)
     ledger = _LEDGERS[signal.name]
-    rid = make_id(receiver)
+    rid = _key(receiver)
+    signal.connect(receiver, sender=sender, weak=False)
     ledger.priority[rid] = priority
     ledger.timeout_s[rid] = timeout_s
+    ledger.invalidate()  # the order may have changed with the priority
 
     def disconnect() -> None:
         signal.disconnect(receiver, sender=sender)
@@ -296,7 +357,19 @@ class _Chain(Generic[E, R]):
     async def __anext__(self) -> R:
         for receiver in self._receivers:
             try:
-                result = await self._call(receiver)
+                result = receiver(self.sender, event=self.event)
+                if result is None:  # the common case: no await, no timer
+                    continue
+                if inspect.isawaitable(result):
+                    result = await self._awaited(receiver, result)
+                    if result is None:
+                        continue
+                if not isinstance(result, self._expected):
+                    allowed = ", ".join(t.__name__ for t in self._expected)
+                    raise TypeError(
+                        f"{self.event.name} receiver returned {type(result).__name__}; "
+                        f"expected {allowed} or None"
+                    )
             except Exception as error:
                 await _report(self.sender, self.event.name, receiver, error)
                 if self._fail_closed:
@@ -304,18 +377,18 @@ class _Chain(Generic[E, R]):
                     self._receivers = iter(())
                     break
                 continue
-            if result is not None:
-                return result
+            return result
         raise StopAsyncIteration
 
-    async def _call(self, receiver: Receiver) -> R | None:
+    async def _awaited(self, receiver: Receiver, pending: Awaitable[Any]) -> Any:
+        """An async receiver's result, within its timeout (only async receivers get a timer)."""
         timeout_s = self._ledger.timeout_for(receiver)
         if timeout_s is None:
-            return await _call(receiver, self.sender, self.event, self._expected)
+            return await pending
         limit = asyncio.timeout(timeout_s)
         try:
             async with limit:
-                result = await _call(receiver, self.sender, self.event, self._expected)
+                result = await pending
         except TimeoutError:
             if not limit.expired():  # the receiver's own TimeoutError, reported as it is
                 raise
@@ -634,27 +707,25 @@ async def emit_session_before_rewind(
 
 def _receivers(signal: NamedSignal, sender: object) -> list[Receiver]:
     """The receivers ``sender``'s event reaches, in order; none when the signal is muted."""
-    if signal.is_muted or not signal.has_receivers_for(sender):
+    if signal.is_muted or not signal.receivers:
         return []
-    receivers = list(signal.receivers_for(sender))
-    if len(receivers) > 1:
-        receivers.sort(key=_LEDGERS[signal.name].sort_key)
-    return receivers
+    return _LEDGERS[signal.name].receivers(sender)
 
 
-async def _call(
-    receiver: Receiver, sender: object, event: Event, expected: tuple[type[R], ...]
-) -> R | None:
-    """Call one receiver, awaiting its result if async; a result must be None or ``expected``."""
-    result = receiver(sender, event=event)
-    if inspect.isawaitable(result):
-        result = await result
-    if result is None or isinstance(result, expected):
-        return result
-    allowed = ", ".join(t.__name__ for t in expected)
-    raise TypeError(
-        f"{event.name} receiver returned {type(result).__name__}; expected {allowed} or None"
-    )
+def _check_signature(receiver: Receiver) -> None:
+    """Refuse, at connection, a receiver the bus could not call: a mistake found here costs a
+    traceback; found at dispatch it is a ``handler_error`` per event (and a blocked tool call)."""
+    try:
+        signature = inspect.signature(receiver)
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to check
+        return
+    try:
+        signature.bind(None, event=None)
+    except TypeError:
+        raise TypeError(
+            f"receivers are called as receiver(sender, event=...); {_name(receiver)}"
+            f"{signature} cannot be (name its second parameter `event`)"
+        ) from None
 
 
 async def _observe(sender: object, event: ObserverEvent, receivers: list[Receiver]) -> None:

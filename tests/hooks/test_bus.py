@@ -574,3 +574,100 @@ async def test_cancellation_is_not_swallowed_as_a_handler_error(
         disconnect()
 
     assert errors == []
+
+
+# --- the sorted-receiver cache (receivers sorted at connection, not per event) --------------
+
+
+async def test_a_weak_receiver_is_not_kept_alive_by_having_received_an_event() -> None:
+    signal = signal_for("turn_start")
+    sender = Harness()
+    seen: list[int] = []
+
+    def receiver(s: object, event: TurnStartEvent) -> None:
+        seen.append(event.turn_index)
+
+    signal.connect(receiver, sender=sender)  # weak, blinker's default
+    await notify(sender, TurnStartEvent(turn_index=1))
+    await notify(sender, TurnStartEvent(turn_index=2))
+    rid = id(receiver)
+    del receiver
+    gc.collect()
+    await notify(sender, TurnStartEvent(turn_index=3))
+
+    assert seen == [1, 2]
+    assert rid not in signal.receivers
+
+
+async def test_a_new_sender_at_a_dead_senders_address_gets_none_of_its_receivers() -> None:
+    # The cache is keyed by id(sender); a new object may reuse a collected one's id().
+    seen: list[int] = []
+
+    def receiver(s: object, event: TurnStartEvent) -> None:
+        seen.append(event.turn_index)
+
+    signal, first = signal_for("turn_start"), Harness()
+    signal.connect(receiver, sender=first, weak=False)  # blinker holds senders weakly
+    try:
+        await notify(first, TurnStartEvent(turn_index=0))  # cached for `first`
+        address = id(first)
+        del first
+        gc.collect()
+        candidates = []
+        for _ in range(10_000):
+            candidate = Harness()
+            if id(candidate) == address:
+                break
+            candidates.append(candidate)  # keep it, so the next one gets another address
+        else:
+            pytest.fail("no new object reused the address (the test needs one)")
+        await notify(candidate, TurnStartEvent(turn_index=1))
+    finally:
+        signal.disconnect(receiver)
+
+    assert seen == [0]  # the event to the newcomer reached nobody
+
+
+async def test_reconnecting_with_another_priority_reorders_after_events_were_sent() -> None:
+    h, calls = Harness(), []
+
+    def first(sender: object, event: TurnStartEvent) -> None:
+        calls.append("first")
+
+    def second(sender: object, event: TurnStartEvent) -> None:
+        calls.append("second")
+
+    disconnects = [connect("turn_start", first, sender=h), connect("turn_start", second, sender=h)]
+    try:
+        await notify(h, TurnStartEvent(turn_index=0))
+        disconnects.append(connect("turn_start", second, sender=h, priority=5))
+        await notify(h, TurnStartEvent(turn_index=1))
+    finally:
+        for disconnect in disconnects:
+            disconnect()
+
+    assert calls == ["first", "second", "second", "first"]
+
+
+def test_a_receiver_that_cannot_take_event_by_name_is_refused_at_connection() -> None:
+    def misnamed(sender: object, ev: TurnStartEvent) -> None: ...
+
+    with pytest.raises(TypeError, match="name its second parameter `event`"):
+        connect("turn_start", misnamed)
+    assert not signal_for("turn_start").receivers_for(ANY) or all(
+        r is not misnamed for r in signal_for("turn_start").receivers_for(ANY)
+    )
+
+
+@pytest.mark.parametrize(
+    "receiver",
+    [
+        lambda sender, event: None,
+        lambda sender, **kwargs: None,
+        lambda *args, **kwargs: None,
+        lambda sender, *, event: None,
+        lambda sender, event, extra=1: None,
+    ],
+)
+def test_receivers_callable_with_event_by_name_are_accepted(receiver: Any) -> None:
+    connect("turn_start", receiver)()
