@@ -1282,11 +1282,13 @@ class AgentHarness:
 
         def make_child(session: Session, instructions: str) -> AgentHarness:
             # The same supervisor decides the nested run's tool calls (DESIGN §7), one level
-            # deeper, so an approve-always given to the parent holds for the skill too.
+            # deeper, with the parent's approvals, so an approve-always given to the parent
+            # holds for the skill too.
             return AgentHarness(
                 session=session,
                 supervisor=self._supervisor,
                 depth=self._depth + 1,
+                approvals=self._approvals,
                 model=model or self._model,
                 models=self._models,
                 fallback_model=self._fallback,
