@@ -44,6 +44,7 @@ from repos import (
 )
 from repos._importers.claude_code import is_claude_code
 
+from .._agents import AgentDefinition, load_agents
 from .._harness import AgentHarness
 from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName, SecuritySupervisor
 from .._providers.base import Model, ModelRequest, ThinkingLevel
@@ -56,7 +57,7 @@ from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
 from ._checkpoints import checkpoint_option, use_checkpoints
-from ._common import open_repo, resolve_ref, root_option, run_async
+from ._common import one_line, open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import configured_mcp_servers, show_mcp_errors
@@ -157,17 +158,20 @@ def event_json(event: Event) -> dict[str, Any]:
 
 
 class _EventWriter:
-    """Writes each event as one JSON line on stdout, flushed (a pipe sees it at once).
+    """Writes each event of ``harness`` as one JSON line on stdout, flushed (a pipe sees it at
+    once). A sub-agent's events (its harness is linked to this one) are not written: the
+    stream is the run's own.
 
     When the reader goes away (``harness run ... | head -1``) writing stops, but the run goes
     on to the end so that the session is complete; ``broken`` then says so.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, harness: AgentHarness) -> None:
         self.broken = False
+        self._harness = harness
 
     def __call__(self, sender: object, event: Event) -> None:
-        if self.broken:
+        if self.broken or sender is not self._harness:
             return
         try:
             echo(json_line(event_json(event), default=repr))
@@ -180,6 +184,15 @@ class _EventWriter:
 
 
 # --- the command ------------------------------------------------------------------------------
+
+
+def agent_files(cwd: Path, trust_project: bool) -> tuple[AgentDefinition, ...]:
+    """The agents of the user's and the project's agent files (the project's as untrusted
+    unless ``trust_project``); each problem is one line on stderr."""
+    catalog = load_agents(cwd, trust_project=trust_project)
+    for problem in catalog.diagnostics:
+        echo(f"warning: {one_line(problem.path)}: {one_line(problem.message)}", err=True)
+    return catalog.agents
 
 
 async def _prompt_once(harness: AgentHarness, text: str) -> AssistantMessage:
@@ -398,10 +411,11 @@ def run(
             command_hooks=command_hooks,
             mcp_servers=configured_mcp_servers(cwd, trust_project),
             checkpoints=use_checkpoints(checkpoints),
+            agents=agent_files(cwd, trust_project),
         )
         attach_hook_output(harness, lambda text: echo(text, err=True))
         show_mcp_errors(harness)
-        writer = _EventWriter()
+        writer = _EventWriter(harness)
         if output == "events":
             for name in EVENT_CLASSES:
                 harness.connect(name, writer, priority=-100)
