@@ -44,9 +44,16 @@ from repos import (
 )
 from repos._importers.claude_code import is_claude_code
 
-from .._agents import AgentDefinition, load_agents
+from .._agents import AgentDefinition, Reply, load_agents
 from .._harness import AgentHarness
-from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName, SecuritySupervisor
+from .._permissions import (
+    CLAUDE_CODE_MODES,
+    PERMISSION_MODES,
+    Defer,
+    ModeName,
+    PermissionRequest,
+    SecuritySupervisor,
+)
 from .._providers.base import Model, ModelRequest, ThinkingLevel
 from .._providers.faux import FauxModel, FauxReply, FauxToolCall
 from .._tools.bash import bash_tool
@@ -195,7 +202,12 @@ def agent_files(cwd: Path, trust_project: bool) -> tuple[AgentDefinition, ...]:
     return catalog.agents
 
 
-async def _prompt_once(harness: AgentHarness, text: str) -> AssistantMessage:
+async def _defer(request: PermissionRequest) -> Defer:
+    """``--defer-approvals``: what needs asking waits for ``harness approve``/``deny``."""
+    return Defer(reason="harness run --defer-approvals")
+
+
+async def _prompt_once(harness: AgentHarness, text: str) -> Reply:
     """One prompt, then the harness shuts down in the same event loop: the MCP servers stop
     and the hooks get ``session_end``."""
     try:
@@ -324,6 +336,13 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
     help="text: the reply; json: reply and session id; events: every event as a JSON line.",
 )
 @permission_options
+@click.option(
+    "--defer-approvals",
+    is_flag=True,
+    help="A call that needs approval waits instead of being denied: the run stops "
+    "`awaiting_approval`, and `harness approve ID` / `harness deny ID` answer it later and go "
+    "on with the run (`harness approvals list` shows what waits).",
+)
 @checkpoint_option
 @root_option
 def run(
@@ -339,6 +358,7 @@ def run(
     output: str,
     mode: ModeName | None,
     trust_project: bool,
+    defer_approvals: bool,
     checkpoints: bool | None,
     root: Path | None,
 ) -> None:
@@ -406,7 +426,11 @@ def run(
                 grep_tool(),
                 find_tool(),
             ],
-            supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
+            supervisor=SecuritySupervisor(
+                mode=mode,
+                trust_project=cwd if trust_project else False,
+                approver=_defer if defer_approvals else None,
+            ),
             cwd=cwd,
             command_hooks=command_hooks,
             mcp_servers=configured_mcp_servers(cwd, trust_project),
@@ -431,6 +455,12 @@ def run(
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
             raise SystemExit(1)
+        for waiting in reply.pending:
+            echo(
+                f"awaiting approval {waiting.id}: {one_line(waiting.operation_key)} "
+                f"(`harness approve {waiting.id}` or `harness deny {waiting.id}`)",
+                err=True,
+            )
         if output == "text":
             # Terminal controls escaped even into a pipe (a reply holding ESC]52 would write the
             # clipboard of whoever views the log); `--output json` carries the exact text.
@@ -443,7 +473,9 @@ def run(
                         "path": str(session.path),
                         "leaf_id": session.leaf_id,
                         "reply": reply.text,
+                        # The run's: a limit or awaiting_approval when one ended it.
                         "stop_reason": reply.stop_reason,
+                        "approvals": [a.id for a in reply.pending],
                         "model": f"{reply.provider}/{reply.model}",
                         "usage": {
                             "input": reply.usage.input,
