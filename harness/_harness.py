@@ -2102,6 +2102,8 @@ class AgentHarness:
             context_window=self._context_window if model is None else None,
             max_stop_continues=self._max_stop_continues,
             notification_delay_s=self._notification_delay_s,
+            # The child's file changes are recorded in its own session, in the same store.
+            checkpoints=False if self._checkpoints is None else self._checkpoints.store,
         )
         child._parent_budget = None if run is None else run.budget
         child._parent_session_id = self._session.id

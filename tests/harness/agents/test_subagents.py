@@ -336,3 +336,26 @@ async def test_a_bad_definition_in_code_is_refused(
     with pytest.raises(AgentDefinitionError) as refused:
         AgentHarness(session=session, agents=agents, tools=[note], resources=None)
     assert refused.value.code == "agent_definition" and problem in refused.value.problem
+
+
+async def test_rules_name_the_task_tool_as_claude_code_does(session: Session) -> None:
+    agents = [
+        AgentDefinition("reader", "Reads.", "You read.", model=FauxModel(["read it"])),
+        AgentDefinition("writer", "Writes.", "You write.", model=FauxModel(["wrote it"])),
+    ]
+    parent = FauxModel(
+        [FauxReply(tool_calls=[task("reader", "r", "c1"), task("writer", "w", "c2")]), "ok"]
+    )
+    h = AgentHarness(
+        session=session,
+        model=parent,
+        agents=agents,
+        supervisor=SecuritySupervisor(rules={"deny": ["Task(writer)"]}, setting_sources=()),
+        resources=None,
+    )
+
+    await h.prompt("both")
+
+    first, second = results(session)
+    assert (first.is_error, first.text) == (False, "read it")
+    assert second.is_error and "task(writer) is denied by the rule Task(writer)" in second.text
