@@ -234,12 +234,12 @@ def awaiting_run(session: Session, signer: ApprovalSigner | None = None) -> Awai
     signer = signer or ApprovalSigner()
     after: list[Any] = []
     pending: CustomEntry | None = None
-    # From the leaf back, decoding only custom entries and messages, and stopping at the
-    # first message that is no tool result: cheap on any session, waiting or not.
-    for entry_id in reversed(session.path_ids(session.leaf_id)):
-        if session.entry_type(entry_id) not in ("custom", "message"):
-            continue
+    # From the leaf up, entry by entry, stopping at the first message that is no tool result:
+    # a few entries on any session, waiting or not, however long its branch.
+    entry_id = session.leaf_id
+    while entry_id is not None:
         entry = session.get_entry(entry_id)
+        entry_id = entry.parent_id
         if isinstance(entry, CustomEntry) and entry.custom_type == APPROVAL_PENDING_TYPE:
             pending = entry
             break

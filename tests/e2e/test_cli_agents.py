@@ -73,3 +73,35 @@ def test_a_task_call_runs_a_file_agent_and_the_tree_shows_the_link(
     first = child_tree.splitlines()[0]
     assert str(child_path) in first
     assert f"(sub-agent helper of {out['session_id'][:8]}, tool call offline_call_1)" in first
+
+
+async def test_a_hostile_link_reaches_the_terminal_escaped(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    from harness import JsonlSessionRepo, ToolResultMessage
+
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    hostile = "\x1b]52;c;cHduZWQ=\x07\x1b[2J"
+    parent = await repo.create(
+        str(tmp_path), metadata={"agent": hostile, "parentToolCallId": hostile}
+    )
+    parent.append_message(
+        ToolResultMessage(
+            tool_call_id="t1",
+            tool_name="task",
+            content="done",
+            details={"agent": hostile, "sessionId": hostile},
+        )
+    )
+    child = await repo.create(
+        str(tmp_path),
+        parent_session=str(parent.path),
+        metadata={"agent": hostile, "parentToolCallId": hostile},
+    )
+    parent.close()
+    child.close()
+
+    for session in (parent, child):
+        shown = harness(env, tmp_path, "sessions", "tree", session.id).stdout
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert "\\x1b]52" in shown

@@ -119,3 +119,17 @@ def test_an_approval_written_into_a_session_file_by_hand_is_refused(
 
     assert "approval_refused" in refused.stderr
     assert not (work / "pwned").exists() and not (work / "out.txt").exists()
+
+
+def test_what_a_waiting_call_holds_reaches_the_terminal_escaped(
+    env: dict[str, str], work: Path
+) -> None:
+    ran = harness(
+        env, work, "run", "--offline", "--defer-approvals", "-p", "!echo \x1b]52;c;cHduZWQ=\x07"
+    )
+    assert "\x1b" not in ran.stderr and "\x1b" not in ran.stdout
+
+    listed = harness(env, work, "approvals", "list")
+
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "\\x1b]52" in listed.stdout  # shown, as an escape

@@ -5,6 +5,8 @@ children, abort, failures, and budgets shared with the parent."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from harness import (
     AgentHarness,
     ApproveAlways,
     Block,
+    CommandHooks,
     FauxModel,
     FauxReply,
     FauxToolCall,
@@ -359,3 +362,78 @@ async def test_rules_name_the_task_tool_as_claude_code_does(session: Session) ->
     first, second = results(session)
     assert (first.is_error, first.text) == (False, "read it")
     assert second.is_error and "task(writer) is denied by the rule Task(writer)" in second.text
+
+
+async def test_command_hooks_see_task_as_claude_codes_task_and_the_childs_stop(
+    session: Session, project: Path
+) -> None:
+    log = project / "stops.jsonl"
+    record = project / "record.py"
+    record.write_text(
+        f"import json, sys\nwith open({str(log)!r}, 'a') as f:\n    f.write(sys.stdin.read())\n"
+    )
+    hooks = CommandHooks.from_settings(
+        {
+            "hooks": {
+                "PreToolUse": [
+                    {
+                        "matcher": "Task",
+                        "hooks": [{"type": "command", "command": "echo 'not now' >&2; exit 2"}],
+                    }
+                ],
+                "SubagentStop": [
+                    {"hooks": [{"type": "command", "command": f"{sys.executable} {record}"}]}
+                ],
+                "SessionStart": [
+                    {"hooks": [{"type": "command", "command": f"{sys.executable} {record}"}]}
+                ],
+            }
+        }
+    )
+    agents = [AgentDefinition("helper", "Helps.", "You help.", model=FauxModel(["helped"]))]
+    parent = FauxModel([FauxReply(tool_calls=[task("helper", "x", "c1")]), "blocked, then", "fine"])
+    h = AgentHarness(
+        session=session,
+        cwd=project,
+        model=parent,
+        agents=agents,
+        command_hooks=hooks,
+        resources=None,
+    )
+
+    await h.prompt("first")
+    (blocked,) = results(session)
+    assert blocked.is_error and "not now" in blocked.text  # "Task" matched the task tool
+
+    # Without the PreToolUse hook, the child runs: its stop reaches the parent's hooks.
+    log.unlink()
+    h2 = AgentHarness(
+        session=session,
+        cwd=project,
+        model=FauxModel([FauxReply(tool_calls=[task("helper", "x", "c2")]), "done"]),
+        agents=[AgentDefinition("helper", "Helps.", "You help.", model=FauxModel(["helped"]))],
+        command_hooks=CommandHooks.from_settings(
+            {
+                "hooks": {
+                    "SubagentStop": [
+                        {"hooks": [{"type": "command", "command": f"{sys.executable} {record}"}]}
+                    ],
+                    "SessionStart": [
+                        {"hooks": [{"type": "command", "command": f"{sys.executable} {record}"}]}
+                    ],
+                }
+            }
+        ),
+        resources=None,
+    )
+    await h2.prompt("second")
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    # The parent's SessionStart ran, the child's did not; the child's SubagentStop did.
+    assert [e["hook_event_name"] for e in events] == ["SessionStart", "SubagentStop"]
+    stop = events[1]
+    assert (stop["agent_type"], stop["parent_session_id"], stop["depth"]) == (
+        "helper",
+        session.id,
+        1,
+    )
+    assert stop["session_id"] != session.id
