@@ -63,9 +63,8 @@ from ._agents.approvals import (
     claim,
     record_decision,
 )
-from ._agents.definitions import AgentDefinition, tool_name, valid_agent_name
+from ._agents.definitions import AgentDefinition, check_agents
 from ._agents.errors import (
-    AgentDefinitionError,
     ApprovalNotFoundError,
     ApprovalRefusedError,
     AwaitingApprovalError,
@@ -74,7 +73,14 @@ from ._agents.errors import (
 from ._agents.limits import Budget, RunLimits, require_price
 from ._agents.output import DEFAULT_OUTPUT_RETRIES, RESPOND_TOOL_NAME, OutputCheck, OutputSpec
 from ._agents.reply import Reply
-from ._agents.task import TASK_TOOL_NAME, TaskCall, agent_instructions, run_task, task_tool
+from ._agents.task import (
+    TASK_TOOL_NAME,
+    TaskCall,
+    agent_instructions,
+    agent_tools,
+    run_task,
+    task_tool,
+)
 from ._checkpoints import (
     Checkpoints,
     CheckpointsOffError,
@@ -844,7 +850,7 @@ class AgentHarness:
                 f"approvals {', '.join(ids)} are not answered yet", unanswered=ids
             )
         state = found.run
-        budget = self._resumed_budget(state)
+        budget = Budget.restored(state, self._limits, self._registry)
         output = self._resumed_output(state, output_schema)
         by_call = {a.tool_call_id: a for a in found.approvals}
         calls = tuple(
@@ -1017,19 +1023,6 @@ class AgentHarness:
             output=None if output is None else output.value,
             pending=() if run is None else run.pending,
         )
-
-    def _resumed_budget(self, state: Mapping[str, JSONValue]) -> Budget | None:
-        """The stopped run's budget: its limits (else the harness's) and what it had used."""
-        raw = state.get("limits")
-        limits = RunLimits.from_json(raw) if isinstance(raw, Mapping) else self._limits
-        if not limits:
-            return None
-        budget = Budget(limits=limits, registry=self._registry)
-        for name, key in (("turns", "turns"), ("tokens", "tokens"), ("cost_usd", "costUsd")):
-            value = state.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-                setattr(budget, name, value)
-        return budget
 
     def _resumed_output(
         self,
@@ -2022,53 +2015,23 @@ class AgentHarness:
     def _checked_agents(
         self, agents: Sequence[AgentDefinition]
     ) -> tuple[dict[str, AgentDefinition], dict[str, Model]]:
-        """The agents by name, and the models of those that name one in code (made now, so
-        a bad name fails here); a file's model is made when the agent first runs."""
-        by_name: dict[str, AgentDefinition] = {}
-        models: dict[str, Model] = {}
+        """The agents by name (``check_agents``), and the models of those that name one in
+        code (made now, so a bad name fails here); a file's model is made when the agent
+        first runs. A cost limit needs each such model's price."""
         if agents and TASK_TOOL_NAME in self._tools:
             raise ValueError(
                 f"a tool is named {TASK_TOOL_NAME!r}, the built-in tool of the agents; rename it"
             )
-        for agent in agents:
-            if not valid_agent_name(agent.name):
-                raise AgentDefinitionError(agent.name, "a name is 1-64 of [a-z0-9-]")
-            if agent.name in by_name:
-                raise AgentDefinitionError(agent.name, "two agents have this name")
-            if agent.thinking is not None and agent.thinking not in THINKING_LEVELS:
-                raise AgentDefinitionError(agent.name, f"bad thinking level {agent.thinking!r}")
-            if agent.source == "code":
-                unknown = [
-                    n
-                    for n in (*(agent.tools or ()), *agent.disallowed_tools)
-                    if tool_name(n) not in self._tools and not n.startswith("mcp__")
-                ]
-                if unknown:
-                    raise AgentDefinitionError(
-                        agent.name, f"unknown tools {unknown}; known: {sorted(self._tools)}"
-                    )
+        by_name = check_agents(agents, tuple(self._tools))
+        models: dict[str, Model] = {}
+        for agent in by_name.values():
             if agent.model is not None and not isinstance(agent.model, str):
                 models[agent.name] = agent.model
             elif isinstance(agent.model, str) and agent.source == "code":
                 models[agent.name] = model_of(agent.model, self._registry)[0]
             if self._limits.max_cost_usd is not None and agent.name in models:
                 require_price(models[agent.name], self._registry)
-            by_name[agent.name] = agent
         return by_name, models
-
-    def _agent_tools(self, agent: AgentDefinition) -> list[Tool]:
-        """What a sub-agent may call: what it names (default: what this harness offers), of
-        what this harness offers, or for a trusted definition of all its tools too; never
-        ``task`` nor ``skill`` (tools of this harness's own state)."""
-        offered = {
-            n: t
-            for n, t in self._offered_tools().items()
-            if n not in (TASK_TOOL_NAME, SKILL_TOOL_NAME)
-        }
-        available = {**self._tools, **offered} if agent.trusted else offered
-        wanted = offered if agent.tools is None else {tool_name(n): None for n in agent.tools}
-        refused = {tool_name(n) for n in agent.disallowed_tools}
-        return [available[n] for n in wanted if n in available and n not in refused]
 
     def _agent_child(
         self, agent: AgentDefinition, session: Session, run: Run | None
@@ -2088,7 +2051,9 @@ class AgentHarness:
             models=self._models,
             fallback_model=self._fallback if model is None else None,
             registry=self._registry,
-            tools=self._agent_tools(agent),
+            tools=agent_tools(
+                agent, self._offered_tools(), self._tools, (TASK_TOOL_NAME, SKILL_TOOL_NAME)
+            ),
             system_prompt=agent_instructions(agent),
             resources=None,
             cwd=self._cwd,

@@ -39,6 +39,7 @@ from .._permissions.claude_code import CLAUDE_CODE_TOOLS
 from .._providers.base import Model
 from .._resources.frontmatter import FrontmatterError, split_frontmatter
 from .._resources.locations import user_folder
+from .errors import AgentDefinitionError
 
 __all__ = [
     "AGENT_FOLDERS",
@@ -48,6 +49,7 @@ __all__ = [
     "AgentDefinition",
     "AgentDiagnostic",
     "AgentSource",
+    "check_agents",
     "load_agents",
     "tool_name",
     "valid_agent_name",
@@ -322,3 +324,35 @@ def _model(value: Any, warn: Any) -> str | None:
         warn("model must be a model name, or sonnet, opus, haiku, inherit; ignored")
         return None
     return CLAUDE_CODE_MODEL_ALIASES.get(value.strip(), value.strip())
+
+
+def check_agents(
+    agents: Sequence[AgentDefinition], tool_names: Sequence[str]
+) -> dict[str, AgentDefinition]:
+    """The agents by name, checked: valid and distinct names, known thinking levels, and for a
+    definition from code, tools that are among ``tool_names`` (or MCP tools, known later).
+
+    Raises:
+        AgentDefinitionError: the first definition that does not fit (code
+            ``agent_definition``).
+    """
+    by_name: dict[str, AgentDefinition] = {}
+    for agent in agents:
+        if not valid_agent_name(agent.name):
+            raise AgentDefinitionError(agent.name, "a name is 1-64 of [a-z0-9-]")
+        if agent.name in by_name:
+            raise AgentDefinitionError(agent.name, "two agents have this name")
+        if agent.thinking is not None and agent.thinking not in _THINKING:
+            raise AgentDefinitionError(agent.name, f"bad thinking level {agent.thinking!r}")
+        if agent.source == "code":
+            unknown = [
+                n
+                for n in (*(agent.tools or ()), *agent.disallowed_tools)
+                if tool_name(n) not in tool_names and not n.startswith("mcp__")
+            ]
+            if unknown:
+                raise AgentDefinitionError(
+                    agent.name, f"unknown tools {unknown}; known: {sorted(tool_names)}"
+                )
+        by_name[agent.name] = agent
+    return by_name

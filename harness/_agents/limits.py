@@ -194,3 +194,25 @@ class Budget:
     def to_json(self) -> dict[str, JSONValue]:
         """The counters, for a run that stops and resumes later."""
         return {"turns": self.turns, "tokens": self.tokens, "costUsd": self.cost_usd}
+
+    @classmethod
+    def restored(
+        cls, state: Mapping[str, Any], default: RunLimits, registry: ModelRegistry
+    ) -> Budget | None:
+        """The budget of a run that stopped and goes on: the limits it had (``state``'s,
+        else ``default``) and what it had used (:meth:`to_json`'s counters); None when
+        nothing limits it.
+
+        Raises:
+            ValueError: the state's limits are of the wrong type or range.
+        """
+        raw = state.get("limits")
+        limits = RunLimits.from_json(raw) if isinstance(raw, Mapping) else default
+        if not limits:
+            return None
+        budget = cls(limits=limits, registry=registry)
+        for name, key in (("turns", "turns"), ("tokens", "tokens"), ("cost_usd", "costUsd")):
+            value = state.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                setattr(budget, name, value)
+        return budget

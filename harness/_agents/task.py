@@ -21,7 +21,7 @@ from hooks import AssistantMessage, JSONValue
 from repos import Session, SessionRepo
 
 from .._tools.base import Tool, ToolResult, ToolRun
-from .definitions import AgentDefinition
+from .definitions import AgentDefinition, tool_name
 
 __all__ = [
     "AGENT_RUN_METADATA",
@@ -29,6 +29,7 @@ __all__ = [
     "ChildHarness",
     "TaskCall",
     "agent_instructions",
+    "agent_tools",
     "run_task",
     "task_tool",
 ]
@@ -115,6 +116,23 @@ def task_tool(
         execute=run,
         target="subagent_type",
     )
+
+
+def agent_tools(
+    definition: AgentDefinition,
+    offered: Mapping[str, Tool],
+    own: Mapping[str, Tool],
+    never: Sequence[str],
+) -> list[Tool]:
+    """What a sub-agent may call: the tools its definition names (all of ``offered`` when it
+    names none), taken from what the parent is ``offered`` or, for a trusted definition, from
+    the parent's ``own`` tools too; minus its ``disallowed_tools`` and the ``never`` ones
+    (``task``, ``skill``: tools of the parent's own state)."""
+    offered = {n: t for n, t in offered.items() if n not in never}
+    available = {**own, **offered} if definition.trusted else offered
+    wanted = list(offered) if definition.tools is None else [tool_name(n) for n in definition.tools]
+    refused = {tool_name(n) for n in definition.disallowed_tools} | set(never)
+    return [available[n] for n in dict.fromkeys(wanted) if n in available and n not in refused]
 
 
 def agent_instructions(definition: AgentDefinition) -> str:
