@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -45,6 +45,7 @@ from hooks import (
     emit_before_agent_start,
     emit_session_start,
     emit_user_prompt_submit,
+    link_sender,
     notify,
     signal_for,
 )
@@ -56,6 +57,31 @@ from repos import (
     SessionRepo,
 )
 
+from ._agents.approvals import (
+    PendingApproval,
+    Resolution,
+    awaiting_run,
+    claim,
+    record_decision,
+)
+from ._agents.definitions import AgentDefinition, check_agents
+from ._agents.errors import (
+    ApprovalNotFoundError,
+    ApprovalRefusedError,
+    AwaitingApprovalError,
+    NothingToResumeError,
+)
+from ._agents.limits import Budget, RunLimits, require_price
+from ._agents.output import DEFAULT_OUTPUT_RETRIES, RESPOND_TOOL_NAME, OutputCheck, OutputSpec
+from ._agents.reply import Reply
+from ._agents.task import (
+    TASK_TOOL_NAME,
+    TaskCall,
+    agent_instructions,
+    agent_tools,
+    run_task,
+    task_tool,
+)
 from ._checkpoints import (
     Checkpoints,
     CheckpointsOffError,
@@ -79,7 +105,7 @@ from ._errors import (
     SessionNotEmptyError,
     SyncInLoopError,
 )
-from ._loop import Run, TurnSettings, run_agent
+from ._loop import Resumed, ResumedCall, Run, TurnSettings, run_agent
 from ._mcp import (
     MCP_OFFER_TYPE,
     McpOptions,
@@ -90,8 +116,17 @@ from ._mcp import (
     report_gone,
 )
 from ._operations import NavigationResult, compact_session, navigate_session
-from ._permissions import Gate, SecuritySupervisor, Supervisor, remembered_approvals
-from ._providers.base import Model, ThinkingLevel
+from ._permissions import (
+    ApprovalSigner,
+    Approve,
+    ApproveAlways,
+    Deny,
+    Gate,
+    SecuritySupervisor,
+    Supervisor,
+    remembered_approvals,
+)
+from ._providers.base import Model, ThinkingLevel, supports_output_schema
 from ._providers.faux import FauxModel, FauxReply
 from ._providers.registry import ModelInfo, ModelRegistry, load_registry
 from ._providers.resolve import model_of
@@ -258,6 +293,20 @@ class AgentHarness:
             True)``) and forked with the session (:meth:`fork`). True keeps the contents in
             ``CheckpointStore.beside(session)``; or give a :class:`CheckpointStore`. Off by
             default (docs/checkpoints.md).
+        max_turns, max_tokens, max_cost_usd: run limits for every prompt (``prompt()``'s own
+            arguments override them): model requests per run; tokens per run (input, cached
+            included, plus output, ``Usage.total``, summed over the replies); US dollars per
+            run (each reply's recorded cost, else its tokens at the registry's prices). A
+            limit reached ends the run after the current turn: the reply's ``stop_reason`` is
+            ``max_turns``, ``max_tokens`` or ``max_cost``, a ``harness.run.stop`` entry records
+            it, and ``limit_reached`` is sent (docs/agents.md). A sub-agent's usage counts in
+            its parent's run.
+        agents: helper agents the model may hand a task to through the ``task`` tool
+            (offered when there is one; Claude Code's ``Task``): :class:`AgentDefinition` from
+            code, or from files (``load_agents(cwd).agents``). Each call runs a nested harness
+            (``depth + 1``) in a child session linked both ways to the call, with this
+            harness's supervisor and approvals, its limits counting the child's usage, and
+            this harness's receivers seeing its events (docs/agents.md).
 
     Raises:
         ValueError: two tools share a name, an active tool is unknown, a bad thinking level,
@@ -268,6 +317,11 @@ class AgentHarness:
         McpNotInstalledError: ``mcp_servers`` given without the ``mcp`` extra installed
             (code ``mcp_not_installed``; the message says what to install).
         McpConfigError: a bad MCP server name (code ``mcp_config``).
+        PriceUnknownError: ``max_cost_usd`` with a model (or fallback, or an agent's model)
+            the registry has no price for (code ``price_unknown``).
+        AgentDefinitionError: an agent with a bad or repeated name, an unknown tool or a bad
+            thinking level (code ``agent_definition``); a tool of the harness named ``task``
+            while there are agents is a ``ValueError``.
     """
 
     def __init__(
@@ -303,6 +357,10 @@ class AgentHarness:
         mcp_servers: Mapping[str, McpServerConfig] | None = None,
         mcp_options: McpOptions | None = None,
         checkpoints: bool | CheckpointStore = False,
+        max_turns: int | None = None,
+        max_tokens: int | None = None,
+        max_cost_usd: float | None = None,
+        agents: Sequence[AgentDefinition] = (),
     ) -> None:
         if max_stop_continues < 0:
             raise ValueError(f"max_stop_continues must be 0 or more, not {max_stop_continues}")
@@ -323,8 +381,20 @@ class AgentHarness:
         self._fallback = (
             None if fallback_model is None else model_of(fallback_model, self._registry)[0]
         )
+        self._limits = RunLimits(
+            max_turns=max_turns, max_tokens=max_tokens, max_cost_usd=max_cost_usd
+        )
+        if self._limits.max_cost_usd is not None:
+            for priced in (self._model, self._fallback):
+                if priced is not None:
+                    require_price(priced, self._registry)
+        self._parent_budget: Budget | None = None  # a sub-agent's: its parent run's budget
         self._tools = _tool_map(tools)
         self._active = self._checked_active(active_tools)
+        self._agents, self._agent_models = self._checked_agents(agents)
+        self._task_tool = task_tool(tuple(self._agents.values()), self._run_task)
+        self._parent_session_id: str | None = None  # a nested run's parent session
+        self._agent_type: str | None = None  # a sub-agent's name
         self._thinking: ThinkingLevel = _checked_level(thinking_level or named_level or "off")
         self._system_prompt = system_prompt
         self._cwd = Path(cwd) if cwd is not None else Path.cwd()
@@ -475,6 +545,17 @@ class AgentHarness:
         return self._command_hooks
 
     @property
+    def agents(self) -> tuple[AgentDefinition, ...]:
+        """The agents the ``task`` tool offers (none: no ``task`` tool)."""
+        return tuple(self._agents.values())
+
+    @property
+    def parent_session_id(self) -> str | None:
+        """For a nested run (a sub-agent, a skill run): the session of the harness that
+        started it; None at the top level."""
+        return self._parent_session_id
+
+    @property
     def approvals(self) -> frozenset[str]:
         """Operation keys approved always: the session's and those handed down."""
         return frozenset(self._approvals)
@@ -621,7 +702,12 @@ class AgentHarness:
         thinking_level: ThinkingLevel | None = None,
         metadata: Mapping[str, JSONValue] | None = None,
         initial_history: Sequence[Message] = (),
-    ) -> AssistantMessage:
+        max_turns: int | None = None,
+        max_tokens: int | None = None,
+        max_cost_usd: float | None = None,
+        output_schema: Mapping[str, JSONValue] | type[Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> Reply:
         """Send a user message and run until the model stops and no queued message is left.
 
         Messages queued with :meth:`next_turn` go first, then the prompt, then what
@@ -640,11 +726,22 @@ class AgentHarness:
                 ``SkillContext.metadata``.
             initial_history: messages written to a new, empty session before this prompt
                 (no message events), to hydrate it from elsewhere.
+            max_turns, max_tokens, max_cost_usd: this run's limits, over the harness's (see
+                the constructor); None keeps the harness's.
+            output_schema: the final answer must be JSON matching this JSON Schema (a dict),
+                or a value of this type (an attrs class, dataclass, ``TypedDict``, or a type
+                such as ``list[str]``). Through the model's own structured output when its
+                provider has one (Anthropic, OpenAI), else through a ``respond`` tool. A bad
+                answer gets a correction in the session and another try, ``output_retries``
+                times at most (docs/agents.md).
 
         Returns:
-            The model's last reply. After :meth:`abort`, the last reply:
-            ``stop_reason="aborted"`` if it was streaming (or waiting to retry), else the
-            complete reply whose tool calls were aborted.
+            The model's last reply, as a :class:`Reply`: an ``AssistantMessage`` whose
+            ``stop_reason`` is the run's (``max_turns``, ``max_tokens``, ``max_cost`` when a
+            limit ended it) and whose ``output`` is the structured answer (converted to the
+            type given). After :meth:`abort`, the last reply: ``stop_reason="aborted"`` if it
+            was streaming (or waiting to retry), else the complete reply whose tool calls
+            were aborted.
 
         Raises:
             ProviderError: a request failed for good (not retryable, or retries exhausted).
@@ -658,7 +755,14 @@ class AgentHarness:
                 (code ``prompt_blocked``); nothing was written to the session.
             SessionNotEmptyError: ``initial_history`` given for a session that has entries
                 (code ``session_not_empty``); nothing was written.
-            ValueError: a bad ``thinking_level``.
+            OutputValidationError: the answer still did not match ``output_schema`` after
+                ``output_retries`` corrections (code ``output_invalid``; ``errors``,
+                ``reply``), raised once ``settled`` was sent.
+            PriceUnknownError: ``max_cost_usd`` (this call's or the harness's) with a
+                ``model`` the registry has no price for (code ``price_unknown``).
+            ValueError: a bad ``thinking_level``, limit or ``output_schema``; a tool named
+                ``respond`` with an ``output_schema`` that needs the built-in one.
+            TypeError: an ``output_schema`` type that cannot be made a JSON Schema.
             ContextOverflowError: the context does not fit even after compacting once.
             InvalidRequestError: a ``context`` hook returned messages that cannot be sent.
             SummarizationError, CompactionError: the compaction after a context overflow
@@ -671,74 +775,263 @@ class AgentHarness:
         """
         content = self._expand_command(text) if isinstance(text, str) else tuple(text)
         level = None if thinking_level is None else _checked_level(thinking_level)
+        budget = self._run_budget(
+            RunLimits(max_turns=max_turns, max_tokens=max_tokens, max_cost_usd=max_cost_usd),
+            model,
+        )
+        output = (
+            None
+            if output_schema is None
+            else self._output_check(output_schema, output_retries, model)
+        )
         if initial_history:
             count = sum(1 for _ in self._session.entries())
             if count:
                 raise SessionNotEmptyError(self._session.id, count)
-        self._claim("prompt")
+        self._refuse_while_awaiting()
+
+        async def start() -> tuple[Run, list[Message], Resumed | None]:
+            self._metadata = dict(metadata or {})
+            await self._emit_restore_events()
+            if not self._started:
+                await self._session_start(self._start_source())
+            prompt_message = UserMessage(content=content)
+            # Before anything is written: a refused prompt leaves the session as it was.
+            submitted = await emit_user_prompt_submit(
+                self, UserPromptSubmitEvent(session_id=self._session.id, message=prompt_message)
+            )
+            if submitted.blocked:
+                raise PromptBlockedError(submitted.reason or "no reason given")
+            for message in initial_history:
+                self._session.append_message(message)
+            await self._emit_restore_events()
+            await self._start_mcp()
+            await self._offer_skills()
+            queued, self._next_turn = self._next_turn, []
+            if queued:
+                await self._queue_update()
+            prompt_messages: list[Message] = [
+                *queued,
+                *self.drain_context(),
+                prompt_message,
+                *map(_hook_context, submitted.context),
+            ]
+            system_prompt = self.system_prompt
+            started = await emit_before_agent_start(
+                self,
+                BeforeAgentStartEvent(prompt=tuple(prompt_messages), system_prompt=system_prompt),
+            )
+            run = self._new_run(
+                system_prompt=started.system_prompt
+                if started.system_prompt != system_prompt
+                else None,
+                model=model,
+                thinking_level=level,
+                budget=budget,
+                output=output,
+            )
+            return run, [*prompt_messages, *started.messages], None
+
+        return await self._operate("prompt", start)
+
+    async def resume(
+        self, *, output_schema: Mapping[str, JSONValue] | type[Any] | None = None
+    ) -> Reply:
+        """Go on with the run that stopped ``awaiting_approval`` (its approvals all answered,
+        by :meth:`resolve_approval` or ``harness approve``/``deny``, in this process or
+        another): the approved calls run, the denied ones get the reason as their result,
+        and the loop goes on exactly as if it had never stopped: the same context, the run's
+        limits and what it had used, its structured output. A call that had started in a
+        process that stopped before its result (killed) is never run again; its result says
+        so. Follows LangGraph's ``interrupt`` and resume, the OpenAI Agents SDK's
+        interruptions (docs/agents.md).
+
+        The calls run with the input the supervisor was shown when it deferred them (signed
+        in the session); the supervisor decides each again with the person's answer, so a
+        deny rule added meanwhile still denies.
+
+        Args:
+            output_schema: the type of a structured output the stopped run had, to get
+                ``reply.output`` converted again (a JSON Schema is kept in the session; a
+                type is not); its schema must be the one the run had.
+
+        Returns:
+            The run's last reply, as :meth:`prompt` returns it (``awaiting_approval`` again
+            if more calls were deferred).
+
+        Raises:
+            NothingToResumeError: no run of the branch awaits approval, or some of its
+                approvals are unanswered (``unanswered``; code ``nothing_to_resume``).
+            ApprovalRefusedError: the pending entry is not signed by this user's harness (code
+                ``approval_refused``); nothing runs.
+            BusyError, ProviderError, OutputValidationError: as :meth:`prompt`.
+            ValueError: ``output_schema`` is not the run's.
+        """
+        found = awaiting_run(self._session)
+        if found is None:
+            raise NothingToResumeError(
+                "no run of this session's branch is awaiting approval (it was resumed "
+                "already, or went on without its calls)"
+            )
+        if not found.signed:
+            raise ApprovalRefusedError(
+                found.approvals[0].id,
+                "its entry is not signed by this user's harness (a session file is untrusted)",
+            )
+        if found.waiting:
+            ids = [a.id for a in found.waiting]
+            raise NothingToResumeError(
+                f"approvals {', '.join(ids)} are not answered yet", unanswered=ids
+            )
+        state = found.run
+        budget = Budget.restored(state, self._limits, self._registry)
+        output = self._resumed_output(state, output_schema)
+        by_call = {a.tool_call_id: a for a in found.approvals}
+        calls = tuple(
+            ResumedCall(
+                call=call,
+                approval_id=by_call[call.id].id,
+                input=by_call[call.id].input,
+                resolution=_resolution(by_call[call.id].status),
+                reason=by_call[call.id].answer_reason,
+                started=by_call[call.id].status == "started",
+            )
+            for call in found.calls()
+        )
+        turn_index = state.get("turnIndex")
+
+        async def start() -> tuple[Run, list[Message], Resumed | None]:
+            await self._emit_restore_events()
+            if not self._started:
+                await self._session_start(self._start_source())
+            await self._start_mcp()
+            run = self._new_run(budget=budget, output=output)
+            run.turn_index = turn_index if isinstance(turn_index, int) else 0
+            resumed = Resumed(
+                reply=found.reply,
+                calls=calls,
+                claim=lambda approval_id: claim(self._session, found, approval_id),
+            )
+            return run, [], resumed
+
+        return await self._operate("resume", start)
+
+    def resolve_approval(
+        self, approval_id: str, decision: Approve | ApproveAlways | Deny
+    ) -> tuple[PendingApproval, ...]:
+        """Answer one call a supervisor deferred (the run stopped ``awaiting_approval``):
+        ``Approve()``, ``ApproveAlways()`` (also remembered, as a signed ``permission``
+        entry, once it runs) or ``Deny(reason=...)``. The answer is a signed entry of the
+        session, so any process may :meth:`resume` the run afterwards; the first answer to
+        an approval is the one that counts.
+
+        Returns:
+            The approvals still unanswered (resume once there are none).
+
+        Raises:
+            ApprovalNotFoundError: no pending approval of the branch has this id.
+            ApprovalRefusedError: the approval's entry is not signed by this user's harness,
+                or it was answered already (code ``approval_refused``); nothing is written.
+            BusyError: an operation is running.
+        """
+        if self._operation is not None:
+            raise BusyError("resolve_approval", self._operation)
+        found = awaiting_run(self._session)
+        approval = (
+            next((a for a in found.approvals if a.id == approval_id), None) if found else None
+        )
+        if found is None or approval is None:
+            raise ApprovalNotFoundError(approval_id, f"session {self._session.id}")
+        if not approval.signed:
+            raise ApprovalRefusedError(
+                approval_id,
+                "its entry is not signed by this user's harness: a session file is untrusted, "
+                "and an approval written by hand, edited or copied never runs",
+            )
+        if approval.status != "waiting":
+            raise ApprovalRefusedError(approval_id, f"it was answered already ({approval.status})")
+        resolution: Resolution = (
+            "deny"
+            if isinstance(decision, Deny)
+            else "approve_always"
+            if isinstance(decision, ApproveAlways)
+            else "approve"
+        )
+        try:
+            record_decision(
+                self._session, found, approval_id, resolution, decision.reason, ApprovalSigner()
+            )
+        except ValueError as exc:
+            raise ApprovalRefusedError(approval_id, str(exc)) from None
+        return tuple(a for a in found.waiting if a.id != approval_id)
+
+    @property
+    def pending_approvals(self) -> tuple[PendingApproval, ...]:
+        """The calls of the branch's last run that wait for an answer or to be resumed (an
+        unsigned entry's show ``signed=False``: they can never be answered)."""
+        found = awaiting_run(self._session)
+        return () if found is None else found.approvals
+
+    def _refuse_while_awaiting(self) -> None:
+        """A new prompt would leave the deferred calls of a signed pending entry without
+        results: refuse it while any waits (an unsigned entry blocks nothing)."""
+        found = awaiting_run(self._session)
+        if found is not None and found.signed:
+            raise AwaitingApprovalError([a.id for a in found.approvals])
+
+    def _new_run(
+        self,
+        *,
+        system_prompt: str | None = None,
+        model: Model | None = None,
+        thinking_level: ThinkingLevel | None = None,
+        budget: Budget | None,
+        output: OutputCheck | None,
+    ) -> Run:
+        return Run(
+            sender=self,
+            host=self,
+            session=self._session,
+            cwd=self._cwd,
+            gate=Gate(
+                supervisor=self._supervisor,
+                sender=self,
+                session=self._session,
+                cwd=self._cwd,
+                depth=self._depth,
+                approvals=self._approvals,
+                write=self._write,
+                notification_delay_s=self._notification_delay_s,
+                can_defer=self._depth == 0,
+            ),
+            system_prompt=system_prompt,
+            model=model,
+            thinking_level=thinking_level,
+            metadata=self._metadata,
+            depth=self._depth,
+            max_stop_continues=self._max_stop_continues,
+            checkpoints=self._checkpoints,
+            budget=budget,
+            output=output,
+            parent_session_id=self._parent_session_id,
+            agent_type=self._agent_type,
+        )
+
+    async def _operate(
+        self,
+        operation: str,
+        start: Callable[[], Awaitable[tuple[Run, list[Message], Resumed | None]]],
+    ) -> Reply:
+        """One run (a prompt, a resume): claimed, started by ``start``, driven to its end,
+        released; an abort absorbed; errors raised once ``settled`` is sent."""
+        self._claim(operation)
         run: Run | None = None
         try:
             try:
-                self._metadata = dict(metadata or {})
-                await self._emit_restore_events()
-                if not self._started:
-                    await self._session_start(self._start_source())
-                prompt_message = UserMessage(content=content)
-                # Before anything is written: a refused prompt leaves the session as it was.
-                submitted = await emit_user_prompt_submit(
-                    self, UserPromptSubmitEvent(session_id=self._session.id, message=prompt_message)
-                )
-                if submitted.blocked:
-                    raise PromptBlockedError(submitted.reason or "no reason given")
-                for message in initial_history:
-                    self._session.append_message(message)
-                await self._emit_restore_events()
-                await self._start_mcp()
-                await self._offer_skills()
-                queued, self._next_turn = self._next_turn, []
-                if queued:
-                    await self._queue_update()
-                prompt_messages: list[Message] = [
-                    *queued,
-                    *self.drain_context(),
-                    prompt_message,
-                    *map(_hook_context, submitted.context),
-                ]
-                system_prompt = self.system_prompt
-                start = await emit_before_agent_start(
-                    self,
-                    BeforeAgentStartEvent(
-                        prompt=tuple(prompt_messages), system_prompt=system_prompt
-                    ),
-                )
-                run = Run(
-                    sender=self,
-                    host=self,
-                    session=self._session,
-                    cwd=self._cwd,
-                    gate=Gate(
-                        supervisor=self._supervisor,
-                        sender=self,
-                        session=self._session,
-                        cwd=self._cwd,
-                        depth=self._depth,
-                        approvals=self._approvals,
-                        write=self._write,
-                        notification_delay_s=self._notification_delay_s,
-                    ),
-                    system_prompt=start.system_prompt
-                    if start.system_prompt != system_prompt
-                    else None,
-                    model=model,
-                    thinking_level=level,
-                    metadata=self._metadata,
-                    depth=self._depth,
-                    max_stop_continues=self._max_stop_continues,
-                    checkpoints=self._checkpoints,
-                )
+                run, messages, resumed = await start()
                 self._run = run
                 self._accepting = True
-                reply = await run_agent(run, [*prompt_messages, *start.messages])
+                reply = await run_agent(run, messages, resumed=resumed)
             except asyncio.CancelledError:
                 if not self._absorb_abort():
                     raise
@@ -755,9 +1048,71 @@ class AgentHarness:
         if self._raise_on_error and error is not None and reply.stop_reason == "error":
             error.reply = reply
             raise error
-        return reply
+        output = None if run is None else run.output
+        if output is not None and output.error is not None:
+            raise output.error
+        return Reply.of(
+            reply,
+            stop_reason=None if run is None else run.stop_reason,
+            output=None if output is None else output.value,
+            pending=() if run is None else run.pending,
+        )
 
-    def prompt_sync(self, text: str | Sequence[UserContent]) -> AssistantMessage:
+    def _resumed_output(
+        self,
+        state: Mapping[str, JSONValue],
+        given: Mapping[str, JSONValue] | type[Any] | None,
+    ) -> OutputCheck | None:
+        """The stopped run's structured output, its type given again if it had one."""
+        raw = state.get("output")
+        if not isinstance(raw, Mapping):
+            if given is not None:
+                raise ValueError("the stopped run had no output_schema")
+            return None
+        schema, retries, attempts = raw.get("schema"), raw.get("retries"), raw.get("attempts")
+        if not isinstance(schema, Mapping) or not isinstance(retries, int):
+            return None
+        check = self._output_check(given if given is not None else schema, retries, None)
+        if check.spec.schema != schema:
+            raise ValueError("output_schema is not the schema the stopped run had")
+        check.attempts = attempts if isinstance(attempts, int) else 0
+        return check
+
+    def _run_budget(self, limits: RunLimits, model: Model | None) -> Budget | None:
+        """The budget of one run: this call's limits over the harness's, counted into the
+        parent run's budget for a sub-agent; None when nothing limits the run.
+
+        Raises:
+            PriceUnknownError: a cost limit and a ``model`` the registry has no price for.
+        """
+        limits = limits.over(self._limits)
+        parent = self._parent_budget
+        if limits.max_cost_usd is not None or (parent is not None and parent.limited_by_cost()):
+            for priced in (model or self._model, self._fallback):
+                if priced is not None:
+                    require_price(priced, self._registry)
+        if parent is not None:
+            return parent.child(limits)
+        return Budget(limits=limits, registry=self._registry) if limits else None
+
+    def _output_check(
+        self,
+        schema: Mapping[str, JSONValue] | type[Any],
+        retries: int,
+        model: Model | None,
+    ) -> OutputCheck:
+        spec = OutputSpec.of(schema, retries)
+        if supports_output_schema(model or self._model):
+            return OutputCheck(spec=spec, mode="native")
+        if RESPOND_TOOL_NAME in self._offered_tools():
+            raise ValueError(
+                f"output_schema needs the built-in {RESPOND_TOOL_NAME!r} tool with this model "
+                f"(it has no structured output of its own), and a tool of the harness has "
+                "that name; rename it"
+            )
+        return OutputCheck(spec=spec, mode="tool")
+
+    def prompt_sync(self, text: str | Sequence[UserContent]) -> Reply:
         """``prompt`` for scripts without an event loop.
 
         Raises:
@@ -1316,11 +1671,13 @@ class AgentHarness:
 
         def make_child(session: Session, instructions: str) -> AgentHarness:
             # The same supervisor decides the nested run's tool calls (DESIGN §7), one level
-            # deeper, so an approve-always given to the parent holds for the skill too.
-            return AgentHarness(
+            # deeper, with the parent's approvals, so an approve-always given to the parent
+            # holds for the skill too.
+            child = AgentHarness(
                 session=session,
                 supervisor=self._supervisor,
                 depth=self._depth + 1,
+                approvals=self._approvals,
                 model=model or self._model,
                 models=self._models,
                 fallback_model=self._fallback,
@@ -1346,6 +1703,8 @@ class AgentHarness:
                 max_stop_continues=self._max_stop_continues,
                 notification_delay_s=self._notification_delay_s,
             )
+            child._parent_session_id = self._session.id
+            return child
 
         return await run_skill(
             name,
@@ -1366,7 +1725,7 @@ class AgentHarness:
 
     async def prompt_from_template(
         self, name: str, args: str | Sequence[str] = "", **options: Any
-    ) -> AssistantMessage:
+    ) -> Reply:
         """:meth:`prompt` with template ``name`` expanded with ``args`` (a string, split like
         a shell without escapes, or a list); ``options`` are :meth:`prompt`'s.
 
@@ -1568,6 +1927,8 @@ class AgentHarness:
         tools = {n: self._tools[n] for n in self._active}
         if self._journal.offer is not None and self._journal.offer.entries:
             tools[SKILL_TOOL_NAME] = self._skill_tool
+        if self._agents:
+            tools[TASK_TOOL_NAME] = self._task_tool
         if self._mcp is not None:
             for name, mcp_tool in self._mcp.tools().items():
                 tools.setdefault(name, mcp_tool)
@@ -1683,6 +2044,83 @@ class AgentHarness:
         for event in events:
             await notify(self, event)
 
+    # --- sub-agents (logic in _agents/) --------------------------------------------------------
+
+    def _checked_agents(
+        self, agents: Sequence[AgentDefinition]
+    ) -> tuple[dict[str, AgentDefinition], dict[str, Model]]:
+        """The agents by name (``check_agents``), and the models of those that name one in
+        code (made now, so a bad name fails here); a file's model is made when the agent
+        first runs. A cost limit needs each such model's price."""
+        if agents and TASK_TOOL_NAME in self._tools:
+            raise ValueError(
+                f"a tool is named {TASK_TOOL_NAME!r}, the built-in tool of the agents; rename it"
+            )
+        by_name = check_agents(agents, tuple(self._tools))
+        models: dict[str, Model] = {}
+        for agent in by_name.values():
+            if agent.model is not None and not isinstance(agent.model, str):
+                models[agent.name] = agent.model
+            elif isinstance(agent.model, str) and agent.source == "code":
+                models[agent.name] = model_of(agent.model, self._registry)[0]
+            if self._limits.max_cost_usd is not None and agent.name in models:
+                require_price(models[agent.name], self._registry)
+        return by_name, models
+
+    def _agent_child(
+        self, agent: AgentDefinition, session: Session, run: Run | None
+    ) -> AgentHarness:
+        """The nested harness of one ``task`` call: one level deeper, this harness's
+        supervisor, approvals and settings, its budget linked to the running prompt's, and
+        its events reaching this harness's receivers (command hooks included)."""
+        model = self._agent_models.get(agent.name)
+        if model is None and isinstance(agent.model, str):
+            model = self._agent_models[agent.name] = model_of(agent.model, self._registry)[0]
+        child = AgentHarness(
+            session=session,
+            supervisor=self._supervisor,
+            depth=self._depth + 1,
+            approvals=self._approvals,
+            model=model or self._model,
+            models=self._models,
+            fallback_model=self._fallback if model is None else None,
+            registry=self._registry,
+            tools=agent_tools(
+                agent, self._offered_tools(), self._tools, (TASK_TOOL_NAME, SKILL_TOOL_NAME)
+            ),
+            system_prompt=agent_instructions(agent),
+            resources=None,
+            cwd=self._cwd,
+            thinking_level=_checked_level(agent.thinking) if agent.thinking else self._thinking,
+            stream_options=self._options,
+            retry_base_delay_s=self._retry_base_delay_s,
+            tool_context=self._tool_context,
+            tool_execution="sequential" if self._sequential else "parallel",
+            compaction=self._compaction,
+            summarizer=self._summarizer,
+            context_window=self._context_window if model is None else None,
+            max_stop_continues=self._max_stop_continues,
+            notification_delay_s=self._notification_delay_s,
+            # The child's file changes are recorded in its own session, in the same store.
+            checkpoints=False if self._checkpoints is None else self._checkpoints.store,
+        )
+        child._parent_budget = None if run is None else run.budget
+        child._parent_session_id = self._session.id
+        child._agent_type = agent.name
+        child._disconnects.append(link_sender(child, self))
+        return child
+
+    async def _run_task(self, call: TaskCall) -> ToolResult:
+        """The ``task`` tool: run the agent in a child session next to this one."""
+        run = self._run
+        call = evolve(call, parent_entry_id=None if run is None else run.reply_entry_id)
+        return await run_task(
+            call,
+            parent=self._session,
+            repo=default_child_repo(self._session),
+            make_child=lambda agent, session: self._agent_child(agent, session, run),
+        )
+
 
 _REWRITE_TOOL = write_tool()
 """How the supervisor sees a rewind writing a file outside the working folder: a ``write``."""
@@ -1712,6 +2150,13 @@ def _describe(message: Message) -> str:
     if isinstance(message, ToolResultMessage):
         return f"tool result of {message.tool_name} ({message.tool_call_id})"
     return f"{message.role} message"
+
+
+def _resolution(status: str) -> Resolution:
+    """An answered approval's status as the answer (a started call was approved)."""
+    if status == "approve_always":
+        return "approve_always"
+    return "deny" if status == "deny" else "approve"
 
 
 def _texts(queue: Sequence[UserMessage]) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from hooks import (
     BeforeProviderRequestEvent,
     ContextEvent,
     JSONValue,
+    LimitReachedEvent,
     Message,
     MessageEndEvent,
     MessageStartEvent,
@@ -62,9 +63,15 @@ from hooks import (
 )
 from repos import MAX_NESTING, Session, encode_message, nested_deeper, normalize_messages
 
+from ._agents.approvals import DeferredCall, PendingApproval, Resolution, record_pending
+from ._agents.limits import Budget
+from ._agents.output import OutputCheck
+from ._agents.reply import RunStopReason
+from ._agents.stops import record_stop
 from ._checkpoints.capture import Checkpoints
 from ._convert import to_llm_messages
 from ._errors import ProviderError
+from ._permissions.decisions import Defer
 from ._permissions.gate import Gate
 from ._providers.base import (
     LlmMessage,
@@ -83,7 +90,16 @@ from ._validate import check_request
 
 _log = logging.getLogger("harness")
 
-__all__ = ["Run", "RunHost", "ToolCallRef", "TurnSettings", "current_tool_call", "run_agent"]
+__all__ = [
+    "Resumed",
+    "ResumedCall",
+    "Run",
+    "RunHost",
+    "ToolCallRef",
+    "TurnSettings",
+    "current_tool_call",
+    "run_agent",
+]
 
 
 @define(frozen=True, kw_only=True)
@@ -108,6 +124,11 @@ LENGTH_STOP_TEXT = (
     "Not executed: the reply hit the output token limit, so this call's arguments may be cut off."
 )
 ABORTED_TOOL_TEXT = "Tool execution was aborted."
+INTERRUPTED_TEXT = (
+    "Not run: this call was approved, then claimed to run by a process that stopped before "
+    "its result was recorded (killed?), or by another process resuming at the same time. It "
+    "may have done part or all of its work: check before calling it again."
+)
 
 
 @define(frozen=True, kw_only=True)
@@ -190,17 +211,33 @@ class Run:
     own ``abort()`` (no event could be sent while cancelling)."""
     depth: int = 0
     """0 for a top-level harness: the model's stop is ``stop``; deeper, ``subagent_stop``."""
+    parent_session_id: str | None = None
+    """A nested run's parent session (for ``subagent_stop``)."""
+    agent_type: str | None = None
+    """A sub-agent's name (for ``subagent_stop``); None for a skill run or the top level."""
     max_stop_continues: int = 0
     """How many times stop hooks may continue this run (``AgentHarness(max_stop_continues)``)."""
     stop_continues: int = 0
     end_reason: str | None = None
     """Set by ``AgentHarness.end_run`` (a hook's ``continue: false``) or the stop-hook limit:
     the run ends at the next turn boundary, and ``agent_end`` says why."""
+    budget: Budget | None = None
+    """Counts turns, tokens and cost against the run's limits (None: no limit, no parent's)."""
+    output: OutputCheck | None = None
+    """``prompt(output_schema=...)``: checks the final answer, offers ``respond`` if needed."""
+    stop_reason: RunStopReason | None = None
+    """Why the run stopped before the model was done (a limit, ``awaiting_approval``); None:
+    the last reply's own stop reason stands."""
+    pending: tuple[PendingApproval, ...] = ()
+    """The calls that wait for a person when the run stopped ``awaiting_approval``."""
 
     def overridden(self, settings: TurnSettings) -> TurnSettings:
         """``settings`` with this run's own model, thinking level and metadata (one call's
-        overrides: the harness's settings are left as they are)."""
+        overrides: the harness's settings are left as they are), and the ``respond`` tool of
+        a structured output that needs it."""
         changes: dict[str, Any] = {}
+        if self.output is not None and (extra := self.output.tools()):
+            changes["tools"] = {**settings.tools, **extra}
         if self.model is not None:
             changes["model"] = self.model
         if self.thinking_level is not None:
@@ -220,14 +257,43 @@ class Run:
             self.last_reply = message
 
 
-async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
+@define(frozen=True, kw_only=True)
+class ResumedCall:
+    """A deferred call a person answered, to run (or refuse) as its turn goes on."""
+
+    call: ToolCall
+    approval_id: str
+    input: Mapping[str, JSONValue]
+    """The input the supervisor was shown when it deferred (signed): what runs."""
+    resolution: Resolution
+    reason: str | None
+    started: bool
+    """It began to run in an earlier process that stopped before its result: never rerun."""
+
+
+@define(frozen=True, kw_only=True)
+class Resumed:
+    """Where a run stopped ``awaiting_approval`` picks up: the reply whose calls waited,
+    those calls answered, and how to claim one before it runs (exactly once)."""
+
+    reply: AssistantMessage
+    calls: tuple[ResumedCall, ...]
+    claim: Callable[[str], bool]
+
+
+async def run_agent(
+    run: Run, prompt: Sequence[Message], *, resumed: Resumed | None = None
+) -> AssistantMessage:
     """Run until the model stops and no queued message is left; return the last reply.
+
+    With ``resumed``, the run goes on from a turn whose calls waited for approval: those
+    calls run (or get their refusal) first, then the loop continues as if it never stopped.
 
     Raises ``asyncio.CancelledError`` when cancelled, after persisting what was in flight (the
     partial reply as ``aborted``, in-flight tool calls as aborted error results).
     """
     await notify(run.sender, AgentStartEvent())
-    await notify(run.sender, TurnStartEvent(turn_index=0))
+    await notify(run.sender, TurnStartEvent(turn_index=run.turn_index))
     for message in prompt:
         await _emit_message(run, message)
     while True:
@@ -239,27 +305,24 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
         # A yield point: an abort() from inside the run (a receiver, a tool) lands here, before
         # another request starts; sync receivers alone never give the loop a chance to cancel.
         await asyncio.sleep(0)
-        # Checked before every request, between turns of one run too (pi #6879).
-        await run.host.compact_if_needed()
-        reply = await _request(run, settings)
         results: list[ToolResultMessage] = []
         terminate = False
-        if reply.tool_calls and reply.stop_reason not in ("error", "aborted"):
-            results, terminate = await _run_tools(run, settings, reply, context)
-        await notify(
-            run.sender,
-            TurnEndEvent(turn_index=run.turn_index, message=reply, tool_results=tuple(results)),
-        )
-        await _save_point(run)
-        if reply.stop_reason in ("error", "aborted") or terminate or run.end_reason is not None:
+        deferred: list[_Pending] = []
+        if resumed is not None:
+            reply = run.last_reply = resumed.reply
+            results, terminate = await _resume_tools(run, settings, resumed, context)
+            resumed = None
+        else:
+            # Checked before every request, between turns of one run too (pi #6879).
+            await run.host.compact_if_needed()
+            reply = await _request(run, settings)
+            if run.budget is not None:
+                run.budget.count(reply)
+            if reply.tool_calls and reply.stop_reason not in ("error", "aborted"):
+                results, terminate, deferred = await _run_tools(run, settings, reply, context)
+        queued = await _end_turn(run, reply, results, terminate, deferred)
+        if queued is None:
             break
-        queued: list[Message] = [*await run.host.drain_steering()]
-        if not queued and not results:
-            queued = [*await run.host.drain_follow_up()]
-        if not queued and not results:
-            queued = await _stop_hooks(run, reply)
-            if not queued:
-                break
         run.turn_index += 1
         await notify(run.sender, TurnStartEvent(turn_index=run.turn_index))
         for message in [*run.host.drain_context(), *queued]:
@@ -267,6 +330,105 @@ async def run_agent(run: Run, prompt: Sequence[Message]) -> AssistantMessage:
     run.host.run_ending()
     await notify(run.sender, AgentEndEvent(messages=tuple(run.added), end_reason=run.end_reason))
     return reply
+
+
+async def _end_turn(
+    run: Run,
+    reply: AssistantMessage,
+    results: list[ToolResultMessage],
+    terminate: bool,
+    deferred: list[_Pending],
+) -> list[Message] | None:
+    """The turn's end events, then what the next turn starts with (None: the run ends):
+    queued steering, tool results (the model goes on), follow-ups, a stop hook's ``Continue``,
+    a correction of the structured output; unless calls wait for approval or a run limit is
+    reached."""
+    await notify(
+        run.sender,
+        TurnEndEvent(turn_index=run.turn_index, message=reply, tool_results=tuple(results)),
+    )
+    await _save_point(run)
+    if deferred:
+        _await_approval(run, deferred)
+        return None
+    if reply.stop_reason in ("error", "aborted") or terminate or run.end_reason is not None:
+        return None
+    if run.output is not None and run.output.after_tools(reply, results):
+        # The respond tool gave the answer (or its last try failed: prompt() raises).
+        run.stop_reason = "stop"
+        return None
+    queued: list[Message] = [*await run.host.drain_steering()]
+    if not queued and not results:
+        queued = [*await run.host.drain_follow_up()]
+    if not queued and not results:
+        queued = await _stop_hooks(run, reply)
+        if not queued and run.output is not None:
+            queued = run.output.on_stop(reply)
+        if not queued:
+            return None
+    if await _limit_reached(run):
+        return None
+    return queued
+
+
+def _await_approval(run: Run, deferred: list[_Pending]) -> None:
+    """Stop the run ``awaiting_approval``: the deferred calls go into a signed pending entry,
+    with what the run needs to go on (its counters, limits and output schema), then the
+    stop entry."""
+    state: dict[str, JSONValue] = {"turnIndex": run.turn_index}
+    if run.budget is not None:
+        state.update(run.budget.to_json())
+        state["limits"] = run.budget.limits.to_json()
+    if run.output is not None:
+        state["output"] = {
+            "schema": dict(run.output.spec.schema),
+            "retries": run.output.spec.retries,
+            "attempts": run.output.attempts,
+        }
+    run.pending = record_pending(
+        run.session,
+        run.reply_entry_id,
+        [
+            DeferredCall(
+                tool_call_id=p.call.id,
+                tool_name=p.call.name,
+                input=p.input,
+                operation_key=p.operation_key,
+                reason=None if p.deferred is None else p.deferred.reason,
+            )
+            for p in deferred
+        ],
+        state,
+        run.gate.signer,
+    )
+    run.stop_reason = "awaiting_approval"
+    record_stop(
+        run.session,
+        "awaiting_approval",
+        run.budget,
+        extra={"approvals": [a.id for a in run.pending]},
+    )
+
+
+async def _limit_reached(run: Run) -> bool:
+    """Before another turn: whether a run limit (this run's or a parent's) is reached; if so
+    the stop is recorded and announced, and the run ends."""
+    hit = None if run.budget is None else run.budget.exceeded()
+    if hit is None:
+        return False
+    run.stop_reason = hit.stop_reason
+    record_stop(run.session, hit.stop_reason, run.budget, hit=hit)
+    await notify(
+        run.sender,
+        LimitReachedEvent(
+            stop_reason=hit.stop_reason,
+            limit=hit.limit,
+            used=hit.used,
+            session_id=run.session.id,
+            depth=run.depth,
+        ),
+    )
+    return True
 
 
 async def _stop_hooks(run: Run, reply: AssistantMessage) -> list[Message]:
@@ -288,6 +450,8 @@ async def _stop_hooks(run: Run, reply: AssistantMessage) -> list[Message]:
             stop_hook_active=active,
             continues=run.stop_continues,
             depth=run.depth,
+            parent_session_id=run.parent_session_id,
+            agent_type=run.agent_type,
         )
     )
     outcome = await emit_stop(run.sender, event)
@@ -364,6 +528,7 @@ async def _request(
         thinking_level=settings.thinking_level,
         session_id=run.session.id,
         options=options,
+        output_schema=None if run.output is None else run.output.request_schema,
     )
     payload: Mapping[str, JSONValue] | None = None
     if has_receivers(BeforeProviderPayloadEvent, run.sender):  # building a body is not free
@@ -530,13 +695,17 @@ class _Pending:
     fatal: BaseException | None = None
     """A ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``, ...) the tool raised: re-raised
     once every call of the batch has its result stored."""
+    deferred: Defer | None = None
+    """The supervisor deferred the call: it gets no result now, the run stops waiting."""
+    operation_key: str = ""
 
 
 async def _run_tools(
     run: Run, settings: TurnSettings, reply: AssistantMessage, context: Any
-) -> tuple[list[ToolResultMessage], bool]:
+) -> tuple[list[ToolResultMessage], bool, list[_Pending]]:
     """Preflight every call in order, execute the allowed ones (in parallel unless a tool or the
-    harness asks for sequential), then persist the results in call order."""
+    harness asks for sequential), then persist the results in call order. Calls the
+    supervisor deferred get no result: they are returned last."""
     pending: list[_Pending] = []
     try:
         for call in reply.tool_calls:
@@ -558,9 +727,74 @@ async def _run_tools(
                     f"{type(exc).__name__}: {exc}",
                 )
             pending.append(checked)
+    except asyncio.CancelledError:
+        _persist_aborted_results(run, reply.tool_calls, pending, set())
+        raise
+    deferred = [p for p in pending if p.deferred is not None]
+    runnable = [p for p in pending if p.deferred is None]
+    results, terminate = await _finish_batch(run, settings, reply.tool_calls, runnable, context)
+    return results, terminate, deferred
+
+
+async def _resume_tools(
+    run: Run, settings: TurnSettings, resumed: Resumed, context: Any
+) -> tuple[list[ToolResultMessage], bool]:
+    """The answered calls of a resumed run: each decided again by the supervisor with the
+    person's answer (deny rules still win), claimed, then run; one that started in an earlier
+    process, or was claimed by another, is not run (its result says so)."""
+    pending: list[_Pending] = []
+    calls = [r.call for r in resumed.calls]
+    try:
+        for r in resumed.calls:
+            await notify(
+                run.sender,
+                ToolExecutionStartEvent(
+                    tool_call_id=r.call.id, tool_name=r.call.name, input=_copy(r.input)
+                ),
+            )
+            tool = settings.tools.get(r.call.name)
+            if r.started:
+                pending.append(_Pending(r.call, tool, r.input, error=INTERRUPTED_TEXT))
+                continue
+            if tool is None:
+                known = ", ".join(sorted(settings.tools)) or "none"
+                error = f"unknown tool {r.call.name!r} (tools: {known})"
+                pending.append(_Pending(r.call, None, r.input, error=error))
+                continue
+            verdict = await run.gate.check(
+                r.call, tool, r.input, resolution=r.resolution, resolution_reason=r.reason
+            )
+            p = _Pending(
+                r.call,
+                tool,
+                verdict.input,
+                error=verdict.denied,
+                confined=not verdict.leaves_cwd,
+                approved_path=verdict.approved_path,
+                hidden=verdict.hidden,
+            )
+            if p.error is None and not resumed.claim(r.approval_id):
+                p.error = INTERRUPTED_TEXT
+            pending.append(p)
+    except asyncio.CancelledError:
+        _persist_aborted_results(run, calls, pending, set())
+        raise
+    return await _finish_batch(run, settings, calls, pending, context)
+
+
+async def _finish_batch(
+    run: Run,
+    settings: TurnSettings,
+    calls: Sequence[ToolCall],
+    pending: list[_Pending],
+    context: Any,
+) -> tuple[list[ToolResultMessage], bool]:
+    """Execute the preflighted calls, then persist their results in order; ``calls`` are
+    those that must have a result if the batch is cancelled."""
+    try:
         await _execute_batch(run, settings, pending, context)
     except asyncio.CancelledError:
-        _persist_aborted_results(run, reply, pending, set())
+        _persist_aborted_results(run, calls, pending, set())
         raise
 
     results: list[ToolResultMessage] = []
@@ -576,7 +810,7 @@ async def _run_tools(
             results.append(p.result)
             await notify(run.sender, MessageEndEvent(message=p.result, entry_id=entry.id))
     except asyncio.CancelledError:
-        _persist_aborted_results(run, reply, pending, stored)
+        _persist_aborted_results(run, calls, pending, stored)
         raise
     fatal = next((p.fatal for p in pending if p.fatal is not None), None)
     if fatal is not None:
@@ -628,13 +862,13 @@ async def _execute_batch(
 
 
 def _persist_aborted_results(
-    run: Run, reply: AssistantMessage, pending: list[_Pending], stored: set[str]
+    run: Run, calls: Sequence[ToolCall], pending: list[_Pending], stored: set[str]
 ) -> None:
-    """On cancellation: every call of the reply not yet stored gets its result persisted (what
-    finished keeps its result, the rest an aborted error), synchronously, so every call in the
-    session has its result."""
+    """On cancellation: every call of the batch (the reply's, or a resumed run's) not yet
+    stored gets its result persisted (what finished keeps its result, the rest an aborted
+    error), synchronously, so every call in the session has its result."""
     done = {p.call.id: p.result for p in pending if p.result is not None}
-    for call in reply.tool_calls:
+    for call in calls:
         if call.id in stored:
             continue
         finished = done.get(call.id)
@@ -722,6 +956,15 @@ async def _preflight(
         hook_reason=outcome.permission_reason,
     )
     await asyncio.sleep(0)  # the same for an approver that aborted
+    if verdict.deferred is not None:
+        return _Pending(
+            call,
+            tool,
+            verdict.input,
+            patched=patched,
+            deferred=verdict.deferred,
+            operation_key=verdict.operation_key,
+        )
     # The tool runs with the gate's own copy of exactly what the supervisor was shown.
     return _Pending(
         call,

@@ -101,6 +101,7 @@ __all__ = [
     "emit_tool_result",
     "emit_user_prompt_submit",
     "has_receivers",
+    "link_sender",
     "notify",
     "on",
 ]
@@ -305,7 +306,8 @@ def on(
 
 
 def has_receivers(event: str | type[Event], sender: object) -> bool:
-    """Whether sending ``event`` from ``sender`` may reach a receiver (False when muted).
+    """Whether sending ``event`` from ``sender`` may reach a receiver (False when muted),
+    counting the receivers of the senders it is linked to (:func:`link_sender`).
 
     Cheap: check it before building an expensive event (``message_update``). It may answer True
     for a sender whose receivers all disconnected (blinker's ``has_receivers_for``), never False
@@ -315,7 +317,54 @@ def has_receivers(event: str | type[Event], sender: object) -> bool:
         LookupError: unknown event.
     """
     signal = signal_for(event)
-    return not signal.is_muted and signal.has_receivers_for(sender)
+    return not signal.is_muted and any(signal.has_receivers_for(s) for s in _chain_of(sender))
+
+
+_PARENTS: Final[weakref.WeakKeyDictionary[object, object]] = weakref.WeakKeyDictionary()
+"""Sender -> the sender whose receivers also get its events (:func:`link_sender`)."""
+
+
+def link_sender(child: object, parent: object) -> Callable[[], None]:
+    """Let the events ``child`` sends reach the receivers connected to ``parent`` as well (and
+    those of ``parent``'s own parent, up the chain). A sub-agent's harness is linked to the
+    harness whose ``task`` tool started it, so hooks connected to the parent see the child's
+    events; they get the child as ``sender`` (its ``depth``, its session).
+
+    Each receiver runs once per event, even when connected to several senders of the chain;
+    the order is the usual one (priority, then connection order). A child has one parent: a
+    new link replaces the old. The link holds ``parent`` only while ``child`` lives.
+
+    Returns:
+        A function that removes the link (harmless if it was replaced or removed already).
+
+    Raises:
+        ValueError: ``parent`` is ``child`` or linked beneath it (a cycle).
+        TypeError: ``child`` cannot be weakly referenced (a str, an int).
+    """
+    if any(s is child for s in _chain_of(parent)):
+        raise ValueError("link_sender: the parent is the child or linked beneath it (a cycle)")
+    _PARENTS[child] = parent
+
+    def unlink() -> None:
+        if _PARENTS.get(child) is parent:
+            del _PARENTS[child]
+
+    return unlink
+
+
+def _chain_of(sender: object) -> list[object]:
+    """``sender``, then the senders it is linked to, nearest first."""
+    chain = [sender]
+    if not _PARENTS:
+        return chain
+    while True:
+        try:
+            parent = _PARENTS.get(chain[-1])
+        except TypeError:  # not weakly referenceable (or unhashable): never linked
+            return chain
+        if parent is None:
+            return chain
+        chain.append(parent)
 
 
 # --- dispatch -------------------------------------------------------------------------------
@@ -706,10 +755,21 @@ async def emit_session_before_rewind(
 
 
 def _receivers(signal: NamedSignal, sender: object) -> list[Receiver]:
-    """The receivers ``sender``'s event reaches, in order; none when the signal is muted."""
+    """The receivers ``sender``'s event reaches (its own and those of the senders it is
+    linked to, each once), in order; none when the signal is muted."""
     if signal.is_muted or not signal.receivers:
         return []
-    return _LEDGERS[signal.name].receivers(sender)
+    chain = _chain_of(sender)
+    if len(chain) == 1:
+        return _LEDGERS[signal.name].receivers(sender)
+    unique: dict[Hashable, Receiver] = {}
+    for s in chain:
+        for receiver in signal.receivers_for(s):
+            unique.setdefault(_key(receiver), receiver)
+    receivers = list(unique.values())
+    if len(receivers) > 1:
+        receivers.sort(key=_LEDGERS[signal.name].sort_key)
+    return receivers
 
 
 def _check_signature(receiver: Receiver) -> None:

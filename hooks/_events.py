@@ -38,6 +38,7 @@ __all__ = [
     "Event",
     "HandlerErrorEvent",
     "HookEvent",
+    "LimitReachedEvent",
     "McpServerErrorEvent",
     "McpServerStartEvent",
     "McpServerStopEvent",
@@ -326,17 +327,18 @@ class PermissionRequestEvent:
 
 @frozen(kw_only=True)
 class PermissionDecisionEvent:
-    """The supervisor decided a tool call: ``decision`` is ``approve``, ``deny`` or
-    ``approve_always``; ``reason`` says why (the rule, the mode, the approver, a remembered
-    approval); ``remembered`` where an approve-always was stored (``session`` or ``project``;
-    None otherwise)."""
+    """The supervisor decided a tool call: ``decision`` is ``approve``, ``deny``,
+    ``approve_always`` or ``defer`` (the answer will come later, from another process maybe:
+    the run stops ``awaiting_approval``); ``reason`` says why (the rule, the mode, the
+    approver, a remembered approval); ``remembered`` where an approve-always was stored
+    (``session`` or ``project``; None otherwise)."""
 
     name: ClassVar[str] = "permission_decision"
 
     tool_call_id: str
     tool_name: str
     operation_key: str
-    decision: Literal["approve", "deny", "approve_always"]
+    decision: Literal["approve", "deny", "approve_always", "defer"]
     reason: str | None
     remembered: Literal["session", "project"] | None = None
 
@@ -705,6 +707,24 @@ class ModelFallbackEvent:
 
 
 @frozen(kw_only=True)
+class LimitReachedEvent:
+    """A run limit was reached (``AgentHarness(max_turns=..., max_tokens=..., max_cost_usd=...)``
+    or the same arguments of ``prompt()``): the run ends after the current turn, with
+    ``stop_reason`` ``max_turns``, ``max_tokens`` or ``max_cost`` on the reply and in the
+    session. ``limit`` is the limit's value (turns, tokens, or US dollars), ``used`` what the
+    run had used when it was checked (a sub-agent's usage counts in its parent's); ``depth``
+    the harness's nesting depth (a sub-agent stops at its parent's limit too)."""
+
+    name: ClassVar[str] = "limit_reached"
+
+    stop_reason: Literal["max_turns", "max_tokens", "max_cost"]
+    limit: float
+    used: float
+    session_id: str
+    depth: int = 0
+
+
+@frozen(kw_only=True)
 class HandlerErrorEvent:
     """A receiver of ``event_name`` raised ``error`` (or returned a result of the wrong type).
 
@@ -779,8 +799,15 @@ class StopEvent:
 
 @frozen(kw_only=True)
 class SubagentStopEvent:
-    """Hook, :class:`StopEvent` for a nested run (a harness of ``depth`` > 0, such as a skill
-    run): Claude Code's ``SubagentStop``. The same results and limit apply."""
+    """Hook, :class:`StopEvent` for a nested run (a harness of ``depth`` > 0: a sub-agent the
+    ``task`` tool started, a skill run): Claude Code's ``SubagentStop``. The same results and
+    limit apply.
+
+    ``session_id`` is the nested run's own (child) session; ``parent_session_id`` the session
+    of the harness that started it (None when unknown, e.g. a harness made with ``depth=1``
+    by hand); ``agent_type`` the agent definition's name for a sub-agent (Claude Code's
+    field), None for a skill run.
+    """
 
     name: ClassVar[str] = "subagent_stop"
 
@@ -789,6 +816,8 @@ class SubagentStopEvent:
     stop_hook_active: bool
     continues: int
     depth: int
+    parent_session_id: str | None = None
+    agent_type: str | None = None
 
 
 @frozen(kw_only=True)
@@ -882,6 +911,7 @@ ObserverEvent: TypeAlias = (
     | AbortEvent
     | RetryEvent
     | ModelFallbackEvent
+    | LimitReachedEvent
     | HandlerErrorEvent
     | SessionEndEvent
     | NotificationEvent

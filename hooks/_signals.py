@@ -24,6 +24,7 @@ from ._events import (
     ContextEvent,
     Event,
     HandlerErrorEvent,
+    LimitReachedEvent,
     McpServerErrorEvent,
     McpServerStartEvent,
     McpServerStopEvent,
@@ -126,6 +127,7 @@ _SIGNALS: Final[tuple[tuple[type[Event], str], ...]] = (
     (AbortEvent, "Observer: a run was aborted; with the queued texts it dropped."),
     (RetryEvent, "Observer: a retryable failure; the next attempt starts after a delay."),
     (ModelFallbackEvent, "Observer: the primary model failed for good; the fallback answers."),
+    (LimitReachedEvent, "Observer: a run limit was reached; the run ends after this turn."),
     (HandlerErrorEvent, "Observer: a receiver of another signal raised."),
     # Claude Code's lifecycle hook points (docs/hooks.md maps its event names onto these).
     (

@@ -1,4 +1,4 @@
-"""What a supervisor is asked and what it answers: the request, the three decisions, the
+"""What a supervisor is asked and what it answers: the request, the four decisions, the
 ``Supervisor`` protocol and the application's ``Approver`` callback."""
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ __all__ = [
     "ApproveAlways",
     "Approver",
     "Decision",
+    "Defer",
     "Deny",
     "PermissionMode",
     "PermissionRequest",
     "Supervisor",
+    "answered",
 ]
 
 PermissionMode: TypeAlias = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
@@ -59,7 +61,35 @@ class ApproveAlways:
     reason: str | None = None
 
 
-Decision: TypeAlias = Approve | Deny | ApproveAlways
+@frozen(kw_only=True)
+class Defer:
+    """Decide later: the call does not run now, and the run stops with stop reason
+    ``awaiting_approval`` once the rest of its turn is done. The call is kept in the session
+    (a signed ``harness.approvals.pending`` entry) until a person answers it, maybe hours
+    later in another process (``AgentHarness.resolve_approval`` then ``resume()``,
+    ``harness approve ID``, ``harness deny ID``; LangGraph's ``interrupt``, the OpenAI Agents
+    SDK's interruptions). ``reason`` is shown to that person.
+
+    A nested run (a sub-agent, a skill run) cannot wait: there a ``Defer`` is a ``Deny``.
+    """
+
+    reason: str | None = None
+
+
+Decision: TypeAlias = Approve | Deny | ApproveAlways | Defer
+
+
+def answered(
+    resolution: Literal["approve", "approve_always", "deny"], reason: str | None = None
+) -> Decision:
+    """A person's answer to a deferred call (``PermissionRequest.resolution``) as the
+    decision an approver would have returned."""
+    said = f": {reason}" if reason else ""
+    if resolution == "deny":
+        return Deny(reason=f"denied by the user{said}")
+    if resolution == "approve_always":
+        return ApproveAlways(reason=f"approved always by the user{said}")
+    return Approve(reason=f"approved by the user{said}")
 
 
 def _text(value: object) -> None:
@@ -95,6 +125,11 @@ class PermissionRequest:
             ``ask``; Claude Code's ``permissionDecision``), None when they said nothing;
             ``hook_reason`` is their reason. :class:`SecuritySupervisor` asks its approver for
             ``ask`` and approves ``allow`` once no deny rule, ``plan`` or ask rule stops it.
+        resolution: for a call that was deferred (:class:`Defer`) and is now resumed, the
+            person's answer (``approve``, ``approve_always``, ``deny``; ``resolution_reason``
+            theirs): what the approver would have said. :class:`SecuritySupervisor` takes it
+            where it would ask; its deny rules and ``plan`` mode still come first, so a rule
+            added meanwhile still denies. None for every other call.
     """
 
     tool_call_id: str
@@ -112,11 +147,14 @@ class PermissionRequest:
     approvals: frozenset[str] = frozenset()
     hook_decision: Literal["allow", "ask"] | None = None
     hook_reason: str | None = None
+    resolution: Literal["approve", "approve_always", "deny"] | None = None
+    resolution_reason: str | None = None
 
 
 Approver: TypeAlias = Callable[[PermissionRequest], Awaitable[Decision]]
-"""``async def approver(request) -> Approve | Deny | ApproveAlways``: the application's answer
-when a call needs asking (the CLI's asks y / n / always)."""
+"""``async def approver(request) -> Approve | Deny | ApproveAlways | Defer``: the application's
+answer when a call needs asking (the CLI's asks y / n / always; ``Defer`` waits for a person
+who is not there now)."""
 
 
 class Supervisor(Protocol):

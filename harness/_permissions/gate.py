@@ -23,7 +23,16 @@ from hooks import (
 from repos import CustomEntry, Session
 
 from .._tools.base import Tool
-from .decisions import Approve, ApproveAlways, Decision, Deny, PermissionRequest, Supervisor
+from .decisions import (
+    Approve,
+    ApproveAlways,
+    Decision,
+    Defer,
+    Deny,
+    PermissionRequest,
+    Supervisor,
+    answered,
+)
 from .keys import describe_call
 from .rules import add_project_rule
 from .signing import ApprovalSigner
@@ -70,6 +79,10 @@ class GateResult:
     hidden: Callable[[str], bool] | None = None
     """For a folder walk: the paths beneath it the supervisor keeps unread (``ToolRun.hidden``);
     from the supervisor's optional ``hidden_paths(request)``."""
+    deferred: Defer | None = None
+    """The supervisor deferred the call (it neither runs nor is denied now)."""
+    operation_key: str = ""
+    """The call's operation key, as the supervisor was shown it."""
 
 
 @define
@@ -91,6 +104,8 @@ class Gate:
     notification_delay_s: float | None = None
     """Seconds a decision may stay pending before ``notification`` (``permission_prompt``) is
     sent: someone is being asked. None: never."""
+    can_defer: bool = True
+    """Whether a :class:`Defer` may stand; False for a nested run, where it is a deny."""
 
     async def check(
         self,
@@ -100,10 +115,16 @@ class Gate:
         *,
         hook_decision: Literal["allow", "ask"] | None = None,
         hook_reason: str | None = None,
+        resolution: Literal["approve", "approve_always", "deny"] | None = None,
+        resolution_reason: str | None = None,
     ) -> GateResult:
         """Announce, decide and record one call that the ``tool_call`` hooks let through
         (``hook_decision``/``hook_reason``: what they asked of the supervisor, see
-        :class:`PermissionRequest`).
+        :class:`PermissionRequest`; ``resolution``/``resolution_reason``: a person's answer
+        to this call, deferred before and resumed now).
+
+        A :class:`Defer` stands only where the call can wait (``can_defer``) and has no
+        answer yet; with an answer, the answer is the decision; in a nested run it is a deny.
 
         ``input`` is serialised once; observers, the supervisor and the tool each get their
         own copy of that snapshot, so an observer or an approver that keeps a reference (to a
@@ -142,6 +163,8 @@ class Gate:
             approvals=frozenset(self.approvals),
             hook_decision=hook_decision,
             hook_reason=hook_reason,
+            resolution=resolution,
+            resolution_reason=resolution_reason,
         )
         await notify(
             self.sender,
@@ -156,7 +179,7 @@ class Gate:
                 depth=self.depth,
             ),
         )
-        decision = await self._decide(request)
+        decision = self._settled(request, await self._decide(request))
         remembered = (
             self._remember(request, decision) if isinstance(decision, ApproveAlways) else None
         )
@@ -172,6 +195,14 @@ class Gate:
             ),
         )
         denied = decision.reason if isinstance(decision, Deny) else None
+        if isinstance(decision, Defer):
+            return GateResult(
+                denied=None,
+                leaves_cwd=request.leaves_cwd,
+                input=orjson.loads(snapshot),
+                deferred=decision,
+                operation_key=request.operation_key,
+            )
         hidden = None
         if denied is None:
             try:
@@ -185,7 +216,24 @@ class Gate:
             input=orjson.loads(snapshot),
             approved_path=target.resolved if request.leaves_cwd else None,
             hidden=hidden,
+            operation_key=request.operation_key,
         )
+
+    def _settled(self, request: PermissionRequest, decision: Decision) -> Decision:
+        """A ``Defer`` where it cannot stand: a person's answer when there is one (a
+        supervisor that defers again does not get to ask twice), else a deny in a run that
+        cannot wait."""
+        if not isinstance(decision, Defer):
+            return decision
+        if request.resolution is not None:
+            return answered(request.resolution, request.resolution_reason)
+        if not self.can_defer:
+            why = f" ({decision.reason})" if decision.reason else ""
+            return Deny(
+                reason=f"{request.operation_key} needs an approval that cannot wait in a nested "
+                f"run (a sub-agent or a skill run), so it is denied{why}; do without it"
+            )
+        return decision
 
     def _hidden(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         hidden_paths = getattr(self.supervisor, "hidden_paths", None)
@@ -230,7 +278,7 @@ class Gate:
         except Exception as exc:
             _log.error("supervisor failed on %s", request.operation_key, exc_info=exc)
             return Deny(reason=f"the supervisor failed, so the call is denied: {exc!r}")
-        if not isinstance(decision, Approve | Deny | ApproveAlways):
+        if not isinstance(decision, Approve | Deny | ApproveAlways | Defer):
             return Deny(
                 reason=f"the supervisor returned {type(decision).__name__}, not a decision; "
                 "the call is denied"
@@ -262,8 +310,9 @@ class Gate:
         return decision.scope
 
 
-_NAMES: dict[type[Decision], Literal["approve", "deny", "approve_always"]] = {
+_NAMES: dict[type[Decision], Literal["approve", "deny", "approve_always", "defer"]] = {
     Approve: "approve",
     Deny: "deny",
     ApproveAlways: "approve_always",
+    Defer: "defer",
 }

@@ -57,6 +57,11 @@ def _message(session_id: str, data: Mapping[str, JSONValue]) -> bytes:
     return orjson.dumps(fields)
 
 
+def _entry_message(purpose: str, session_id: str, data: Mapping[str, JSONValue]) -> bytes:
+    fields = {k: v for k, v in data.items() if k != "signature"}
+    return orjson.dumps([purpose, session_id, fields], option=orjson.OPT_SORT_KEYS)
+
+
 class ApprovalSigner:
     """Signs and checks ``permission`` entries with the per-user secret.
 
@@ -86,6 +91,34 @@ class ApprovalSigner:
         if key is None:
             return False
         expected = hmac.new(key, _message(session_id, data), hashlib.sha256).hexdigest()
+        return hmac.compare_digest(expected, signature)
+
+    def sign_entry(
+        self, purpose: str, session_id: str, data: Mapping[str, JSONValue]
+    ) -> str | None:
+        """The signature of every field of ``data`` but ``signature`` (canonical JSON, keys
+        sorted), for ``purpose`` (a versioned name such as ``harness-pending/1``, so a
+        signature made for one kind of entry never checks for another) in ``session_id``.
+        None when no usable secret can be had (logged), as for :meth:`sign`."""
+        key = self._key(create=True)
+        if key is None:
+            return None
+        return hmac.new(key, _entry_message(purpose, session_id, data), hashlib.sha256).hexdigest()
+
+    def verify_entry(self, purpose: str, session_id: str, data: Mapping[str, JSONValue]) -> bool:
+        """Whether ``data["signature"]`` was made by :meth:`sign_entry` with this user's
+        secret, for this purpose and session, over exactly these fields."""
+        signature = data.get("signature")
+        if not isinstance(signature, str):
+            return False
+        key = self._key(create=False)
+        if key is None:
+            return False
+        try:
+            message = _entry_message(purpose, session_id, data)
+        except TypeError:  # not JSON (a float NaN, a huge int): nothing signed it
+            return False
+        expected = hmac.new(key, message, hashlib.sha256).hexdigest()
         return hmac.compare_digest(expected, signature)
 
     def _key(self, *, create: bool) -> bytes | None:

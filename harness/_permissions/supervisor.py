@@ -13,7 +13,15 @@ from attrs import evolve, frozen
 from platformdirs import user_config_path
 
 from .claude_code import ModeName, permission_mode
-from .decisions import Approve, Approver, Decision, Deny, PermissionMode, PermissionRequest
+from .decisions import (
+    Approve,
+    Approver,
+    Decision,
+    Deny,
+    PermissionMode,
+    PermissionRequest,
+    answered,
+)
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
 
@@ -101,8 +109,9 @@ class SecuritySupervisor:
     6. a call that is not controlled (a ``read``/``ls``/``grep``/``find`` inside the working
        folder, a tool not marked ``controlled``) is approved;
     7. asking: an operation key approved always before (``request.approvals``) is approved;
-       in ``dont_ask`` mode the call is denied; with no approver it is denied with a reason
-       saying so; otherwise the approver's answer stands.
+       a deferred call being resumed gets the person's answer (``request.resolution``); in
+       ``dont_ask`` mode the call is denied; with no approver it is denied with a reason
+       saying so; otherwise the approver's answer stands (``Defer`` included).
 
     Rules come from ``rules`` (code), then the user settings file, then the project's
     ``.harness/settings.json`` under the request's working folder (read at each decision, so
@@ -311,6 +320,8 @@ class SecuritySupervisor:
     async def _ask(self, request: PermissionRequest, policy: _Policy, why: str) -> Decision:
         if request.operation_key in request.approvals:
             return Approve(reason=f"{request.operation_key} was approved always before")
+        if request.resolution is not None:  # a deferred call: the person has answered
+            return answered(request.resolution, request.resolution_reason)
         if policy.no_ask:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "

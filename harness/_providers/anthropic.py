@@ -148,6 +148,18 @@ _SERVER_TOOL_USES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
 _TOOL_ID_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+def _api_schema(schema: Mapping[str, JSONValue]) -> dict[str, Any]:
+    """``schema`` as the API takes it: objects closed (``additionalProperties: false``), the
+    constraints it does not enforce moved into descriptions (the SDK's ``transform_schema``);
+    the harness still validates the answer against the schema as given. A schema the SDK
+    cannot adapt is sent as it is (the API then says what it refuses)."""
+    plain: dict[str, Any] = orjson.loads(orjson.dumps(schema))
+    try:
+        return anthropic.transform_schema(plain)
+    except (ValueError, TypeError, KeyError):
+        return plain
+
+
 def _env_credentials() -> bool:
     return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
@@ -176,6 +188,10 @@ class AnthropicModel:
             server tool ran long) is continued before it is returned as it stands.
         registry: where the model's prices come from (each reply's ``usage.cost``); default
             the package's registry. A model it does not know costs 0.
+        structured_output: send ``prompt(output_schema=...)``'s schema as
+            ``output_config.format`` (the API's structured outputs; the schema is adapted
+            with the SDK's ``transform_schema``). False for a model that does not take it:
+            the harness then offers a ``respond`` tool instead.
     """
 
     def __init__(
@@ -190,6 +206,7 @@ class AnthropicModel:
         temperature: float | None = None,
         max_pause_continuations: int = 5,
         registry: ModelRegistry | None = None,
+        structured_output: bool = True,
     ) -> None:
         if max_pause_continuations < 0:
             raise ValueError(
@@ -214,11 +231,17 @@ class AnthropicModel:
         self._temperature = temperature
         self._max_pause_continuations = max_pause_continuations
         self._registry = registry
+        self._structured_output = structured_output
 
     @property
     def provider(self) -> str:
         """Always ``anthropic``."""
         return "anthropic"
+
+    @property
+    def supports_output_schema(self) -> bool:
+        """Whether ``ModelRequest.output_schema`` is sent (``structured_output``)."""
+        return self._structured_output
 
     @property
     def id(self) -> str:
@@ -253,9 +276,13 @@ class AnthropicModel:
         * ``request.options.metadata``: only ``user_id`` (a non-empty string) is sent, as
           ``metadata.user_id``; the API accepts no other key, so other keys are dropped.
 
+        * ``request.output_schema``: sent as ``output_config.format`` (``json_schema``), unless
+          the model was made with ``structured_output=False``.
+
         Returns:
             A JSON-ready dict: ``model``, ``max_tokens``, ``messages`` and, when present,
-            ``system``, ``tools``, ``thinking``, ``temperature``, ``metadata``.
+            ``system``, ``tools``, ``thinking``, ``temperature``, ``metadata``,
+            ``output_config``.
         """
         options = request.options
         cache_control = CACHE_CONTROL[options.cache_retention]
@@ -282,6 +309,10 @@ class AnthropicModel:
         user_id = options.metadata.get("user_id")
         if isinstance(user_id, str) and user_id:
             payload["metadata"] = {"user_id": user_id}
+        if request.output_schema is not None and self._structured_output:
+            payload["output_config"] = {
+                "format": {"type": "json_schema", "schema": _api_schema(request.output_schema)}
+            }
         return payload
 
     async def stream(

@@ -39,6 +39,7 @@ __all__ = [
     "StreamEvent",
     "StreamResponse",
     "StreamStart",
+    "SupportsOutputSchema",
     "ThinkingLevel",
     "ToolSpec",
     "is_context_overflow",
@@ -46,6 +47,7 @@ __all__ = [
     "priced_usage",
     "retry_after_s",
     "status_retryable",
+    "supports_output_schema",
 ]
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
@@ -80,6 +82,9 @@ class ModelRequest:
     default. ``session_id`` is passed along for providers that use it (caching, metadata).
     ``options`` are the request's stream options (timeout, headers, metadata, caching) after
     ``before_provider_request`` hooks; retries are the harness's, not the provider's.
+    ``output_schema`` (a JSON Schema whose root is an object) asks a model that
+    :class:`SupportsOutputSchema` for a final text matching it (``prompt(output_schema=...)``);
+    other models never get one.
     """
 
     system_prompt: str
@@ -89,6 +94,7 @@ class ModelRequest:
     max_tokens: int | None = None
     session_id: str | None = None
     options: StreamOptions = field(factory=StreamOptions)
+    output_schema: Mapping[str, JSONValue] | None = None
 
 
 @frozen(kw_only=True)
@@ -176,6 +182,22 @@ class Model(Protocol):
     ) -> AsyncIterator[StreamEvent]:
         """Stream one reply to ``request``; send ``payload`` instead of the built body if given."""
         ...
+
+
+@runtime_checkable
+class SupportsOutputSchema(Protocol):
+    """A model whose API can constrain a reply to a JSON Schema (``ModelRequest.output_schema``):
+    Anthropic's ``output_config.format``, OpenAI's ``text.format`` / ``response_format``.
+    ``prompt(output_schema=...)`` uses it when ``supports_output_schema`` is True, and a
+    ``respond`` tool otherwise."""
+
+    @property
+    def supports_output_schema(self) -> bool: ...
+
+
+def supports_output_schema(model: Model) -> bool:
+    """Whether ``model`` takes ``ModelRequest.output_schema`` (:class:`SupportsOutputSchema`)."""
+    return isinstance(model, SupportsOutputSchema) and model.supports_output_schema
 
 
 # --- what every provider shares: retry rules, context overflow, usage and cost ----------------

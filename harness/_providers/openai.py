@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final, Literal
 
 import openai
+from attrs import evolve
 
 from .._errors import MissingApiKeyError, ProviderError
 from .base import (
@@ -86,6 +87,10 @@ class OpenAIModel:
             harness; 0 (the default) leaves retrying to the harness.
         temperature: sampling temperature, None for the server's default; not sent with
             reasoning.
+        structured_output: send ``prompt(output_schema=...)``'s schema (Responses:
+            ``text.format``, Chat Completions: ``response_format``, both ``json_schema`` with
+            ``strict: false``). False for a server that does not take it: the harness then
+            offers a ``respond`` tool instead.
 
     Raises:
         MissingApiKeyError: no key, no client and no ``base_url`` (code ``missing_api_key``,
@@ -107,6 +112,7 @@ class OpenAIModel:
         max_tokens: int | None = None,
         max_retries: int = 0,
         temperature: float | None = None,
+        structured_output: bool = True,
     ) -> None:
         if api not in _APIS:
             raise ValueError(f"api must be 'responses' or 'chat', got {api!r}")
@@ -140,6 +146,12 @@ class OpenAIModel:
         self._official = client is None and not custom_url
         self._max_tokens = max_tokens
         self._temperature = temperature
+        self._structured_output = structured_output
+
+    @property
+    def supports_output_schema(self) -> bool:
+        """Whether ``ModelRequest.output_schema`` is sent (``structured_output``)."""
+        return self._structured_output
 
     @property
     def provider(self) -> str:
@@ -183,6 +195,8 @@ class OpenAIModel:
             "max_tokens": self._max_tokens,
             "temperature": self._temperature,
         }
+        if not self._structured_output:
+            request = evolve(request, output_schema=None)
         if self._api == "chat":
             return chat_body(request, official=self._official, **common)
         return responses_body(request, **common)

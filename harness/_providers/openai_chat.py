@@ -68,7 +68,7 @@ def chat_body(
     the output limit is ``max_completion_tokens`` on OpenAI's own endpoint (``official``) and
     ``max_tokens`` elsewhere (what compatible servers read); a thinking level other than
     ``off`` sends ``reasoning_effort`` for models that reason (or that the registry does not
-    know).
+    know); ``request.output_schema`` becomes ``response_format`` (``json_schema``, not strict).
     """
     images = info is None or "image" in info.input
     messages: list[dict[str, Any]] = []
@@ -99,6 +99,15 @@ def chat_body(
         body["reasoning_effort"] = REASONING_EFFORT[request.thinking_level]
     elif temperature is not None:
         body["temperature"] = temperature
+    if request.output_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "output",
+                "schema": _plain(request.output_schema),
+                "strict": False,
+            },
+        }
     return body
 
 

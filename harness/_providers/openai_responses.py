@@ -75,7 +75,8 @@ def responses_body(
     parallel calls allowed). A thinking level other than ``off`` sends ``reasoning.effort``
     (``xhigh`` as ``high``) with ``summary: auto`` for models that reason (or that the
     registry does not know); a model known to reason always gets ``include:
-    ["reasoning.encrypted_content"]``; ``request.session_id`` becomes ``prompt_cache_key``.
+    ["reasoning.encrypted_content"]``; ``request.session_id`` becomes ``prompt_cache_key``;
+    ``request.output_schema`` becomes ``text.format`` (``json_schema``, not strict).
     """
     images = info is None or "image" in info.input
     body: dict[str, Any] = {
@@ -110,6 +111,15 @@ def responses_body(
         body["temperature"] = temperature
     if request.session_id:
         body["prompt_cache_key"] = request.session_id
+    if request.output_schema is not None:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": "output",
+                "schema": _plain(request.output_schema),
+                "strict": False,
+            }
+        }
     return body
 
 

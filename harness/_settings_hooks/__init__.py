@@ -19,7 +19,7 @@ from typing import Any
 from .._permissions.supervisor import PROJECT_SETTINGS, user_settings_path
 from .errors import CommandHookError, HookSettingsError
 from .payload import CLAUDE_CODE_TOOL_NAMES, FIELD_ALIASES
-from .receivers import HookHost, HookReceiver
+from .receivers import TOP_LEVEL_ONLY, HookHost, HookReceiver
 from .settings import (
     CLAUDE_CODE_EVENTS,
     DEFAULT_TIMEOUT_S,
@@ -48,9 +48,6 @@ HOOK_CONTEXT_TYPE = "hook_context"
 """``customType`` of the messages that carry a hook's ``AddContext`` text to the model."""
 
 _BACKSTOP_S = 10.0  # the bus's own timeout is this much longer than the slowest hook's
-_TOP_LEVEL_ONLY = frozenset({"session_start", "session_end", "user_prompt_submit"})
-"""Events whose command hooks a nested run (a skill run) does not run: in Claude Code a
-subagent starts no session and submits no prompt of the user's; its end is ``SubagentStop``."""
 
 
 class CommandHooks:
@@ -163,7 +160,7 @@ class CommandHooks:
         compactions, notifications and ``SubagentStop`` run them as usual."""
         by_event: dict[str, list[CommandHook]] = {}
         for hook in self._hooks:
-            if harness.depth > 0 and hook.event in _TOP_LEVEL_ONLY:
+            if harness.depth > 0 and hook.event in TOP_LEVEL_ONLY:
                 continue
             by_event.setdefault(hook.event, []).append(hook)
         disconnects = [

@@ -38,6 +38,7 @@ CLAUDE_CODE_TOOL_NAMES: Mapping[str, str] = {
     "grep": "Grep",
     "find": "Glob",
     "ls": "LS",
+    "task": "Task",
 }
 """Our built-in tool's name -> its Claude Code counterpart's."""
 

@@ -48,9 +48,14 @@ from .payload import InputAliases, claude_code_tool_name, from_claude_code, to_c
 from .process import run_command
 from .settings import CommandHook
 
-__all__ = ["HookHost", "HookReceiver"]
+__all__ = ["TOP_LEVEL_ONLY", "HookHost", "HookReceiver"]
 
 _log = logging.getLogger("harness")
+
+TOP_LEVEL_ONLY = frozenset({"session_start", "session_end", "user_prompt_submit"})
+"""Events whose command hooks a nested run (a sub-agent, a skill run) does not run: in Claude
+Code a subagent starts no session and submits no prompt of the user's; its end is
+``SubagentStop``."""
 
 
 class HookHost(Protocol):
@@ -91,6 +96,9 @@ class HookReceiver:
         return f"<command hooks of {self.hooks[0].claude_code_event}>"
 
     async def __call__(self, sender: HookHost, event: Event) -> object:
+        if sender.depth > 0 and self.event in TOP_LEVEL_ONLY:
+            # A sub-agent's events reach the hooks of the harness that started it.
+            return None
         chosen = self._matching(_matched_values(event))
         if not chosen:
             return None
@@ -211,10 +219,18 @@ def _fields(event: Event, cwd: Path) -> tuple[dict[str, JSONValue], InputAliases
         return fields, aliases
     if isinstance(event, UserPromptSubmitEvent):
         return {"prompt": event.message.text}, None
-    if isinstance(event, StopEvent | SubagentStopEvent):
+    if isinstance(event, StopEvent):
         return {
             "stop_hook_active": event.stop_hook_active,
             "last_assistant_message": event.message.text,
+        }, None
+    if isinstance(event, SubagentStopEvent):
+        return {
+            "stop_hook_active": event.stop_hook_active,
+            "last_assistant_message": event.message.text,
+            "agent_type": event.agent_type,
+            "parent_session_id": event.parent_session_id,
+            "depth": event.depth,
         }, None
     if isinstance(event, SessionBeforeCompactEvent):
         return {

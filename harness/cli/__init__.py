@@ -17,6 +17,7 @@ import click
 # Imported for their side effect: they register commands on `sessions` (_tree_ops: compact,
 # checkout, label; _maintenance: verify, repair, migrate; _copy: copy; _stats: stats).
 from . import _copy, _maintenance, _stats, _tree_ops  # noqa: F401
+from ._approvals import approvals_group, approve, deny
 from ._chat import chat
 from ._checkpoints import checkpoints_group, rewind
 from ._common import (
@@ -87,3 +88,6 @@ main.add_command(mcp)
 main.add_command(rewind)
 main.add_command(checkpoints_group)
 main.add_command(serve)
+main.add_command(approvals_group)
+main.add_command(approve)
+main.add_command(deny)

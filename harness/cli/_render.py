@@ -14,7 +14,14 @@ from pathlib import Path
 import attrs
 import orjson
 
-from harness import PERMISSION_ENTRY, ModelRegistry, cost_of, remembered_approvals
+from harness import (
+    PERMISSION_ENTRY,
+    RUN_STOP_TYPE,
+    TASK_TOOL_NAME,
+    ModelRegistry,
+    cost_of,
+    remembered_approvals,
+)
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -144,6 +151,34 @@ def _user_content_text(content: str | Iterable[UserContent]) -> str:
 
 
 # --- usage totals ---------------------------------------------------------------------------
+
+
+def _agent_link(result: ToolResultMessage) -> str:
+    """`` [agent NAME: session ID]`` for the result of a ``task`` call that links its child
+    session (its ``details``; from the file, so shown escaped and cut)."""
+    details = result.details
+    if result.tool_name != TASK_TOOL_NAME or not isinstance(details, Mapping):
+        return ""
+    agent, child = details.get("agent"), details.get("sessionId")
+    if not isinstance(agent, str) or not isinstance(child, str):
+        return ""
+    return f" [agent {short(agent, 40)}: session {short_id(one_line(child))}]"
+
+
+def origin_note(session: Session) -> str:
+    """How ``tree``'s first line says where a session comes from: ``(sub-agent NAME of
+    PARENT, tool call ID)`` when its header's ``metadata`` names the agent and the parent's
+    call (a ``task`` tool's child session), ``(fork of PARENT)`` for another child; "" for
+    none. From the file: information only, shown escaped and cut."""
+    parent = parent_ref(session.header.parent_session)
+    if not parent:
+        return ""
+    metadata = session.header.metadata
+    agent = metadata.get("agent") if isinstance(metadata, Mapping) else None
+    call = metadata.get("parentToolCallId") if isinstance(metadata, Mapping) else None
+    if isinstance(agent, str) and isinstance(call, str):
+        return f"  (sub-agent {short(agent, 40)} of {parent}, tool call {short(call, 40)})"
+    return f"  (fork of {parent})"
 
 
 @attrs.frozen(kw_only=True)
@@ -372,6 +407,8 @@ def entry_text(entry: Entry) -> str:
         data = entry.data
         if entry.custom_type == PERMISSION_ENTRY and isinstance(data, Mapping):
             return f"{entry.custom_type}: {data.get('decision')} {data.get('operationKey')}"
+        if entry.custom_type == RUN_STOP_TYPE and isinstance(data, Mapping):
+            return f"{entry.custom_type}: {short(str(data.get('stopReason')), 40)}"
         return entry.custom_type
     if isinstance(entry, LabelEntry):
         return (
@@ -406,7 +443,7 @@ def _message_text(message: Message) -> str:
         )
     if isinstance(message, ToolResultMessage):
         flag = " [error]" if message.is_error else ""
-        return f"{message.tool_name}{flag}: {short(message.text, 40)}"
+        return f"{message.tool_name}{flag}: {short(message.text, 40)}{_agent_link(message)}"
     if isinstance(message, BashExecutionMessage):
         return short(f"$ {message.command}")
     if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):

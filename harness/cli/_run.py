@@ -44,8 +44,16 @@ from repos import (
 )
 from repos._importers.claude_code import is_claude_code
 
+from .._agents import AgentDefinition, Reply, load_agents
 from .._harness import AgentHarness
-from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName, SecuritySupervisor
+from .._permissions import (
+    CLAUDE_CODE_MODES,
+    PERMISSION_MODES,
+    Defer,
+    ModeName,
+    PermissionRequest,
+    SecuritySupervisor,
+)
 from .._providers.base import Model, ModelRequest, ThinkingLevel
 from .._providers.faux import FauxModel, FauxReply, FauxToolCall
 from .._tools.bash import bash_tool
@@ -56,7 +64,7 @@ from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
 from ._checkpoints import checkpoint_option, use_checkpoints
-from ._common import open_repo, resolve_ref, root_option, run_async
+from ._common import one_line, open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import configured_mcp_servers, show_mcp_errors
@@ -158,17 +166,20 @@ def event_json(event: Event) -> dict[str, Any]:
 
 
 class _EventWriter:
-    """Writes each event as one JSON line on stdout, flushed (a pipe sees it at once).
+    """Writes each event of ``harness`` as one JSON line on stdout, flushed (a pipe sees it at
+    once). A sub-agent's events (its harness is linked to this one) are not written: the
+    stream is the run's own.
 
     When the reader goes away (``harness run ... | head -1``) writing stops, but the run goes
     on to the end so that the session is complete; ``broken`` then says so.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, harness: AgentHarness) -> None:
         self.broken = False
+        self._harness = harness
 
     def __call__(self, sender: object, event: Event) -> None:
-        if self.broken:
+        if self.broken or sender is not self._harness:
             return
         try:
             echo(json_line(event_json(event), default=repr))
@@ -183,7 +194,21 @@ class _EventWriter:
 # --- the command ------------------------------------------------------------------------------
 
 
-async def _prompt_once(harness: AgentHarness, text: str) -> AssistantMessage:
+def agent_files(cwd: Path, trust_project: bool) -> tuple[AgentDefinition, ...]:
+    """The agents of the user's and the project's agent files (the project's as untrusted
+    unless ``trust_project``); each problem is one line on stderr."""
+    catalog = load_agents(cwd, trust_project=trust_project)
+    for problem in catalog.diagnostics:
+        echo(f"warning: {one_line(problem.path)}: {one_line(problem.message)}", err=True)
+    return catalog.agents
+
+
+async def _defer(request: PermissionRequest) -> Defer:
+    """``--defer-approvals``: what needs asking waits for ``harness approve``/``deny``."""
+    return Defer(reason="harness run --defer-approvals")
+
+
+async def _prompt_once(harness: AgentHarness, text: str) -> Reply:
     """One prompt, then the harness shuts down in the same event loop: the MCP servers stop
     and the hooks get ``session_end``."""
     try:
@@ -312,6 +337,13 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
     help="text: the reply; json: reply and session id; events: every event as a JSON line.",
 )
 @permission_options
+@click.option(
+    "--defer-approvals",
+    is_flag=True,
+    help="A call that needs approval waits instead of being denied: the run stops "
+    "`awaiting_approval`, and `harness approve ID` / `harness deny ID` answer it later and go "
+    "on with the run (`harness approvals list` shows what waits).",
+)
 @checkpoint_option
 @root_option
 @otel_option
@@ -328,6 +360,7 @@ def run(
     output: str,
     mode: ModeName | None,
     trust_project: bool,
+    defer_approvals: bool,
     checkpoints: bool | None,
     root: Path | None,
     otel: bool,
@@ -396,15 +429,20 @@ def run(
                 grep_tool(),
                 find_tool(),
             ],
-            supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
+            supervisor=SecuritySupervisor(
+                mode=mode,
+                trust_project=cwd if trust_project else False,
+                approver=_defer if defer_approvals else None,
+            ),
             cwd=cwd,
             command_hooks=command_hooks,
             mcp_servers=configured_mcp_servers(cwd, trust_project),
             checkpoints=use_checkpoints(checkpoints),
+            agents=agent_files(cwd, trust_project),
         )
         attach_hook_output(harness, lambda text: echo(text, err=True))
         show_mcp_errors(harness)
-        writer = _EventWriter()
+        writer = _EventWriter(harness)
         if output == "events":
             for name in EVENT_CLASSES:
                 harness.connect(name, writer, priority=-100)
@@ -421,6 +459,12 @@ def run(
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
             raise SystemExit(1)
+        for waiting in reply.pending:
+            echo(
+                f"awaiting approval {waiting.id}: {one_line(waiting.operation_key)} "
+                f"(`harness approve {waiting.id}` or `harness deny {waiting.id}`)",
+                err=True,
+            )
         if output == "text":
             # Terminal controls escaped even into a pipe (a reply holding ESC]52 would write the
             # clipboard of whoever views the log); `--output json` carries the exact text.
@@ -433,7 +477,9 @@ def run(
                         "path": str(session.path),
                         "leaf_id": session.leaf_id,
                         "reply": reply.text,
+                        # The run's: a limit or awaiting_approval when one ended it.
                         "stop_reason": reply.stop_reason,
+                        "approvals": [a.id for a in reply.pending],
                         "model": f"{reply.provider}/{reply.model}",
                         "usage": {
                             "input": reply.usage.input,

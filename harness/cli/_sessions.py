@@ -45,7 +45,7 @@ from ._render import (
     context_lines,
     cost_json,
     info_json,
-    parent_ref,
+    origin_note,
     session_table,
     totals,
     tree_view,
@@ -226,8 +226,10 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
     """Print every entry of the session as a tree.
 
     A first line names the session (its id's first 8 characters, which every command accepts),
-    its file, the session it was forked from and its name. Then one line per entry: id, type
-    (the role for messages) and a short text, with markers [compaction], [branch summary],
+    its file, the session it was forked from (for a sub-agent's session: its agent, the parent
+    session and the parent's tool call) and its name. Then one line per entry: id, type
+    (the role for messages) and a short text (a `task` call's result names the sub-agent's
+    session: [agent NAME: session ID]), with markers [compaction], [branch summary],
     [label: X] (a label is shown on the entry it names) and [N branches] where the tree splits.
     Lines on the active path start with `> `, the active leaf's with `* ` (it ends with
     `(leaf)`). A linear path stays at one indent; branches are indented where they split. Label
@@ -236,10 +238,9 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
     """
     with _open(open_repo(root), ref) as session:
         view = tree_view(session, show_all=show_all)
-        forked = parent_ref(session.header.parent_session)
         echo(
             f"session {short_id(session.id)}  {session.path or '(in memory)'}"
-            + (f"  (fork of {forked})" if forked else "")
+            + origin_note(session)
             + (f"  name: {one_line(session.name)}" if session.name else "")
         )
         for line in view.lines:

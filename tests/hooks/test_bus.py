@@ -24,6 +24,7 @@ from hooks import (
     emit_tool_call,
     emit_tool_result,
     has_receivers,
+    link_sender,
     notify,
     on,
     signal_for,
@@ -671,3 +672,79 @@ def test_a_receiver_that_cannot_take_event_by_name_is_refused_at_connection() ->
 )
 def test_receivers_callable_with_event_by_name_are_accepted(receiver: Any) -> None:
     connect("turn_start", receiver)()
+
+
+# --- linked senders (a sub-agent's harness and its parent) ----------------------------------
+
+
+async def test_a_linked_childs_events_reach_the_parents_receivers_once_as_the_child() -> None:
+    grandparent, parent, child, stranger = Harness(), Harness(), Harness(), Harness()
+    calls: list[tuple[str, object]] = []
+
+    def make(label: str) -> Any:
+        def receiver(sender: object, event: AgentStartEvent) -> None:
+            calls.append((label, sender))
+
+        return receiver
+
+    on_parent, on_child, on_any, on_top = make("parent"), make("child"), make("any"), make("top")
+    undo = [
+        connect("agent_start", on_parent, sender=parent),
+        connect("agent_start", on_child, sender=child, priority=-1),
+        connect("agent_start", on_any),
+        connect("agent_start", on_top, sender=grandparent, priority=5),
+        # The same receiver on two senders of the chain still runs once.
+        connect("agent_start", on_parent, sender=child),
+    ]
+    unlink_parent = link_sender(parent, grandparent)
+    unlink = link_sender(child, parent)
+    try:
+        assert has_receivers("agent_start", child)
+        await notify(child, AgentStartEvent())
+        assert calls == [("top", child), ("parent", child), ("any", child), ("child", child)]
+        calls.clear()
+        await notify(stranger, AgentStartEvent())
+        assert calls == [("any", stranger)]
+        calls.clear()
+        await notify(parent, AgentStartEvent())  # links go up, never down
+        assert [label for label, _ in calls] == ["top", "parent", "any"]
+        calls.clear()
+        unlink()
+        await notify(child, AgentStartEvent())
+        assert [label for label, _ in calls] == ["parent", "any", "child"]
+    finally:
+        unlink()
+        unlink_parent()
+        for disconnect in undo:
+            disconnect()
+
+
+async def test_a_linked_childs_tool_call_is_blocked_by_the_parents_hook() -> None:
+    parent, child = Harness(), Harness()
+    undo = connect("tool_call", lambda sender, event: Block(reason="not here"), sender=parent)
+    unlink = link_sender(child, parent)
+    try:
+        outcome = await emit_tool_call(child, call_event(command="rm -rf /"))
+        assert outcome.blocked and outcome.reason == "not here"
+    finally:
+        unlink()
+        undo()
+    assert not (await emit_tool_call(child, call_event(command="ls"))).blocked
+
+
+async def test_a_link_that_would_make_a_cycle_is_refused() -> None:
+    a, b = Harness(), Harness()
+    unlink = link_sender(b, a)
+    seen: list[object] = []
+    undo = connect("agent_start", lambda sender, event: seen.append(sender))
+    try:
+        with pytest.raises(ValueError):
+            link_sender(a, b)
+        with pytest.raises(ValueError):
+            link_sender(a, a)
+        # A sender that cannot be linked (no weak reference) is dispatched as before.
+        await notify("a str sender", AgentStartEvent())
+        assert seen == ["a str sender"]
+    finally:
+        unlink()
+        undo()

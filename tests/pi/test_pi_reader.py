@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 from pi_oracle import PiReader, PiState, comparable, ours
 from pi_sessions import before_compaction, v2_session
 from workspaces import SCRIPT, make_harness, seed
@@ -27,11 +28,14 @@ from harness import (
     CHECKPOINT_ENTRY,
     NO_RESULT_TEXT,
     REWIND_ENTRY,
+    AgentDefinition,
     AgentHarness,
+    Approve,
     AssistantMessage,
     BashExecutionMessage,
     CompactionSettings,
     CustomEntry,
+    Defer,
     ExtractiveSummarizer,
     FauxModel,
     FauxReply,
@@ -39,6 +43,8 @@ from harness import (
     ForkPosition,
     JsonlSessionRepo,
     MessageEntry,
+    PermissionRequest,
+    SecuritySupervisor,
     Session,
     TextContent,
     ToolCall,
@@ -805,3 +811,114 @@ async def test_pi_appending_to_a_file_with_no_reply_yet(pi: PiReader, session: S
     assert reopened.leaf_id == appended[-1]
     assert_agree(state, reopened)
     assert [t for _, t in state.context] == ["only a question", "pi asks", "pi answers\n<stop>"]
+
+
+# --- issue 23: sub-agents, run limits, structured output, approvals that wait ----------------
+
+
+async def test_pi_reads_a_run_stopped_by_a_limit_and_a_corrected_answer(
+    pi: PiReader, session: Session
+) -> None:
+    loop = FauxReply(tool_calls=[FauxToolCall(name="lookup", arguments={"word": "tree"})])
+    h = AgentHarness(session=session, model=FauxModel([loop, loop, loop]), tools=[lookup])
+    assert (await h.prompt("look up", max_turns=2)).stop_reason == "max_turns"
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    answer = FauxModel(
+        [
+            FauxReply(tool_calls=[FauxToolCall(name="respond", arguments={"n": "x"})]),
+            "no tool",
+            FauxReply(tool_calls=[FauxToolCall(name="respond", arguments={"n": 3})]),
+        ]
+    )
+    h2 = AgentHarness(session=session, model=answer, tools=[lookup])
+    assert (await h2.prompt("a number", output_schema=schema)).output == {"n": 3}
+
+    state = pi.state(file_of(session))
+
+    assert_agree(state, session)
+    # The stop entry is on pi's branch, a custom entry it keeps out of the context.
+    (stop,) = [e for e in session.entries() if getattr(e, "custom_type", "") == "harness.run.stop"]
+    assert {"id": stop.id, "type": "custom"}.items() <= next(
+        e for e in state.branch if e["id"] == stop.id
+    ).items()
+    # The correction is a custom message pi turns into a user message of the context.
+    assert any("respond tool" in text for role, text in state.context if role == "custom")
+
+
+async def test_pi_reads_a_parent_and_its_sub_agents_session(
+    pi: PiReader, session: Session, repo: JsonlSessionRepo
+) -> None:
+    call = FauxToolCall(
+        name="task", arguments={"subagent_type": "finder", "prompt": "find it"}, id="t1"
+    )
+    finder = AgentDefinition(
+        "finder",
+        "Finds words.",
+        "You find words.",
+        model=FauxModel(
+            [FauxReply(tool_calls=[FauxToolCall(name="lookup", arguments={"word": "a"})]), "found"]
+        ),
+    )
+    h = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=[call]), "ok"]),
+        tools=[lookup],
+        agents=[finder],
+    )
+    await h.prompt("delegate")
+    result = next(
+        e.message
+        for e in session.entries()
+        if isinstance(e, MessageEntry) and e.message.role == "toolResult"
+    )
+    child = await repo.open(result.details["sessionId"])  # type: ignore[attr-defined]
+
+    for s in (session, child):
+        state = pi.state(file_of(s))
+        assert_agree(state, s)
+    assert pi.state(file_of(child)).header["parentSession"] == str(session.path)
+    assert [r for r, _ in pi.state(file_of(child)).context] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
+    child.close()
+
+
+async def test_pi_reads_a_run_awaiting_approval_and_after_its_resume(
+    pi: PiReader, session: Session
+) -> None:
+    async def defer(request: PermissionRequest) -> Defer:
+        return Defer()
+
+    call = FauxToolCall(name="lookup", arguments={"word": "tree"}, id="c1")
+    guarded = evolve(lookup, controlled=True)
+    h = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=[call]), "looked"]),
+        tools=[guarded],
+        supervisor=SecuritySupervisor(approver=defer, setting_sources=()),
+    )
+    (pending,) = (await h.prompt("look")).pending
+
+    waiting = pi.state(file_of(session))
+    # The call has no result yet: pi shows the call as it stands; we add the synthetic
+    # result of a call without one (DESIGN §5), as for any interrupted turn.
+    assert pi_landing(waiting) == session.leaf_id
+    assert pi_branch(waiting) == our_branch(session)
+    mine = ours(session.build_context().messages)
+    assert mine[:2] == waiting.context
+    assert mine[2:] == [("toolResult", f"[c1 lookup error] {NO_RESULT_TEXT}")]
+    written = [
+        e.id
+        for e in session.entries()
+        if getattr(e, "custom_type", "") in ("harness.approvals.pending", "harness.run.stop")
+    ]
+    assert [(e["id"], e["type"]) for e in waiting.branch[-2:]] == [(i, "custom") for i in written]
+
+    h.resolve_approval(pending.id, Approve())
+    await h.resume()
+    done = pi.state(file_of(session))
+    assert_agree(done, session)
+    assert [r for r, _ in done.context] == ["user", "assistant", "toolResult", "assistant"]

@@ -10,14 +10,21 @@ from resource_trees import write_skill
 from harness import (
     SKILL_RUN_TYPE,
     AgentHarness,
+    ApproveAlways,
     CustomEntry,
     FauxModel,
+    FauxReply,
+    FauxToolCall,
     JsonlSessionRepo,
     MemorySessionRepo,
     MessageEntry,
+    PermissionRequest,
+    SecuritySupervisor,
     SkillDisabledError,
     SkillNotFoundError,
+    ToolResultMessage,
     connect,
+    write_tool,
 )
 
 
@@ -90,3 +97,34 @@ async def test_the_nested_run_inherits_the_parents_supervisor_one_level_deeper(
     (child,) = senders
     assert isinstance(child, AgentHarness) and child is not h
     assert child.supervisor is h.supervisor and child.depth == h.depth + 1
+
+
+async def test_an_always_approval_in_the_parent_is_not_asked_again_in_the_skill_run(
+    project: Path,
+) -> None:
+    write_skill(project / ".agents" / "skills", "stamp", "Stamp", "Write the stamp.")
+    session = await MemorySessionRepo().create(str(project))
+    asked: list[tuple[str, int]] = []
+
+    async def approver(request: PermissionRequest) -> ApproveAlways:
+        asked.append((request.operation_key, request.depth))
+        return ApproveAlways()
+
+    stamp = FauxToolCall(name="write", arguments={"path": "stamp.txt", "content": "x"})
+    h = AgentHarness(
+        session=session,
+        cwd=project,
+        # The parent writes once (asked, approved always), then the skill run writes the
+        # same file: its supervisor knows the approval and does not ask.
+        model=FauxModel(
+            [FauxReply(tool_calls=[stamp]), "wrote", FauxReply(tool_calls=[stamp]), "ok"]
+        ),
+        tools=[write_tool()],
+        supervisor=SecuritySupervisor(approver=approver, setting_sources=()),
+    )
+    await h.prompt("stamp it")
+    result = await h.run_skill("stamp", "again")
+
+    assert asked == [("write(stamp.txt)", 0)]
+    results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert [r.is_error for r in results] == [False]
