@@ -23,7 +23,7 @@ import click
 from rich.console import Console
 
 from hooks import HarnessError, McpServerErrorEvent, NotificationEvent, notify
-from repos import JsonlSessionRepo, Session
+from repos import Session, SessionRepo
 
 from .._compaction.summarize import ExtractiveSummarizer
 from .._harness import AgentHarness
@@ -81,7 +81,7 @@ class Chat:
     def __init__(
         self,
         *,
-        repo: JsonlSessionRepo,
+        repo: SessionRepo,
         session: Session,
         model: Model,
         offline: bool,
@@ -281,7 +281,7 @@ def _sigint(chat: Chat) -> Iterator[None]:
 
 
 async def _main(
-    repo: JsonlSessionRepo,
+    repo: SessionRepo,
     session_ref: str | None,
     work_dir: Path | None,
     continue_: bool,
@@ -392,7 +392,7 @@ def chat(
     mode: ModeName | None,
     trust_project: bool,
     checkpoints: bool | None,
-    root: Path | None,
+    root: str | None,
 ) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
 

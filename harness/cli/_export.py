@@ -574,7 +574,7 @@ def _safe_line(obj: dict[str, object]) -> bytes:
     default=None,
     help="Write here (default: stdout).",
 )
-def export(root: Path | None, ref: str, fmt: str | None, output: Path | None) -> None:
+def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> None:
     """Export a session as an HTML page, Markdown or JSONL; the source is not modified.
 
     With -o and stdout a terminal, a progress bar counts the entries written.

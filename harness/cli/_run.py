@@ -37,12 +37,12 @@ from hooks import (
 )
 from repos import (
     CorruptSessionError,
-    JsonlSessionRepo,
     Session,
     SessionNotFoundError,
+    SessionRepo,
     encode_message,
 )
-from repos._importers.claude_code import is_claude_code
+from repos.claude_code import is_claude_code
 
 from .._harness import AgentHarness
 from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName, SecuritySupervisor
@@ -56,7 +56,7 @@ from .._tools.ls import ls_tool
 from .._tools.read import read_tool
 from .._tools.write import write_tool
 from ._checkpoints import checkpoint_option, use_checkpoints
-from ._common import open_repo, resolve_ref, root_option, run_async
+from ._common import describe_store, find_ref, open_ref, open_repo, root_option, run_async
 from ._escape import echo, json_line, terminal
 from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import configured_mcp_servers, show_mcp_errors
@@ -192,14 +192,14 @@ async def _prompt_once(harness: AgentHarness, text: str) -> AssistantMessage:
 
 
 async def _pick_session(
-    repo: JsonlSessionRepo, session_ref: str | None, continue_: bool, cwd: Path
+    repo: SessionRepo, session_ref: str | None, continue_: bool, cwd: Path
 ) -> Session:
     if session_ref is not None:
-        path = resolve_ref(repo, session_ref)
+        path = await find_ref(repo, session_ref)
         try:
-            return await repo.open(path)
+            return await open_ref(repo, path)
         except CorruptSessionError:
-            if path.is_file() and is_claude_code(path):
+            if isinstance(path, Path) and path.is_file() and is_claude_code(path):
                 raise CorruptSessionError(
                     path,
                     1,
@@ -212,7 +212,7 @@ async def _pick_session(
         infos = await repo.list(str(cwd))
         if not infos:
             raise SessionNotFoundError(
-                "--continue", f"no session for the folder {cwd} under {repo.root}"
+                "--continue", f"no session for the folder {cwd} in {describe_store(repo)}"
             )
         return await repo.open(infos[0].path or infos[0].id)
     return await repo.create(str(cwd))
@@ -327,7 +327,7 @@ def run(
     mode: ModeName | None,
     trust_project: bool,
     checkpoints: bool | None,
-    root: Path | None,
+    root: str | None,
 ) -> None:
     """Send one prompt and print the reply; for scripts and CI.
 

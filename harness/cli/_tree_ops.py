@@ -82,7 +82,7 @@ def _harness_for(
     f"(default {CompactionSettings().keep_recent_tokens}); a small N compacts a small session.",
 )
 def compact(
-    root: Path | None,
+    root: str | None,
     ref: str,
     instructions: str | None,
     offline: bool,
@@ -148,7 +148,7 @@ def compact(
     help="With --with-files: the working folder (default: the current one).",
 )
 def checkout(
-    root: Path | None,
+    root: str | None,
     ref: str,
     entry: str,
     summarize: bool,
@@ -204,7 +204,7 @@ def checkout(
 @click.argument("ref", metavar=_REF)
 @click.argument("entry")
 @click.argument("text")
-def label(root: Path | None, ref: str, entry: str, text: str) -> None:
+def label(root: str | None, ref: str, entry: str, text: str) -> None:
     """Label ENTRY with TEXT ("" clears the label)."""
     with _open(open_repo(root), ref) as session:
         leaf = session.leaf_id
