@@ -265,6 +265,7 @@ from ._errors import (
     ToolError,
     UnknownModelError,
 )
+from ._event_json import EventEncoder
 from ._harness import (
     DEFAULT_MAX_STOP_CONTINUES,
     DEFAULT_RESOURCES,
@@ -544,6 +545,7 @@ __all__ = [
     "Entry",
     "EntryNotFoundError",
     "Event",
+    "EventEncoder",
     "ExtractiveSummarizer",
     "FauxModel",
     "FauxReply",

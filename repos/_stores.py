@@ -88,6 +88,13 @@ def _looks_like(word: str) -> str | None:
     return close[0] if close else None
 
 
+def _exists(text: str) -> bool:
+    """Whether ``text``, or its first path component, names something on disk: then it is a
+    path whatever it looks like (``x:y``, ``sqlite/more``)."""
+    first = text.split("/", 1)[0]
+    return Path(text).expanduser().exists() or (bool(first) and Path(first).expanduser().exists())
+
+
 def parse_store_url(spec: str | os.PathLike[str]) -> StoreUrl:
     """Parse a store name.
 
@@ -122,13 +129,13 @@ def parse_store_url(spec: str | os.PathLike[str]) -> StoreUrl:
             if not rest:
                 raise InvalidStoreUrlError(text, f"{scheme}: needs a path after the colon")
             return StoreUrl(scheme, rest)  # type: ignore[arg-type]
-        if not Path(text).expanduser().exists():
+        if not _exists(text):
             typo = _looks_like(scheme)
             hint = f" (did you mean {typo}:?)" if typo else ""
             raise InvalidStoreUrlError(text, f"unknown scheme {scheme!r}{hint}")
     first = re.split(r"[/\\;,.]", text, maxsplit=1)[0]
     typo = _looks_like(first) if first and first != text else None
-    if typo is not None and not Path(text).expanduser().exists():
+    if typo is not None and not _exists(text):
         raise InvalidStoreUrlError(
             text,
             f"it looks like a {typo} store URL with a typo (write {typo}:...; "

@@ -178,7 +178,7 @@ class RootNotFoundError(HarnessError):
     code = "root_not_found"
 
     def __init__(self, root: str) -> None:
-        super().__init__(f"the sessions store {root} does not exist")
+        super().__init__(f"the sessions root {root} does not exist")
         self.root = root
 
 
@@ -212,7 +212,9 @@ def store_spec(root: str | None) -> str | None:
     return os.environ.get(STORE_ENV) or store_setting()
 
 
-def open_repo(root: str | None, *, must_exist: bool = False) -> SessionRepo:
+def open_repo(
+    root: str | None, *, must_exist: bool = False, param_hint: str = "--root"
+) -> SessionRepo:
     """The repository of a ``--root`` value (see :func:`store_spec`): every command opens its
     store here, so ``jsonl:DIR``, ``sqlite:PATH``, ``postgresql://...`` and ``memory:`` work
     everywhere and a typo is never a folder. A database's connections close with the command.

@@ -181,7 +181,7 @@ def claude_code(root: str | None, source: Path) -> None:
     grown since its import extends the session it became with the new entries. Another
     transcript claiming the same Claude Code session id becomes a session of its own (a note
     says so). A FILE that is not a transcript (or not a regular file) exits 1; under a DIR such
-    files are skipped and named, and a DIR holding no transcript at all exits 1.
+    files are skipped and named; a DIR holding no .jsonl file at all exits 1.
     """
     paths = _transcripts(source)
     if not paths:
@@ -199,11 +199,8 @@ def claude_code(root: str | None, source: Path) -> None:
             refused += outcome == "skipped"
             advance(1)
     echo(f"{imported} imported, {extended} extended, {skipped} already imported")
-    if refused == len(paths):
-        # The one file named, or every file under the folder, is no transcript (said above).
-        if source.is_dir():
-            echo(f"nothing to import: no Claude Code transcript under {source}", err=True)
-        raise SystemExit(1)
+    if refused and not source.is_dir():
+        raise SystemExit(1)  # the one file named is not a transcript (said above, on stderr)
 
 
 def _import_one(target: _Target, known: Known, path: Path) -> str:
