@@ -350,7 +350,8 @@ class RpcServer:
     async def close(self) -> None:
         """Abort what runs, then save and close the session."""
         for pending in self._pending.values():
-            pending.cancel()
+            if not pending.done():  # nobody is left to answer: denied
+                pending.set_result({"cancelled": True})
         if self._bash is not None:
             self._bash.cancel()
         await self.harness.shutdown()
