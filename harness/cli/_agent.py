@@ -35,6 +35,7 @@ from harness import (
     MemorySessionRepo,
     Model,
     PermissionRules,
+    ResourceOptions,
     SecuritySupervisor,
     Session,
     SessionNotFoundError,
@@ -348,7 +349,11 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         help=f"Offer only these built-in tools ({', '.join(BUILTIN_TOOLS)}; Claude Code's "
         "names too).",
     ),
-    click.option("--no-tools", is_flag=True, help="Offer no tools at all."),
+    click.option(
+        "--no-tools",
+        is_flag=True,
+        help="Offer no tools at all: no built-in tool, no MCP server, no skill.",
+    ),
     click.option(
         "--system-prompt",
         metavar="TEXT",
@@ -538,6 +543,9 @@ class Agents:
             registry=self.choice.registry if self.choice is not None else None,
             thinking_level=thinking,
             tools=self.opts.tool_list(),
+            # --no-tools: no skill tool either (no skill is offered); templates and context
+            # files still work.
+            resources=ResourceOptions(max_skills=0) if self.opts.no_tools else ResourceOptions(),
             system_prompt=self._system_prompt,
             supervisor=self.supervisor,
             cwd=self.cwd,

@@ -53,8 +53,8 @@ from ._chat_view import ChatView
 from ._common import describe_store, one_line, run_async
 from ._hooks import attach_hook_output, load_command_hooks
 from ._models import ModelChoice
+from ._opening import warn_diagnostics
 from ._run import first_model, session_model
-from ._sessions import _warn_diagnostics
 
 __all__ = ["IDLE_ENV", "Chat", "chat"]
 
@@ -269,7 +269,7 @@ async def _main(opts: AgentOptions, repo: SessionRepo, here: Path) -> None:
     command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
     session = await pick_session(opts, repo, here)
     created = opts.new_session
-    _warn_diagnostics(session)
+    warn_diagnostics(session)
     try:
         ask = _confirm if terminal else None
         cwd = working_folder(session, here if opts.work_dir is not None else None, ask=ask)

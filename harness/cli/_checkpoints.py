@@ -29,7 +29,7 @@ from .._checkpoints import (
 from .._harness import AgentHarness
 from ._common import HarnessGroup, open_repo, root_option, run_async
 from ._escape import echo
-from ._sessions import _open
+from ._opening import opened
 
 __all__ = [
     "checkpoint_option",
@@ -137,7 +137,7 @@ def rewind(
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
     """
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         if what == "conversation":
             harness = AgentHarness(session=session, resources=None)
             result = run_async(harness.navigate_tree(entry))
@@ -195,7 +195,7 @@ def gc(root: str | None, max_bytes: int | None, min_age_s: float) -> None:
     )
     referenced: set[str] = set()
     for info in run_async(repo.list()):
-        with _open(repo, str(info.path or info.id)) as session:
+        with opened(repo, str(info.path or info.id)) as session:
             referenced |= referenced_blobs(session)
     report = store.gc(referenced, max_bytes=max_bytes, min_age_s=min_age_s)
     echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")

@@ -56,9 +56,10 @@ from repos import (
     SessionInfoEntry,
     TreeNode,
     UnknownEntry,
+    dumps_line,
     encode_entry,
+    encode_header,
 )
-from repos._codec import dumps_line, encode_header
 
 from ._common import one_line, open_repo, progress, root_option
 from ._escape import (
@@ -73,8 +74,8 @@ from ._escape import (
     terminal,
 )
 from ._escape import html_text as _e  # text and quoted attribute values of the page
+from ._opening import opened
 from ._render import entry_kind, entry_text, totals
-from ._sessions import _open
 
 __all__ = ["export", "session_html", "session_jsonl", "session_markdown"]
 
@@ -588,7 +589,7 @@ def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> 
             f"--format {fmt} does not match the file name {output}", param_hint="-o"
         )
     fmt = fmt or by_suffix or "html"
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         if output is None and fmt != "md" and sys.stdout.isatty():
             # A page (or JSONL) is no reading for a terminal: it goes to a file, said so.
             output = Path(f"{session.id}.{fmt}")

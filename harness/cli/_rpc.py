@@ -75,9 +75,9 @@ from ._common import describe_store, find_ref, open_ref, run_async
 from ._escape import echo, json_line
 from ._export import session_html
 from ._hooks import load_command_hooks
+from ._opening import warn_diagnostics
 from ._render import totals
 from ._run import first_model, session_model
-from ._sessions import _warn_diagnostics
 
 __all__ = ["APPROVAL_OPTIONS", "MAX_LINE_BYTES", "RPC_EVENTS", "rpc"]
 
@@ -871,7 +871,7 @@ async def _main(opts: AgentOptions, repo: SessionRepo, here: Path, timeout_s: fl
     command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
     session = await pick_session(opts, repo, here)
     try:
-        _warn_diagnostics(session)
+        warn_diagnostics(session)
         cwd = working_folder(session, here if opts.work_dir is not None else None)
         if model is None:
             model, level = session_model(choice, session, level)

@@ -61,8 +61,8 @@ from ._hooks import attach_hook_output, load_command_hooks
 from ._mcp import show_mcp_errors
 from ._models import DEFAULT_MODEL, ModelChoice
 from ._offline import offline_model
+from ._opening import warn_diagnostics
 from ._print import PrintRun, Record
-from ._sessions import _warn_diagnostics
 
 __all__ = ["DEFAULT_MODEL", "STDIN_WAIT_ENV", "first_model", "run"]
 
@@ -313,7 +313,7 @@ def run(
     # Broken hook settings fail before a session file is written (run works in `here`).
     command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
     with run_async(pick_session(opts, repo, here)) as session:
-        _warn_diagnostics(session)
+        warn_diagnostics(session)
         seen = len(session.diagnostics)
         cwd = working_folder(session, here if opts.work_dir is not None else None)
         if model is None:
@@ -331,7 +331,7 @@ def run(
             verbose=verbose,
         )
         results = run_async(_main(printer, text, streaming_input, opts.thinking))
-        _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
+        warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
             raise SystemExit(1)

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import errno
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from harness import HarnessError, load_registry
 from repos import (
-    CorruptSessionError,
     ForkPosition,
     JsonlSessionRepo,
     Session,
@@ -26,15 +24,12 @@ from repos import (
     SessionRepo,
     encode_message,
     open_session,
-    session_from_lines,
 )
-from repos.claude_code import convert, is_claude_code
 
 from ._common import (
     HarnessGroup,
     describe_store,
     one_line,
-    open_ref,
     open_repo,
     resolve_ref,
     root_option,
@@ -42,6 +37,7 @@ from ._common import (
     short_id,
 )
 from ._escape import echo, json_line, terminal
+from ._opening import opened, shown_path
 from ._render import (
     DEFAULT_MAX_CHARS,
     Totals,
@@ -61,66 +57,6 @@ _REF = "ID|PATH"
 
 def _dump(value: object) -> str:
     return json_line(value, indent=True)
-
-
-def _warn_diagnostics(session: Session, *, since: int = 0) -> None:
-    """Report what reading the file found and handled (torn tail, skipped lines...): the data
-    shown may differ from the file, and the user should know why. ``since``: how many of the
-    session's diagnostics were reported already."""
-    for diag in session.diagnostics[since:]:
-        where = str(session.path or session.id) + (f":{diag.line}" if diag.line else "")
-        echo(f"warning: {where}: {one_line(diag.message)} ({diag.code})", err=True)
-
-
-_TRANSCRIPTS: dict[str, Path] = {}
-"""Claude Code transcripts opened converted (in memory) by :func:`_open`, by session id: what
-a command names as the session's file."""
-
-
-def shown_path(session: Session) -> str:
-    """The session's file for messages: its path, the Claude Code transcript it was
-    converted from, or ``(in the store)`` for a database's."""
-    if session.path is not None:
-        return str(session.path)
-    transcript = _TRANSCRIPTS.get(session.id)
-    return f"{transcript} (converted)" if transcript is not None else "(in the store)"
-
-
-@contextmanager
-def _open(repo: SessionRepo, ref: str) -> Iterator[Session]:
-    """Open the session ``ref`` names (see ``resolve_ref``); a Claude Code transcript is opened
-    converted, in memory, with a note saying so. Diagnostics of reading go to stderr: those
-    of opening first, then those found while the command read bodies (a damaged body is found
-    when it is first decoded, and skipped)."""
-    found = resolve_ref(repo, ref)
-    try:
-        session = run_async(open_ref(repo, found))
-    except CorruptSessionError:
-        if not (isinstance(found, Path) and found.is_file() and is_claude_code(found)):
-            raise
-        session = _open_claude_code(found)
-    _warn_diagnostics(session)
-    seen = len(session.diagnostics)
-    try:
-        with session:
-            yield session
-            _warn_diagnostics(session, since=seen)
-    finally:
-        _TRANSCRIPTS.pop(session.id, None)
-
-
-def _open_claude_code(path: Path) -> Session:
-    """A Claude Code transcript, converted and held in memory (nothing is written)."""
-    conversion = convert(path)
-    echo(
-        f"note: {path} is a Claude Code transcript (session {conversion.source_session_id}, "
-        f"{conversion.records} records), not one of our sessions; shown converted, read-only. "
-        f"`harness import claude-code {path}` imports it.",
-        err=True,
-    )
-    session = session_from_lines(conversion.main.lines)
-    _TRANSCRIPTS[session.id] = path
-    return session
 
 
 @click.group(cls=HarnessGroup)
@@ -215,7 +151,7 @@ def show(root: str | None, ref: str, as_json: bool, max_chars: int, page: bool |
     tool results whose call is not in the context and empty assistant messages are left out, as
     they are for the model.
     """
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         context = session.build_context()
         if as_json:
             echo(_dump([encode_message(m) for m in context.messages]))
@@ -254,7 +190,7 @@ def tree(root: str | None, ref: str, show_all: bool) -> None:
     entries, leaf moves and a name set off the active path with nothing after it (a fork writes
     its name so) are bookkeeping: not drawn unless --all.
     """
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         view = tree_view(session, show_all=show_all)
         forked = parent_ref(session.header.parent_session)
         echo(
@@ -363,7 +299,7 @@ def _fork_with_files(
     from .._harness import AgentHarness  # the harness is heavy; only fork --workspace needs it
     from ._checkpoints import working_folder_for_files
 
-    with _open(repo, ref) as session:
+    with opened(repo, ref) as session:
         here = working_folder_for_files(session, None)
         harness = AgentHarness(session=session, cwd=here, checkpoints=True, resources=None)
         return run_async(harness.fork(repo, entry_id, position=position, workspace=workspace))

@@ -23,7 +23,8 @@ from .._harness import AgentHarness
 from ._checkpoints import report_rewind, working_folder_for_files
 from ._common import one_line, open_repo, root_option, run_async, spinner
 from ._escape import echo
-from ._sessions import _open, sessions
+from ._opening import opened
+from ._sessions import sessions
 
 __all__ = ["checkout", "compact", "label"]
 
@@ -96,7 +97,7 @@ def compact(
     ANTHROPIC_API_KEY. A pi v1/v2 file is first migrated to v3 (original kept as .v1.bak).
     """
     settings = None if keep_recent is None else CompactionSettings(keep_recent_tokens=keep_recent)
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         harness = _harness_for(session, offline, settings)
         context = session.build_context().messages
         before = len(context)
@@ -167,7 +168,7 @@ def checkout(
         raise click.UsageError("--force and --cwd go with --with-files")
     if with_files and summarize and not offline:
         raise click.UsageError("--with-files summarises only with --offline")
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         if with_files:
             harness = AgentHarness(
                 session=session,
@@ -206,7 +207,7 @@ def checkout(
 @click.argument("text")
 def label(root: str | None, ref: str, entry: str, text: str) -> None:
     """Label ENTRY with TEXT ("" clears the label)."""
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         leaf = session.leaf_id
         with _reporting(session):
             written = session.set_label(entry, text or None)
