@@ -54,6 +54,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _USAGE = "jsonl:DIR (or a folder), sqlite:PATH, postgresql://... or memory:"
+_PASSWORD = re.compile(r"([/:][^/:@]*):[^/@]*@")
 
 
 class InvalidStoreUrlError(SessionError, ValueError):
@@ -63,8 +64,9 @@ class InvalidStoreUrlError(SessionError, ValueError):
     code = "invalid_store_url"
 
     def __init__(self, spec: str, reason: str) -> None:
-        super().__init__(f"store {spec!r}: {reason}; a store is {_USAGE}")
-        self.spec, self.reason = spec, reason
+        shown = _PASSWORD.sub(r"\1:***@", spec)  # a URL's password is never printed
+        super().__init__(f"store {shown!r}: {reason}; a store is {_USAGE}")
+        self.spec, self.reason = shown, reason
 
 
 @frozen

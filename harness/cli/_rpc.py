@@ -427,14 +427,22 @@ class RpcServer:
             await asyncio.wait({run, started}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             disconnect()
-        if not started.done() and run.done() and run.exception() is not None:
-            raise run.exception()  # type: ignore[misc]
+        if not started.done() and run.done():
+            refused = run.result()  # refused before it started: a hook, a busy session
+            if refused is not None:
+                raise refused
         return None
 
-    async def _run(self, harness: AgentHarness, content: str | list[UserContent]) -> None:
-        # A failure is persisted as the error reply; the events and agent_end said it.
-        with contextlib.suppress(HarnessError):
+    async def _run(
+        self, harness: AgentHarness, content: str | list[UserContent]
+    ) -> HarnessError | None:
+        """The prompt; its error, if any. One after the run started is persisted as the error
+        reply, and the events said it (pi reports it so, not as a second response)."""
+        try:
             await harness.prompt(content)
+        except HarnessError as exc:
+            return exc
+        return None
 
     async def _queue(self, behaviour: str, text: str, images: list[ImageContent]) -> None:
         if images:

@@ -258,3 +258,19 @@ def test_the_end_of_input_ends_the_process_with_the_partial_reply_saved(
         last = [e.message for e in session.get_branch() if isinstance(e, MessageEntry)][-1]
     assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
     assert last.text and "(offline) Counting to 5000: 1 2 3".startswith(last.text[:30])
+
+
+def test_a_prompt_refused_before_it_starts_gets_an_error_response(
+    rpc: Callable[..., Rpc], work: Path
+) -> None:
+    settings = work.parent / "config" / "harness" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    refuse = "echo 'not today' >&2; exit 2"
+    hook = {"hooks": [{"type": "command", "command": refuse}]}
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [hook]}}))
+    server = rpc()
+    refused = server.call({"id": "1", "type": "prompt", "message": "hello"})
+    assert refused["success"] is False and "not today" in refused["error"]
+    state = server.call({"id": "2", "type": "get_state"})["data"]
+    assert state["messageCount"] == 0 and state["isStreaming"] is False
+    assert server.close() == 0

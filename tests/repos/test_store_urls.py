@@ -40,6 +40,13 @@ def test_each_scheme_parses(spec: str, scheme: str, location: str) -> None:
     assert parse_store_url(spec) == StoreUrl(scheme, location)  # type: ignore[arg-type]
 
 
+def test_a_password_is_never_in_the_message() -> None:
+    for spec in ("postgresql:/u:s3cret@h/db", "postgresq://u:s3cret@h/db"):
+        with pytest.raises(InvalidStoreUrlError) as caught:
+            parse_store_url(spec)
+        assert "s3cret" not in str(caught.value) and "u:***@h" in str(caught.value)
+
+
 def test_a_path_object_is_always_a_folder() -> None:
     assert parse_store_url(Path("sqlite:x")) == StoreUrl("jsonl", "sqlite:x")
 
