@@ -26,6 +26,7 @@ from repos import (
 from ._common import (
     MIN_PREFIX,
     AmbiguousSessionError,
+    RootNotFoundError,
     describe_store,
     one_line,
     open_repo,
@@ -128,7 +129,10 @@ def copy(
     alone and reported as a conflict (exit 1).
     """
     # A typo must not "copy 0 sessions" (nor create an empty database to read from).
-    src_repo = open_repo(source, must_exist=True, param_hint="--from")
+    try:
+        src_repo = open_repo(source, must_exist=True, param_hint="--from")
+    except RootNotFoundError as exc:
+        raise click.BadParameter(f"{exc.root} does not exist", param_hint="--from") from None
     dst_repo = open_repo(destination, param_hint="--to")
     src, dst = line_store(src_repo), line_store(dst_repo)
     wanted = run_async(_wanted(src, ids, describe_store(src_repo))) if ids else None

@@ -103,6 +103,7 @@ try {
   client.process.stdin.write("this is not json\n");
   client.process.stdin.write('{"type": "no_such_command", "id": "x1"}\n');
   await waitFor((e) => events.indexOf(e) >= start && e.type === "response" && e.command === "parse");
+  await waitFor((e) => events.indexOf(e) >= start && e.type === "response" && e.command === "no_such_command");
   out.malformed = events.slice(start).filter((e) => e.type === "response");
   out.stateAfterMalformed = await client.getState();
 
