@@ -1,5 +1,8 @@
 """Subscribe to every event of one harness and print each as a JSON line.
 
+The lines have the shape ``harness run --verbose`` and ``harness rpc`` write (pi's RPC event
+shape: ``type``, camelCase fields; docs/events.md), made by ``EventEncoder``.
+
 Run: .venv/bin/python examples/log_events.py   (offline: the scripted faux model answers)
 """
 
@@ -9,15 +12,15 @@ import asyncio
 import sys
 import tempfile
 
-import attrs
 import orjson
 
-from harness import EVENT_CLASSES, AgentHarness, Event, FauxModel, JsonlSessionRepo
+from harness import EVENT_CLASSES, AgentHarness, Event, EventEncoder, FauxModel, JsonlSessionRepo
+
+encoder = EventEncoder()  # one per stream: it follows each tool call from start to end
 
 
 def print_json(sender: object, event: Event) -> None:
-    record = {"event": event.name, **attrs.asdict(event)}
-    print(orjson.dumps(record, default=repr).decode())
+    print(orjson.dumps(encoder.encode(event, sender)).decode())
 
 
 async def main() -> None:

@@ -117,6 +117,7 @@ from ._mcp import (
 )
 from ._operations import NavigationResult, compact_session, navigate_session
 from ._permissions import (
+    PERMISSION_ENTRY,
     ApprovalSigner,
     Approve,
     ApproveAlways,
@@ -600,6 +601,11 @@ class AgentHarness:
     @property
     def compaction(self) -> CompactionSettings:
         return self._compaction
+
+    @compaction.setter
+    def compaction(self, settings: CompactionSettings) -> None:
+        """From the next check on (pi's ``setAutoCompactionEnabled``: ``enabled=False``)."""
+        self._compaction = settings
 
     @property
     def context_window(self) -> int:
@@ -1184,13 +1190,20 @@ class AgentHarness:
         # the operation then emits `abort` itself.
         return cleared
 
-    async def compact(self, custom_instructions: str | None = None) -> CompactionEntry | None:
+    async def compact(
+        self, custom_instructions: str | None = None, *, force: bool = False
+    ) -> CompactionEntry | None:
         """Compact the session now: summarise what lies before the kept recent messages.
 
         Follows pi's algorithm (cut point, split-turn prefix, iterative update of the previous
         summary, read/modified files); custom instructions reach every summary call, the
         split-turn one included (pi #9348). ``session_before_compact`` hooks may cancel or supply
         the compaction; ``session_compact`` reports it.
+
+        Args:
+            force: keep no recent tokens verbatim (``keep_recent_tokens=0`` for this call):
+                everything before the last message that can start the kept part is
+                summarised, even in a session far below the threshold (chat's ``/compact``).
 
         Returns:
             The compaction entry, or None when there is nothing to compact.
@@ -1202,7 +1215,8 @@ class AgentHarness:
         """
         self._claim("compact")
         try:
-            return await self._compact(custom_instructions)
+            settings = evolve(self._compaction, keep_recent_tokens=0) if force else None
+            return await self._compact(custom_instructions, settings=settings)
         except asyncio.CancelledError:
             if not self._absorb_abort():
                 raise
@@ -1417,6 +1431,22 @@ class AgentHarness:
                 cleared_steer=cleared.cleared_steer, cleared_follow_up=cleared.cleared_follow_up
             ),
         )
+
+    def revoke_approval(self, operation_key: str) -> bool:
+        """Forget an approve-always (``harness chat``'s ``/permissions revoke KEY``): the key
+        is asked again, in this harness and any opened on the session later. Writes a
+        ``permission`` entry ``{"operationKey", "decision": "revoke"}`` (unsigned: it only
+        takes away; ``remembered_approvals`` reads entries in file order).
+
+        Returns:
+            Whether ``operation_key`` was approved always.
+        """
+        if operation_key not in self._approvals:
+            return False
+        self._approvals.discard(operation_key)
+        data: dict[str, JSONValue] = {"operationKey": operation_key, "decision": "revoke"}
+        self._write(lambda: self._session.append_custom(PERMISSION_ENTRY, data))
+        return True
 
     async def wait_for_idle(self) -> None:
         """Return once no operation is running."""
@@ -1823,12 +1853,13 @@ class AgentHarness:
         self,
         custom_instructions: str | None,
         trigger: Literal["manual", "threshold", "overflow"] = "manual",
+        settings: CompactionSettings | None = None,
     ) -> CompactionEntry | None:
         self.flush_pending_writes()
         entry = await compact_session(
             self,
             self._session,
-            settings=self._compaction,
+            settings=settings or self._compaction,
             summarizer=self.summarizer,
             custom_instructions=custom_instructions,
             trigger=trigger,

@@ -1,4 +1,5 @@
-"""Session storage: entries, the session tree, and repositories (JSONL files, memory).
+"""Session storage: entries, the session tree, and repositories (JSONL files, SQLite, memory;
+PostgreSQL in ``repos.postgres``), named by one string (``open_store``).
 
 May import ``hooks``; never ``harness``. Everything public is also re-exported from ``harness``.
 """
@@ -7,7 +8,9 @@ from ._codec import (
     MAX_NESTING,
     decode_entry,
     decode_message,
+    dumps_line,
     encode_entry,
+    encode_header,
     encode_message,
     nested_deeper,
 )
@@ -19,7 +22,7 @@ from ._context import (
     entry_message,
     normalize_messages,
 )
-from ._copy import CopyReport, LineStore, copy_sessions, open_line_store
+from ._copy import CopyReport, LineStore, copy_sessions
 from ._entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -59,10 +62,21 @@ from ._memory import MemorySessionRepo
 from ._repo import ForkPosition, ForkScope, SessionInfo, SessionRepo
 from ._session import Diagnostic, FsyncPolicy, Session, TreeNode
 from ._sqlite import SqliteSessionRepo
+from ._stores import (
+    STORE_SCHEMES,
+    InvalidStoreUrlError,
+    StoreUrl,
+    line_store,
+    open_line_store,
+    open_store,
+    parse_store_url,
+    session_from_lines,
+)
 
 __all__ = [
     "MAX_NESTING",
     "NO_RESULT_TEXT",
+    "STORE_SCHEMES",
     "ActiveToolsChangeEntry",
     "BranchSummaryEntry",
     "CompactionEntry",
@@ -80,6 +94,7 @@ __all__ = [
     "InvalidEntryError",
     "InvalidForkTargetError",
     "InvalidSessionIdError",
+    "InvalidStoreUrlError",
     "JsonlSessionRepo",
     "LabelEntry",
     "LeafEntry",
@@ -103,6 +118,7 @@ __all__ = [
     "SessionWriteError",
     "SqliteSessionRepo",
     "StorageError",
+    "StoreUrl",
     "ThinkingLevelChangeEntry",
     "TreeNode",
     "UnknownEntry",
@@ -110,14 +126,20 @@ __all__ = [
     "copy_sessions",
     "decode_entry",
     "decode_message",
+    "dumps_line",
     "encode_cwd",
     "encode_entry",
+    "encode_header",
     "encode_message",
     "entry_message",
+    "line_store",
     "nested_deeper",
     "normalize_messages",
     "open_line_store",
     "open_session",
+    "open_store",
+    "parse_store_url",
+    "session_from_lines",
     "validate_session_id",
 ]
 

@@ -7,8 +7,8 @@ resumable: a session the destination already holds with the same lines is skippe
 lines there are a prefix of the source's (an interrupted or older copy) gets only the rest, and
 one holding different lines is reported as a conflict and left alone.
 
-Stores are named ``jsonl:DIR`` (a sessions root), ``sqlite:PATH`` (a database file) and
-``postgresql://...`` (a PostgreSQL URL; needs the ``postgres`` extra).
+Stores are named as everywhere (``repos.open_store``): ``jsonl:DIR`` (a sessions root),
+``sqlite:PATH`` (a database file), ``postgresql://...`` (needs the ``postgres`` extra).
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from ._files import open_regular
 from ._jsonl.atomic import publish_atomically
 from ._jsonl.paths import check_under_root, session_path, validate_session_id
 from ._jsonl.repo import JsonlSessionRepo
-from ._sqlite import SqliteSessionRepo
 
-__all__ = ["CopyReport", "LineStore", "copy_sessions", "open_line_store"]
+__all__ = ["CopyReport", "LineStore", "copy_sessions"]
 
 
 class LineStore(Protocol):
@@ -81,7 +80,9 @@ class _JsonlLines:
         return sorted(i.id for i in infos)
 
     async def export_lines(self, session_id: str) -> list[bytes]:
-        path = self._repo.resolve(session_id)
+        return await self._export_file(session_id, self._repo.resolve(session_id))
+
+    async def _export_file(self, session_id: str, path: Path) -> list[bytes]:
         data = await asyncio.to_thread(_read_regular, path)
         parts = data.split(b"\n")
         if parts[-1]:
@@ -152,26 +153,6 @@ def _header(lines: Sequence[bytes]) -> tuple[str, str, str]:
     if header is None:
         raise CorruptSessionError("<copy>", 1, 0, "no valid session header")
     return validate_session_id(header.id), header.cwd, header.timestamp
-
-
-def open_line_store(spec: str) -> LineStore:
-    """The store named by ``jsonl:DIR``, ``sqlite:PATH`` or ``postgresql://...``.
-
-    Raises:
-        ValueError: an unknown scheme, or ``postgresql:`` without psycopg installed.
-    """
-    scheme, sep, rest = spec.partition(":")
-    if sep and scheme == "jsonl":
-        return _JsonlLines(Path(rest).expanduser())
-    if sep and scheme == "sqlite":
-        return SqliteSessionRepo(Path(rest).expanduser())
-    if sep and scheme in ("postgresql", "postgres"):
-        try:
-            from ._postgres import PostgresSessionRepo
-        except ImportError as exc:
-            raise ValueError(f"{spec}: psycopg is not installed (the postgres extra)") from exc
-        return PostgresSessionRepo(spec)
-    raise ValueError(f"unknown store {spec!r}: use jsonl:DIR, sqlite:PATH or postgresql://...")
 
 
 async def copy_sessions(

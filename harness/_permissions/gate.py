@@ -51,16 +51,20 @@ def remembered_approvals(session: Session, signer: ApprovalSigner | None = None)
     """Operation keys approved always in ``session`` (every branch: an approval is a fact of the
     session, not of one conversation path), counting only entries signed with this user's
     secret: a session file is untrusted, and a ``permission`` entry someone else wrote (or one
-    copied from another session) grants nothing (docs/security.md)."""
+    copied from another session) grants nothing (docs/security.md). A later ``revoke`` entry of
+    the same key (``AgentHarness.revoke_approval``) takes it back."""
     signer = signer or ApprovalSigner()
     keys = set()
     for entry in session.entries():
         if isinstance(entry, CustomEntry) and entry.custom_type == PERMISSION_ENTRY:
             data = entry.data
-            if isinstance(data, Mapping) and data.get("decision") == "approve_always":
-                key = data.get("operationKey")
-                if isinstance(key, str) and signer.verify(session.id, data):
-                    keys.add(key)
+            if not isinstance(data, Mapping) or not isinstance(data.get("operationKey"), str):
+                continue
+            key = data["operationKey"]
+            if data.get("decision") == "approve_always" and signer.verify(session.id, data):
+                keys.add(key)
+            elif data.get("decision") == "revoke":  # only takes away: needs no signature
+                keys.discard(key)
     return keys
 
 

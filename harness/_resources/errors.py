@@ -25,9 +25,9 @@ class SkillNotFoundError(HarnessError, LookupError):
     code = "skill_not_found"
 
     def __init__(self, names: Sequence[str], known: Sequence[str]) -> None:
-        super().__init__(
-            f"unknown skills {', '.join(names)}; known: {', '.join(sorted(known)) or 'none'}"
-        )
+        named = ", ".join(map(repr, names))
+        which = f"no skill is named {named}" if len(names) == 1 else f"no skills are named {named}"
+        super().__init__(f"{which}; the skills are: {', '.join(sorted(known)) or 'none'}")
         self.names, self.known = tuple(names), tuple(known)
 
 

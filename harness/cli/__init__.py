@@ -36,6 +36,7 @@ from ._hooks import hooks
 from ._import import import_group
 from ._mcp import mcp
 from ._resources import skills, templates
+from ._rpc import rpc
 from ._run import run
 from ._serve import serve
 from ._sessions import sessions
@@ -58,13 +59,38 @@ def _version() -> str:
         return "unknown"
 
 
-@click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
+_GROUP_OPTIONS = frozenset({"-v", "--verbose", "--version", "-h", "--help"})
+_PRINT_FLAGS = frozenset({"-p", "--print"})
+
+
+class _Main(HarnessGroup):
+    """``harness`` alone starts ``chat`` (pi's and Claude Code's habit; help stays on
+    ``--help``), and options before any command go to ``chat``, or to ``run`` when they hold
+    ``-p``/``--print`` (``harness -p "question"``, ``harness -c``, ``harness --model M``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        first = next((i for i, arg in enumerate(args) if arg not in _GROUP_OPTIONS), len(args))
+        rest = args[first:]
+        if first == len(args) and not any(a in ("-h", "--help", "--version") for a in args):
+            args = [*args, "chat"]
+        elif rest and rest[0].startswith("-") and rest[0] != "--":
+            before_end = rest[: rest.index("--")] if "--" in rest else rest
+            command = "run" if any(a in _PRINT_FLAGS for a in before_end) else "chat"
+            args = [*args[:first], command, *rest]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_version(), "--version", prog_name="harness")
 @click.option(
     "-v", "--verbose", is_flag=True, help="Also print the library's log messages (INFO and up)."
 )
 def main(verbose: bool) -> None:
-    """An agent harness whose sessions are pi-compatible JSONL trees."""
+    """An agent harness whose sessions are pi-compatible JSONL trees.
+
+    `harness` alone starts a chat; `harness -p PROMPT` (or `harness run PROMPT`) sends one
+    prompt and prints the reply; `harness rpc` serves pi's RPC protocol on stdin/stdout.
+    """
     make_streams_safe()
     sys.excepthook = excepthook  # a bug's traceback may quote session text
     # The commands report problems themselves (skipped files, diagnostics); the library's own
@@ -79,6 +105,7 @@ main.add_command(sessions)
 main.add_command(demo)
 main.add_command(run)
 main.add_command(chat)
+main.add_command(rpc)
 main.add_command(export)
 main.add_command(import_group)
 main.add_command(skills)

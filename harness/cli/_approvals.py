@@ -15,28 +15,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 
 from hooks import JSONValue
-from repos import JsonlSessionRepo, Session, open_session
+from repos import Session, SessionRepo
 
 from .._agents import PendingApproval, Reply, awaiting_run
 from .._agents.errors import ApprovalNotFoundError
 from .._harness import AgentHarness
-from .._permissions import Approve, ApproveAlways, Deny, ModeName, SecuritySupervisor
-from .._tools.bash import bash_tool
-from .._tools.edit import edit_tool
-from .._tools.find import find_tool
-from .._tools.grep import grep_tool
-from .._tools.ls import ls_tool
-from .._tools.read import read_tool
-from .._tools.write import write_tool
-from ._checkpoints import use_checkpoints
+from .._permissions import Approve, ApproveAlways, Deny
+from ._agent import AgentOptions, Agents, agent_options, working_folder
 from ._common import (
     HarnessGroup,
+    SessionRef,
     one_line,
+    open_ref,
     open_repo,
     resolve_ref,
     root_option,
@@ -45,10 +40,9 @@ from ._common import (
 )
 from ._escape import echo, json_line
 from ._hooks import attach_hook_output, load_command_hooks
-from ._mcp import configured_mcp_servers, show_mcp_errors
-from ._models import ModelChoice, model_options
+from ._mcp import show_mcp_errors
+from ._offline import offline_model
 from ._render import short
-from ._run import agent_files, offline_model, permission_options, working_folder
 
 __all__ = ["approvals_group", "approve", "deny"]
 
@@ -62,7 +56,7 @@ def approvals_group() -> None:
 @root_option
 @click.argument("ref", metavar="[ID|PATH]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per approval, a list.")
-def list_approvals(root: Path | None, ref: str | None, as_json: bool) -> None:
+def list_approvals(root: str | None, ref: str | None, as_json: bool) -> None:
     """List the calls waiting in session REF, or in the sessions of the current folder.
 
     One line each: the approval's ID, its status (`waiting`; `approve`, `approve_always`
@@ -71,7 +65,7 @@ def list_approvals(root: Path | None, ref: str | None, as_json: bool) -> None:
     entry this user's harness did not sign is marked `UNSIGNED`: it never runs.
     """
     repo = open_repo(root)
-    found = [a for session in _sessions(repo, ref) for a in _read(session)]
+    found = [a for found_ref in _sessions(repo, ref) for a in _read(repo, found_ref)]
     if as_json:
         echo(json_line([_as_json(a) for a in found], indent=True))
         return
@@ -83,34 +77,15 @@ def list_approvals(root: Path | None, ref: str | None, as_json: bool) -> None:
 
 
 def _answer_options(command: Any) -> Any:
-    command = root_option(command)
-    command = model_options(command)
-    command = permission_options(command)
-    command = click.option(
+    """``run``'s options (``--session`` names the session the approval waits in; default:
+    search the current folder's) and ``--output``."""
+    command = agent_options(command)
+    return click.option(
         "--output",
         type=click.Choice(["text", "json"]),
         default="text",
         show_default=True,
         help="text: the resumed run's reply; json: reply, stop reason and session.",
-    )(command)
-    command = click.option(
-        "--offline",
-        is_flag=True,
-        help="Go on with the scripted offline model (as `run --offline`).",
-    )(command)
-    command = click.option(
-        "--cwd",
-        "work_dir",
-        metavar="DIR",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        default=None,
-        help="Work in DIR (default: the current folder).",
-    )(command)
-    return click.option(
-        "--session",
-        "session_ref",
-        metavar="ID|PATH",
-        help="The session the approval waits in (default: search the current folder's).",
     )(command)
 
 
@@ -139,61 +114,19 @@ def deny(approval_id: str, reason: str | None, **options: Any) -> None:
 
 
 def _answer(
-    approval_id: str,
-    decision: Approve | ApproveAlways | Deny,
-    *,
-    session_ref: str | None,
-    work_dir: Path | None,
-    offline: bool,
-    output: str,
-    model_id: str | None,
-    base_url: str | None,
-    api: Literal["responses", "chat"] | None,
-    fallback_model_id: str | None,
-    mode: ModeName | None,
-    trust_project: bool,
-    root: Path | None,
+    approval_id: str, decision: Approve | ApproveAlways | Deny, *, opts: AgentOptions, output: str
 ) -> None:
-    if offline and (model_id or base_url or api or fallback_model_id) is not None:
-        raise click.UsageError("--offline takes no --model, --base-url, --api or --fallback-model")
-    repo = open_repo(root)
-    session, approval = _find(repo, approval_id, session_ref)
+    repo = opts.repo()
+    session, approval = _find(repo, approval_id, opts.ref)
     with session:
         word = {Approve: "approving", ApproveAlways: "approving always", Deny: "denying"}
         echo(f"{word[type(decision)]} {_line(approval)}", err=True)
-        here = Path(os.path.realpath(work_dir or Path.cwd()))
-        cwd = working_folder(session, here if work_dir is not None else None)
-        choice = ModelChoice(
-            model_id=model_id,
-            base_url=base_url,
-            api=api,
-            fallback_model_id=fallback_model_id,
-            cwd=cwd,
-            trust_project=trust_project,
-        )
-        model, level = (offline_model(), None) if offline else choice.model(session)
-        harness = AgentHarness(
-            session=session,
-            model=model,
-            fallback_model=None if offline else choice.fallback(),
-            registry=choice.registry,
-            thinking_level=level,
-            tools=[
-                read_tool(),
-                write_tool(),
-                edit_tool(),
-                bash_tool(),
-                ls_tool(),
-                grep_tool(),
-                find_tool(),
-            ],
-            supervisor=SecuritySupervisor(mode=mode, trust_project=cwd if trust_project else False),
-            cwd=cwd,
-            command_hooks=load_command_hooks(cwd, trust_project=trust_project),
-            mcp_servers=configured_mcp_servers(cwd, trust_project),
-            checkpoints=use_checkpoints(None),
-            agents=agent_files(cwd, trust_project),
-        )
+        here = Path(os.path.realpath(opts.work_dir or Path.cwd()))
+        cwd = working_folder(session, here if opts.work_dir is not None else None)
+        choice = opts.model_choice(cwd)
+        model, level = (offline_model(), None) if choice is None else choice.model(session)
+        hooks = load_command_hooks(cwd, trust_project=opts.trust_project)
+        harness = Agents(opts, cwd, choice=choice, command_hooks=hooks).make(session, model, level)
         attach_hook_output(harness, lambda text: echo(text, err=True))
         show_mcp_errors(harness)
         expected = approval.status if approval.status != "waiting" else None
@@ -251,30 +184,28 @@ def _resolution(decision: Approve | ApproveAlways | Deny) -> str:
     return "approve_always" if isinstance(decision, ApproveAlways) else "approve"
 
 
-def _sessions(repo: JsonlSessionRepo, ref: str | None) -> list[Path]:
-    """Session REF's file, else those of the current folder, most recent first."""
+def _sessions(repo: SessionRepo, ref: str | None) -> list[SessionRef]:
+    """Session REF, else those of the current folder, most recent first."""
     if ref is not None:
         return [resolve_ref(repo, ref)]
     infos = run_async(repo.list(os.path.realpath(Path.cwd())))
-    return [Path(i.path) for i in infos if i.path is not None]
+    return [i.path if i.path is not None else i.id for i in infos]
 
 
-def _read(path: Path) -> tuple[PendingApproval, ...]:
-    with open_session(path) as session:
+def _read(repo: SessionRepo, ref: SessionRef) -> tuple[PendingApproval, ...]:
+    with run_async(open_ref(repo, ref)) as session:
         found = awaiting_run(session)
         return () if found is None else found.approvals
 
 
-def _find(
-    repo: JsonlSessionRepo, approval_id: str, ref: str | None
-) -> tuple[Session, PendingApproval]:
+def _find(repo: SessionRepo, approval_id: str, ref: str | None) -> tuple[Session, PendingApproval]:
     """The session holding ``approval_id`` (open) and the approval.
 
     Raises:
         ApprovalNotFoundError: no session searched holds it.
     """
-    for path in _sessions(repo, ref):
-        session = open_session(path)
+    for found_ref in _sessions(repo, ref):
+        session = run_async(open_ref(repo, found_ref))
         found = awaiting_run(session)
         approval = (
             next((a for a in found.approvals if a.id == approval_id), None) if found else None

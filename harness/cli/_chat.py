@@ -1,4 +1,4 @@
-"""``harness chat``: an interactive session in the terminal.
+"""``harness chat`` (and ``harness`` alone): an interactive session in the terminal.
 
 Replies and thinking stream as they arrive, tool calls show as they start, update and end
 (``_chat_view.py``), the security supervisor's questions are answered y / n / always, and slash
@@ -14,55 +14,48 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
+import attrs
 import click
 from rich.console import Console
 
-from hooks import HarnessError, McpServerErrorEvent, NotificationEvent, notify
-from repos import JsonlSessionRepo, Session
-
-from .._compaction.summarize import ExtractiveSummarizer
-from .._harness import AgentHarness
-from .._permissions import (
+from harness import (
+    AgentHarness,
     Approve,
     ApproveAlways,
     Decision,
     Deny,
-    ModeName,
+    HarnessError,
+    McpServerErrorEvent,
+    MemorySessionRepo,
+    Model,
+    NotificationEvent,
     PermissionRequest,
-    SecuritySupervisor,
+    Session,
+    SessionRepo,
+    notify,
 )
-from .._providers.base import Model, ThinkingLevel
-from .._restore import THINKING_LEVELS
-from .._settings_hooks import CommandHooks
-from .._tools.bash import bash_tool
-from .._tools.edit import edit_tool
-from .._tools.find import find_tool
-from .._tools.grep import grep_tool
-from .._tools.ls import ls_tool
-from .._tools.read import read_tool
-from .._tools.write import write_tool
-from ._chat_commands import run_command
-from ._chat_input import LineReader, PipeReader, history_path
-from ._chat_offline import chat_offline_model
-from ._chat_view import ChatView
-from ._checkpoints import checkpoint_option, use_checkpoints
-from ._common import one_line, open_repo, root_option, run_async
-from ._hooks import attach_hook_output, load_command_hooks
-from ._mcp import configured_mcp_servers
-from ._models import ModelChoice
-from ._otel import otel_option, otel_tracing
-from ._run import (
-    _pick_session,
-    permission_options,
-    session_options,
+
+from ._agent import (
+    AgentOptions,
+    Agents,
+    agent_options,
+    pick_resume,
+    pick_session,
     working_folder,
 )
-from ._sessions import _warn_diagnostics
+from ._chat_commands import run_command
+from ._chat_input import LineReader, PipeReader, history_path
+from ._chat_view import ChatView
+from ._common import describe_store, one_line, run_async
+from ._hooks import attach_hook_output, load_command_hooks
+from ._models import ModelChoice
+from ._opening import warn_diagnostics
+from ._otel import otel_tracing
+from ._run import first_model, session_model
 
 __all__ = ["IDLE_ENV", "Chat", "chat"]
 
@@ -74,74 +67,42 @@ hooks; default 60 (Claude Code's)."""
 class Chat:
     """One chat: the session and its harness, the reader, the view, the slash commands.
 
-    :meth:`switch_to` (``/fork``) replaces :attr:`session` and :attr:`harness`: the chat goes on
-    in the new session. The supervisor, and so the approver and the mode, is shared by every
-    harness of the chat.
+    :meth:`switch_to` (``/fork``, ``/new``, ``/resume``) replaces :attr:`session` and
+    :attr:`harness`: the chat goes on in the other session. The supervisor, and so the approver
+    and the mode, is shared by every harness of the chat (``agents``).
     """
 
     def __init__(
         self,
         *,
-        repo: JsonlSessionRepo,
+        repo: SessionRepo,
         session: Session,
         model: Model,
-        offline: bool,
-        mode: ModeName | None,
+        agents: Agents,
         reader: LineReader,
         view: ChatView,
-        cwd: Path,
-        trust_project: bool = False,
-        choice: ModelChoice | None = None,
-        command_hooks: CommandHooks | None = None,
-        mcp_servers: Mapping[str, object] | None = None,
-        checkpoints: bool = False,
     ) -> None:
         self.repo = repo
-        self.choice = choice
+        self.agents = agents
+        self.choice: ModelChoice | None = agents.choice
         """How models are named and found (None: offline, no other model can be made)."""
-        self.mcp_servers = dict(mcp_servers or {})
-        self.cwd = cwd
-        self.command_hooks = command_hooks
+        self.offline = self.choice is None
+        self.cwd = agents.cwd
         self.exit_reason = "other"
         """``session_end``'s reason: ``prompt_input_exit`` once the user ends the chat."""
         self._idle_s = float(os.environ.get(IDLE_ENV) or 60)
         self._notifications: set[asyncio.Task[None]] = set()
-        self.checkpoints = checkpoints
         self.session = session
-        self.offline = offline
         self.reader = reader
         self.view = view
-        self.supervisor = SecuritySupervisor(
-            mode=mode, approver=self._approve, trust_project=cwd if trust_project else False
-        )
+        agents.supervisor.approver = self._approve
         self.harness = self._harness_for(session, model)
         self.edit_text = ""
         """Pre-filled at the next prompt (a checked-out user message, to edit and resend)."""
         self._abort: asyncio.Task[object] | None = None
 
     def _harness_for(self, session: Session, model: Model) -> AgentHarness:
-        harness = AgentHarness(
-            session=session,
-            model=model,
-            tools=[
-                read_tool(),
-                write_tool(),
-                edit_tool(),
-                bash_tool(),
-                ls_tool(),
-                grep_tool(),
-                find_tool(),
-            ],
-            supervisor=self.supervisor,
-            cwd=self.cwd,
-            fallback_model=self.choice.fallback() if self.choice is not None else None,
-            registry=self.choice.registry if self.choice is not None else None,
-            mcp_servers=self.mcp_servers,
-            checkpoints=self.checkpoints,
-            # Offline, compaction and branch summaries need no model either.
-            summarizer=ExtractiveSummarizer() if self.offline else None,
-            command_hooks=self.command_hooks,
-        )
+        harness = self.agents.make(session, model)
         self.view.attach(harness)
         attach_hook_output(harness, self.view.note)
         harness.connect(
@@ -150,13 +111,16 @@ class Chat:
         return harness
 
     async def switch_to(self, session: Session) -> None:
-        """Go on in ``session`` (a fork): the old harness is shut down, its session closed."""
+        """Go on in ``session``: the old harness is shut down, its session closed."""
         old_harness, old_session = self.harness, self.session
-        # The model in use goes on (the fork's entries may name one this chat cannot make).
+        # The model in use goes on (the other session may name one this chat cannot make).
         self.harness = self._harness_for(session, old_harness.model)
         self.session = session
+        level = old_harness.thinking_level
         await old_harness.shutdown()
         old_session.close()
+        if self.harness.thinking_level != level:
+            await self.harness.set_thinking_level(level)
 
     async def close(self) -> None:
         for task in self._notifications:
@@ -260,11 +224,18 @@ class Chat:
     def banner(self, created: bool) -> None:
         how = "new session" if created else "session"
         try:
-            mode: str = self.supervisor.mode_for(self.harness.cwd)
+            mode: str = self.agents.supervisor.mode_for(self.harness.cwd)
         except ValueError as exc:  # every call is denied then; say why at once
             mode = f"unknown, so every tool call is denied ({one_line(str(exc))})"
+        where = (
+            str(self.session.path)
+            if self.session.path is not None
+            else "in memory: nothing is written"
+            if isinstance(self.repo, MemorySessionRepo)
+            else describe_store(self.repo)
+        )
         self.view.note(
-            f"{how} {self.session.id} ({self.session.path}); model "
+            f"{how} {self.session.id} ({where}); model "
             f"{self.harness.model.provider}/{self.harness.model.id}; permission mode {mode}"
         )
         self.view.note("/help lists the commands; Ctrl-C aborts a turn; Ctrl-D or /exit ends")
@@ -281,18 +252,7 @@ def _sigint(chat: Chat) -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def _main(
-    repo: JsonlSessionRepo,
-    session_ref: str | None,
-    work_dir: Path | None,
-    continue_: bool,
-    model: Model | None,
-    choice: ModelChoice | None,
-    thinking: ThinkingLevel | None,
-    mode: ModeName | None,
-    trust_project: bool,
-    checkpoints: bool,
-) -> None:
+async def _main(opts: AgentOptions, repo: SessionRepo, here: Path) -> None:
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(highlight=False, soft_wrap=True, emoji=False)
     view = ChatView(console, live=terminal)
@@ -303,45 +263,34 @@ async def _main(
         reader = TerminalReader(history_path())
     else:
         reader = PipeReader(sys.stdin)
-    here = work_dir or Path.cwd()
-    # Broken hook settings fail before a session file is written.
-    command_hooks = load_command_hooks(here, trust_project=trust_project)
-    session = await _pick_session(repo, session_ref, continue_, here)
-    created = session_ref is None and not continue_
-    _warn_diagnostics(session)
+    choice = opts.model_choice(here)
+    # A model that cannot be made (no API key, an unknown name) fails before a session file
+    # is written; so do broken hook settings.
+    model, level = first_model(opts, choice, paced=True)
+    command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
+    session = await pick_session(opts, repo, here)
+    created = opts.new_session
+    warn_diagnostics(session)
     try:
         ask = _confirm if terminal else None
-        cwd = working_folder(session, here if work_dir is not None else None, ask=ask)
+        cwd = working_folder(session, here if opts.work_dir is not None else None, ask=ask)
         if cwd != here:  # the session's recorded folder, chosen by the user: its hooks
-            command_hooks = load_command_hooks(cwd, trust_project=trust_project)
-        named: ThinkingLevel | None = None
-        if model is None and choice is not None:
-            model, named = choice.model(session)
-        if model is None:  # unreachable: offline gives a model, online a choice
-            raise click.UsageError("no model")
+            command_hooks = load_command_hooks(cwd, trust_project=opts.trust_project)
+        given = model is not None and choice is not None and choice.given
+        if model is None:
+            model, level = session_model(choice, session, level)
+        agents = Agents(opts, cwd, choice=choice, command_hooks=command_hooks)
         chat = Chat(
-            repo=repo,
-            session=session,
-            model=model,
-            offline=choice is None,
-            choice=choice,
-            mode=mode,
-            trust_project=trust_project,
-            reader=reader,
-            view=view,
-            cwd=cwd,
-            command_hooks=command_hooks,
-            mcp_servers=configured_mcp_servers(cwd, trust_project),
-            checkpoints=checkpoints,
+            repo=repo, session=session, model=model, agents=agents, reader=reader, view=view
         )
     except BaseException:
         session.close()
         raise
     try:
-        if choice is not None and choice.given and not created:
+        if given and not created:
             await chat.harness.set_model(model)  # the session switches to --model
-        if thinking or named:
-            await chat.harness.set_thinking_level(thinking or named or "off")
+        if level:
+            await chat.harness.set_thinking_level(level)
         chat.banner(created)
         with _sigint(chat):
             await chat.run()
@@ -354,7 +303,10 @@ async def _main(
             gone = exc
         await chat.close()
         if gone is None:
-            view.note(f"session {chat.session.id} saved in {path}")
+            where = f"saved in {path}" if path is not None else "kept"
+            if opts.no_session:
+                where = "not saved (--no-session)"
+            view.note(f"session {chat.session.id} {where}")
         else:
             view.error(f"error[{gone.code}]: session {chat.session.id} was not saved: {gone}")
 
@@ -364,88 +316,20 @@ def _confirm(question: str) -> bool:
 
 
 @click.command()
-@session_options
-@click.option(
-    "--offline",
-    is_flag=True,
-    help="Use the scripted offline model: it echoes, `!COMMAND` asks for a bash call, "
-    "`count N` streams a long reply.",
-)
-@click.option(
-    "--thinking",
-    type=click.Choice(THINKING_LEVELS),
-    default=None,
-    help="Reasoning effort (default: the session's, else off).",
-)
-@permission_options
-@checkpoint_option
-@root_option
-@otel_option
-def chat(
-    session_ref: str | None,
-    work_dir: Path | None,
-    continue_: bool,
-    model_id: str | None,
-    base_url: str | None,
-    api: Literal["responses", "chat"] | None,
-    fallback_model_id: str | None,
-    offline: bool,
-    thinking: ThinkingLevel | None,
-    mode: ModeName | None,
-    trust_project: bool,
-    checkpoints: bool | None,
-    root: Path | None,
-    otel: bool,
-) -> None:
+@agent_options
+def chat(opts: AgentOptions) -> None:
     """Chat with an agent in the terminal (type /help for the commands).
 
-    Without --session or --continue a new session is created for the current folder. Tool
-    calls that need approval are asked: answer y, n or a (always: remembered in the session).
-    Ctrl-C aborts a turn, keeping the partial reply; Ctrl-C on an empty prompt, Ctrl-D or
-    /exit ends the chat. When stdin is not a terminal, plain lines are read from it (answers
-    to approval questions too). The prompt history is kept in $HARNESS_CHAT_HISTORY, else in
-    the user state folder.
+    Without --session, --resume or --continue a new session is created for the current
+    folder (--no-session: in memory, nothing written). Tool calls that need approval are
+    asked: answer y, n or a (always: remembered in the session). Ctrl-C aborts a turn, keeping
+    the partial reply; Ctrl-C on an empty prompt, Ctrl-D or /exit ends the chat. When stdin is
+    not a terminal, plain lines are read from it (answers to approval questions too). The
+    prompt history is kept in $HARNESS_CHAT_HISTORY, else in the user state folder.
     """
-    if session_ref is not None and continue_:
-        raise click.UsageError("give at most one of --session and --continue")
-    if offline and (model_id or base_url or api or fallback_model_id) is not None:
-        raise click.UsageError(
-            "--offline uses the scripted model; it takes no --model, --base-url, --api or "
-            "--fallback-model"
-        )
-    repo = open_repo(root)
-    if work_dir is not None:
-        work_dir = Path(os.path.realpath(work_dir))  # as getcwd() names it: -c finds its sessions
-    choice = (
-        None
-        if offline
-        else ModelChoice(
-            model_id=model_id,
-            base_url=base_url,
-            api=api,
-            fallback_model_id=fallback_model_id,
-            cwd=work_dir or Path.cwd(),
-            trust_project=trust_project,
-        )
-    )
-    # A model that cannot be made (no API key, an unknown name) must fail before a new session
-    # file is written.
-    model: Model | None = chat_offline_model() if offline else None
-    if choice is not None and (choice.given or (session_ref is None and not continue_)):
-        model, named = choice.model()
-        thinking = thinking or named
-    with otel_tracing(otel):
-        run_async(
-            _main(
-                repo,
-                session_ref,
-                work_dir,
-                continue_,
-                model,
-                choice,
-                thinking,
-                mode,
-                trust_project,
-                use_checkpoints(checkpoints),
-            )
-        )
+    repo = opts.repo()
+    here = Path(os.path.realpath(opts.work_dir or Path.cwd()))  # as getcwd() names it
+    if opts.resume == "":
+        opts = attrs.evolve(opts, resume=pick_resume(repo, here))
+    with otel_tracing(opts.otel):
+        run_async(_main(opts, repo, here))

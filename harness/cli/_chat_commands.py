@@ -11,31 +11,65 @@ from __future__ import annotations
 import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from attrs import frozen
 
-from harness import make_model, parse_model_spec
+from harness import (
+    AgentHarness,
+    PermissionRules,
+    SessionRepo,
+    UserMessage,
+    context_size,
+    make_model,
+    parse_model_spec,
+    user_settings_path,
+)
 from hooks import HarnessError
 from repos import (
     BranchSummaryEntry,
     CompactionEntry,
     CustomMessageEntry,
+    ForkPosition,
     MessageEntry,
     Session,
 )
 
+from .._permissions.rules import load_settings
+from .._permissions.supervisor import PROJECT_SETTINGS
 from .._resources import split_command
 from .._restore import THINKING_LEVELS
-from ._common import one_line
+from ._agent import Agents
+from ._chat_input import LineReader
+from ._chat_view import ChatView
+from ._common import describe_store, find_ref, one_line, open_ref
 from ._export import session_html, session_jsonl, session_markdown
-from ._models import model_lines
-from ._render import tree_view
+from ._models import ModelChoice, model_lines
+from ._render import totals, tree_view
 
-if TYPE_CHECKING:
-    from ._chat import Chat
+__all__ = ["COMMANDS", "ChatHost", "run_command"]
 
-__all__ = ["COMMANDS", "run_command"]
+
+class ChatHost(Protocol):
+    """What the commands use of a chat (``_chat.Chat`` is one): its store, session, harness,
+    view and reader, the text offered at the next prompt, and how to switch sessions."""
+
+    repo: SessionRepo
+    session: Session
+    harness: AgentHarness
+    agents: Agents
+    view: ChatView
+    reader: LineReader
+    edit_text: str
+    offline: bool
+    choice: ModelChoice | None
+    cwd: Path
+
+    async def switch_to(self, session: Session) -> None: ...
+
+    async def turn(self, text: str) -> None: ...
+
+    async def settle_abort(self) -> bool: ...
 
 
 class CommandError(Exception):
@@ -48,30 +82,164 @@ class Command:
 
     usage: str
     summary: str
-    run: Callable[[Chat, str], Awaitable[None]] | None
+    run: Callable[[ChatHost, str], Awaitable[None]] | None
 
 
-async def _tree(chat: Chat, args: str) -> None:
+async def _tree(chat: ChatHost, args: str) -> None:
     _no_args("/tree", args)
     for line in tree_view(chat.session).lines:
         chat.view.line(line)
     chat.view.note(f"active leaf: {chat.session.leaf_id or '(before the first entry)'}")
 
 
-async def _fork(chat: Chat, args: str) -> None:
-    if len(args.split()) > 1:
-        raise CommandError("usage: /fork [ENTRY] (an entry id from /tree; default the leaf)")
-    entry = args or None
+async def _fork(chat: ChatHost, args: str) -> None:
+    words = args.split()
+    at = "--at" in words
+    entries = [w for w in words if w != "--at"]
+    if len(entries) > 1 or (at and not entries) or len(words) - len(entries) > 1:
+        raise CommandError(
+            "usage: /fork [ENTRY [--at]] (an entry id from /tree; default: the whole branch)"
+        )
+    entry = entries[0] if entries else None
     source = chat.session
-    new = await chat.repo.fork(
-        source.path or source.id, entry_id=entry, position="at" if entry else None
+    message = _user_message(source, entry) if entry is not None and not at else None
+    # pi's /fork: from a user message, the fork ends before it and its text comes back to edit;
+    # any other entry (or --at) is kept in the fork.
+    position: ForkPosition | None = (
+        "before" if message is not None else "at" if entry is not None else None
     )
+    new = await chat.repo.fork(source.path or source.id, entry_id=entry, position=position)
     await chat.switch_to(new)
-    where = f" at {entry}" if entry else ""
-    chat.view.line(f"forked {source.id}{where} into {new.id} ({new.path}); the chat goes on there")
+    where = f" {'before' if position == 'before' else 'at'} {entry}" if entry else ""
+    stored = new.path or describe_store(chat.repo)
+    chat.view.line(f"forked {source.id}{where} into {new.id} ({stored}); the chat goes on there")
+    if message is not None:
+        chat.edit_text = message.text
 
 
-async def _checkout(chat: Chat, args: str) -> None:
+def _user_message(session: Session, entry_id: str) -> UserMessage | None:
+    """The user message entry ``entry_id`` holds, if it is one."""
+    try:
+        entry = session.get_entry(entry_id)
+    except HarnessError:
+        return None  # the fork says what is wrong with the id
+    if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+        return entry.message
+    return None
+
+
+async def _new(chat: ChatHost, args: str) -> None:
+    _no_args("/new", args)
+    new = await chat.repo.create(str(chat.cwd))
+    old = chat.session.id
+    await chat.switch_to(new)
+    chat.view.line(f"new session {new.id} (the last one, {old}, is kept)")
+
+
+async def _resume(chat: ChatHost, args: str) -> None:
+    if len(args.split()) > 1:
+        raise CommandError("usage: /resume [ID] (no ID: pick from this folder's sessions)")
+    ref = args or await _pick(chat)
+    if ref is None:
+        return
+    session = await open_ref(chat.repo, await find_ref(chat.repo, ref))
+    if session.id == chat.session.id:
+        session.close()
+        chat.view.line(f"already in session {session.id}")
+        return
+    await chat.switch_to(session)
+    count = len(session.build_context().messages)
+    chat.view.line(f"resumed session {session.id} ({count} messages in context)")
+
+
+async def _pick(chat: ChatHost) -> str | None:
+    """The recent sessions of the chat's folder, numbered; the one the user picks."""
+    infos = [i for i in await chat.repo.list(str(chat.cwd)) if i.id != chat.session.id][:20]
+    if not infos:
+        chat.view.line(f"no other session of {chat.cwd} in {describe_store(chat.repo)}")
+        return None
+    for n, info in enumerate(infos, start=1):
+        first = " ".join(info.first_message.split())[:60] or "(no message)"
+        when = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+        chat.view.line(f"{n:>3}. {when}  {info.id[:8]}  {first}")
+    answer = (await chat.reader.answer(f"resume which (1-{len(infos)}, Enter: none)? ")).strip()
+    if not answer:
+        return None
+    if not answer.isdigit() or not 1 <= int(answer) <= len(infos):
+        raise CommandError(f"{answer!r} is not a number from 1 to {len(infos)}")
+    picked = infos[int(answer) - 1]
+    return str(picked.path) if picked.path is not None else picked.id
+
+
+async def _cost(chat: ChatHost, args: str) -> None:
+    _no_args("/cost", args)
+    total = totals(chat.session.entries(), chat.harness.registry)
+    chat.view.line(f"session {chat.session.id}: {total.line()}")
+
+
+async def _status(chat: ChatHost, args: str) -> None:
+    _no_args("/status", args)
+    h, s = chat.harness, chat.session
+    try:
+        mode: str = chat.agents.supervisor.mode_for(h.cwd)
+    except ValueError as exc:
+        mode = f"unknown ({one_line(str(exc))})"
+    context = s.build_context().messages
+    used = context_size(context).tokens
+    window = h.context_window
+    lines = [
+        f"session: {s.id}" + (f" ({one_line(s.name)})" if s.name else ""),
+        f"stored: {s.path or describe_store(chat.repo)}",
+        f"working folder: {h.cwd}",
+        f"model: {h.model.provider}/{h.model.id}; thinking: {h.thinking_level}",
+        f"permission mode: {mode}",
+        f"context: {len(context)} messages, about {used:,} of {window:,} tokens "
+        f"({100 * used // max(window, 1)}%)",
+        f"tools: {', '.join(h.active_tools) or 'none'}",
+        f"checkpoints: {'on' if h.checkpoints is not None else 'off'}",
+    ]
+    for line in lines:
+        chat.view.line(line)
+
+
+async def _permissions(chat: ChatHost, args: str) -> None:
+    verb, _, key = args.strip().partition(" ")
+    key = key.strip()  # an operation key may hold spaces: bash(echo 41)
+    if verb and (verb != "revoke" or not key):
+        raise CommandError("usage: /permissions [revoke KEY] (KEY: an approval listed here)")
+    if verb:
+        if not chat.harness.revoke_approval(key):
+            raise CommandError(f"{key!r} is not approved always in this session")
+        chat.view.line(f"revoked {key}: it is asked again")
+        return
+    h = chat.harness
+    try:
+        chat.view.line(f"mode: {chat.agents.supervisor.mode_for(h.cwd)}")
+    except ValueError as exc:
+        chat.view.line(f"mode: unknown, every call is denied ({one_line(str(exc))})")
+    trusted = chat.agents.opts.trust_project
+    sources: list[tuple[str, PermissionRules, bool]] = [
+        ("command line", chat.agents.supervisor.rules, True),
+        (str(user_settings_path()), load_settings(user_settings_path()).rules, True),
+    ]
+    project = h.cwd / PROJECT_SETTINGS
+    try:
+        sources.append((str(project), load_settings(project, root=h.cwd).rules, trusted))
+    except ValueError as exc:
+        chat.view.note(f"{one_line(str(exc))}")
+    for where, rules, allows in sources:
+        for kind in ("deny", "ask", "allow"):
+            for rule in getattr(rules, kind):
+                ignored = "" if allows or kind != "allow" else "  (ignored: not trusted)"
+                chat.view.line(f"{kind:<5} {rule.text}  [{where}]{ignored}")
+    approvals = sorted(h.approvals)
+    for key in approvals:
+        chat.view.line(f"always {key}  [this session; /permissions revoke {key}]")
+    if not approvals:
+        chat.view.line("no call approved always in this session")
+
+
+async def _checkout(chat: ChatHost, args: str) -> None:
     if not args or len(args.split()) != 1:
         raise CommandError("usage: /checkout ENTRY (an entry id from /tree)")
     result = await chat.harness.navigate_tree(args)
@@ -86,7 +254,7 @@ async def _checkout(chat: Chat, args: str) -> None:
 _REWIND_USAGE = "usage: /rewind ENTRY [--files-only|--conversation-only|--both] [--force]"
 
 
-async def _rewind(chat: Chat, args: str) -> None:
+async def _rewind(chat: ChatHost, args: str) -> None:
     words = args.split()
     entries = [w for w in words if not w.startswith("--")]
     flags = set(words) - set(entries)
@@ -121,10 +289,11 @@ async def _rewind(chat: Chat, args: str) -> None:
             chat.view.line("files: nothing to change")
 
 
-async def _compact(chat: Chat, args: str) -> None:
+async def _compact(chat: ChatHost, args: str) -> None:
     before = len(chat.session.build_context().messages)
     try:
-        entry = await chat.harness.compact(args or None)
+        # Asked for, so forced: below the threshold too, keeping only the last message.
+        entry = await chat.harness.compact(args or None, force=True)
     finally:
         aborted = await chat.settle_abort()
     if aborted:
@@ -137,7 +306,7 @@ async def _compact(chat: Chat, args: str) -> None:
     chat.view.line(f"compaction {entry.id}: {before} -> {after} messages in context")
 
 
-async def _label(chat: Chat, args: str) -> None:
+async def _label(chat: ChatHost, args: str) -> None:
     first, _, rest = args.partition(" ")
     named = first if rest.strip() and first in chat.session.entry_ids() else None
     text = rest.strip() if named is not None else args
@@ -159,13 +328,13 @@ def _last_message_id(session: Session) -> str | None:
     return next((e.id for e in reversed(session.get_branch()) if isinstance(e, kinds)), None)
 
 
-async def _name(chat: Chat, args: str) -> None:
+async def _name(chat: ChatHost, args: str) -> None:
     if args:
         chat.session.set_name(args)
     chat.view.line(f"name: {chat.session.name or '(none)'}")
 
 
-async def _model(chat: Chat, args: str) -> None:
+async def _model(chat: ChatHost, args: str) -> None:
     if args:
         if chat.offline or chat.choice is None:
             raise CommandError(
@@ -186,7 +355,7 @@ async def _model(chat: Chat, args: str) -> None:
     chat.view.line(f"model: {model.provider}/{model.id}")
 
 
-async def _thinking(chat: Chat, args: str) -> None:
+async def _thinking(chat: ChatHost, args: str) -> None:
     if args:
         if args not in THINKING_LEVELS:
             raise CommandError(
@@ -196,7 +365,7 @@ async def _thinking(chat: Chat, args: str) -> None:
     chat.view.line(f"thinking: {chat.harness.thinking_level}")
 
 
-async def _skills(chat: Chat, args: str) -> None:
+async def _skills(chat: ChatHost, args: str) -> None:
     _no_args("/skills", args)
     listing = await chat.harness.get_skill_listing()
     for record in listing.records:
@@ -208,7 +377,7 @@ async def _skills(chat: Chat, args: str) -> None:
         chat.view.note(f"{diagnostic.code}: {one_line(diagnostic.message)}")
 
 
-async def _mcp(chat: Chat, args: str) -> None:
+async def _mcp(chat: ChatHost, args: str) -> None:
     _no_args("/mcp", args)
     servers = await chat.harness.start_mcp_servers()  # those not up yet are started to show
     if not servers:
@@ -231,7 +400,7 @@ _EXPORTERS: dict[str, Callable[..., str | bytes]] = {
 }
 
 
-async def _export(chat: Chat, args: str) -> None:
+async def _export(chat: ChatHost, args: str) -> None:
     try:
         words = shlex.split(args)
     except ValueError as exc:
@@ -258,7 +427,7 @@ def _write_export(session: Session, fmt: str, name: str | None) -> tuple[Path, i
     return path, len(payload)
 
 
-async def _help(chat: Chat, args: str) -> None:
+async def _help(chat: ChatHost, args: str) -> None:
     for command in COMMANDS.values():
         chat.view.line(f"{command.usage:<24} {command.summary}")
     chat.view.line(f"{'//TEXT':<24} send /TEXT as a prompt")
@@ -275,8 +444,16 @@ def _no_args(name: str, args: str) -> None:
 
 COMMANDS: dict[str, Command] = {
     "tree": Command("/tree", "show the session tree (* marks the active leaf)", _tree),
+    "new": Command("/new", "start a new session in this folder (the last one is kept)", _new),
+    "clear": Command("/clear", "the same as /new", _new),
+    "resume": Command(
+        "/resume [ID]", "go on in another session (no ID: pick from this folder's)", _resume
+    ),
     "fork": Command(
-        "/fork [ENTRY]", "copy the branch (up to ENTRY) into a new session; go on there", _fork
+        "/fork [ENTRY [--at]]",
+        "copy the branch into a new session and go on there; from a user message, fork "
+        "before it and offer its text again (--at: keep it)",
+        _fork,
     ),
     "checkout": Command("/checkout ENTRY", "move the active leaf to ENTRY", _checkout),
     "rewind": Command(
@@ -285,7 +462,16 @@ COMMANDS: dict[str, Command] = {
         _rewind,
     ),
     "compact": Command(
-        "/compact [INSTRUCTIONS]", "summarise the older messages into one entry", _compact
+        "/compact [INSTRUCTIONS]",
+        "summarise all but the last message into one entry, now",
+        _compact,
+    ),
+    "cost": Command("/cost", "tokens and cost of the session so far", _cost),
+    "status": Command("/status", "session, store, model, mode, context use", _status),
+    "permissions": Command(
+        "/permissions [revoke KEY]",
+        "rules in force and calls approved always; revoke one",
+        _permissions,
     ),
     "label": Command("/label [ENTRY] TEXT", "label ENTRY (default: the last message)", _label),
     "name": Command("/name [TEXT]", "show or set the session's name", _name),
@@ -307,7 +493,7 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-async def run_command(chat: Chat, text: str) -> bool:
+async def run_command(chat: ChatHost, text: str) -> bool:
     """Run one ``/command args`` line (a template name sends the expanded template); False
     when the chat should end."""
     parsed = split_command(text)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Literal
 
 import click
+from platformdirs import user_data_path
 
-from repos import Session
+from repos import JsonlSessionRepo, Session
 
 from .._checkpoints import (
     CheckpointStore,
@@ -28,7 +29,7 @@ from .._checkpoints import (
 from .._harness import AgentHarness
 from ._common import HarnessGroup, open_repo, root_option, run_async
 from ._escape import echo
-from ._sessions import _open
+from ._opening import opened
 
 __all__ = [
     "checkpoint_option",
@@ -121,7 +122,7 @@ def report_rewind(result: RewindResult) -> None:
     help="The working folder (default: the current folder); must be the session's.",
 )
 def rewind(
-    root: Path | None,
+    root: str | None,
     ref: str,
     entry: str,
     what: Literal["files", "conversation", "both"],
@@ -136,7 +137,7 @@ def rewind(
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
     """
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         if what == "conversation":
             harness = AgentHarness(session=session, resources=None)
             result = run_async(harness.navigate_tree(entry))
@@ -181,14 +182,20 @@ def checkpoints_group() -> None:
     help="Keep contents no session refers to yet if newer than this many seconds (a run may "
     "be about to refer to them).",
 )
-def gc(root: Path | None, max_bytes: int | None, min_age_s: float) -> None:
+def gc(root: str | None, max_bytes: int | None, min_age_s: float) -> None:
     """Remove contents no session under the root refers to, then the least recently used
     ones while the store is over its cap. Prints what was removed and what is left."""
     repo = open_repo(root, must_exist=True)
-    store = CheckpointStore(repo.root / ".checkpoints")
+    # Where the sessions' checkpoints went (CheckpointStore.beside): beside a folder of files,
+    # else the user data folder's.
+    store = CheckpointStore(
+        repo.root / ".checkpoints"
+        if isinstance(repo, JsonlSessionRepo)
+        else user_data_path("harness") / "checkpoints"
+    )
     referenced: set[str] = set()
     for info in run_async(repo.list()):
-        with _open(repo, str(info.path)) as session:
+        with opened(repo, str(info.path or info.id)) as session:
             referenced |= referenced_blobs(session)
     report = store.gc(referenced, max_bytes=max_bytes, min_age_s=min_age_s)
     echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")

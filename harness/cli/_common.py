@@ -12,12 +12,13 @@ import asyncio
 import io
 import os
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import click
+import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -30,19 +31,40 @@ from rich.progress import (
 )
 
 from hooks import HarnessError
-from repos import JsonlSessionRepo, SessionError, SessionNotFoundError, validate_session_id
+from repos import (
+    InvalidStoreUrlError,
+    JsonlSessionRepo,
+    MemorySessionRepo,
+    Session,
+    SessionError,
+    SessionNotFoundError,
+    SessionRepo,
+    SqliteSessionRepo,
+    open_session,
+    open_store,
+    parse_store_url,
+    validate_session_id,
+)
 
+from .._fs import read_regular_file
+from .._permissions import user_settings_path
+from .._permissions.rules import SETTINGS_MAX_BYTES
 from ._escape import echo, terminal
 
 __all__ = [
     "MIN_PREFIX",
+    "STORE_ENV",
     "AmbiguousSessionError",
     "HarnessCliError",
     "HarnessGroup",
     "RootNotFoundError",
+    "SessionRef",
+    "describe_store",
+    "find_ref",
     "handle_errors",
     "make_streams_safe",
     "one_line",
+    "open_ref",
     "open_repo",
     "progress",
     "resolve_ref",
@@ -50,6 +72,8 @@ __all__ = [
     "run_async",
     "short_id",
     "spinner",
+    "store_setting",
+    "store_spec",
 ]
 
 T = TypeVar("T")
@@ -128,43 +152,113 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def root_option(func: F) -> F:
-    """Add ``--root DIR`` (the sessions root) to a command; it receives ``root: Path | None``.
+STORE_ENV = "HARNESS_SESSIONS_DIR"
+"""Environment variable naming the default store (a folder or any store URL)."""
 
-    None means the library default: ``$HARNESS_SESSIONS_DIR``, else the user data folder.
+_STORE_HELP = (
+    "Where sessions are: a folder (jsonl:DIR), sqlite:PATH, postgresql://... or memory: "
+    '(default: $HARNESS_SESSIONS_DIR, else "store" in the user settings, else the user data '
+    "folder)."
+)
+
+
+def root_option(func: F) -> F:
+    """Add ``--root STORE`` to a command; it receives ``root: str | None`` (a folder or a store
+    URL, resolved by :func:`open_repo`). None means the default store (see :func:`store_spec`).
     """
     return click.option(
-        "--root",
-        metavar="DIR",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Sessions root folder (default: $HARNESS_SESSIONS_DIR, else the user data folder).",
+        "--root", metavar="STORE", default=None, help=_STORE_HELP, shell_complete=None
     )(func)
 
 
 class RootNotFoundError(HarnessError):
-    """A ``--root`` given to a command that only reads does not exist (code ``root_not_found``).
-
-    Reading a missing folder as an empty one would hide a typo in the path.
-    """
+    """A store given to a command that only reads does not exist (code ``root_not_found``):
+    a folder or an SQLite file. Reading a missing store as an empty one would hide a typo."""
 
     code = "root_not_found"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: str) -> None:
         super().__init__(f"the sessions root {root} does not exist")
         self.root = root
 
 
-def open_repo(root: Path | None, *, must_exist: bool = False) -> JsonlSessionRepo:
-    """The JSONL repository for a ``--root`` value (None: the library's default root).
+def store_setting(path: Path | None = None) -> str | None:
+    """The ``store`` key of the user settings file (``path``, default ``user_settings_path()``).
+
+    Only the user's own file counts: a project's ``.harness/settings.json`` comes with the
+    folder, and a store it named would send every session, with whatever the tools read, where
+    the project chose (docs/security.md).
+
+    Raises:
+        click.UsageError: the file cannot be read, or ``store`` is not a string.
+    """
+    where = path if path is not None else user_settings_path()
+    try:
+        raw = read_regular_file(where, max_bytes=SETTINGS_MAX_BYTES)
+        data: Any = None if raw is None else orjson.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise click.UsageError(f"{where}: cannot read the store setting: {exc}") from None
+    value = data.get("store") if isinstance(data, Mapping) else None
+    if value is not None and not isinstance(value, str):
+        raise click.UsageError(f"{where}: 'store' must be a string (a folder or a store URL)")
+    return value
+
+
+def store_spec(root: str | None) -> str | None:
+    """The store a command works on: ``--root``, else ``$HARNESS_SESSIONS_DIR``, else the user
+    settings' ``store``; None: the library's default folder."""
+    if root is not None:
+        return root
+    return os.environ.get(STORE_ENV) or store_setting()
+
+
+def open_repo(
+    root: str | None, *, must_exist: bool = False, param_hint: str = "--root"
+) -> SessionRepo:
+    """The repository of a ``--root`` value (see :func:`store_spec`): every command opens its
+    store here, so ``jsonl:DIR``, ``sqlite:PATH``, ``postgresql://...`` and ``memory:`` work
+    everywhere and a typo is never a folder. A database's connections close with the command.
 
     Args:
-        must_exist: the command only reads (``list``...): an explicit ``root`` that is not a
-            folder raises :class:`RootNotFoundError` instead of looking like an empty root.
+        must_exist: the command only reads (``list``...): a folder or SQLite file that is not
+            there raises :class:`RootNotFoundError` instead of looking like an empty store.
+
+    Raises:
+        click.BadParameter: an unknown scheme or a URL-looking typo (a usage error, exit 2).
+        StorageError: a database that cannot be opened (the server's own message).
     """
-    if must_exist and root is not None and not root.expanduser().is_dir():
-        raise RootNotFoundError(root)
-    return JsonlSessionRepo(root)
+    spec = store_spec(root)
+    try:
+        url = parse_store_url(spec) if spec is not None else None
+    except InvalidStoreUrlError as exc:
+        hint = (
+            "--root" if root is not None else (STORE_ENV if os.environ.get(STORE_ENV) else "store")
+        )
+        raise click.BadParameter(one_line(str(exc)), param_hint=hint) from None
+    if url is None:
+        return JsonlSessionRepo()
+    if must_exist and url.scheme in ("jsonl", "sqlite"):
+        where = Path(url.location).expanduser()
+        if not (where.is_dir() if url.scheme == "jsonl" else where.is_file()):
+            raise RootNotFoundError(url.location if url.scheme == "jsonl" else str(url))
+    repo = open_store(url)
+    close = getattr(repo, "close", None)
+    ctx = click.get_current_context(silent=True)
+    if close is not None and ctx is not None:
+        ctx.call_on_close(close)  # a database's connections (a PostgreSQL pool's threads)
+    return repo
+
+
+def describe_store(repo: SessionRepo) -> str:
+    """Where ``repo`` keeps its sessions, for messages: a folder, ``sqlite:PATH``, a
+    PostgreSQL server and database (no credentials) or ``memory:``."""
+    if isinstance(repo, JsonlSessionRepo):
+        return str(repo.root)
+    if isinstance(repo, SqliteSessionRepo):
+        return f"sqlite:{repo.path}"
+    if isinstance(repo, MemorySessionRepo):
+        return "memory:"
+    return str(getattr(repo, "where", repo))
 
 
 MIN_PREFIX = 4
@@ -182,12 +276,12 @@ def short_id(session_id: str) -> str:
 
 class AmbiguousSessionError(SessionError):
     """An id prefix that starts several session ids (code ``ambiguous_session``); the message
-    lists the candidates (id and file)."""
+    lists the candidates (id and file, or store)."""
 
     code = "ambiguous_session"
 
-    def __init__(self, prefix: str, candidates: dict[str, Path]) -> None:
-        named = [f"{sid} ({path})" for sid, path in sorted(candidates.items())[:_MAX_LISTED]]
+    def __init__(self, prefix: str, candidates: Mapping[str, Path | str]) -> None:
+        named = [f"{sid} ({where})" for sid, where in sorted(candidates.items())[:_MAX_LISTED]]
         more = len(candidates) - len(named)
         super().__init__(
             f"session id prefix {prefix!r} matches {len(candidates)} sessions: "
@@ -199,9 +293,9 @@ class AmbiguousSessionError(SessionError):
         self.candidates = dict(candidates)
 
 
-def _by_prefix(root: Path, prefix: str) -> dict[str, Path]:
-    """Session ids under ``root`` that start with ``prefix`` (already validated: it holds no
-    glob character), with a file of each. Files are named ``<timestamp>_<id>.jsonl``."""
+def _by_name(root: Path, prefix: str) -> dict[str, Path]:
+    """Session files under ``root`` whose name's id starts with ``prefix`` (already validated:
+    it holds no glob character). Files are named ``<timestamp>_<id>.jsonl``."""
     found: dict[str, Path] = {}
     for path in sorted(root.glob(f"*/*_{prefix}*.jsonl")):
         session_id = path.name.partition("_")[2].removesuffix(".jsonl")
@@ -210,41 +304,100 @@ def _by_prefix(root: Path, prefix: str) -> dict[str, Path]:
     return found
 
 
-def resolve_ref(repo: JsonlSessionRepo, ref: str) -> Path:
-    """The session file that ``ref``, as typed on the command line, names. Every command that
-    takes a session uses this one rule:
+SessionRef = Path | str
+"""A session as :func:`resolve_ref` found it: a file (``Path``) or an id in the store."""
+
+
+def _session_file(repo: SessionRepo, ref: str) -> Path:
+    """The file ``ref`` names as a path (it must be a regular file), whatever the store: the
+    JSONL repository's rule for paths (its root plays no part in it)."""
+    files = repo if isinstance(repo, JsonlSessionRepo) else JsonlSessionRepo(Path(os.devnull))
+    if ref.endswith(".jsonl") or "/" in ref or os.sep in ref:
+        return files.resolve(ref)
+    return files.resolve(Path(ref).expanduser())
+
+
+def _local_ref(repo: SessionRepo, ref: str) -> SessionRef | None:
+    """Rule 1 of :func:`find_ref` (a path), the id's validation, and a JSONL store's fast
+    path (a file named ``<timestamp>_<id>.jsonl``); None: look the id up in the listing."""
+    if ref.endswith(".jsonl") or "/" in ref or os.sep in ref or Path(ref).expanduser().exists():
+        return _session_file(repo, ref)
+    validate_session_id(ref)
+    if isinstance(repo, JsonlSessionRepo):
+        if not repo.root.is_dir():
+            raise SessionNotFoundError(ref, f"the sessions root {repo.root} does not exist")
+        try:
+            return repo.resolve(ref)
+        except SessionNotFoundError:
+            return None
+    return None
+
+
+async def find_ref(repo: SessionRepo, ref: str) -> SessionRef:
+    """The session that ``ref``, as typed on the command line, names, in any store. Every
+    command that takes a session uses this one rule:
 
     1. a path: ``ref`` ends in ``.jsonl``, holds a ``/``, or names something that exists
        relative to the current folder (``notes.txt``, ``adir``): that file (a folder or a missing
-       file is an error, never an id);
-    2. a whole session id under the root;
+       file is an error, never an id), whatever the store;
+    2. a whole session id in the store (one ``list`` shows, whatever its file is named);
     3. a prefix (at least :data:`MIN_PREFIX` characters, e.g. the 8 that ``list`` and ``tree``
-       print) of exactly one session id under the root.
+       print) of exactly one session id.
+
+    Returns a ``Path`` for a file, else the id (a JSONL store gives the session's file).
 
     Raises:
         InvalidSessionIdError: a bad id, or a path that cannot be a session file.
-        SessionNotFoundError: nothing matches (also when the root does not exist, said so).
+        SessionNotFoundError: nothing matches (the message says why: a missing root, an id
+            too short to be a prefix).
         AmbiguousSessionError: the prefix starts several ids (all named).
     """
-    path = Path(ref).expanduser()
-    if ref.endswith(".jsonl") or "/" in ref or os.sep in ref:
-        return repo.resolve(ref)
-    if path.exists():
-        return repo.resolve(path)
-    validate_session_id(ref)
-    if not repo.root.is_dir():
-        raise SessionNotFoundError(ref, f"the sessions root {repo.root} does not exist")
-    try:
-        return repo.resolve(ref)
-    except SessionNotFoundError:
-        if len(ref) < MIN_PREFIX:
-            raise
-    matches = _by_prefix(repo.root, ref)
+    local = await asyncio.to_thread(_local_ref, repo, ref)
+    if local is not None:
+        return local
+    where = describe_store(repo)
+    if isinstance(repo, JsonlSessionRepo) and len(ref) >= MIN_PREFIX:
+        named = await asyncio.to_thread(_by_name, repo.root, ref)
+        if named:  # files named after their id: no need to read every header
+            return _one(ref, dict(named))
+    infos = await repo.list()
+    exact = [i for i in infos if i.id == ref]
+    if len(exact) > 1:
+        raise SessionError(
+            f"session id {ref!r} is in several files: {[str(i.path) for i in exact]}"
+        )
+    if exact:
+        return exact[0].path or exact[0].id
+    if len(ref) < MIN_PREFIX:
+        raise SessionNotFoundError(
+            ref,
+            f"no session has this id in {where}, and an id prefix needs at least {MIN_PREFIX} "
+            "characters",
+        )
+    matches: dict[str, Path | str] = {i.id: i.path or where for i in infos if i.id.startswith(ref)}
     if not matches:
-        raise SessionNotFoundError(ref, f"no session id is or starts with it under {repo.root}")
+        raise SessionNotFoundError(ref, f"no session id is or starts with it in {where}")
+    return _one(ref, matches)
+
+
+def _one(prefix: str, matches: dict[str, Path | str]) -> SessionRef:
     if len(matches) > 1:
-        raise AmbiguousSessionError(ref, matches)
-    return repo.resolve(next(iter(matches)))
+        raise AmbiguousSessionError(prefix, matches)
+    ((session_id, found),) = matches.items()
+    return found if isinstance(found, Path) else session_id
+
+
+def resolve_ref(repo: SessionRepo, ref: str) -> SessionRef:
+    """:func:`find_ref` from synchronous code."""
+    return run_async(find_ref(repo, ref))
+
+
+async def open_ref(repo: SessionRepo, ref: SessionRef) -> Session:
+    """Open what :func:`find_ref` found: an id through the store, a file as a file (any
+    store: a path always names a JSONL file)."""
+    if isinstance(ref, Path) and not isinstance(repo, JsonlSessionRepo):
+        return await asyncio.to_thread(open_session, ref)
+    return await repo.open(ref)
 
 
 @contextmanager

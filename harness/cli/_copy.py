@@ -1,7 +1,7 @@
 """``harness sessions copy --from STORE --to STORE``: move sessions between stores.
 
-Stores: ``jsonl:DIR`` (a sessions root of JSONL files), ``sqlite:PATH`` (a database file) and
-``postgresql://...`` (a PostgreSQL database).
+Stores are named as for every ``--root`` (``_common.open_repo``): ``jsonl:DIR`` or a folder (a
+sessions root of JSONL files), ``sqlite:PATH`` (a database file) and ``postgresql://...``.
 Lines are copied verbatim, so a round trip is byte-identical; a repeated copy adds nothing and
 an interrupted one is finished by running it again. The work is ``repos.copy_sessions``.
 """
@@ -11,14 +11,27 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from repos import CopyReport, copy_sessions, open_line_store
+from repos import (
+    CopyReport,
+    LineStore,
+    SessionNotFoundError,
+    copy_sessions,
+    line_store,
+)
 
-from ._common import one_line, run_async
+from ._common import (
+    MIN_PREFIX,
+    AmbiguousSessionError,
+    RootNotFoundError,
+    describe_store,
+    one_line,
+    open_repo,
+    run_async,
+)
 from ._escape import echo, terminal
 from ._sessions import sessions
 
@@ -47,6 +60,25 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]
         yield update
 
 
+async def _wanted(store: LineStore, given: tuple[str, ...], where: str) -> list[str]:
+    """The ids ``--id`` names: whole ids or prefixes (at least 4 characters) of exactly one.
+
+    Raises:
+        SessionNotFoundError: one names no session of the source (nothing is copied).
+        AmbiguousSessionError: a prefix starts several ids.
+    """
+    known = await store.ids()
+    wanted: list[str] = []
+    for ref in given:
+        matches = [ref] if ref in known else [i for i in known if i.startswith(ref)]
+        if not matches or (len(ref) < MIN_PREFIX and ref not in known):
+            raise SessionNotFoundError(ref, f"no session id is or starts with it in {where}")
+        if len(matches) > 1:
+            raise AmbiguousSessionError(ref, dict.fromkeys(matches, where))
+        wanted.append(matches[0])
+    return list(dict.fromkeys(wanted))
+
+
 def _summary(report: CopyReport) -> str:
     return (
         f"{len(report.copied)} copied, {len(report.resumed)} resumed, "
@@ -61,7 +93,7 @@ def _summary(report: CopyReport) -> str:
     "source",
     required=True,
     metavar="STORE",
-    help="jsonl:DIR, sqlite:PATH or postgresql://...",
+    help="jsonl:DIR (or a folder), sqlite:PATH or postgresql://...",
 )
 @click.option(
     "--to",
@@ -70,7 +102,13 @@ def _summary(report: CopyReport) -> str:
     metavar="STORE",
     help="jsonl:DIR, sqlite:PATH or postgresql://...",
 )
-@click.option("--id", "ids", multiple=True, metavar="ID", help="Copy only this session (repeat).")
+@click.option(
+    "--id",
+    "ids",
+    multiple=True,
+    metavar="ID",
+    help="Copy only this session: its id or the start of it (repeat).",
+)
 @click.option(
     "--progress/--no-progress",
     default=None,
@@ -90,21 +128,21 @@ def copy(
     first of them (an interrupted or older copy) gets the rest; one with other lines is left
     alone and reported as a conflict (exit 1).
     """
-    scheme, _, where = source.partition(":")
-    if scheme in ("jsonl", "sqlite") and not Path(where).expanduser().exists():
-        # A typo must not "copy 0 sessions" (nor create an empty database to read from).
-        raise click.BadParameter(f"{where} does not exist", param_hint="--from")
+    # A typo must not "copy 0 sessions" (nor create an empty database to read from).
     try:
-        src, dst = open_line_store(source), open_line_store(destination)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        src_repo = open_repo(source, must_exist=True, param_hint="--from")
+    except RootNotFoundError as exc:
+        raise click.BadParameter(f"{exc.root} does not exist", param_hint="--from") from None
+    dst_repo = open_repo(destination, param_hint="--to")
+    src, dst = line_store(src_repo), line_store(dst_repo)
+    wanted = run_async(_wanted(src, ids, describe_store(src_repo))) if ids else None
     show = sys.stdout.isatty() if progress is None else progress
     try:
         with _progress(show) as update:
-            report = run_async(copy_sessions(src, dst, ids=ids or None, progress=update))
+            report = run_async(copy_sessions(src, dst, ids=wanted, progress=update))
     finally:
-        for store in (src, dst):
-            close = getattr(store, "close", None)
+        for repo in (src_repo, dst_repo):
+            close = getattr(repo, "close", None)
             if close is not None:
                 close()  # a database's connections (a PostgreSQL pool's threads)
     for session_id in report.conflicts:

@@ -51,9 +51,10 @@ from repos import (
     MessageEntry,
     Session,
     SessionInfoEntry,
+    dumps_line,
     encode_entry,
+    encode_header,
 )
-from repos._codec import dumps_line, encode_header
 
 from ._common import one_line, open_repo, progress, root_option
 from ._escape import (
@@ -65,8 +66,8 @@ from ._escape import (
     md_text,
     terminal,
 )
+from ._opening import opened
 from ._render import entry_kind, entry_text, totals
-from ._sessions import _open
 
 __all__ = ["export", "session_html", "session_jsonl", "session_markdown"]
 
@@ -254,12 +255,15 @@ def _safe_line(obj: dict[str, object]) -> bytes:
     metavar="FILE",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write here (default: stdout).",
+    help="Write here (default: stdout; on a terminal, html and jsonl go to ID.FORMAT in the "
+    "current folder).",
 )
-def export(root: Path | None, ref: str, fmt: str | None, output: Path | None) -> None:
+def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> None:
     """Export a session as an HTML page, Markdown or JSONL; the source is not modified.
 
-    With -o and stdout a terminal, a progress bar counts the entries written.
+    Without -o the export goes to stdout, but for html and jsonl on a terminal: they are
+    written to ID.html (ID.jsonl) in the current folder, said on stderr. With a file and stdout
+    a terminal, a progress bar counts the entries written.
     """
     by_suffix = _SUFFIX_FORMATS.get(output.suffix.lower()) if output is not None else None
     if fmt is not None and by_suffix is not None and fmt != by_suffix:
@@ -267,7 +271,10 @@ def export(root: Path | None, ref: str, fmt: str | None, output: Path | None) ->
             f"--format {fmt} does not match the file name {output}", param_hint="-o"
         )
     fmt = fmt or by_suffix or "html"
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
+        if output is None and fmt != "md" and sys.stdout.isatty():
+            # A page (or JSONL) is no reading for a terminal: it goes to a file, said so.
+            output = Path(f"{session.id}.{fmt}")
         if output is None:
             sys.stdout.flush()
             sys.stdout.buffer.write(_render(session, fmt, _nothing))

@@ -12,26 +12,42 @@ a progress bar counts the transcripts.
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 import click
 
-from repos import JsonlSessionRepo, SessionError, open_session
-from repos._codec import dumps_line, encode_header
-from repos._importers.claude_code import (
+from repos import (
+    JsonlSessionRepo,
+    LineStore,
+    Session,
+    SessionError,
+    SessionRepo,
+    dumps_line,
+    encode_header,
+    line_store,
+)
+from repos.claude_code import (
     Comparison,
     Conversion,
     ImportedSession,
-    append_lines,
     compare,
     convert,
     imported_from,
     is_claude_code,
 )
 
-from ._common import HarnessGroup, one_line, open_repo, progress, root_option, run_async
+from ._common import (
+    HarnessGroup,
+    describe_store,
+    one_line,
+    open_ref,
+    open_repo,
+    progress,
+    root_option,
+    run_async,
+)
 from ._escape import echo
 
 __all__ = ["import_group"]
@@ -42,35 +58,79 @@ def import_group() -> None:
     """Import other agents' transcripts as sessions."""
 
 
-Known = dict[tuple[str, str | None], list[Path]]
-"""Sessions under the root imported from Claude Code, by (source session id, sidechain root);
-several when different transcripts claimed one session id."""
+Known = dict[tuple[str, str | None], list[str]]
+"""Sessions of the store imported from Claude Code, by (source session id, sidechain root):
+their ids (a JSONL store: their files); several when different transcripts claimed one id."""
 
 
-def _existing(repo: JsonlSessionRepo) -> Known:
-    """The sessions under the root imported from Claude Code (see :data:`Known`)."""
-    out: Known = {}
-    if not repo.root.is_dir():
+class _Target:
+    """The store sessions are imported into: its repository and its line view."""
+
+    def __init__(self, repo: SessionRepo) -> None:
+        self.repo = repo
+        self.lines: LineStore = line_store(repo)
+
+    def known(self) -> Known:
+        """The sessions of the store imported from Claude Code (see :data:`Known`)."""
+        out: Known = {}
+        for ref, origin in self._origins():
+            if origin.get("format") == "claude-code":
+                side = origin.get("sidechainRoot")
+                key = (str(origin.get("sessionId")), side if isinstance(side, str) else None)
+                out.setdefault(key, []).append(ref)
         return out
-    for path in sorted(repo.root.glob("*/*.jsonl")):
-        origin = imported_from(path)
-        if origin is None or origin.get("format") != "claude-code":
-            continue
-        out.setdefault((str(origin.get("sessionId")), origin.get("sidechainRoot")), []).append(path)
-    return out
 
+    def _origins(self) -> list[tuple[str, dict[str, object]]]:
+        if isinstance(self.repo, JsonlSessionRepo):
+            # Files: only the header line of each is read.
+            if not self.repo.root.is_dir():
+                return []
+            found = []
+            for path in sorted(self.repo.root.glob("*/*.jsonl")):
+                origin = imported_from(path)
+                if origin is not None:
+                    found.append((str(path), dict(origin)))
+            return found
+        found = []
+        for info in run_async(self.repo.list()):
+            try:
+                with self.open(info.id) as session:
+                    metadata = session.header.metadata
+            except SessionError:
+                continue  # unreadable: it cannot be told apart, so it is never extended
+            origin = metadata.get("importedFrom") if metadata is not None else None
+            if isinstance(origin, Mapping):
+                found.append((info.id, dict(origin)))
+        return found
 
-async def _publish(repo: JsonlSessionRepo, session: ImportedSession, parent: Path | None) -> Path:
-    lines = list(session.lines)
-    if parent is not None:
-        header = attrs.evolve(session.header, parent_session=str(parent))
-        lines[0] = dumps_line(encode_header(header))
-    else:
-        header = session.header
-    written = await asyncio.to_thread(repo._publish, header, lines)
-    with written:
-        assert written.path is not None
-        return written.path
+    def publish(self, session: ImportedSession, parent: str | None) -> str:
+        """Write ``session`` as a new session (its header naming ``parent``); its ref."""
+        lines = list(session.lines)
+        if parent is not None:
+            header = attrs.evolve(session.header, parent_session=parent)
+            lines[0] = dumps_line(encode_header(header))
+        run_async(self.lines.import_lines(lines))
+        if isinstance(self.repo, JsonlSessionRepo):
+            return str(self.repo.resolve(session.header.id))
+        return session.header.id
+
+    def extend(self, ref: str, found: Comparison) -> int:
+        """Append the new entries ``found`` holds to the session ``ref``; how many."""
+        if not found.lines:
+            return 0
+        session_id = self._id_of(ref)
+        have = run_async(self.lines.export_lines(session_id))
+        run_async(self.lines.import_lines([*have, *found.lines]))
+        return len(found.lines)
+
+    def _id_of(self, ref: str) -> str:
+        if isinstance(self.repo, JsonlSessionRepo):
+            with self.open(ref) as session:
+                return session.id
+        return ref
+
+    def open(self, ref: str) -> Session:
+        return run_async(open_ref(self.repo, Path(ref) if ref.endswith(".jsonl") else ref))
 
 
 def _transcripts(source: Path) -> list[Path]:
@@ -93,48 +153,46 @@ def _report(conversion: Conversion) -> None:
         echo(f"  {conversion.unpaired_tool_results} tool results without their call")
 
 
-def _match(candidates: list[Path], imported: ImportedSession) -> tuple[Path, Comparison] | None:
+def _match(
+    target: _Target, candidates: list[str], imported: ImportedSession
+) -> tuple[str, Comparison] | None:
     """The session among ``candidates`` that ``imported`` is the same transcript as (grown or
     not), with what to append; None when each came from another transcript (or cannot be
     read, so cannot be told apart)."""
-    for path in candidates:
+    for ref in candidates:
         try:
-            with open_session(path) as existing:
+            with target.open(ref) as existing:
                 found = compare(imported, existing)
         except SessionError:
             continue
         if found.relation != "other":
-            return path, found
+            return ref, found
     return None
-
-
-def _extend(path: Path, found: Comparison) -> int:
-    """Append the new entries ``found`` holds to the session at ``path``; how many."""
-    if found.lines:
-        append_lines(path, found.lines)
-    return len(found.lines)
 
 
 @import_group.command("claude-code")
 @root_option
 @click.argument("source", type=click.Path(exists=True, path_type=Path), metavar="FILE|DIR")
-def claude_code(root: Path | None, source: Path) -> None:
-    """Import Claude Code transcripts (a .jsonl file, or every one under DIR).
+def claude_code(root: str | None, source: Path) -> None:
+    """Import Claude Code transcripts (a .jsonl file, or every one under DIR), into any store.
 
     The main thread becomes one session; each sidechain (a sub-agent's conversation) a session
     whose parentSession is the main one. Importing again adds nothing; a transcript that has
     grown since its import extends the session it became with the new entries. Another
     transcript claiming the same Claude Code session id becomes a session of its own (a note
     says so). A FILE that is not a transcript (or not a regular file) exits 1; under a DIR such
-    files are skipped and named.
+    files are skipped and named; a DIR holding no .jsonl file at all exits 1.
     """
-    repo = open_repo(root)
-    known = _existing(repo)
-    imported = skipped = extended = refused = 0
     paths = _transcripts(source)
+    if not paths:
+        echo(f"nothing to import: no .jsonl file under {source}", err=True)
+        raise SystemExit(1)
+    target = _Target(open_repo(root))
+    known = target.known()
+    imported = skipped = extended = refused = 0
     with progress("importing transcripts", len(paths)) as advance:
         for path in paths:
-            outcome = _import_one(repo, known, path)
+            outcome = _import_one(target, known, path)
             imported += outcome == "imported"
             extended += outcome == "extended"
             skipped += outcome == "unchanged"
@@ -145,7 +203,7 @@ def claude_code(root: Path | None, source: Path) -> None:
         raise SystemExit(1)  # the one file named is not a transcript (said above, on stderr)
 
 
-def _import_one(repo: JsonlSessionRepo, known: Known, path: Path) -> str:
+def _import_one(target: _Target, known: Known, path: Path) -> str:
     """Import one transcript; returns ``imported``, ``extended``, ``unchanged`` or ``skipped``
     (not a transcript)."""
     if not is_claude_code(path):
@@ -154,11 +212,11 @@ def _import_one(repo: JsonlSessionRepo, known: Known, path: Path) -> str:
     conversion = convert(path)
     sid = conversion.source_session_id
     candidates = list(known.get((sid, None), ()))
-    match = _match(candidates, conversion.main)
+    match = _match(target, candidates, conversion.main)
     if match is not None:
         previous, found = match
-        added = _extend(previous, found)
-        new_sides = _sidechains(repo, known, conversion, previous)
+        added = target.extend(previous, found)
+        new_sides = _sidechains(target, known, conversion, previous)
         if not added and not new_sides:
             echo(f"already imported {path} (Claude Code session {sid}) as {previous}")
             return "unchanged"
@@ -172,7 +230,7 @@ def _import_one(repo: JsonlSessionRepo, known: Known, path: Path) -> str:
                 "kept as first imported"
             )
         return "extended"
-    main = run_async(_publish(repo, conversion.main, None))
+    main = target.publish(conversion.main, None)
     known.setdefault((sid, None), []).append(main)
     echo(
         f"imported {path} (Claude Code session {sid}) as {conversion.main.header.id}: "
@@ -180,14 +238,15 @@ def _import_one(repo: JsonlSessionRepo, known: Known, path: Path) -> str:
         + (f", {conversion.compactions} compactions" if conversion.compactions else "")
         + (f", named {one_line(conversion.name)!r}" if conversion.name else "")
     )
-    echo(f"  file: {main}")
+    where = main if main.endswith(".jsonl") else describe_store(target.repo)
+    echo(f"  {'file' if main.endswith('.jsonl') else 'in'}: {where}")
     if candidates:
         echo(
             f"  note: Claude Code session {sid} was imported before from another transcript "
-            f"({', '.join(map(str, candidates))}): this one holds other records, so it is a "
+            f"({', '.join(candidates)}): this one holds other records, so it is a "
             "session of its own, not added to that one"
         )
-    _sidechains(repo, known, conversion, main, fresh=bool(candidates))
+    _sidechains(target, known, conversion, main, fresh=bool(candidates))
     _report(conversion)
     echo(
         f"  {conversion.records} records read, {len(conversion.dropped)} dropped, "
@@ -197,10 +256,10 @@ def _import_one(repo: JsonlSessionRepo, known: Known, path: Path) -> str:
 
 
 def _sidechains(
-    repo: JsonlSessionRepo,
+    target: _Target,
     known: Known,
     conversion: Conversion,
-    main: Path,
+    main: str,
     *,
     fresh: bool = False,
 ) -> int:
@@ -211,12 +270,12 @@ def _sidechains(
     written = 0
     for side in conversion.sidechains:
         key = (sid, side.sidechain_root)
-        match = None if fresh else _match(known.get(key, []), side)
+        match = None if fresh else _match(target, known.get(key, []), side)
         if match is not None:
-            written += _extend(*match)
+            written += target.extend(*match)
             continue
-        side_path = run_async(_publish(repo, side, main))
+        side_ref = target.publish(side, main)
         echo(f"  sidechain {side.sidechain_root} as {side.header.id}: {side.entries} entries")
-        known.setdefault(key, []).append(side_path)
+        known.setdefault(key, []).append(side_ref)
         written += side.entries
     return written

@@ -16,14 +16,9 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from repos._jsonl.verify import (
-    Finding,
-    migrate_file,
-    repair_file,
-    verify_file,
-)
+from repos.maintenance import Finding, migrate_file, repair_file, verify_file
 
-from ._common import one_line, open_repo, resolve_ref, root_option
+from ._common import describe_store, one_line, open_repo, resolve_ref, root_option
 from ._escape import echo, json_line, terminal
 from ._sessions import sessions
 
@@ -55,6 +50,19 @@ def _progress(path: Path, label: str) -> Iterator[Callable[[int], None] | None]:
         yield lambda done: bar.update(task, completed=done)
 
 
+def _file_of(root: str | None, ref: str) -> Path:
+    """The JSONL file ``ref`` names: these commands check and rewrite files, so a session kept
+    in a database is a usage error (its lines are checked as they are stored)."""
+    repo = open_repo(root)
+    found = resolve_ref(repo, ref)
+    if not isinstance(found, Path):
+        raise click.UsageError(
+            f"session {found} is in {describe_store(repo)}: verify, repair and migrate work on "
+            "JSONL files (`harness sessions copy --to jsonl:DIR --id ID` makes one)"
+        )
+    return found
+
+
 def _where(finding: Finding) -> str:
     return f"line {finding.line} (byte {finding.offset})"
 
@@ -71,14 +79,14 @@ def _finding_line(path: Path, finding: Finding) -> str:
 @click.argument("ref", metavar=_REF)
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as a JSON object.")
 @click.pass_context
-def verify(ctx: click.Context, root: Path | None, ref: str, as_json: bool) -> None:
+def verify(ctx: click.Context, root: str | None, ref: str, as_json: bool) -> None:
     """Check a session file for every problem, without writing to it.
 
     One line per finding: file:line, severity, code, message and byte offset. Exit 0 when the
     file has no problem (info findings, such as tool calls left unanswered by an aborted turn,
     are printed but do not count), 1 otherwise.
     """
-    path = resolve_ref(open_repo(root), ref)
+    path = _file_of(root, ref)
     with _progress(path, "verifying") as progress:
         report = verify_file(path, progress=None if as_json else progress)
     if as_json:
@@ -104,7 +112,7 @@ def verify(ctx: click.Context, root: Path | None, ref: str, as_json: bool) -> No
 @root_option
 @click.argument("ref", metavar=_REF)
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
-def repair(root: Path | None, ref: str, dry_run: bool) -> None:
+def repair(root: str | None, ref: str, dry_run: bool) -> None:
     """Rewrite a session file without the problems `verify` reports.
 
     Drops a torn last line, bad lines, bad bodies, blank lines and duplicate ids; re-attaches
@@ -113,7 +121,7 @@ def repair(root: Path | None, ref: str, dry_run: bool) -> None:
     target is missing. Every other line is kept byte for byte. The original is kept as
     <file>.bak (.bak.1, ... if taken); the new file is written atomically under the append lock.
     """
-    path = resolve_ref(open_repo(root), ref)
+    path = _file_of(root, ref)
     with _progress(path, "repairing") as progress:
         result = repair_file(path, dry_run=dry_run, progress=progress)
     if not result.changes:
@@ -137,14 +145,14 @@ def repair(root: Path | None, ref: str, dry_run: bool) -> None:
 @sessions.command()
 @root_option
 @click.argument("ref", metavar=_REF)
-def migrate(root: Path | None, ref: str) -> None:
+def migrate(root: str | None, ref: str) -> None:
     """Rewrite a v1/v2 session file as v3, with the same entry ids a read gives.
 
     The original is kept as <file>.v1.bak (or .v2.bak; numbered if taken); the new file is
     written atomically under the append lock. A v3 file is left alone. Lines reading skips
     (a torn tail, a bad line) are not carried over and are named on stderr.
     """
-    path = resolve_ref(open_repo(root), ref)
+    path = _file_of(root, ref)
     result = migrate_file(path)
     if result.backup is None:
         echo(f"already v{result.from_version}: {path}; nothing to migrate")

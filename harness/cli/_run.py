@@ -1,342 +1,277 @@
-"""``harness run -p TEXT``: one prompt, non-interactive, for scripts and CI.
+"""``harness run [PROMPT]`` (also ``harness -p PROMPT``): one prompt, non-interactive, for
+scripts and CI; Claude Code's print mode (``claude -p``).
 
-The reply is printed as text (default; terminal controls shown escaped), as one JSON object
-(``--output json``: the exact reply, the session id and path), or every bus event is written as
-one JSON line as it fires (``--output events``). JSON output writes the characters a terminal
-would act on as escapes (``\\u009b``...), so it still decodes to exactly the values. A provider
-error exits 1 with ``error[<code>]: <message>`` once the error reply is persisted. Tool calls
-go to a :class:`~harness.SecuritySupervisor` with no approver: controlled calls (``bash``,
-``write``, ``edit``, paths outside the cwd) are denied unless ``--mode`` or a rule in the
-settings allows them.
+The prompt is the argument (``--prompt TEXT`` too), or stdin when it is not a terminal, or
+both joined (``cat notes.md | harness -p "summarize"``: the argument, a blank line, then
+stdin). With an argument, stdin that is a pipe sending nothing for
+``$HARNESS_STDIN_WAIT_S`` (3) seconds is left alone, with a note.
+
+``--output-format`` (``--output``): ``text`` (default) prints the reply (terminal controls
+shown escaped); ``json`` prints Claude Code's ``result`` record; ``stream-json`` prints its
+``system``/``init`` record, an ``assistant``/``user`` record per message and the ``result``
+record, one JSON object per line (``_print.py``), and ``--verbose`` adds our events;
+``--output events`` means ``stream-json --verbose``. ``--input-format stream-json`` reads user
+messages as JSON lines from stdin, one prompt each (``{"type": "user", "message": {"role":
+"user", "content": ...}}``). JSON output writes the characters a terminal would act on as
+escapes (``\\u009b``...), so it still decodes to exactly the values.
+
+A provider error, a prompt a hook refuses or ``--max-turns`` reached exit 1 (the error reply
+is persisted first). Tool calls go to a :class:`~harness.SecuritySupervisor` with no approver:
+controlled calls (``bash``, ``write``, ``edit``, paths outside the cwd) are denied unless
+``--mode``, ``--allowed-tools`` or a rule in the settings allows them.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
+import select
+import stat
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 import attrs
 import click
+import orjson
 
-from hooks import (
-    EVENT_CLASSES,
-    AssistantMessage,
-    Event,
+from harness import (
+    HarnessError,
     ImageContent,
-    Message,
-    MessageEndEvent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UnknownContent,
-)
-from repos import (
-    CorruptSessionError,
-    JsonlSessionRepo,
+    Model,
     Session,
-    SessionNotFoundError,
-    encode_message,
+    TextContent,
+    ThinkingLevel,
+    UserContent,
 )
-from repos._importers.claude_code import is_claude_code
 
-from .._agents import AgentDefinition, Reply, load_agents
-from .._harness import AgentHarness
-from .._permissions import (
-    CLAUDE_CODE_MODES,
-    PERMISSION_MODES,
-    Defer,
-    ModeName,
-    PermissionRequest,
-    SecuritySupervisor,
+from .._permissions import Defer, PermissionRequest
+from ._agent import (
+    AgentOptions,
+    Agents,
+    agent_options,
+    pick_resume,
+    pick_session,
+    working_folder,
 )
-from .._providers.base import Model, ModelRequest, ThinkingLevel
-from .._providers.faux import FauxModel, FauxReply, FauxToolCall
-from .._tools.bash import bash_tool
-from .._tools.edit import edit_tool
-from .._tools.find import find_tool
-from .._tools.grep import grep_tool
-from .._tools.ls import ls_tool
-from .._tools.read import read_tool
-from .._tools.write import write_tool
-from ._checkpoints import checkpoint_option, use_checkpoints
-from ._common import one_line, open_repo, resolve_ref, root_option, run_async
-from ._escape import echo, json_line, terminal
+from ._common import HarnessCliError, one_line, run_async
+from ._escape import echo, json_line
 from ._hooks import attach_hook_output, load_command_hooks
-from ._mcp import configured_mcp_servers, show_mcp_errors
-from ._models import DEFAULT_MODEL, ModelChoice, model_options
-from ._otel import otel_option, otel_tracing
-from ._render import cost_json, reply_totals
-from ._sessions import _warn_diagnostics
+from ._mcp import show_mcp_errors
+from ._models import DEFAULT_MODEL, ModelChoice
+from ._offline import offline_model
+from ._opening import warn_diagnostics
+from ._otel import otel_tracing
+from ._print import PrintRun, Record
 
-__all__ = ["DEFAULT_MODEL", "event_json", "offline_model", "run"]
+__all__ = ["DEFAULT_MODEL", "STDIN_WAIT_ENV", "first_model", "run"]
 
-OFFLINE_MODEL_ID = "offline-echo"
+STDIN_WAIT_ENV = "HARNESS_STDIN_WAIT_S"
+"""Seconds ``run`` waits for a pipe on stdin to send something when a prompt argument is given
+(default 3, as Claude Code waits)."""
 
-_MESSAGE_TYPES: tuple[type, ...] = get_args(Message)
-_BLOCK_TYPES = (TextContent, ThinkingContent, ToolCall, UnknownContent)
-
-
-# --- the offline model ------------------------------------------------------------------------
-
-
-def _offline_reply(request: ModelRequest) -> FauxReply:
-    last = request.messages[-1] if request.messages else None
-    if isinstance(last, ToolResultMessage):
-        status = "failed" if last.is_error else "returned"
-        first = (last.text.strip().splitlines() or ["(no output)"])[0]
-        return FauxReply(text=f"(offline) {last.tool_name} {status}: {first}")
-    text = str(getattr(last, "text", "")) if last is not None else ""
-    if text.startswith("@") and text[1:].strip():
-        return _offline_call(text[1:], f"offline_call_{len(request.messages)}")
-    if text.startswith("!") and text[1:].strip():
-        command = text[1:].strip()
-        return FauxReply(
-            text=f"(offline) Running {command!r}.",
-            # FauxModel's own ids restart at faux_call_1 in every process: a session continued
-            # by a second run would hold the same id twice. The branch length is unique.
-            tool_calls=[
-                FauxToolCall(
-                    name="bash",
-                    arguments={"command": command},
-                    id=f"offline_call_{len(request.messages)}",
-                )
-            ],
-        )
-    return FauxReply(text=f"(offline) You said: {text}")
+MAX_STDIN_BYTES = 32 << 20
+"""A prompt read from stdin holds at most this many bytes (a device such as ``/dev/zero``
+would otherwise never end)."""
 
 
-def _offline_call(text: str, call_id: str) -> FauxReply:
-    """``TOOL {JSON}``: a call of TOOL with those arguments (none: ``{}``)."""
-    name, _, given = text.strip().partition(" ")
-    try:
-        arguments = json.loads(given) if given.strip() else {}
-    except ValueError as exc:
-        return FauxReply(text=f"(offline) the arguments of {name} are not JSON: {exc}")
-    if not isinstance(arguments, dict):
-        return FauxReply(text=f"(offline) the arguments of {name} must be a JSON object")
-    return FauxReply(
-        text=f"(offline) Calling {name}.",
-        tool_calls=[FauxToolCall(name=name, arguments=arguments, id=call_id)],
-    )
+# --- the prompt -------------------------------------------------------------------------------
 
 
-def offline_model() -> FauxModel:
-    """The scripted model of ``--offline``: it echoes the prompt; a prompt ``!COMMAND`` makes it
-    call the ``bash`` tool with COMMAND, and ``@TOOL {JSON}`` calls TOOL (an MCP tool, say)
-    with those arguments; then it reports the first line of the result."""
-    return FauxModel(_offline_reply, model_id=OFFLINE_MODEL_ID)
+def _read_stdin(wait_s: float | None) -> str | None:
+    """What stdin holds, when it is not a terminal; None when there is nothing to read.
 
+    ``wait_s``: a pipe (or socket) that sends nothing for so long is left alone (None: wait
+    for it to end: it is the prompt).
 
-# --- events as JSON -----------------------------------------------------------------------------
-
-
-def _jsonable(value: object) -> Any:
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, _MESSAGE_TYPES):
-        return encode_message(value)  # type: ignore[arg-type]
-    if isinstance(value, ImageContent):
-        return {"type": "image", "data": value.data, "mimeType": value.mime_type}
-    if isinstance(value, _BLOCK_TYPES):
-        return encode_message(AssistantMessage(content=(value,)))["content"][0]
-    if isinstance(value, BaseException):
-        return {"type": type(value).__name__, "message": str(value)}
-    if attrs.has(type(value)):
-        names = [f.name for f in attrs.fields(type(value))]  # type: ignore[arg-type]
-        return {name: _jsonable(getattr(value, name)) for name in names}
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    return repr(value)
-
-
-def event_json(event: Event) -> dict[str, Any]:
-    """An event as a JSON object: ``name``, then its fields (snake_case, as the attrs class
-    names them); messages are encoded as in session files (``encode_message``)."""
-    out: dict[str, Any] = {"name": event.name}
-    for f in attrs.fields(type(event)):
-        out[f.name] = _jsonable(getattr(event, f.name))
-    return out
-
-
-class _EventWriter:
-    """Writes each event of ``harness`` as one JSON line on stdout, flushed (a pipe sees it at
-    once). A sub-agent's events (its harness is linked to this one) are not written: the
-    stream is the run's own.
-
-    When the reader goes away (``harness run ... | head -1``) writing stops, but the run goes
-    on to the end so that the session is complete; ``broken`` then says so.
+    Raises:
+        click.BadParameter: more than :data:`MAX_STDIN_BYTES`, or bytes that are not UTF-8.
     """
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    fd = sys.stdin.fileno()
+    mode = os.fstat(fd).st_mode
+    if wait_s is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        ready, _, _ = select.select([fd], [], [], wait_s)
+        if not ready:
+            echo(
+                f"note: stdin sent nothing in {wait_s:g} s; going on with the prompt argument "
+                f"only (< /dev/null skips stdin; ${STDIN_WAIT_ENV} waits longer)",
+                err=True,
+            )
+            return None
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_STDIN_BYTES:
+            raise click.BadParameter(
+                f"stdin holds more than {MAX_STDIN_BYTES >> 20} MiB; nothing was written",
+                param_hint="stdin",
+            )
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise click.BadParameter(
+            "is not valid UTF-8; nothing was written", param_hint="stdin"
+        ) from None
 
-    def __init__(self, harness: AgentHarness) -> None:
-        self.broken = False
-        self._harness = harness
 
-    def __call__(self, sender: object, event: Event) -> None:
-        if self.broken or sender is not self._harness:
-            return
-        try:
-            echo(json_line(event_json(event), default=repr))
-        except BrokenPipeError:
-            self.broken = True
-            # Python flushes stdout again at exit: point it at /dev/null so that cannot fail.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+def _prompt_text(words: Sequence[str], option: str | None) -> str:
+    """The prompt of the arguments and stdin (see the module docstring)."""
+    if words and option is not None:
+        raise click.UsageError("give the prompt as an argument or as --prompt, not both")
+    given = option if option is not None else " ".join(words) if words else None
+    wait = float(os.environ.get(STDIN_WAIT_ENV) or 3)
+    piped = _read_stdin(wait if given is not None else None)
+    if piped is not None:
+        piped = piped.rstrip("\r\n")  # `echo text |` ends with a newline nobody typed
+    if given is not None and piped and piped.strip():
+        text = f"{given}\n\n{piped}"
+    elif given is not None:
+        text = given
+    elif piped:
+        text = piped
+    else:
+        raise click.UsageError("no prompt: give one as an argument (or pipe it on stdin)")
+    if not text.strip():
+        raise click.BadParameter("is empty; nothing was written", param_hint="prompt")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the locale could not decode (surrogate escapes)
+        raise click.BadParameter(
+            "is not valid UTF-8; nothing was written", param_hint="prompt"
+        ) from None
+    return text
+
+
+class InputError(HarnessError):
+    """A line of ``--input-format stream-json`` that is no user message (code
+    ``invalid_input``); the prompts before it ran."""
+
+    code = "invalid_input"
+
+
+def _user_content(line: bytes, number: int) -> str | list[UserContent]:
+    """A stream-json input line's user message content (text, or text and image blocks in
+    the Messages API's shape).
+
+    Raises:
+        InputError: not JSON, not ``{"type": "user", "message": {...}}``, or an unknown block.
+    """
+    where = f"stdin line {number}"
+    try:
+        record: Any = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{where} is not JSON: {exc}") from None
+    message = record.get("message") if isinstance(record, dict) else None
+    if (
+        not isinstance(record, dict)
+        or record.get("type") != "user"
+        or not isinstance(message, dict)
+    ):
+        raise InputError(
+            f'{where} is no user message: {{"type": "user", "message": {{"role": "user", '
+            '"content": ...}} expected'
+        )
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InputError(f"{where}: message.content must be a string or a list of blocks")
+    blocks: list[UserContent] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            blocks.append(TextContent(text=block["text"]))
+        elif kind == "image" and isinstance(block.get("source"), dict):
+            source = block["source"]
+            data, mime = source.get("data"), source.get("media_type")
+            if (
+                source.get("type") != "base64"
+                or not isinstance(data, str)
+                or not isinstance(mime, str)
+            ):
+                raise InputError(f"{where}: an image block needs a base64 source")
+            blocks.append(ImageContent(data=data, mime_type=mime))
+        else:
+            raise InputError(f"{where}: unsupported content block {str(kind)[:40]!r}")
+    if not blocks:
+        raise InputError(f"{where}: the message is empty")
+    return blocks
+
+
+# --- the models -------------------------------------------------------------------------------
+
+
+def first_model(
+    opts: AgentOptions, choice: ModelChoice | None, *, paced: bool
+) -> tuple[Model | None, ThinkingLevel | None]:
+    """The model known before a session is opened: the offline one, ``--model``, or for a new
+    session the default; None when the session's model decides. A model that cannot be made
+    (no API key, an unknown name) fails here, before a new session file is written."""
+    if choice is None:
+        return offline_model(paced=paced), opts.thinking
+    if choice.given or opts.new_session:
+        model, level = choice.model()
+        return model, opts.thinking or level
+    return None, opts.thinking
+
+
+def session_model(
+    choice: ModelChoice | None, session: Session, level: ThinkingLevel | None
+) -> tuple[Model, ThinkingLevel | None]:
+    """The model a continued session names (else the settings' or the default)."""
+    if choice is None:  # unreachable: offline has a model already
+        raise click.UsageError("no model")
+    model, named = choice.model(session)
+    return model, level or named
 
 
 # --- the command ------------------------------------------------------------------------------
 
 
-def agent_files(cwd: Path, trust_project: bool) -> tuple[AgentDefinition, ...]:
-    """The agents of the user's and the project's agent files (the project's as untrusted
-    unless ``trust_project``); each problem is one line on stderr."""
-    catalog = load_agents(cwd, trust_project=trust_project)
-    for problem in catalog.diagnostics:
-        echo(f"warning: {one_line(problem.path)}: {one_line(problem.message)}", err=True)
-    return catalog.agents
-
-
-async def _defer(request: PermissionRequest) -> Defer:
-    """``--defer-approvals``: what needs asking waits for ``harness approve``/``deny``."""
-    return Defer(reason="harness run --defer-approvals")
-
-
-async def _prompt_once(harness: AgentHarness, text: str) -> Reply:
-    """One prompt, then the harness shuts down in the same event loop: the MCP servers stop
-    and the hooks get ``session_end``."""
-    try:
-        return await harness.prompt(text)
-    finally:
-        await harness.shutdown()
-
-
-async def _pick_session(
-    repo: JsonlSessionRepo, session_ref: str | None, continue_: bool, cwd: Path
-) -> Session:
-    if session_ref is not None:
-        path = resolve_ref(repo, session_ref)
-        try:
-            return await repo.open(path)
-        except CorruptSessionError:
-            if path.is_file() and is_claude_code(path):
-                raise CorruptSessionError(
-                    path,
-                    1,
-                    0,
-                    "a Claude Code transcript, not one of our sessions: "
-                    f"`harness import claude-code {path}` imports it, then continue the import",
-                ) from None
-            raise
-    if continue_:
-        infos = await repo.list(str(cwd))
-        if not infos:
-            raise SessionNotFoundError(
-                "--continue", f"no session for the folder {cwd} under {repo.root}"
-            )
-        return await repo.open(infos[0].path or infos[0].id)
-    return await repo.create(str(cwd))
-
-
-def working_folder(
-    session: Session, given: Path | None, *, ask: Callable[[str], bool] | None = None
-) -> Path:
-    """The folder tools work in: ``--cwd`` when given, else the current folder.
-
-    A session's recorded ``cwd`` comes from its file, which is untrusted (docs/security.md):
-    it is never adopted unless the user says so, by ``--cwd`` or by answering ``ask`` (chat on
-    a terminal). Otherwise a recorded folder that differs is named on stderr.
-    """
-    if given is not None:
-        return given
-    here = Path.cwd()
-    recorded = session.cwd
-    if not recorded or os.path.realpath(recorded) == os.path.realpath(here):
-        return here
-    if not os.path.isdir(recorded):
-        return here
-    shown = terminal(repr(recorded))
-    if ask is not None and ask(
-        f"This session was recorded in {shown}; you are in {terminal(repr(str(here)))}. "
-        "Work in the recorded folder?"
-    ):
-        return Path(recorded)
-    echo(
-        f"note: session {session.id} was recorded in {shown}; working in the current folder "
-        f"(--cwd DIR to choose)",
-        err=True,
-    )
-    return here
-
-
-def session_options(command: Callable[..., None]) -> Callable[..., None]:
-    """``--session ID|PATH``, ``--cwd DIR``, ``-c/--continue`` and the model options
-    (``_models.model_options``), shared by ``run`` and ``chat`` (passed as ``session_ref``,
-    ``work_dir``, ``continue_``, ``model_id``, ``base_url``, ``api``, ``fallback_model_id``)."""
-    command = model_options(command)
-    command = click.option(
-        "-c",
-        "--continue",
-        "continue_",
-        is_flag=True,
-        help="Continue the most recently active session of the current folder.",
-    )(command)
-    command = click.option(
-        "--cwd",
-        "work_dir",
-        metavar="DIR",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        default=None,
-        help="Work in DIR (default: the current folder; a session's recorded folder is "
-        "used only when given here).",
-    )(command)
-    return click.option(
-        "--session", "session_ref", metavar="ID|PATH", help="Continue this session."
-    )(command)
-
-
-def permission_options(command: Callable[..., None]) -> Callable[..., None]:
-    """``--mode MODE`` and ``--trust-project``, shared by ``run`` and ``chat`` (passed as
-    ``mode`` and ``trust_project``)."""
-    command = click.option(
-        "--trust-project",
-        is_flag=True,
-        help="Let the working folder's .harness/settings.json widen permissions (its allow "
-        "rules and mode) and run its hooks; without it, project settings may only restrict "
-        "permissions and their hooks do not run (docs/permissions.md, docs/hooks.md).",
-    )(command)
-    return click.option(
-        "--mode",
-        type=click.Choice(list(dict.fromkeys([*PERMISSION_MODES, *CLAUDE_CODE_MODES]))),
-        default=None,
-        help="Permission mode for tool calls, ours or Claude Code's name (default: the "
-        "settings files', else `default`).",
-    )(command)
-
-
 @click.command()
-@click.option("-p", "--prompt", "text", metavar="TEXT", required=True, help="The prompt to send.")
-@session_options
+@click.argument("words", nargs=-1, metavar="[PROMPT]")
 @click.option(
-    "--offline",
-    is_flag=True,
-    help="Use the scripted offline model (echoes; `!COMMAND` asks for a bash call, "
-    "`@TOOL {JSON}` for a call of TOOL).",
+    "-p", "--print", "print_", is_flag=True, help="Print mode: what run does (claude -p, pi -p)."
+)
+@click.option("--prompt", "option_text", metavar="TEXT", default=None, help="The prompt.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json", "stream-json"]),
+    default=None,
+    help="text: the reply (default); json: Claude Code's result record; stream-json: its "
+    "init, assistant, user and result records, one JSON object per line.",
 )
 @click.option(
     "--output",
     type=click.Choice(["text", "json", "events"]),
+    default=None,
+    help="The same as --output-format (events: stream-json --verbose).",
+)
+@click.option(
+    "--input-format",
+    type=click.Choice(["text", "stream-json"]),
     default="text",
     show_default=True,
-    help="text: the reply; json: reply and session id; events: every event as a JSON line.",
+    help='stream-json: read user messages ({"type": "user", "message": {...}}) as JSON lines '
+    "from stdin, one prompt each (needs --output-format stream-json).",
 )
-@permission_options
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="With stream-json: also write our own events (docs/events.md).",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    default=None,
+    help="End a run after N turns (model replies) if it would go on; the result is "
+    "error_max_turns (exit 1).",
+)
 @click.option(
     "--defer-approvals",
     is_flag=True,
@@ -344,154 +279,184 @@ def permission_options(command: Callable[..., None]) -> Callable[..., None]:
     "`awaiting_approval`, and `harness approve ID` / `harness deny ID` answer it later and go "
     "on with the run (`harness approvals list` shows what waits).",
 )
-@checkpoint_option
-@root_option
-@otel_option
+@agent_options
 def run(
-    text: str,
-    session_ref: str | None,
-    work_dir: Path | None,
-    continue_: bool,
-    model_id: str | None,
-    base_url: str | None,
-    api: Literal["responses", "chat"] | None,
-    fallback_model_id: str | None,
-    offline: bool,
-    output: str,
-    mode: ModeName | None,
-    trust_project: bool,
+    words: tuple[str, ...],
+    print_: bool,
+    option_text: str | None,
+    output_format: str | None,
+    output: str | None,
+    input_format: str,
+    verbose: bool,
+    max_turns: int | None,
     defer_approvals: bool,
-    checkpoints: bool | None,
-    root: Path | None,
-    otel: bool,
+    opts: AgentOptions,
 ) -> None:
-    """Send one prompt and print the reply; for scripts and CI.
+    """Send one prompt and print the reply; for scripts and CI (Claude Code's print mode).
 
-    Without --session or --continue a new session is created for the current folder. There is
-    no approver: tool calls that need approval are denied unless --mode or a settings rule
-    allows them (a rule of the project's settings only with --trust-project). Command hooks
-    of the user's settings run, and the MCP servers of the settings files are offered (a
-    project's only with --trust-project; `harness hooks list`, `harness mcp list`). A provider
-    error, or a prompt a hook refuses, exits 1 (the error reply is persisted first).
+    PROMPT is the argument, stdin, or both (the argument first). Without --session, --resume
+    or --continue a new session is created for the current folder (--no-session: in memory).
+    There is no approver: tool calls that need approval are denied unless --mode,
+    --allowed-tools or a settings rule allows them (a rule of the project's settings only with
+    --trust-project). Command hooks of the user's settings run, and the MCP servers of the
+    settings files are offered (a project's only with --trust-project). A provider error, a
+    prompt a hook refuses, or --max-turns reached exits 1 (the error reply is persisted first).
+    With --defer-approvals a call that needs approval waits for `harness approve`/`deny`
+    instead (the run stops `awaiting_approval`; each waiting id is named on stderr).
     """
-    if session_ref is not None and continue_:
-        raise click.UsageError("give at most one of --session and --continue")
-    if offline and (model_id or base_url or api or fallback_model_id) is not None:
-        raise click.UsageError(
-            "--offline uses the scripted model; it takes no --model, --base-url, --api or "
-            "--fallback-model"
-        )
-    if not text.strip():
-        raise click.BadParameter("is empty; nothing was written", param_hint="--prompt")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # bytes the locale could not decode (surrogate escapes)
-        raise click.BadParameter(
-            "is not valid UTF-8; nothing was written", param_hint="--prompt"
-        ) from None
-    repo = open_repo(root)
-    here = Path(os.path.realpath(work_dir or Path.cwd()))  # as getcwd() names it
-    choice = ModelChoice(
-        model_id=model_id,
-        base_url=base_url,
-        api=api,
-        fallback_model_id=fallback_model_id,
-        cwd=here,
-        trust_project=trust_project,
-    )
-    # A model that cannot be made (no API key, an unknown name) must fail before a new
-    # session file is written.
-    model: Model | None = offline_model() if offline else None
-    level: ThinkingLevel | None = None
-    if model is None and (choice.given or (session_ref is None and not continue_)):
-        model, level = choice.model()
-    fallback = None if offline else choice.fallback()
+    fmt = _format(output_format, output)
+    if output == "events":
+        verbose = True
+    if verbose and fmt != "stream-json":
+        raise click.UsageError("--verbose adds our events to --output-format stream-json")
+    streaming_input = input_format == "stream-json"
+    if streaming_input and fmt != "stream-json":
+        raise click.UsageError("--input-format stream-json needs --output-format stream-json")
+    if streaming_input and (words or option_text is not None):
+        raise click.UsageError("--input-format stream-json reads the prompts from stdin only")
+    text = None if streaming_input else _prompt_text(words, option_text)
+    repo = opts.repo()
+    here = Path(os.path.realpath(opts.work_dir or Path.cwd()))  # as getcwd() names it
+    if opts.resume == "":
+        opts = _resumed(opts, pick_resume(repo, here))
+    choice = opts.model_choice(here)
+    model, level = first_model(opts, choice, paced=False)
     # Broken hook settings fail before a session file is written (run works in `here`).
-    command_hooks = load_command_hooks(here, trust_project=trust_project)
-    with run_async(_pick_session(repo, session_ref, continue_, here)) as session:
-        _warn_diagnostics(session)
+    command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
+    with run_async(pick_session(opts, repo, here)) as session:
+        warn_diagnostics(session)
         seen = len(session.diagnostics)
-        cwd = working_folder(session, here if work_dir is not None else None)
+        cwd = working_folder(session, here if opts.work_dir is not None else None)
         if model is None:
-            model, level = choice.model(session)
-        harness = AgentHarness(
-            session=session,
-            model=model,
-            fallback_model=fallback,
-            registry=choice.registry,
-            thinking_level=level,
-            tools=[
-                read_tool(),
-                write_tool(),
-                edit_tool(),
-                bash_tool(),
-                ls_tool(),
-                grep_tool(),
-                find_tool(),
-            ],
-            supervisor=SecuritySupervisor(
-                mode=mode,
-                trust_project=cwd if trust_project else False,
-                approver=_defer if defer_approvals else None,
-            ),
-            cwd=cwd,
+            model, level = session_model(choice, session, level)
+        agents = Agents(
+            opts,
+            cwd,
+            choice=choice,
             command_hooks=command_hooks,
-            mcp_servers=configured_mcp_servers(cwd, trust_project),
-            checkpoints=use_checkpoints(checkpoints),
-            agents=agent_files(cwd, trust_project),
+            approver=_defer if defer_approvals else None,
         )
-        attach_hook_output(harness, lambda text: echo(text, err=True))
+        harness = agents.make(session, model, level)
+        attach_hook_output(harness, lambda said: echo(said, err=True))
         show_mcp_errors(harness)
-        writer = _EventWriter(harness)
-        if output == "events":
-            for name in EVENT_CLASSES:
-                harness.connect(name, writer, priority=-100)
-        added: list[Message] = []
-
-        def persisted(sender: object, event: MessageEndEvent) -> None:
-            if event.entry_id is not None:  # a failed attempt that was retried is not stored
-                added.append(event.message)
-
-        harness.connect("message_end", persisted)
-        with otel_tracing(otel):
-            reply = run_async(_prompt_once(harness, text))
-        _warn_diagnostics(session, since=seen)  # damaged bodies found while building context
+        writer = _Writer()
+        printer = PrintRun(
+            harness,
+            choice.registry if choice is not None else harness.registry,
+            emit=writer if fmt == "stream-json" else None,
+            verbose=verbose,
+            max_turns=max_turns,
+        )
+        with otel_tracing(opts.otel):
+            results = run_async(_main(printer, text, streaming_input, opts.thinking))
+        warn_diagnostics(session, since=seen)  # damaged bodies found while building context
         if writer.broken:
             echo(f"warning: stdout was closed; the run finished in session {session.id}", err=True)
             raise SystemExit(1)
-        for waiting in reply.pending:
-            echo(
-                f"awaiting approval {waiting.id}: {one_line(waiting.operation_key)} "
-                f"(`harness approve {waiting.id}` or `harness deny {waiting.id}`)",
-                err=True,
-            )
-        if output == "text":
-            # Terminal controls escaped even into a pipe (a reply holding ESC]52 would write the
-            # clipboard of whoever views the log); `--output json` carries the exact text.
-            echo(reply.text)
-        elif output == "json":
-            echo(
-                json_line(
-                    {
-                        "session_id": session.id,
-                        "path": str(session.path),
-                        "leaf_id": session.leaf_id,
-                        "reply": reply.text,
-                        # The run's: a limit or awaiting_approval when one ended it.
-                        "stop_reason": reply.stop_reason,
-                        "approvals": [a.id for a in reply.pending],
-                        "model": f"{reply.provider}/{reply.model}",
-                        "usage": {
-                            "input": reply.usage.input,
-                            "output": reply.usage.output,
-                            "cache_read": reply.usage.cache_read,
-                            "cache_write": reply.usage.cache_write,
-                            "total_tokens": reply.usage.total_tokens,
-                        },
-                        # This run's replies (every turn of it), priced from the registry
-                        # when a reply recorded no cost.
-                        "cost": cost_json(reply_totals(added, choice.registry)),
-                    },
-                    indent=True,
-                )
-            )
+        _finish(fmt, results, session, max_turns)
+
+
+async def _defer(request: PermissionRequest) -> Defer:
+    """``--defer-approvals``: what needs asking waits for ``harness approve``/``deny``."""
+    return Defer(reason="harness run --defer-approvals")
+
+
+def _format(output_format: str | None, output: str | None) -> str:
+    alias = {"events": "stream-json"}.get(output or "", output)
+    if output_format is not None and alias is not None and alias != output_format:
+        raise click.UsageError("give one of --output-format and --output (its alias)")
+    return output_format or alias or "text"
+
+
+def _resumed(opts: AgentOptions, ref: str) -> AgentOptions:
+    return attrs.evolve(opts, resume=ref)
+
+
+Result = tuple[Record, Any, HarnessError | None]
+
+
+async def _main(
+    printer: PrintRun, text: str | None, streaming_input: bool, thinking: ThinkingLevel | None
+) -> list[Result]:
+    """The prompts of one run, then the harness shuts down in the same event loop (the MCP
+    servers stop, hooks get ``session_end``). ``--thinking`` is recorded in the session, as
+    chat's and pi's are."""
+    harness = printer.harness
+    results: list[Result] = []
+    try:
+        if thinking is not None:
+            await harness.set_thinking_level(thinking)
+        servers = await harness.start_mcp_servers()
+        printer.put(printer.init([{"name": s.name, "status": s.state} for s in servers]))
+        if not streaming_input:
+            assert text is not None
+            results.append(await printer.prompt(text))
+            return results
+        number = 0
+        while line := await asyncio.to_thread(sys.stdin.buffer.readline):
+            number += 1
+            if not line.strip():
+                continue
+            try:
+                content = _user_content(line, number)
+            except InputError as exc:
+                results.append(({}, None, exc))
+                return results
+            results.append(await printer.prompt(content))
+        return results
+    finally:
+        await harness.shutdown()
+
+
+def _finish(fmt: str, results: list[Result], session: Session, max_turns: int | None) -> None:
+    """Print what ``fmt`` asks for (stream-json printed as it went) and exit 1 on an error."""
+    error = next((e for _, _, e in results if e is not None), None)
+    last, reply = (results[-1][0], results[-1][1]) if results else ({}, None)
+    pending = list(getattr(reply, "pending", ()))
+    for waiting in pending:
+        echo(
+            f"awaiting approval {waiting.id}: {one_line(waiting.operation_key)} "
+            f"(`harness approve {waiting.id}` or `harness deny {waiting.id}`)",
+            err=True,
+        )
+    if fmt == "json" and last:
+        extra = {
+            "path": str(session.path) if session.path is not None else None,
+            "leaf_id": session.leaf_id,
+            "model": f"{reply.provider}/{reply.model}" if reply is not None else None,
+            # The ids of the approvals the run left waiting (stop_reason awaiting_approval).
+            "approvals": [a.id for a in pending],
+        }
+        echo(json_line({**last, **extra}, indent=True))
+    elif fmt == "text" and reply is not None and (error is None or reply.text):
+        # Terminal controls escaped even into a pipe (a reply holding ESC]52 would write the
+        # clipboard of whoever views the log); `--output-format json` carries the exact text.
+        echo(reply.text)
+    if error is not None:
+        raise HarnessCliError(error)
+    if any(record.get("subtype") == "error_max_turns" for record, _, _ in results):
+        echo(f"error: the run reached --max-turns {max_turns} and was ended", err=True)
+        raise SystemExit(1)
+
+
+class _Writer:
+    """Writes each record as one JSON line on stdout, flushed (a pipe sees it at once).
+
+    When the reader goes away (``harness run ... | head -1``) writing stops, but the run goes
+    on to the end so that the session is complete; ``broken`` then says so.
+    """
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def __call__(self, record: Record) -> None:
+        if self.broken:
+            return
+        try:
+            echo(json_line(record, default=repr))
+        except BrokenPipeError:
+            self.broken = True
+            # Python flushes stdout again at exit: point it at /dev/null so that cannot fail.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)

@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import errno
 import sys
-import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from harness import HarnessError, load_registry
 from repos import (
-    CorruptSessionError,
     ForkPosition,
     JsonlSessionRepo,
     Session,
     SessionInfo,
+    SessionRepo,
     encode_message,
     open_session,
 )
-from repos._importers.claude_code import convert, is_claude_code
 
 from ._common import (
     HarnessGroup,
+    describe_store,
     one_line,
     open_repo,
     resolve_ref,
@@ -39,6 +37,7 @@ from ._common import (
     short_id,
 )
 from ._escape import echo, json_line, terminal
+from ._opening import opened, shown_path
 from ._render import (
     DEFAULT_MAX_CHARS,
     Totals,
@@ -58,51 +57,6 @@ _REF = "ID|PATH"
 
 def _dump(value: object) -> str:
     return json_line(value, indent=True)
-
-
-def _warn_diagnostics(session: Session, *, since: int = 0) -> None:
-    """Report what reading the file found and handled (torn tail, skipped lines...): the data
-    shown may differ from the file, and the user should know why. ``since``: how many of the
-    session's diagnostics were reported already."""
-    for diag in session.diagnostics[since:]:
-        where = str(session.path) + (f":{diag.line}" if diag.line is not None else "")
-        echo(f"warning: {where}: {one_line(diag.message)} ({diag.code})", err=True)
-
-
-@contextmanager
-def _open(repo: JsonlSessionRepo, ref: str) -> Iterator[Session]:
-    """Open the session ``ref`` names (see ``resolve_ref``); a Claude Code transcript is opened
-    converted, read-only, with a note saying so. Diagnostics of reading go to stderr: those
-    of opening first, then those found while the command read bodies (a damaged body is found
-    when it is first decoded, and skipped)."""
-    path = resolve_ref(repo, ref)
-    try:
-        session = run_async(repo.open(path))
-    except CorruptSessionError:
-        if not (path.is_file() and is_claude_code(path)):
-            raise
-        session = _open_claude_code(path)
-    _warn_diagnostics(session)
-    seen = len(session.diagnostics)
-    with session:
-        yield session
-        _warn_diagnostics(session, since=seen)
-
-
-def _open_claude_code(path: Path) -> Session:
-    """A Claude Code transcript, converted and opened read-only (nothing is written near it)."""
-    conversion = convert(path)
-    echo(
-        f"note: {path} is a Claude Code transcript (session {conversion.source_session_id}, "
-        f"{conversion.records} records), not one of our sessions; shown converted, read-only. "
-        f"`harness import claude-code {path}` imports it.",
-        err=True,
-    )
-    with tempfile.TemporaryDirectory(prefix="harness-cc-") as folder:
-        copy = Path(folder) / f"{conversion.main.header.id}.jsonl"
-        copy.write_bytes(b"".join(conversion.main.lines))
-        # The session reads bodies through its open descriptor: the file may go at once.
-        return open_session(copy)
 
 
 @click.group(cls=HarnessGroup)
@@ -126,7 +80,7 @@ def sessions() -> None:
     help="Add what each session cost (reads every listed session whole; replies that "
     "recorded no cost are priced from their tokens, marked ~).",
 )
-def list_command(root: Path | None, cwd: str | None, as_json: bool, with_cost: bool) -> None:
+def list_command(root: str | None, cwd: str | None, as_json: bool, with_cost: bool) -> None:
     """List sessions under the root, most recent activity first.
 
     ID is the start of the session id (8 characters, more where two ids share them), which every
@@ -137,9 +91,9 @@ def list_command(root: Path | None, cwd: str | None, as_json: bool, with_cost: b
     """
     repo = open_repo(root, must_exist=True)
     infos = run_async(repo.list(cwd))
-    for path, reason in repo.list_problems:
+    for path, reason in getattr(repo, "list_problems", ()):
         echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
-    costs = _costs(infos) if with_cost else None
+    costs = _costs(repo, infos) if with_cost else None
     if as_json:
         rows = [info_json(i) for i in infos]
         if costs is not None:
@@ -151,22 +105,24 @@ def list_command(root: Path | None, cwd: str | None, as_json: bool, with_cost: b
             echo(line)
     else:
         where = f" with cwd {cwd!r}" if cwd is not None else ""
-        echo(f"no sessions{where} under {repo.root}", err=True)
+        echo(f"no sessions{where} in {describe_store(repo)}", err=True)
 
 
-def _costs(infos: Iterable[SessionInfo]) -> dict[str, Totals]:
+def _costs(repo: SessionRepo, infos: Iterable[SessionInfo]) -> dict[str, Totals]:
     """Every branch's usage and cost of each listed session; one that cannot be read is left
     out and named on stderr."""
     registry = load_registry().registry
     found: dict[str, Totals] = {}
     for info in infos:
-        if info.path is None:
-            continue
         try:
-            with open_session(info.path) as session:
+            session = (
+                open_session(info.path) if info.path is not None else run_async(repo.open(info.id))
+            )
+            with session:
                 found[info.id] = totals(session.entries(), registry)
         except (HarnessError, OSError) as exc:
-            echo(f"warning: no cost for {info.path}: {one_line(str(exc))}", err=True)
+            where = info.path or info.id
+            echo(f"warning: no cost for {where}: {one_line(str(exc))}", err=True)
     return found
 
 
@@ -186,7 +142,7 @@ def _costs(infos: Iterable[SessionInfo]) -> dict[str, Totals]:
     default=None,
     help="Show the output through a pager ($PAGER, else less). Default: when stdout is a terminal.",
 )
-def show(root: Path | None, ref: str, as_json: bool, max_chars: int, page: bool | None) -> None:
+def show(root: str | None, ref: str, as_json: bool, max_chars: int, page: bool | None) -> None:
     """Print the context the model would see at the session's active leaf.
 
     First the derived state, the message counts (in the file, as `sessions list` counts them;
@@ -195,7 +151,7 @@ def show(root: Path | None, ref: str, as_json: bool, max_chars: int, page: bool 
     tool results whose call is not in the context and empty assistant messages are left out, as
     they are for the model.
     """
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         context = session.build_context()
         if as_json:
             echo(_dump([encode_message(m) for m in context.messages]))
@@ -222,7 +178,7 @@ def _emit(lines: Iterable[str], page: bool | None) -> None:
 @click.option(
     "--all", "show_all", is_flag=True, help="Also draw `label` and `leaf` entries as entries."
 )
-def tree(root: Path | None, ref: str, show_all: bool) -> None:
+def tree(root: str | None, ref: str, show_all: bool) -> None:
     """Print every entry of the session as a tree.
 
     A first line names the session (its id's first 8 characters, which every command accepts),
@@ -236,10 +192,10 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
     entries, leaf moves and a name set off the active path with nothing after it (a fork writes
     its name so) are bookkeeping: not drawn unless --all.
     """
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         view = tree_view(session, show_all=show_all)
         echo(
-            f"session {short_id(session.id)}  {session.path or '(in memory)'}"
+            f"session {short_id(session.id)}  {shown_path(session)}"
             + origin_note(session)
             + (f"  name: {one_line(session.name)}" if session.name else "")
         )
@@ -276,7 +232,7 @@ def tree(root: Path | None, ref: str, show_all: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the new session as a JSON object.")
 def fork(
-    root: Path | None,
+    root: str | None,
     ref: str,
     at_entry: str | None,
     before_entry: str | None,
@@ -320,7 +276,7 @@ def fork(
                 _dump(
                     {
                         "id": new.id,
-                        "path": str(new.path),
+                        "path": str(new.path) if new.path is not None else None,
                         "parent_session": new.header.parent_session,
                         "leaf_id": new.leaf_id,
                         "entries": len(new),
@@ -329,13 +285,13 @@ def fork(
             )
         else:
             echo(f"id: {new.id}")
-            echo(f"path: {new.path}")
+            echo(f"path: {new.path or describe_store(repo)}")
             if workspace is not None:
                 echo(f"workspace: {new.cwd}")
 
 
 def _fork_with_files(
-    repo: JsonlSessionRepo,
+    repo: SessionRepo,
     ref: str,
     entry_id: str | None,
     position: ForkPosition | None,
@@ -344,7 +300,7 @@ def _fork_with_files(
     from .._harness import AgentHarness  # the harness is heavy; only fork --workspace needs it
     from ._checkpoints import working_folder_for_files
 
-    with _open(repo, ref) as session:
+    with opened(repo, ref) as session:
         here = working_folder_for_files(session, None)
         harness = AgentHarness(session=session, cwd=here, checkpoints=True, resources=None)
         return run_async(harness.fork(repo, entry_id, position=position, workspace=workspace))
@@ -353,16 +309,18 @@ def _fork_with_files(
 @sessions.command()
 @root_option
 @click.argument("ref", metavar=_REF)
-def delete(root: Path | None, ref: str) -> None:
+def delete(root: str | None, ref: str) -> None:
     """Delete a session under the root, and its project folder once that is empty.
 
     A session that does not exist is an error (exit 1): a mistyped id must not look deleted.
     """
     repo = open_repo(root)
-    path = resolve_ref(repo, ref)
-    run_async(repo.delete(path))
-    echo(f"deleted {path}")
-    folder = path.parent
+    found = resolve_ref(repo, ref)
+    run_async(repo.delete(found))
+    echo(f"deleted {found}")
+    if not isinstance(repo, JsonlSessionRepo) or not isinstance(found, Path):
+        return
+    folder = found.parent
     if folder.resolve() != repo.root.resolve() and not any(folder.iterdir()):
         try:
             folder.rmdir()

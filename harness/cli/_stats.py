@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import attrs
 import click
 
 from harness import HarnessError, load_registry
-from repos import open_session
 
 from .._stats import GroupBy, UsageStats, merge, session_stats
-from ._common import one_line, open_repo, resolve_ref, root_option, run_async
+from ._common import SessionRef, one_line, open_ref, open_repo, resolve_ref, root_option, run_async
 from ._escape import echo, json_line
 from ._sessions import sessions
 
@@ -108,7 +106,7 @@ def _table(rows: list[tuple[str, UsageStats]], label: str) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def stats(
-    root: Path | None, refs: tuple[str, ...], by: str | None, since: str | None, as_json: bool
+    root: str | None, refs: tuple[str, ...], by: str | None, since: str | None, as_json: bool
 ) -> None:
     """Usage of the sessions under the root (or of ID|PATH...): tokens in, out and cached,
     cache hit rate, cost, turns, tool calls and how many failed, compactions; every branch
@@ -120,20 +118,21 @@ def stats(
     """
     when = parse_since(since) if since is not None else None
     repo = open_repo(root, must_exist=not refs)
+    found_refs: list[SessionRef]
     if refs:
-        paths = [resolve_ref(repo, ref) for ref in refs]
+        found_refs = [resolve_ref(repo, ref) for ref in refs]
     else:
         infos = run_async(repo.list())
-        for path, reason in repo.list_problems:
+        for path, reason in getattr(repo, "list_problems", ()):
             echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
-        paths = [i.path for i in infos if i.path is not None]
+        found_refs = [i.path if i.path is not None else i.id for i in infos]
     registry = load_registry().registry
     group: GroupBy = "session" if by is None else by  # type: ignore[assignment]
     groups: dict[str, UsageStats] = {}
     counted = 0  # sessions with anything to count, each once whatever the grouping
-    for path in paths:
+    for path in found_refs:
         try:
-            with open_session(path) as session:
+            with run_async(open_ref(repo, path)) as session:
                 found = session_stats(
                     session.entries(), registry=registry, by=group, folder=session.cwd, since=when
                 )

@@ -23,7 +23,8 @@ from .._harness import AgentHarness
 from ._checkpoints import report_rewind, working_folder_for_files
 from ._common import one_line, open_repo, root_option, run_async, spinner
 from ._escape import echo
-from ._sessions import _open, sessions
+from ._opening import opened
+from ._sessions import sessions
 
 __all__ = ["checkout", "compact", "label"]
 
@@ -82,7 +83,7 @@ def _harness_for(
     f"(default {CompactionSettings().keep_recent_tokens}); a small N compacts a small session.",
 )
 def compact(
-    root: Path | None,
+    root: str | None,
     ref: str,
     instructions: str | None,
     offline: bool,
@@ -96,7 +97,7 @@ def compact(
     ANTHROPIC_API_KEY. A pi v1/v2 file is first migrated to v3 (original kept as .v1.bak).
     """
     settings = None if keep_recent is None else CompactionSettings(keep_recent_tokens=keep_recent)
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         harness = _harness_for(session, offline, settings)
         context = session.build_context().messages
         before = len(context)
@@ -148,7 +149,7 @@ def compact(
     help="With --with-files: the working folder (default: the current one).",
 )
 def checkout(
-    root: Path | None,
+    root: str | None,
     ref: str,
     entry: str,
     summarize: bool,
@@ -167,7 +168,7 @@ def checkout(
         raise click.UsageError("--force and --cwd go with --with-files")
     if with_files and summarize and not offline:
         raise click.UsageError("--with-files summarises only with --offline")
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         if with_files:
             harness = AgentHarness(
                 session=session,
@@ -204,9 +205,9 @@ def checkout(
 @click.argument("ref", metavar=_REF)
 @click.argument("entry")
 @click.argument("text")
-def label(root: Path | None, ref: str, entry: str, text: str) -> None:
+def label(root: str | None, ref: str, entry: str, text: str) -> None:
     """Label ENTRY with TEXT ("" clears the label)."""
-    with _open(open_repo(root), ref) as session:
+    with opened(open_repo(root), ref) as session:
         leaf = session.leaf_id
         with _reporting(session):
             written = session.set_label(entry, text or None)

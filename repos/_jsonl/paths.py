@@ -28,10 +28,23 @@ _STAMP_LIMIT = 64
 
 
 def default_root() -> Path:
-    """``$HARNESS_SESSIONS_DIR`` if set, else ``<user data dir>/harness/sessions``."""
+    """``$HARNESS_SESSIONS_DIR`` if set, else ``<user data dir>/harness/sessions``.
+
+    Raises:
+        InvalidStoreUrlError: the variable names another kind of store (``sqlite:...``,
+            ``postgresql://...``, ``memory:``; ``repos.open_store`` opens those) or a store URL
+            with a typo: never a folder named after it.
+    """
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(env).expanduser()
+        from .._stores import InvalidStoreUrlError, parse_store_url  # _stores imports this
+
+        url = parse_store_url(env)
+        if url.scheme != "jsonl":
+            raise InvalidStoreUrlError(
+                env, f"${ENV_VAR} names a {url.scheme} store, not a folder; use open_store()"
+            )
+        return Path(url.location).expanduser()
     return platformdirs.user_data_path("harness") / "sessions"
 
 

@@ -53,4 +53,4 @@ async def test_copy_round_trip_is_byte_identical_and_a_second_copy_adds_nothing(
 
 def test_copy_refuses_an_unknown_store(tmp_path: Path) -> None:
     result = _cli(tmp_path, "--from", "ftp:x", "--to", f"sqlite:{tmp_path / 'x.db'}")
-    assert result.returncode == 2 and "unknown store" in result.stderr
+    assert result.returncode == 2 and "unknown scheme 'ftp'" in result.stderr

@@ -197,9 +197,9 @@ def test_run_prints_a_hostile_reply_escaped_in_every_output(tmp_path: Path) -> N
         assert code == 0, (output, err)
         assert_clean(f"run --output {output}", out, err)
         if output == "json":
-            assert json.loads(out)["reply"] == f"(offline) You said: {P_ARG}"
+            assert json.loads(out)["result"] == f"(offline) You said: {P_ARG}"
         if output == "events":
-            assert all(json.loads(line)["name"] for line in out.splitlines())
+            assert all(json.loads(line)["type"] for line in out.splitlines())
 
 
 def test_chat_shows_tool_output_and_approval_questions_escaped(tmp_path: Path) -> None:

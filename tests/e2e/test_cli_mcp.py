@@ -145,7 +145,7 @@ def test_run_offline_calls_an_mcp_tool_allowed_by_a_rule(harness: Run, config_ho
     denied = ok(
         harness("run", "--offline", "--output", "json", "-p", '@mcp__probe__danger {"path": "x"}')
     )
-    reply = json.loads(denied.stdout)["reply"]
+    reply = json.loads(denied.stdout)["result"]
     assert "mcp__probe__danger failed" in reply
     assert "'mcp__probe__danger'" in reply  # the rule that would allow it
     read_only = ok(harness("run", "--offline", "-p", '@mcp__probe__echo {"text": "hi there"}'))

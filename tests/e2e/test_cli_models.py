@@ -62,8 +62,9 @@ def test_run_on_an_openai_compatible_server_reports_the_cost(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["model"] == "openai/gpt-4.1" and out["reply"] == openai_streams.TEXT
-    assert out["usage"]["cache_read"] == 400
+    assert out["model"] == "openai/gpt-4.1" and out["result"] == openai_streams.TEXT
+    assert out["usage"]["cache_read_input_tokens"] == 400
+    assert out["total_cost_usd"] == pytest.approx(0.0018)
     # 600 x $2 + 400 x $0.50 + 50 x $8 per million: recorded by the provider, not estimated.
     assert out["cost"] == {"usd": pytest.approx(0.0018), "estimated_usd": 0, "unpriced_replies": 0}
     assert replay_server.requests[0].path == "/v1/responses"

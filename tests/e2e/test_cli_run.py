@@ -22,6 +22,8 @@ from hooks import EVENT_CLASSES, AssistantMessage, ToolResultMessage
 from repos import MessageEntry, open_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+CLAUDE_CODE = {"system", "assistant", "user", "result"}
+"""The record types of Claude Code's stream-json (our events' types are others)."""
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -88,19 +90,26 @@ def test_offline_text_prints_the_reply(harness_run: Run, root: Path, work: Path)
 
 def test_events_are_one_json_object_per_line(harness_run: Run, root: Path) -> None:
     proc = ok(harness_run("run", "-p", "ping", "--offline", "--output", "events", "--root", root))
-    events = [json.loads(line) for line in proc.stdout.splitlines()]
-    names = [e["name"] for e in events]
-    assert set(names) <= set(EVENT_CLASSES)
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    # `events` is stream-json --verbose: Claude Code's records with our events between them.
+    assert [r["type"] for r in records if r["type"] in CLAUDE_CODE] == [
+        "system",
+        "assistant",
+        "result",
+    ]
+    events = [r for r in records if r["type"] not in CLAUDE_CODE]
+    names = [e["type"] for e in events]
+    assert set(names) <= set(EVENT_CLASSES) | {"thinking_level_changed", "compaction_start"}
     assert names[:3] == ["session_start", "user_prompt_submit", "before_agent_start"]
     assert names[-2:] == ["settled", "session_end"]  # the run ends, then the harness
     assert {"agent_start", "turn_start", "message_update", "turn_end", "agent_end"} <= set(names)
-    ends = [e for e in events if e["name"] == "message_end"]
+    ends = [e for e in events if e["type"] == "message_end"]
     assert [e["message"]["role"] for e in ends] == ["user", "assistant"]
     assert ends[0]["message"]["content"] == "ping"
-    assert ends[1]["message"]["content"] == [{"type": "text", "text": "(offline) You said: ping"}]
+    assert ends[1]["message"]["content"][-1] == {"type": "text", "text": "(offline) You said: ping"}
     (path,) = session_files(root)
     with open_session(path) as session:
-        assert [e["entry_id"] for e in ends] == [
+        assert [e["entryId"] for e in ends] == [
             e.id for e in session.get_branch() if isinstance(e, MessageEntry)
         ]
 
@@ -121,7 +130,7 @@ def test_json_output_and_continue_picks_the_newest_session_of_the_folder(
     other.mkdir()
     elsewhere = run_json("-p", "elsewhere", cwd=other)  # newest overall, but another folder
     assert len({first["session_id"], second["session_id"], elsewhere["session_id"]}) == 3
-    assert second["reply"] == "(offline) You said: two"
+    assert second["result"] == "(offline) You said: two"
 
     again = run_json("-p", "three", "--continue")
     assert again["session_id"] == second["session_id"]
@@ -171,7 +180,7 @@ def test_controlled_tool_calls_are_denied_unless_the_mode_allows(
     )
     assert (work / "made.txt").exists()
     decisions = [
-        e for e in map(json.loads, events.stdout.splitlines()) if e["name"] == "permission_decision"
+        e for e in map(json.loads, events.stdout.splitlines()) if e["type"] == "permission_decision"
     ]
     assert [d["decision"] for d in decisions] == ["approve"]
 

@@ -34,13 +34,15 @@ def run_example(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_log_events_prints_one_json_line_per_event_in_order(tmp_path: Path) -> None:
     out = run_example("log_events.py", tmp_path)
     records = [orjson.loads(line) for line in out.stdout.splitlines()]
-    names = [r["event"] for r in records]
+    names = [r["type"] for r in records]  # the EventEncoder shape: pi's RPC events
     assert names[:3] == ["session_start", "user_prompt_submit", "before_agent_start"]
     assert names[-3:] == ["stop", "agent_end", "settled"]
     assert names.count("message_end") == 2
-    ends = [r for r in records if r["event"] == "message_end"]
+    ends = [r for r in records if r["type"] == "message_end"]
     assert ends[1]["message"]["content"][0]["text"] == "Hello from the faux model."
-    assert ends[1]["entry_id"]
+    assert ends[1]["entryId"]
+    deltas = [r["assistantMessageEvent"] for r in records if r["type"] == "message_update"]
+    assert "".join(d["delta"] for d in deltas) == "Hello from the faux model."
     session_file = Path(out.stderr.strip().removeprefix("session file: "))
     # Written in the temporary folder, removed with it at the end.
     assert session_file.is_relative_to(tmp_path / "tmp") and not session_file.exists()

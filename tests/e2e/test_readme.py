@@ -160,3 +160,44 @@ def test_continuations_are_joined() -> None:
     assert readme_blocks(text) == [
         ("python", "x = 1\n# continues the previous block\nprint(x)\n", 1)
     ]
+
+
+def _mypy_strict(
+    folder: Path, blocks: list[tuple[str, str, int]]
+) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict`` on each Python block as a file of its own (``block_<line>.py``)."""
+    files = []
+    for language, code, line in blocks:
+        if language == "python":
+            path = folder / f"block_{line}.py"
+            path.write_text(code)
+            files.append(str(path))
+    return subprocess.run(
+        # The project's own cache: the packages the blocks import are analysed once.
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--cache-dir",
+            str(ROOT / ".mypy_cache"),
+            *files,
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_readme_python_blocks_pass_mypy_strict_as_written(tmp_path: Path) -> None:
+    """What users copy must type-check as they copy it (issue 22): every Python block of the
+    README passes ``mypy --strict`` unchanged; a block with a type error is caught."""
+    done = _mypy_strict(tmp_path, BLOCKS)
+    assert done.returncode == 0, done.stdout
+    assert "Success: no issues found in" in done.stdout
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    failed = _mypy_strict(broken, [("python", "from harness import Session\n\nx: int = 'no'\n", 1)])
+    assert failed.returncode == 1 and "block_1.py:3: error" in failed.stdout

@@ -1,0 +1,146 @@
+"""Rough edges a new user hit (issue 22), each run for real: a short id says why it is not
+found, ``export`` on a terminal writes a file, ``tree`` of a Claude Code transcript shows no
+temporary path, an empty folder to import says so, a session whose file is named otherwise
+is reached by every command, and an unknown skill reads as a sentence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from harness import SkillNotFoundError
+from repos import open_session
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TRANSCRIPT = (
+    '{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"cc-1","cwd":"/tmp",'
+    '"timestamp":"2025-07-01T10:00:00Z","message":{"role":"user","content":"Hi"}}\n'
+)
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    return folder
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(
+        PYTHONPATH=str(REPO_ROOT),
+        PYTHONIOENCODING="utf-8",
+        HARNESS_SESSIONS_DIR=str(work.parent / "default-root"),
+        XDG_CONFIG_HOME=str(work.parent / "config"),
+    )
+    return env
+
+
+def harness(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(cwd),
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def _session(work: Path, root: Path) -> str:
+    out = harness("-p", "hello", "--offline", "--root", root, "--output-format", "json", cwd=work)
+    assert out.returncode == 0, out.stderr
+    return str(json.loads(out.stdout)["session_id"])
+
+
+def test_a_short_id_says_prefixes_need_four_characters(work: Path, tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    _session(work, root)
+    proc = harness("sessions", "show", "--root", root, "490", cwd=work)
+    assert proc.returncode == 1
+    assert "an id prefix needs at least 4 characters" in proc.stderr
+    assert "*_490.jsonl" not in proc.stderr
+
+
+def test_export_on_a_terminal_writes_a_file(work: Path, tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    sid = _session(work, root)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "harness.cli", "export", "--root", str(root), sid],
+        env=_env(work),
+        cwd=str(work),
+        encoding="utf-8",
+        timeout=90,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = str(child.before)
+    assert child.exitstatus == 0, shown
+    page = work / f"{sid}.html"
+    assert page.is_file() and "<html" in page.read_text()
+    assert "<html" not in shown and f"wrote {sid}.html (html," in shown
+    piped = harness("export", "--root", root, sid, cwd=work)
+    assert piped.stdout.startswith("<!DOCTYPE html>")  # a pipe still gets the page
+
+
+def test_tree_of_a_claude_code_transcript_names_the_transcript(work: Path) -> None:
+    transcript = work / "claude.jsonl"
+    transcript.write_text(TRANSCRIPT)
+    proc = harness("sessions", "tree", transcript, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert f"{transcript} (converted)" in first
+    assert "harness-cc-" not in proc.stdout + proc.stderr and "/tmp/" not in first.replace(
+        str(work), ""
+    )
+
+
+def test_importing_an_empty_folder_says_so_and_exits_1(work: Path, tmp_path: Path) -> None:
+    empty = work / "empty"
+    empty.mkdir()
+    proc = harness("import", "claude-code", empty, "--root", tmp_path / "s", cwd=work)
+    assert proc.returncode == 1
+    assert f"nothing to import: no .jsonl file under {empty}" in proc.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_session_file_named_otherwise_is_reached_by_every_command(
+    work: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "s"
+    sid = _session(work, root)
+    [path] = root.glob("*/*.jsonl")
+    odd = path.with_name("notes.jsonl")
+    path.rename(odd)
+    listed = json.loads(harness("sessions", "list", "--root", root, "--json", cwd=work).stdout)
+    assert [r["id"] for r in listed] == [sid]
+    assert harness("sessions", "show", "--root", root, sid[:6], cwd=work).returncode == 0
+    assert (
+        harness("-p", "more", "--offline", "--root", root, "--session", sid, cwd=work).returncode
+        == 0
+    )
+    with open_session(odd) as session:
+        assert len(session.build_context().messages) == 4
+    copied = harness(
+        "sessions", "copy", "--from", root, "--to", f"sqlite:{tmp_path / 'c.db'}", "--id", sid[:8],
+        cwd=work,
+    )  # fmt: skip
+    assert copied.returncode == 0 and "1 copied" in copied.stdout, copied.stderr
+    deleted = harness("sessions", "delete", "--root", root, sid, cwd=work)
+    assert deleted.returncode == 0 and not odd.exists()
+
+
+def test_an_unknown_skill_reads_as_a_sentence() -> None:
+    assert str(SkillNotFoundError(["nope"], ["haiku", "review"])) == (
+        "no skill is named 'nope'; the skills are: haiku, review"
+    )
+    assert str(SkillNotFoundError(["a", "b"], [])).startswith("no skills are named 'a', 'b';")

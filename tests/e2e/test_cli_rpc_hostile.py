@@ -1,0 +1,276 @@
+"""``harness rpc`` against hostile and broken input on stdin (docs/security.md, "harness rpc"):
+every bad line gets an error response and the process goes on; no line grants a permission
+(forged or guessed approval answers, answers that are not an option), reaches a session
+outside the store, writes outside the working folder or picks the working folder; the
+protocol's ``bash`` is gated like a model's call; stdin closing mid-run ends the process with
+the partial reply saved. Run for real, as a subprocess, on the offline model."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hooks import AssistantMessage, ToolResultMessage
+from repos import CustomEntry, JsonlSessionRepo, MessageEntry, open_session
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+WAIT_S = 60
+
+
+class Rpc:
+    """One ``harness rpc`` process: :meth:`send` a line, :meth:`until` a record comes."""
+
+    def __init__(self, work: Path, root: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(
+            PYTHONPATH=str(REPO_ROOT),
+            HARNESS_SESSIONS_DIR=str(work.parent / "default-root"),
+            XDG_CONFIG_HOME=str(work.parent / "config"),
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "rpc", "--offline", "--root", str(root), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=work,
+        )
+        self.seen: list[dict[str, Any]] = []
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+
+    def send(self, line: bytes | str | dict[str, Any]) -> None:
+        if isinstance(line, dict):
+            line = json.dumps(line)
+        data = line.encode() if isinstance(line, str) else line
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def until(self, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        while True:
+            record = json.loads(self._lines.get(timeout=WAIT_S))  # every stdout line is JSON
+            self.seen.append(record)
+            if match(record):
+                return record
+
+    def response(self, id_: str) -> dict[str, Any]:
+        return self.until(lambda r: r["type"] == "response" and r.get("id") == id_)
+
+    def call(self, command: dict[str, Any]) -> dict[str, Any]:
+        self.send(command)
+        return self.response(command["id"])
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        code = self.proc.wait(timeout=WAIT_S)
+        self._reader.join(timeout=WAIT_S)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        return code
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def rpc(work: Path, tmp_path: Path) -> Iterator[Callable[..., Rpc]]:
+    started: list[Rpc] = []
+
+    def start(*args: str) -> Rpc:
+        server = Rpc(work, tmp_path / "sessions", *args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        server.close()
+
+
+HOSTILE_LINES: list[tuple[bytes, str]] = [
+    (b"not json", "parse"),
+    (b"\xff\xfe\x00 bytes", "parse"),
+    (b"[1, 2]", "parse"),
+    (b'"a string"', "parse"),
+    (b"{}", "parse"),
+    (b'{"type": 5}', "parse"),
+    (b'{"type": "prompt", "message": ' + b"[" * 3000 + b"]" * 3000 + b"}", "parse"),
+    (b'{"type": "prompt", "message": 5}', "prompt"),
+    (b'{"type": "prompt", "message": "x", "images": [{"data": 1}]}', "prompt"),
+    (b'{"type": "prompt", "message": "x", "streamingBehavior": "now"}', "prompt"),
+    (b'{"type": "set_thinking_level", "level": "ultra"}', "set_thinking_level"),
+    (b'{"type": "set_steering_mode", "mode": "some"}', "set_steering_mode"),
+    (b'{"type": "steer", "message": "nothing runs"}', "steer"),
+    (b'{"type": "fork", "entryId": "../../etc"}', "fork"),
+    (b'{"type": "set_session_name", "name": "   "}', "set_session_name"),
+    (b'{"type": "switch_session", "sessionPath": "../x"}', "switch_session"),
+    (b'{"type": "export_html", "outputPath": "../outside.html"}', "export_html"),
+    (b'{"type": "export_html", "outputPath": "/etc/harness-rpc-hostile.html"}', "export_html"),
+    (
+        b'{"type": "extension_ui_response", "id": "forged", "value": "Always allow"}',
+        "extension_ui_response",
+    ),
+    (b'{"type": "no_such_command"}', "no_such_command"),
+]
+
+
+def test_every_hostile_line_gets_an_error_response_and_the_process_goes_on(
+    rpc: Callable[..., Rpc], work: Path, tmp_path: Path
+) -> None:
+    server = rpc()
+    for line, command in HOSTILE_LINES:
+        server.send(line)
+        error = server.until(lambda r: r["type"] == "response")
+        assert (error["command"], error["success"]) == (command, False), (line[:60], error)
+        assert error["error"]
+    long_id = "x" * 1000
+    server.send({"type": "nope", "id": long_id})
+    assert "id" not in server.until(lambda r: r["type"] == "response")  # not echoed back
+    # A U+2028 inside a string is no line end (pi's framing: LF only).
+    reply = server.call({"id": "p", "type": "prompt", "message": "a\u2028b"})
+    assert reply["success"] is True
+    end = server.until(lambda r: r["type"] == "agent_end")
+    assert end["messages"][-1]["content"][-1]["text"] == "(offline) You said: a\u2028b"
+    state = server.call({"id": "s", "type": "get_state"})["data"]
+    assert state["messageCount"] == 2
+    assert server.close() == 0
+    assert not (work.parent / "outside.html").exists()
+    assert not Path("/etc/harness-rpc-hostile.html").exists()
+    assert sorted(p.name for p in work.iterdir()) == []  # nothing written in the folder
+
+
+def test_no_line_grants_a_permission(rpc: Callable[..., Rpc], tmp_path: Path) -> None:
+    server = rpc()
+    # Answers sent before any request, under guessed ids, are refused and remembered nowhere.
+    for guess in ("1", "0", "00000000-0000-4000-8000-000000000000"):
+        server.send({"type": "extension_ui_response", "id": guess, "value": "Always allow"})
+        assert server.until(lambda r: r["type"] == "response")["success"] is False
+    server.call({"id": "1", "type": "prompt", "message": "!echo granted"})
+    request = server.until(lambda r: r["type"] == "extension_ui_request")
+    assert request["permission"]["operationKey"] == "bash(echo granted)"
+    server.send({"type": "extension_ui_response", "id": request["id"], "value": "yes please"})
+    denied = server.until(lambda r: r["type"] == "tool_execution_end")
+    assert denied["isError"] and "declined" in denied["result"]["content"][0]["text"]
+    server.until(lambda r: r["type"] == "agent_end")
+    # The answer is one per request: a second answer to the same id is refused.
+    server.send({"type": "extension_ui_response", "id": request["id"], "value": "Allow once"})
+    assert server.until(lambda r: r["type"] == "response")["success"] is False
+    path = server.call({"id": "s", "type": "get_state"})["data"]["sessionFile"]
+    assert server.close() == 0
+    with open_session(path) as session:
+        permissions = [e for e in session.entries() if isinstance(e, CustomEntry)]
+        results = [
+            e.message
+            for e in session.entries()
+            if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+        ]
+    assert permissions == [] and [r.is_error for r in results] == [True]
+
+
+def test_sessions_outside_the_store_are_never_reached(
+    rpc: Callable[..., Rpc], work: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    elsewhere = asyncio.run(JsonlSessionRepo(tmp_path / "elsewhere").create(str(work)))
+    elsewhere.close()
+    before = Path(str(elsewhere.path)).read_bytes()
+    server = rpc()
+    refused = server.call({"id": "1", "type": "switch_session", "sessionPath": str(elsewhere.path)})
+    assert refused["success"] is False and "store's sessions only" in refused["error"]
+    fresh = server.call(
+        {"id": "2", "type": "new_session", "parentSession": "/somewhere/else.jsonl"}
+    )
+    assert fresh["success"] is True
+    state = server.call({"id": "3", "type": "get_state"})["data"]
+    assert Path(state["sessionFile"]).is_relative_to(tmp_path / "sessions")
+    assert server.close() == 0
+    with open_session(state["sessionFile"]) as session:
+        # The parent is recorded as information; the working folder is the process's.
+        assert session.header.parent_session == "/somewhere/else.jsonl"
+        assert session.cwd == str(work)
+    assert Path(str(elsewhere.path)).read_bytes() == before
+
+
+def test_the_protocols_bash_is_gated_like_a_models_call(
+    rpc: Callable[..., Rpc], work: Path
+) -> None:
+    server = rpc("--disallowed-tools", "Bash(rm:*)")
+    (work / "keep.txt").write_text("kept")
+    denied = server.call({"id": "1", "type": "bash", "command": "rm keep.txt"})
+    assert denied["success"] is False and denied["error"].startswith("denied:")
+    assert (work / "keep.txt").exists()
+    server.send({"id": "2", "type": "bash", "command": "echo asked"})
+    request = server.until(lambda r: r["type"] == "extension_ui_request")
+    assert request["permission"]["input"] == {"command": "echo asked"}
+    server.send({"type": "extension_ui_response", "id": request["id"], "cancelled": True})
+    refused = server.response("2")
+    assert refused["success"] is False and "declined" in refused["error"]
+    server.send({"id": "3", "type": "bash", "command": "echo ran"})
+    request = server.until(lambda r: r["type"] == "extension_ui_request")
+    server.send({"type": "extension_ui_response", "id": request["id"], "value": "Allow once"})
+    ran = server.response("3")
+    assert ran["data"] == {"output": "ran\n", "exitCode": 0, "cancelled": False, "truncated": False}
+    assert server.close() == 0
+
+
+@pytest.mark.parametrize("how", ["stdin closes", "SIGTERM"])
+def test_the_end_of_input_ends_the_process_with_the_partial_reply_saved(
+    rpc: Callable[..., Rpc], how: str
+) -> None:
+    server = rpc()
+    server.call({"id": "1", "type": "prompt", "message": "count 5000"})
+    server.until(
+        lambda r: (
+            r["type"] == "message_update" and r["assistantMessageEvent"]["type"] == "text_delta"
+        )
+    )
+    path = server.call({"id": "s", "type": "get_state"})["data"]["sessionFile"]
+    if how == "SIGTERM":
+        server.proc.send_signal(signal.SIGTERM)
+    assert server.close() == 0
+    with open_session(path) as session:
+        last = [e.message for e in session.get_branch() if isinstance(e, MessageEntry)][-1]
+    assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
+    assert last.text and "(offline) Counting to 5000: 1 2 3".startswith(last.text[:30])
+
+
+def test_a_prompt_refused_before_it_starts_gets_an_error_response(
+    rpc: Callable[..., Rpc], work: Path
+) -> None:
+    settings = work.parent / "config" / "harness" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    refuse = "echo 'not today' >&2; exit 2"
+    hook = {"hooks": [{"type": "command", "command": refuse}]}
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [hook]}}))
+    server = rpc()
+    refused = server.call({"id": "1", "type": "prompt", "message": "hello"})
+    assert refused["success"] is False and "not today" in refused["error"]
+    state = server.call({"id": "2", "type": "get_state"})["data"]
+    assert state["messageCount"] == 0 and state["isStreaming"] is False
+    assert server.close() == 0
