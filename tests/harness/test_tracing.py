@@ -286,7 +286,7 @@ def test_otel_flag_sends_spans_over_otlp(tmp_path: Path) -> None:
         for scope in resource.scope_spans
         for span in scope.spans
     ]
-    assert sorted(names) == ["chat offline-echo", "invoke_agent harness", "turn 0"], names
+    assert sorted(names) == ["chat offline", "invoke_agent harness", "turn 0"], names
     services = {
         attr.value.string_value
         for request in _Collector.received
