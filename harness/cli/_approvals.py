@@ -222,7 +222,8 @@ def _line(a: PendingApproval) -> str:
     reason = f"  ({short(a.reason, 60)})" if a.reason else ""
     return (
         f"{a.id}  {a.status}  session {short_id(a.session_id)}  {one_line(a.tool_name)}  "
-        f"{short(a.operation_key, 60)}  {short(json_line(dict(a.input)), 100)}{reason}{unsigned}"
+        # The input is shown whole (as JSON, escaped): what is approved is never cut from view.
+        f"{one_line(a.operation_key)}  {json_line(dict(a.input))}{reason}{unsigned}"
     )
 
 

@@ -43,7 +43,13 @@ from ._agent import Agents
 from ._chat_input import LineReader
 from ._chat_view import ChatView
 from ._common import describe_store, find_ref, one_line, open_ref
-from ._export import session_html, session_jsonl, session_markdown
+from ._export import (
+    default_export_path,
+    session_html,
+    session_jsonl,
+    session_markdown,
+    write_export,
+)
 from ._models import ModelChoice, model_lines
 from ._render import totals, tree_view
 
@@ -420,10 +426,10 @@ async def _export(chat: ChatHost, args: str) -> None:
 def _write_export(session: Session, fmt: str, name: str | None) -> tuple[Path, int]:
     """Write ``session`` as ``fmt`` to ``name`` (default ``<id>.<fmt>`` in the current folder);
     the path and the bytes written. Raises ``OSError``."""
-    path = Path(name).expanduser() if name else Path(f"{session.id}.{fmt}")
+    path = Path(name).expanduser() if name else default_export_path(session, fmt)
     data = _EXPORTERS[fmt](session)
     payload = data.encode() if isinstance(data, str) else data
-    path.write_bytes(payload)
+    write_export(path, payload)
     return path, len(payload)
 
 

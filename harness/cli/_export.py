@@ -20,6 +20,7 @@ it cannot become raw HTML or a script link. No format lets a terminal control th
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -46,6 +47,7 @@ from hooks import (
 from repos import (
     BranchSummaryEntry,
     CompactionEntry,
+    InvalidSessionIdError,
     LabelEntry,
     LeafEntry,
     MessageEntry,
@@ -54,6 +56,7 @@ from repos import (
     dumps_line,
     encode_entry,
     encode_header,
+    validate_session_id,
 )
 
 from ._common import one_line, open_repo, progress, root_option
@@ -274,7 +277,7 @@ def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> 
     with opened(open_repo(root), ref) as session:
         if output is None and fmt != "md" and sys.stdout.isatty():
             # A page (or JSONL) is no reading for a terminal: it goes to a file, said so.
-            output = Path(f"{session.id}.{fmt}")
+            output = default_export_path(session, fmt)
         if output is None:
             sys.stdout.flush()
             sys.stdout.buffer.write(_render(session, fmt, _nothing))
@@ -282,8 +285,33 @@ def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> 
             return
         with progress(f"exporting {fmt}", _entries_to_render(session, fmt)) as advance:
             data = _render(session, fmt, advance)
-        output.write_bytes(data)
+        write_export(output, data)
         echo(f"wrote {output} ({fmt}, {len(data)} bytes)", err=True)
+
+
+def default_export_path(session: Session, fmt: str) -> Path:
+    """``<id>.<fmt>`` in the current folder, from an id that names nothing else.
+
+    The id comes from the session file's header: untrusted. One that is not a valid session id
+    (``../x``, ``/tmp/x``, a control character) is never used as a path; ``session.<fmt>`` is.
+    """
+    try:
+        name = validate_session_id(session.id)
+    except InvalidSessionIdError:
+        name = "session"
+    return Path(f"{name}.{fmt}")
+
+
+def write_export(path: Path, data: bytes) -> None:
+    """Write an export to ``path``, replacing a regular file there but never following a
+    symlink (a link planted where the default name lands must not redirect the write).
+
+    Raises:
+        OSError: the path is a symlink (``ELOOP``), a folder, or not writable.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".jsonl": "jsonl"}

@@ -301,8 +301,10 @@ class RpcServer:
             return Deny(reason=f"no answer within {self._approval_timeout_s:g} s; denied")
         finally:
             self._pending.pop(request_id, None)
+        # Only the exact option approves: a `select` is answered by its value, and pi's
+        # `confirmed` (the answer to a `confirm`) is not an answer to this question.
         value = reply.get("value")
-        if value == APPROVAL_OPTIONS[0] or reply.get("confirmed") is True:
+        if value == APPROVAL_OPTIONS[0]:
             return Approve(reason="approved by the RPC client")
         if value == APPROVAL_OPTIONS[1]:
             return ApproveAlways(reason="approved always by the RPC client")

@@ -133,3 +133,20 @@ def test_what_a_waiting_call_holds_reaches_the_terminal_escaped(
 
     assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
     assert "\\x1b]52" in listed.stdout  # shown, as an escape
+
+
+def test_a_long_waiting_call_is_shown_whole_before_it_is_approved(
+    env: dict[str, str], work: Path
+) -> None:
+    # Review 3, finding 14: an input cut at 100 characters hid what `approve` then ran.
+    hidden = "touch SHOWN_AT_LAST"
+    command = f"echo {'a' * 150}; {hidden}"
+    ran = harness(
+        env, work, "run", "--offline", "--defer-approvals", "--output", "json", "-p", f"!{command}"
+    )
+    (approval,) = json.loads(ran.stdout)["approvals"]
+    listed = harness(env, work, "approvals", "list").stdout
+    assert hidden in listed and "..." not in listed
+    approved = harness(env, work, "approve", approval, "--offline")
+    assert hidden in approved.stderr.split("\n", 1)[0]  # shown before it runs
+    assert (work / "SHOWN_AT_LAST").exists()

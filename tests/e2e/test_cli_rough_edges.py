@@ -92,6 +92,65 @@ def test_export_on_a_terminal_writes_a_file(work: Path, tmp_path: Path) -> None:
     assert piped.stdout.startswith("<!DOCTYPE html>")  # a pipe still gets the page
 
 
+def _export_on_a_terminal(work: Path, *args: str | Path) -> str:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "harness.cli", "export", *map(str, args)],
+        env=_env(work),
+        cwd=str(work),
+        encoding="utf-8",
+        timeout=90,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    return str(child.before)
+
+
+@pytest.mark.parametrize("hostile_id", ["../escaped", "/tmp/harness-export-pwn", "a/../../b"])
+def test_a_session_files_id_never_picks_where_export_writes(
+    work: Path, tmp_path: Path, hostile_id: str
+) -> None:
+    # A downloaded file's header id is untrusted: on a terminal the page goes to the current
+    # folder under a name of ours, never to the path the id spells (review 3, finding 13).
+    root = tmp_path / "s"
+    sid = _session(work, root)
+    (source,) = root.rglob(f"*{sid}.jsonl")
+    lines = source.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["id"] = hostile_id
+    downloaded = tmp_path / "downloaded.jsonl"
+    downloaded.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    before = {p for p in tmp_path.rglob("*") if p.name.endswith(".html")}
+    shown = _export_on_a_terminal(work, downloaded)
+    after = {p for p in tmp_path.rglob("*") if p.name.endswith(".html")}
+    assert after - before == {work / "session.html"}, shown
+    assert not Path("/tmp/harness-export-pwn.html").exists()
+
+
+def test_export_on_a_terminal_never_follows_a_link_at_its_default_name(
+    work: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "s"
+    sid = _session(work, root)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("kept")
+    (work / f"{sid}.html").symlink_to(target)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "harness.cli", "export", "--root", str(root), sid],
+        env=_env(work),
+        cwd=str(work),
+        encoding="utf-8",
+        timeout=90,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus != 0
+    assert target.read_text() == "kept"
+    assert "Traceback" not in str(child.before)
+
+
 def test_tree_of_a_claude_code_transcript_names_the_transcript(work: Path) -> None:
     transcript = work / "claude.jsonl"
     transcript.write_text(TRANSCRIPT)

@@ -177,6 +177,15 @@ def test_no_line_grants_a_permission(rpc: Callable[..., Rpc], tmp_path: Path) ->
     denied = server.until(lambda r: r["type"] == "tool_execution_end")
     assert denied["isError"] and "declined" in denied["result"]["content"][0]["text"]
     server.until(lambda r: r["type"] == "agent_end")
+    # pi's `confirmed` answers a `confirm`, not this `select`: it approves nothing (review 3, 12).
+    server.call({"id": "2", "type": "prompt", "message": "!echo confirmed"})
+    request2 = server.until(lambda r: r["type"] == "extension_ui_request")
+    server.send(
+        {"type": "extension_ui_response", "id": request2["id"], "value": "Deny", "confirmed": True}
+    )
+    denied2 = server.until(lambda r: r["type"] == "tool_execution_end")
+    assert denied2["isError"] and "declined" in denied2["result"]["content"][0]["text"]
+    server.until(lambda r: r["type"] == "agent_end")
     # The answer is one per request: a second answer to the same id is refused.
     server.send({"type": "extension_ui_response", "id": request["id"], "value": "Allow once"})
     assert server.until(lambda r: r["type"] == "response")["success"] is False
@@ -189,7 +198,7 @@ def test_no_line_grants_a_permission(rpc: Callable[..., Rpc], tmp_path: Path) ->
             for e in session.entries()
             if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
         ]
-    assert permissions == [] and [r.is_error for r in results] == [True]
+    assert permissions == [] and [r.is_error for r in results] == [True, True]
 
 
 def test_sessions_outside_the_store_are_never_reached(
