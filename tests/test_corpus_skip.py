@@ -12,6 +12,7 @@ import pytest
 from corpus import CORPUS_ENV, CORPUS_MISSING, corpus_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ["tests/corpus"]
 
 
 def _run_corpus_tests(corpus: Path) -> subprocess.CompletedProcess[str]:
@@ -19,7 +20,8 @@ def _run_corpus_tests(corpus: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "HARNESS_REQUIRE_GROUPS"}
     env[CORPUS_ENV] = str(corpus)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests/corpus"],
+        # -n 0: the inner run is small; xdist workers would cost more than its tests.
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-n", "0", "-p", "no:cacheprovider", *CORPUS],
         capture_output=True,
         text=True,
         env=env,
