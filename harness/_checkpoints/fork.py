@@ -167,7 +167,11 @@ def _put_states(
         if path.startswith("/"):
             skipped.append(Missed(path, "outside the working folder: not carried into a fork"))
             continue
-        loc: Location = beneath(root, path)
+        if any(part.casefold() == ".git" for part in path.split("/")):
+            skipped.append(Missed(path, "in git's folder: never written"))
+            continue
+        # Through no symlink, as a rewind writes (the copy keeps the source's symlinks).
+        loc = Location(str(root), path, "inside")
         try:
             if want is None:
                 _remove(loc)
@@ -176,7 +180,7 @@ def _put_states(
             if data is None:
                 skipped.append(Missed(path, "its content is not in the checkpoint store"))
                 continue
-            _write(loc, data, want.mode & 0o777)
+            _write(loc, data, want.mode)
         except OSError as exc:
             skipped.append(Missed(path, f"not written: {exc.strerror or exc}"))
     return skipped

@@ -28,7 +28,7 @@ from typing import Final
 from attrs import frozen
 from platformdirs import user_data_path
 
-from repos import Session
+from repos import JsonlSessionRepo, SessionRepo
 
 from .._fs import FileRefusedError, beneath, open_parent, read_regular
 
@@ -75,7 +75,8 @@ class CheckpointStore:
     """Blobs of file contents, by SHA-256, in the folder ``root`` (created on first write).
 
     Args:
-        root: the store's folder; :meth:`beside` gives the default for a session.
+        root: the store's folder, the user's (:meth:`default`, :meth:`for_repo`): never one
+            a session file's place or content chose.
         max_bytes: the cap :meth:`gc` brings the store under.
         max_file_bytes: the largest content :meth:`put` takes; checkpoints record a larger
             file as missed instead.
@@ -97,13 +98,21 @@ class CheckpointStore:
         self._made = False
 
     @classmethod
-    def beside(cls, session: Session) -> CheckpointStore:
-        """The default store of ``session``: ``.checkpoints`` in its JSONL sessions root
-        (``<root>/--<cwd>--/<file>.jsonl``), shared by every session there; for a session
-        with no file, ``checkpoints`` in the user data folder (``platformdirs``)."""
-        if session.path is not None:
-            return cls(session.path.resolve().parent.parent / STORE_FOLDER)
+    def default(cls) -> CheckpointStore:
+        """The user's own store: ``checkpoints`` in the user data folder (``platformdirs``).
+        Never a folder beside a session's file: a downloaded session would bring its own
+        store, and with it the contents a rewind writes (docs/security.md)."""
         return cls(user_data_path("harness") / "checkpoints")
+
+    @classmethod
+    def for_repo(cls, repo: SessionRepo) -> CheckpointStore:
+        """The store of the sessions in ``repo`` (the store the user chose: ``--root``, the
+        environment, the default): ``.checkpoints`` in a JSONL store's root, shared by its
+        sessions; :meth:`default` for a database or memory store. Wherever a session's file
+        lies, its contents go here."""
+        if isinstance(repo, JsonlSessionRepo):
+            return cls(Path(os.path.abspath(repo.root)) / STORE_FOLDER)
+        return cls.default()
 
     @property
     def root(self) -> Path:

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Literal
 
 import click
-from platformdirs import user_data_path
 
-from repos import JsonlSessionRepo, Session
+from repos import Session
 
 from .._checkpoints import (
     CheckpointStore,
@@ -75,7 +74,8 @@ def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
     """
     here = Path(os.path.realpath(work_dir or Path.cwd()))
     recorded = session.cwd
-    if not recorded or os.path.realpath(recorded) != str(here):
+    # "." or a relative path would be the current folder, wherever the command runs.
+    if not recorded or not os.path.isabs(recorded) or os.path.realpath(recorded) != str(here):
         raise WorkspaceMismatchError(recorded or "(no folder)", str(here))
     return here
 
@@ -137,13 +137,16 @@ def rewind(
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
     """
-    with opened(open_repo(root), ref) as session:
+    repo = open_repo(root)
+    with opened(repo, ref) as session:
         if what == "conversation":
             harness = AgentHarness(session=session, resources=None)
             result = run_async(harness.navigate_tree(entry))
         else:
             cwd = working_folder_for_files(session, work_dir)
-            harness = AgentHarness(session=session, cwd=cwd, checkpoints=True, resources=None)
+            harness = AgentHarness(
+                session=session, cwd=cwd, checkpoints=CheckpointStore.for_repo(repo), resources=None
+            )
             if what == "files":
                 report_rewind(run_async(harness.rewind_files(entry, force=force)))
                 return
@@ -186,13 +189,8 @@ def gc(root: str | None, max_bytes: int | None, min_age_s: float) -> None:
     """Remove contents no session under the root refers to, then the least recently used
     ones while the store is over its cap. Prints what was removed and what is left."""
     repo = open_repo(root, must_exist=True)
-    # Where the sessions' checkpoints went (CheckpointStore.beside): beside a folder of files,
-    # else the user data folder's.
-    store = CheckpointStore(
-        repo.root / ".checkpoints"
-        if isinstance(repo, JsonlSessionRepo)
-        else user_data_path("harness") / "checkpoints"
-    )
+    # Where the sessions' checkpoints went: beside a folder of files, else the user's.
+    store = CheckpointStore.for_repo(repo)
     referenced: set[str] = set()
     for info in run_async(repo.list()):
         with opened(repo, str(info.path or info.id)) as session:
