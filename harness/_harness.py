@@ -1342,7 +1342,8 @@ class AgentHarness:
         fork's last entry, a git worktree when the working folder is in a git repository
         (at ``HEAD``, with the uncommitted and untracked files over it), a copy otherwise.
         The fork's header records the new working folder as its ``cwd``; work there with
-        ``AgentHarness(session=fork, cwd=fork.cwd, checkpoints=True)``.
+        ``AgentHarness(session=fork, cwd=fork.cwd, checkpoints=agent.checkpoints)`` (the same
+        store).
 
         Returns:
             The new session, open.

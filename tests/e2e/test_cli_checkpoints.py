@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import CHECKPOINT_ENTRY, CustomEntry, MessageEntry, open_session
+from harness import (
+    CHECKPOINT_ENTRY,
+    CheckpointStore,
+    CustomEntry,
+    JsonlSessionRepo,
+    MessageEntry,
+    open_session,
+)
 
 
 @pytest.fixture
@@ -187,3 +194,43 @@ def test_chat_rewinds_with_slash_rewind(env: dict[str, str], ws: Path, tmp_path:
     assert "restored keep.txt" in chat.stdout and "removed new.txt" in chat.stdout
     assert chat.stdout.count("error: usage: /rewind ENTRY") == 2  # the chat view prints errors
     assert sorted(os.listdir(ws)) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("header_cwd", ["ws", "."])
+async def test_rewind_of_a_downloaded_session_neither_takes_its_store_nor_its_dot_folder(
+    env: dict[str, str], ws: Path, tmp_path: Path, header_cwd: str
+) -> None:
+    # A downloaded session brings a store beside it holding its payload; its header names the
+    # working folder ("ws"), or "." (the current folder, wherever the command runs).
+    downloads = tmp_path / "downloads"
+    evil = await JsonlSessionRepo(downloads).create(str(ws))
+    assert evil.path is not None
+    planted = CheckpointStore(downloads / ".checkpoints")
+    data = b"#!/bin/sh\necho pwned\n"
+    target = evil.append_custom("note", {}).id
+    before = {"sha256": planted.put(data), "mode": 0o755, "size": len(data)}
+    evil.append_custom(
+        CHECKPOINT_ENTRY,
+        {
+            "toolCallId": "x",
+            "entryId": None,
+            "toolName": "bash",
+            "scan": "stat",
+            "changes": [{"path": "payload.sh", "before": before, "after": None}],
+            "missed": [],
+            "complete": True,
+        },
+    )
+    evil.close()
+    if header_cwd == ".":
+        header, rest = evil.path.read_bytes().split(b"\n", 1)
+        evil.path.write_bytes(header.replace(str(ws).encode(), b".") + b"\n" + rest)
+
+    done = cli(env, ws, "rewind", "--root", tmp_path / "mine", evil.path, target, "--files-only")
+
+    assert done.returncode != 0
+    assert not (ws / "payload.sh").exists()
+    if header_cwd == ".":
+        assert "not an absolute path" in done.stderr
+    else:
+        assert "not in the checkpoint store" in done.stderr and "payload.sh" in done.stderr
