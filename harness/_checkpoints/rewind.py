@@ -191,12 +191,21 @@ def apply_plan(
 ) -> RewindResult:
     """Write the plan's files, one atomic step each, then append the ``harness.rewind`` entry
     (when a file changed) recording what was done, so rewinding to the entry before it undoes
-    it."""
+    it.
+
+    Each file is compared with the plan's ``before`` again just before it is written: one
+    changed since the plan (by another program while the ``session_before_rewind`` hooks ran,
+    say) is left as it is and reported as skipped, ``force`` or not: nobody saw that change,
+    and the rewind entry could not undo its loss."""
     done: list[Change] = []
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
+        now = workspace.capture(loc)
+        if isinstance(now, Unknown) or not same_file(now, change.before):
+            skipped.append(Missed(change.path, "changed since the rewind was planned; left as is"))
+            continue
         try:
             if change.after is None:
                 _remove(loc)

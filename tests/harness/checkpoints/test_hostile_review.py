@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workspaces import git, make_harness, seed
+from workspaces import call, git, make_harness, seed
 
 from harness import (
     CHECKPOINT_ENTRY,
     AgentHarness,
     CheckpointStore,
+    FauxReply,
     JsonlSessionRepo,
     RewindRefusedError,
     Session,
+    SessionBeforeRewindEvent,
     WorkspaceMismatchError,
     open_session,
 )
@@ -336,3 +338,32 @@ def test_a_git_scan_never_reads_a_blob_past_its_byte_cap(tmp_path: Path) -> None
 def test_the_store_used_by_a_session_in_a_jsonl_root_is_that_roots(tmp_path: Path) -> None:
     repo = JsonlSessionRepo(tmp_path / "sessions")
     assert CheckpointStore.for_repo(repo).root == tmp_path / "sessions" / ".checkpoints"
+
+
+# --- 7. concurrent processes ----------------------------------------------------------------
+
+
+async def test_a_file_changed_while_the_rewind_hooks_run_is_never_overwritten(
+    session: Session, ws: Path
+) -> None:
+    replies = [FauxReply(tool_calls=[call("write", path="a.txt", content="agent\n")]), "ok"]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("write a.txt")
+    first = session.entry_ids()[0]
+
+    def meanwhile(sender: object, event: SessionBeforeRewindEvent) -> None:
+        # Another program writes the file after the rewind checked it, before it writes.
+        subprocess.run(
+            ["sh", "-c", "printf 'mine\\n' > a.txt && printf 'also\\n' > keep.txt"],
+            cwd=ws,
+            check=True,
+            timeout=30,
+        )
+
+    harness.connect("session_before_rewind", meanwhile)
+    result = await harness.rewind_files(first, force=True)
+
+    assert (ws / "a.txt").read_text() == "mine\n"  # not removed: nobody saw this change
+    assert (ws / "keep.txt").read_text() == "also\n"  # never part of the rewind
+    assert [s.path for s in result.skipped] == ["a.txt"]
+    assert result.removed == () and result.entry_id is None
