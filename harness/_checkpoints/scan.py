@@ -50,7 +50,8 @@ from .store import CheckpointStore
 __all__ = ["DEFAULT_MAX_FILES", "Snapshot", "Unknown", "Workspace", "same_file"]
 
 DEFAULT_MAX_FILES: Final = 10_000
-"""The most files a stat scan (outside git) walks, or a git scan stores before a command."""
+"""The most entries (files, folders, symlinks...) a stat scan (outside git) looks at, or files a
+git scan stores before a command."""
 DEFAULT_MAX_SCAN_BYTES: Final = 256 * 1024**2
 """The most bytes one scan (before or after a command) reads into the store, 256 MiB: files
 past it are not read (listed as missed when they change), so a huge folder never makes a
@@ -313,34 +314,43 @@ class Workspace:
     # --- stat scan -----------------------------------------------------------------------------
 
     def _walk(self) -> tuple[dict[str, _StatKey], bool]:
-        """Regular files under the root (relative path -> stat key), at most ``max_files``;
-        True when the walk saw every file."""
+        """Regular files under the root (relative path -> stat key); True when the walk saw
+        every file. At most ``max_files`` entries are looked at, folders, symlinks and the
+        rest counted with the files: a tree of empty folders bounds the walk as files do."""
         found: dict[str, _StatKey] = {}
+        looked = 0
         stack = [""]
         while stack:
             folder = stack.pop()
             try:
-                entries = list(os.scandir(os.path.join(self.root, folder) if folder else self.root))
+                entries = os.scandir(os.path.join(self.root, folder) if folder else self.root)
             except OSError:
                 continue
-            for entry in entries:
-                rel = f"{folder}/{entry.name}" if folder else entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        if (
-                            entry.name != ".git"
-                            and (st.st_dev, st.st_ino) not in self._ids
-                            and not self._excluded_by_path(rel)
-                        ):
-                            stack.append(rel)
-                    elif entry.is_file(follow_symlinks=False):
-                        if len(found) >= self.max_files:
-                            return found, False
-                        found[rel] = _key(entry.stat(follow_symlinks=False))
-                except OSError:
-                    continue
+            with entries:
+                for entry in entries:
+                    looked += 1
+                    if looked > self.max_files:
+                        return found, False
+                    self._walk_one(folder, entry, found, stack)
         return found, True
+
+    def _walk_one(
+        self, folder: str, entry: os.DirEntry[str], found: dict[str, _StatKey], stack: list[str]
+    ) -> None:
+        rel = f"{folder}/{entry.name}" if folder else entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                if (
+                    entry.name != ".git"
+                    and (st.st_dev, st.st_ino) not in self._ids
+                    and not self._excluded_by_path(rel)
+                ):
+                    stack.append(rel)
+            elif entry.is_file(follow_symlinks=False):
+                found[rel] = _key(entry.stat(follow_symlinks=False))
+        except OSError:
+            return
 
     def _stat_before(self) -> Snapshot:
         stats, complete = self._walk()

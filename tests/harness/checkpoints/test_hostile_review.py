@@ -367,3 +367,18 @@ async def test_a_file_changed_while_the_rewind_hooks_run_is_never_overwritten(
     assert (ws / "keep.txt").read_text() == "also\n"  # never part of the rewind
     assert [s.path for s in result.skipped] == ["a.txt"]
     assert result.removed == () and result.entry_id is None
+
+
+def test_a_tree_of_empty_folders_or_symlinks_is_bounded_like_files(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    for i in range(30):
+        (ws / f"d{i:02}" / "deeper").mkdir(parents=True)
+    links = tmp_path / "links"
+    links.mkdir()
+    for i in range(30):
+        (links / f"l{i:02}").symlink_to("nowhere")
+    (links / "real.txt").write_text("x")
+
+    for folder in (ws, links):
+        workspace = Workspace(folder, CheckpointStore(tmp_path / "store"), max_files=10, git=None)
+        assert workspace.before().complete is False, folder
