@@ -223,6 +223,7 @@ class CheckpointStore:
         *,
         max_bytes: int | None = None,
         min_age_s: float = 3600.0,
+        remove_unreferenced: bool = True,
     ) -> GcReport:
         """Bound the store: remove blobs not in ``referenced`` that are older than
         ``min_age_s`` (a run may have stored one its session has not referenced yet), then,
@@ -233,13 +234,15 @@ class CheckpointStore:
 
         Args:
             referenced: blob names some session still needs (:func:`referenced_blobs`).
+            remove_unreferenced: False for a store other sessions use too (the user data
+                folder's): ``referenced`` does not cover them, so only the cap removes blobs.
         """
         cap = self.max_bytes if max_bytes is None else max_bytes
         now = time.time()
         removed = removed_bytes = evicted = evicted_bytes = 0
         kept: list[tuple[str, int, float]] = []
         for digest, size, used in self.blobs():
-            if digest not in referenced and now - used >= min_age_s:
+            if remove_unreferenced and digest not in referenced and now - used >= min_age_s:
                 if self._remove(digest):
                     removed += 1
                     removed_bytes += size

@@ -187,16 +187,30 @@ def checkpoints_group() -> None:
 )
 def gc(root: str | None, max_bytes: int | None, min_age_s: float) -> None:
     """Remove contents no session under the root refers to, then the least recently used
-    ones while the store is over its cap. Prints what was removed and what is left."""
+    ones while the store is over its cap. Prints what was removed and what is left.
+
+    For a database store the contents are in the user data folder's store, which other stores'
+    sessions use too: there only the cap removes contents."""
     repo = open_repo(root, must_exist=True)
     # Where the sessions' checkpoints went: beside a folder of files, else the user's.
     store = CheckpointStore.for_repo(repo)
+    # The user data folder's store is shared (every database store, code's checkpoints=True):
+    # this store's sessions do not say what the others need, so only the cap removes blobs.
+    shared = store.root == CheckpointStore.default().root
     referenced: set[str] = set()
     for info in run_async(repo.list()):
         with opened(repo, str(info.path or info.id)) as session:
             referenced |= referenced_blobs(session)
-    report = store.gc(referenced, max_bytes=max_bytes, min_age_s=min_age_s)
-    echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")
+    report = store.gc(
+        referenced, max_bytes=max_bytes, min_age_s=min_age_s, remove_unreferenced=not shared
+    )
+    if shared:
+        echo(
+            f"{store.root} is shared with other stores' sessions: only the cap removes from it",
+            err=True,
+        )
+    else:
+        echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")
     if report.evicted:
         echo(
             f"removed {report.evicted} still referenced, to get under the cap "

@@ -234,3 +234,26 @@ async def test_rewind_of_a_downloaded_session_neither_takes_its_store_nor_its_do
         assert "not an absolute path" in done.stderr
     else:
         assert "not in the checkpoint store" in done.stderr and "payload.sh" in done.stderr
+
+
+def test_gc_of_a_database_store_never_removes_what_other_stores_sessions_need(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # A database store's contents go to the user data folder's store, which a JSONL run with
+    # AgentHarness(checkpoints=True) and every other database store use too.
+    data = tmp_path / "data"
+    env = {**env, "XDG_DATA_HOME": str(data)}
+    shared = CheckpointStore(data / "harness" / "checkpoints")
+    other = shared.put(b"another store's session needs this\n")
+    blob = shared.root / "objects" / other[:2] / other[2:]
+    os.utime(blob, (1_000_000, 1_000_000))  # long unused
+    db = tmp_path / "mine.db"
+    run = cli(env, ws, "run", "--root", f"sqlite:{db}", "--offline", "--mode", "bypass",
+              "--checkpoints", "-p", "!echo hi > new.txt")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+    done = cli(env, ws, "checkpoints", "gc", "--root", f"sqlite:{db}")
+
+    assert done.returncode == 0, done.stderr
+    assert shared.get(other) is not None
+    assert "shared" in done.stderr
