@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import stat
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -382,3 +384,32 @@ def test_a_tree_of_empty_folders_or_symlinks_is_bounded_like_files(tmp_path: Pat
     for folder in (ws, links):
         workspace = Workspace(folder, CheckpointStore(tmp_path / "store"), max_files=10, git=None)
         assert workspace.before().complete is False, folder
+
+
+def test_gc_never_removes_a_blob_a_concurrent_put_reused(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    old = time.time() - 7200
+
+    def blob(digest: str) -> Path:
+        return store.root / "objects" / digest[:2] / digest[2:]
+
+    names = [store.put(b"unused %d" % i) for i in range(20_000)]  # gc takes a while
+    reused = store.put(b"a content a running session stores again\n")
+    for digest in (*names, reused):
+        os.utime(blob(digest), (old, old))
+    sample = [blob(d) for d in random.Random(7).sample(names, 256)]
+    gc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from harness import CheckpointStore; "
+         "CheckpointStore(sys.argv[1]).gc(set())", str(store.root)]
+    )  # fmt: skip
+    try:
+        # Once gc is removing blobs (it listed them all, the reused one as long unused), a
+        # run in another process stores that content again, as its checkpoint will name it.
+        while gc.poll() is None and all(p.exists() for p in sample):
+            time.sleep(0.001)
+        store.put(b"a content a running session stores again\n")
+    finally:
+        assert gc.wait(timeout=300) == 0
+
+    assert not any(p.exists() for p in sample)  # gc did run
+    assert store.get(reused) == b"a content a running session stores again\n"
