@@ -19,7 +19,7 @@ from pathlib import Path
 from attrs import frozen
 
 from .._fs import Location, beneath, open_dir, open_parent, open_regular_at
-from .errors import WorkspaceExistsError
+from .errors import CheckpointError, WorkspaceExistsError
 from .records import FileState, Missed
 from .rewind import _remove, _write
 from .scan import Workspace
@@ -45,10 +45,18 @@ def new_workspace_root(workspace: Workspace, folder: Path) -> tuple[Path, str]:
 
     Raises:
         WorkspaceExistsError: ``folder`` exists and is not an empty folder.
+        CheckpointError: ``folder`` is inside the working folder (a copy would copy itself
+            into itself without end).
     """
     folder = Path(os.path.abspath(folder))
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise WorkspaceExistsError(str(folder))
+    real, source = os.path.realpath(folder), os.path.realpath(workspace.root)
+    if real == source or real.startswith(source.rstrip("/") + "/"):
+        raise CheckpointError(
+            f"{str(folder)!r} is inside the working folder {str(workspace.root)!r}: a fork's "
+            "workspace must be outside it"
+        )
     git = workspace.git_info()
     if git is None:
         return folder, "copy"

@@ -24,6 +24,7 @@ from workspaces import call, git, make_harness, seed
 from harness import (
     CHECKPOINT_ENTRY,
     AgentHarness,
+    CheckpointError,
     CheckpointStore,
     FauxReply,
     JsonlSessionRepo,
@@ -413,3 +414,19 @@ def test_gc_never_removes_a_blob_a_concurrent_put_reused(tmp_path: Path) -> None
 
     assert not any(p.exists() for p in sample)  # gc did run
     assert store.get(reused) == b"a content a running session stores again\n"
+
+
+async def test_a_fork_into_a_folder_inside_the_working_folder_is_refused_at_once(
+    repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws)
+    session.append_custom("note", {})
+    before = sorted(os.listdir(ws))
+    sessions = len(await repo.list())
+
+    with pytest.raises(CheckpointError) as refused:
+        await harness.fork(repo, None, workspace=ws / "sub" / "fork")  # copied into itself
+
+    assert "inside the working folder" in str(refused.value)
+    assert sorted(os.listdir(ws)) == before and not (ws / "sub" / "fork").exists()
+    assert len(await repo.list()) == sessions  # no fork left behind
