@@ -118,8 +118,8 @@ class Workspace:
     Args:
         root: the working folder (trusted: the harness's ``cwd``).
         store: where contents go.
-        exclude: folders inside ``root`` never scanned (the sessions root and the store, when
-            they lie inside the working folder).
+        exclude: folders (and files) inside ``root`` never scanned or rewound (the sessions
+            root, the session's own file, when they lie inside the working folder).
         max_files: the stat scan's cap (see :data:`DEFAULT_MAX_FILES`).
         max_scan_bytes: the most bytes one scan reads (see :data:`DEFAULT_MAX_SCAN_BYTES`).
         git: the git program (None: never use git).
@@ -197,7 +197,7 @@ class Workspace:
             except OSError:
                 hit = False
             else:
-                hit = stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) in self._ids
+                hit = (st.st_dev, st.st_ino) in self._ids
             self._judged[rel] = hit
         return hit
 
@@ -348,7 +348,9 @@ class Workspace:
                 ):
                     stack.append(rel)
             elif entry.is_file(follow_symlinks=False):
-                found[rel] = _key(entry.stat(follow_symlinks=False))
+                st = entry.stat(follow_symlinks=False)
+                if (st.st_dev, st.st_ino) not in self._ids:
+                    found[rel] = _key(st)
         except OSError:
             return
 

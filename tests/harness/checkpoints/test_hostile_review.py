@@ -430,3 +430,28 @@ async def test_a_fork_into_a_folder_inside_the_working_folder_is_refused_at_once
     assert "inside the working folder" in str(refused.value)
     assert sorted(os.listdir(ws)) == before and not (ws / "sub" / "fork").exists()
     assert len(await repo.list()) == sessions  # no fork left behind
+
+
+async def test_a_session_file_in_the_working_folder_itself_is_never_rewound_over(
+    tmp_path: Path,
+) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    store = CheckpointStore(tmp_path / "store")
+    made = await JsonlSessionRepo(tmp_path / "sessions").create(str(ws))
+    assert made.path is not None
+    made.close()
+    own = ws / "evil.jsonl"  # opened by its path, lying in the working folder itself
+    os.rename(made.path, own)
+    session = open_session(own)
+    hostile(session, [{"path": "evil.jsonl", "before": state(store, b"pwned\n"), "after": None}])
+    lines = own.read_bytes()
+    harness = AgentHarness(session=session, cwd=ws, checkpoints=store, resources=None)
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+    result = await harness.rewind_files(None, force=True)
+
+    assert "evil.jsonl" in str(refused.value)
+    assert result.restored == () and own.read_bytes().startswith(lines)
+    assert "evil.jsonl" not in Workspace(ws, store, exclude=[own], git=None).before().seen
+    session.close()
