@@ -16,7 +16,7 @@ from typing import Literal
 
 import click
 
-from repos import Session
+from repos import JsonlSessionRepo, Session
 
 from .._checkpoints import (
     CheckpointStore,
@@ -26,7 +26,7 @@ from .._checkpoints import (
     referenced_blobs,
 )
 from .._harness import AgentHarness
-from ._common import HarnessGroup, open_repo, root_option, run_async
+from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
 from ._escape import echo
 from ._opening import opened
 
@@ -201,14 +201,24 @@ def gc(root: str | None, max_bytes: int | None, min_age_s: float) -> None:
     for info in run_async(repo.list()):
         with opened(repo, str(info.path or info.id)) as session:
             referenced |= referenced_blobs(session)
+    # A session file the listing could not read may still need contents (once repaired):
+    # what no session refers to is only "unreferenced" when every session was read.
+    unread = repo.list_problems if isinstance(repo, JsonlSessionRepo) else ()
+    for path, reason in unread:
+        echo(f"warning: {path}: not read ({one_line(reason)}); keeping what it may need", err=True)
     report = store.gc(
-        referenced, max_bytes=max_bytes, min_age_s=min_age_s, remove_unreferenced=not shared
+        referenced,
+        max_bytes=max_bytes,
+        min_age_s=min_age_s,
+        remove_unreferenced=not shared and not unread,
     )
     if shared:
         echo(
             f"{store.root} is shared with other stores' sessions: only the cap removes from it",
             err=True,
         )
+    elif unread:
+        echo("removed 0 unreferenced: some session files could not be read", err=True)
     else:
         echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")
     if report.evicted:

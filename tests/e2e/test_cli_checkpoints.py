@@ -257,3 +257,20 @@ def test_gc_of_a_database_store_never_removes_what_other_stores_sessions_need(
     assert done.returncode == 0, done.stderr
     assert shared.get(other) is not None
     assert "shared" in done.stderr
+
+
+def test_gc_keeps_unreferenced_contents_while_a_session_file_cannot_be_read(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    first_run(env, ws, root, "--checkpoints")
+    store = CheckpointStore(root / ".checkpoints")
+    orphan = store.put(b"what a session with a damaged header refers to\n")
+    folder = next(p for p in root.iterdir() if p.name.startswith("--"))
+    (folder / "damaged.jsonl").write_text('{"type": "sess\n')  # its header cannot be read
+
+    done = cli(env, ws, "checkpoints", "gc", "--root", root, "--min-age", "0")
+
+    assert done.returncode == 0, done.stderr
+    assert store.get(orphan) is not None
+    assert "damaged.jsonl" in done.stderr and "removed 0 unreferenced" in done.stderr
