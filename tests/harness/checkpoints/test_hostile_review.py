@@ -455,3 +455,19 @@ async def test_a_session_file_in_the_working_folder_itself_is_never_rewound_over
     assert result.restored == () and own.read_bytes().startswith(lines)
     assert "evil.jsonl" not in Workspace(ws, store, exclude=[own], git=None).before().seen
     session.close()
+
+
+def test_the_stores_lock_file_is_never_followed_through_a_symlink(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    store.root.mkdir()
+    made = tmp_path / "made-by-the-store"
+    (store.root / ".lock").symlink_to(made)
+
+    with pytest.raises(OSError, match="symlink"):
+        store.put(b"content")
+    (store.root / ".lock").unlink()
+    os.mkfifo(store.root / ".lock")  # a FIFO would block an ordinary open
+    with pytest.raises(OSError, match="regular file"):
+        store.put(b"content")
+
+    assert not made.exists()
