@@ -5,6 +5,8 @@ exclusions by identity, and the scan's byte cap."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import random
@@ -471,3 +473,64 @@ def test_the_stores_lock_file_is_never_followed_through_a_symlink(tmp_path: Path
         store.put(b"content")
 
     assert not made.exists()
+
+
+_FLIPPER = textwrap.dedent(
+    """
+    import os, shutil, sys
+    folder, target, stop = sys.argv[1:4]
+    while not os.path.exists(stop):
+        try:
+            if os.path.islink(folder):
+                os.unlink(folder)
+                os.mkdir(folder)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+                os.symlink(target, folder)
+        except OSError:
+            pass
+    """
+)
+
+
+def test_a_folder_swapped_for_a_symlink_while_rewinding_is_never_written_through(
+    tmp_path: Path,
+) -> None:
+    # Another process keeps swapping d/ for a symlink to .git (inside the working folder)
+    # while rewinds write d/f.txt: the check before and the write itself must both hold.
+    ws = seed(tmp_path / "ws", "plain")
+    (ws / ".git").mkdir()
+    store = CheckpointStore(tmp_path / "store")
+    leaked = tmp_path / "ws" / ".git" / "f.txt"
+
+    async def rewinds() -> tuple[int, int]:
+        session = await JsonlSessionRepo(tmp_path / "sessions").create(str(ws))
+        payload = state(store, b"pwned\n")
+        hostile(session, [{"path": "d/f.txt", "before": payload, "after": None}])
+        harness = AgentHarness(session=session, cwd=ws, checkpoints=store, resources=None)
+        written = escaped = 0
+        for rounds in range(3000):  # at least 200, until a few wrote into the real folder
+            if rounds >= 200 and written >= 3:
+                break
+            result = await harness.rewind_files(None, force=True)
+            written += len(result.restored)
+            if leaked.exists():
+                escaped += 1
+                leaked.unlink()
+            with contextlib.suppress(OSError):
+                os.unlink(ws / "d" / "f.txt")
+        session.close()
+        return written, escaped
+
+    stop = tmp_path / "stop"
+    flipper = subprocess.Popen(
+        [sys.executable, "-c", _FLIPPER, str(ws / "d"), ".git", str(stop)]  # relative: inside
+    )
+    try:
+        written, escaped = asyncio.run(rewinds())
+    finally:
+        stop.touch()
+        flipper.wait(timeout=60)
+
+    assert escaped == 0
+    assert written > 0, "no rewind wrote into the real folder: the race proved nothing"
