@@ -13,6 +13,9 @@ the rule in the same call, ``openat2(2)`` (Linux 5.6+), relative to a descriptor
 - ``no_symlinks`` (:func:`no_symlinks`): ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`` from
   ``/``, for an absolute path the supervisor approved outside the working folder, resolved when
   it decided: any symlink on the path (one swapped in after the decision) fails the open.
+- ``inside``: both, ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``: beneath the root through no
+  symlink at all, not even one that stays inside (a rewind's writes: a symlink could name the
+  same folder a second way, e.g. the checkpoint store's, and dodge a check by path).
 
 Where the kernel lacks ``openat2`` (or a sandbox forbids it), each component is opened with
 ``O_NOFOLLOW`` relative to its parent's descriptor instead, which refuses every symlink.
@@ -68,7 +71,7 @@ _EAGAIN_TRIES: Final = 16  # openat2 asks for a retry when a rename raced its ".
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK
 
-Rule = Literal["beneath", "no_symlinks"]
+Rule = Literal["beneath", "no_symlinks", "inside"]
 
 
 class FileRefusedError(OSError):
@@ -173,6 +176,8 @@ def _refused(loc: Location, exc: OSError) -> OSError:
         reason = (
             "a symlink is on the path (access outside the working folder follows none)"
             if loc.rule == "no_symlinks"
+            else "a symlink is on the path (a rewind follows none)"
+            if loc.rule == "inside"
             else f"a symlink on the path leads outside {loc.root}, or loops"
         )
         return FileRefusedError(errno.ELOOP, reason, loc.path)
@@ -189,8 +194,13 @@ def _root_fd(loc: Location) -> Iterator[int]:
 
 
 def _open_in(root_fd: int, loc: Location, rel: str, flags: int, mode: int) -> int:
-    resolve = _RESOLVE_NO_MAGICLINKS | (
-        _RESOLVE_BENEATH if loc.rule == "beneath" else _RESOLVE_NO_SYMLINKS
+    resolve = (
+        _RESOLVE_NO_MAGICLINKS
+        | {
+            "beneath": _RESOLVE_BENEATH,
+            "no_symlinks": _RESOLVE_NO_SYMLINKS,
+            "inside": _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS,
+        }[loc.rule]
     )
     try:
         try:
@@ -486,18 +496,25 @@ def open_parent(loc: Location) -> tuple[int, str]:
 
 
 def replace_file(
-    dir_fd: int, name: str, data: bytes, *, mode: int | None = None, durable: bool = False
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    create_mode: int = 0o666,
+    durable: bool = False,
 ) -> None:
     """Write ``data`` to ``name`` in the folder ``dir_fd`` atomically: a temporary file in the
     same folder, then a rename over ``name`` (which replaces a symlink there, never its target).
 
     Args:
-        mode: permission bits to give the file (None: 0o666 less the umask).
+        mode: permission bits to give the file, as they are (None: ``create_mode``).
+        create_mode: the bits the file is created with, less the umask (the kernel's).
         durable: fsync the file before the rename and the folder after it.
     """
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-    fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)
+    fd = os.open(tmp, flags, create_mode, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as out:
             if mode is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
@@ -33,7 +32,6 @@ from hooks import (
     SettledEvent,
     StreamOptions,
     ThinkingLevelUpdateEvent,
-    ToolCall,
     ToolExecutionEndEvent,
     ToolResultMessage,
     ToolsUpdateEvent,
@@ -161,7 +159,6 @@ from ._restore import THINKING_LEVELS, restore_settings
 from ._settings_hooks import HOOK_CONTEXT_TYPE, CommandHooks
 from ._tokens import estimate_tokens
 from ._tools.base import Tool, ToolResult
-from ._tools.write import write_tool
 
 log = logging.getLogger("harness")
 
@@ -292,7 +289,8 @@ class AgentHarness:
         checkpoints: record what each tool call changes in the working folder, so the files
             can be rewound to any entry (:meth:`rewind_files`, ``navigate_tree(with_files=
             True)``) and forked with the session (:meth:`fork`). True keeps the contents in
-            ``CheckpointStore.beside(session)``; or give a :class:`CheckpointStore`. Off by
+            the user's ``CheckpointStore.default()`` (never beside the session's file); or give
+            a :class:`CheckpointStore` (``CheckpointStore.for_repo(repo)``). Off by
             default (docs/checkpoints.md).
         max_turns, max_tokens, max_cost_usd: run limits for every prompt (``prompt()``'s own
             arguments override them): model requests per run; tokens per run (input, cached
@@ -425,7 +423,7 @@ class AgentHarness:
             if checkpoints is False
             else Checkpoints(
                 session,
-                CheckpointStore.beside(session) if checkpoints is True else checkpoints,
+                CheckpointStore.default() if checkpoints is True else checkpoints,
                 self._cwd,
             )
         )
@@ -1266,7 +1264,6 @@ class AgentHarness:
                     self,
                     checkpoints,
                     target_id,
-                    approve=self._approve_rewrite,
                     force=force,
                     conversation=True,
                 )
@@ -1305,8 +1302,8 @@ class AgentHarness:
         ``bash`` changes too. Created files are removed, deleted ones restored, each
         atomically. A file changed since by something outside the session makes the rewind
         refuse, naming it (``force`` overwrites it). The rewind is recorded as a
-        ``harness.rewind`` entry: rewinding to the entry before it undoes it. A path outside
-        the working folder is written only if the supervisor approves it as a write.
+        ``harness.rewind`` entry: rewinding to the entry before it undoes it. It writes only
+        inside the working folder, the one the session was recorded in, through no symlink.
         ``session_before_rewind`` hooks may cancel; ``session_rewind`` reports it.
 
         Returns:
@@ -1314,8 +1311,12 @@ class AgentHarness:
 
         Raises:
             CheckpointsOffError: the harness records no checkpoints.
-            RewindRefusedError: files changed outside the session or contents missing, with
-                their paths (code ``rewind_refused``); nothing was written.
+            WorkspaceMismatchError: the session was recorded in another folder, or names
+                none as an absolute path (code ``workspace_mismatch``).
+            RewindRefusedError: entries naming paths a rewind never writes (absolute,
+                through a symlink, in git's folder...), files changed outside the session or
+                contents missing, with their paths (code ``rewind_refused``); nothing was
+                written.
             RewindCancelledError: a hook cancelled (code ``rewind_cancelled``).
             EntryNotFoundError: no such entry.
             BusyError: another operation is running.
@@ -1323,9 +1324,7 @@ class AgentHarness:
         checkpoints = self._require_checkpoints("rewind_files")
         self._claim("rewind_files")
         try:
-            return await rewind_files(
-                self, checkpoints, entry_id, approve=self._approve_rewrite, force=force
-            )
+            return await rewind_files(self, checkpoints, entry_id, force=force)
         finally:
             self.flush_pending_writes()
             self._release()
@@ -1343,7 +1342,8 @@ class AgentHarness:
         fork's last entry, a git worktree when the working folder is in a git repository
         (at ``HEAD``, with the uncommitted and untracked files over it), a copy otherwise.
         The fork's header records the new working folder as its ``cwd``; work there with
-        ``AgentHarness(session=fork, cwd=fork.cwd, checkpoints=True)``.
+        ``AgentHarness(session=fork, cwd=fork.cwd, checkpoints=agent.checkpoints)`` (the same
+        store).
 
         Returns:
             The new session, open.
@@ -1364,23 +1364,6 @@ class AgentHarness:
         if self._checkpoints is None:
             raise CheckpointsOffError(what)
         return self._checkpoints
-
-    async def _approve_rewrite(self, path: str) -> str | None:
-        """Ask the supervisor about a rewind writing ``path`` outside the working folder, as
-        it decides a ``write`` there; the approved path (symlinks resolved), or None."""
-        gate = Gate(
-            supervisor=self._supervisor,
-            sender=self,
-            session=self._session,
-            cwd=self._cwd,
-            depth=self._depth,
-            approvals=self._approvals,
-            write=self._write,
-        )
-        arguments: dict[str, JSONValue] = {"path": path}
-        call = ToolCall(id=f"rewind_{secrets.token_hex(4)}", name="write", arguments=arguments)
-        verdict = await gate.check(call, _REWRITE_TOOL, arguments)
-        return None if verdict.denied is not None else verdict.approved_path or path
 
     def _absorb_abort(self) -> bool:
         """True when the cancellation being handled is this harness's own ``abort()`` (and no
@@ -2151,10 +2134,6 @@ class AgentHarness:
             repo=default_child_repo(self._session),
             make_child=lambda agent, session: self._agent_child(agent, session, run),
         )
-
-
-_REWRITE_TOOL = write_tool()
-"""How the supervisor sees a rewind writing a file outside the working folder: a ``write``."""
 
 
 def _tool_map(tools: Sequence[Tool]) -> dict[str, Tool]:

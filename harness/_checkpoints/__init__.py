@@ -29,7 +29,7 @@ from .records import (
     referenced_blobs,
 )
 from .rewind import RewindResult
-from .scan import DEFAULT_MAX_FILES
+from .scan import DEFAULT_MAX_FILES, DEFAULT_MAX_SCAN_BYTES
 from .settings import checkpoints_setting
 from .store import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILE_BYTES, CheckpointStore, GcReport
 
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_SCAN_BYTES",
     "REWIND_ENTRY",
     "Change",
     "CheckpointError",

@@ -153,10 +153,12 @@ class Checkpoints:
 
 
 def _session_folders(session: Session) -> list[Path]:
-    """Folders a scan leaves alone because the harness writes them itself: the session's own
-    folder, and the sessions root above it in a JSONL layout (``<root>/--<cwd>--/``)."""
+    """What a scan leaves alone because the harness writes it itself: the session's own file
+    (even when its folder is the working folder), its folder, and the sessions root above it
+    in a JSONL layout (``<root>/--<cwd>--/``)."""
     if session.path is None:
         return []
-    folder = session.path.resolve().parent
+    own = session.path.resolve()
+    folder = own.parent
     layout = folder.name.startswith("--") and folder.name.endswith("--")
-    return [folder, folder.parent] if layout else [folder]
+    return [own, folder, folder.parent] if layout else [own, folder]

@@ -16,6 +16,7 @@ Tree::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from hooks import HarnessError
@@ -40,6 +41,10 @@ class RewindRefusedError(CheckpointError):
     """A rewind would lose work or cannot be done whole; nothing was written.
 
     Attributes:
+        unsafe: recorded paths a rewind never writes, each with why: absolute, through a
+            symlink, in git's folder, the store or the sessions, or not a normalised path at
+            all (a ``..``, a NUL; an entry's change that could not be read). ``force=True``
+            skips them; it never writes them.
         changed: paths (as recorded: relative to the working folder, or absolute) whose
             content differs from what the session last left there: something outside the
             session changed them since. ``force=True`` (``--force``) overwrites them.
@@ -50,8 +55,12 @@ class RewindRefusedError(CheckpointError):
 
     code = "rewind_refused"
 
-    def __init__(self, changed: Sequence[str], unavailable: Sequence[str]) -> None:
+    def __init__(
+        self, changed: Sequence[str], unavailable: Sequence[str], unsafe: Sequence[str] = ()
+    ) -> None:
         parts = []
+        if unsafe:
+            parts.append("entries name paths a rewind never writes: " + "; ".join(unsafe))
         if changed:
             parts.append(
                 "changed outside the session since it last touched them: " + ", ".join(changed)
@@ -59,10 +68,17 @@ class RewindRefusedError(CheckpointError):
         if unavailable:
             parts.append("content not in the checkpoint store: " + ", ".join(unavailable))
         super().__init__(
-            "rewind refused, nothing written; " + "; ".join(parts) + " (force to go on anyway)"
+            "rewind refused, nothing written; "
+            + "; ".join(parts)
+            + (
+                " (force to go on anyway; those paths are never written)"
+                if unsafe
+                else " (force to go on anyway)"
+            )
         )
         self.changed = tuple(changed)
         self.unavailable = tuple(unavailable)
+        self.unsafe = tuple(unsafe)
 
 
 class RewindCancelledError(CheckpointError):
@@ -90,16 +106,24 @@ class CheckpointsOffError(CheckpointError):
 
 class WorkspaceMismatchError(CheckpointError):
     """The session's files were recorded in ``recorded`` but the working folder is
-    ``working``: restoring them here would write another folder's files. The session's folder
-    is never adopted on its own (docs/security.md): work in it (``cwd=``, ``--cwd``)."""
+    ``working`` (or ``recorded`` is no absolute path: ``.``, relative, empty): restoring them
+    here would write another folder's files. The session's folder is never adopted on its own
+    (docs/security.md): work in it (``cwd=``, ``--cwd``)."""
 
     code = "workspace_mismatch"
 
     def __init__(self, recorded: str, working: str) -> None:
-        super().__init__(
-            f"this session's files are in {recorded!r}, the working folder is {working!r}; "
-            f"work in {recorded!r} (--cwd) to restore them"
-        )
+        if os.path.isabs(recorded):
+            message = (
+                f"this session's files are in {recorded!r}, the working folder is {working!r}; "
+                f"work in {recorded!r} (--cwd) to restore them"
+            )
+        else:
+            message = (
+                f"this session records its folder as {recorded!r}, not an absolute path: its "
+                f"files are not restored in {working!r} or anywhere else"
+            )
+        super().__init__(message)
         self.recorded, self.working = recorded, working
 
 

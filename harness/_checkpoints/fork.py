@@ -19,7 +19,7 @@ from pathlib import Path
 from attrs import frozen
 
 from .._fs import Location, beneath, open_dir, open_parent, open_regular_at
-from .errors import WorkspaceExistsError
+from .errors import CheckpointError, WorkspaceExistsError
 from .records import FileState, Missed
 from .rewind import _remove, _write
 from .scan import Workspace
@@ -45,10 +45,18 @@ def new_workspace_root(workspace: Workspace, folder: Path) -> tuple[Path, str]:
 
     Raises:
         WorkspaceExistsError: ``folder`` exists and is not an empty folder.
+        CheckpointError: ``folder`` is inside the working folder (a copy would copy itself
+            into itself without end).
     """
     folder = Path(os.path.abspath(folder))
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise WorkspaceExistsError(str(folder))
+    real, source = os.path.realpath(folder), os.path.realpath(workspace.root)
+    if real == source or real.startswith(source.rstrip("/") + "/"):
+        raise CheckpointError(
+            f"{str(folder)!r} is inside the working folder {str(workspace.root)!r}: a fork's "
+            "workspace must be outside it"
+        )
     git = workspace.git_info()
     if git is None:
         return folder, "copy"
@@ -167,7 +175,11 @@ def _put_states(
         if path.startswith("/"):
             skipped.append(Missed(path, "outside the working folder: not carried into a fork"))
             continue
-        loc: Location = beneath(root, path)
+        if any(part.casefold() == ".git" for part in path.split("/")):
+            skipped.append(Missed(path, "in git's folder: never written"))
+            continue
+        # Through no symlink, as a rewind writes (the copy keeps the source's symlinks).
+        loc = Location(str(root), path, "inside")
         try:
             if want is None:
                 _remove(loc)
@@ -176,7 +188,7 @@ def _put_states(
             if data is None:
                 skipped.append(Missed(path, "its content is not in the checkpoint store"))
                 continue
-            _write(loc, data, want.mode & 0o777)
+            _write(loc, data, want.mode)
         except OSError as exc:
             skipped.append(Missed(path, f"not written: {exc.strerror or exc}"))
     return skipped

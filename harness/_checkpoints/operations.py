@@ -17,7 +17,14 @@ from repos import ForkPosition, Session, SessionRepo
 from .capture import Checkpoints
 from .errors import RewindCancelledError
 from .fork import Materialized, materialize, new_workspace_root
-from .rewind import Approver, RewindPlan, RewindResult, apply_plan, plan_rewind, states_at
+from .rewind import (
+    RewindPlan,
+    RewindResult,
+    apply_plan,
+    check_recorded_folder,
+    plan_rewind,
+    states_at,
+)
 
 __all__ = ["announce_rewind", "fork_with_files", "prepare_rewind", "rewind_files"]
 
@@ -29,20 +36,20 @@ async def prepare_rewind(
     checkpoints: Checkpoints,
     entry_id: str | None,
     *,
-    approve: Approver,
     force: bool,
     conversation: bool,
 ) -> RewindPlan:
     """Plan a rewind and ask the ``session_before_rewind`` hooks.
 
     Raises:
-        RewindRefusedError: files changed outside the session (or contents missing), unless
-            ``force``.
+        WorkspaceMismatchError: the session was not recorded in the working folder.
+        RewindRefusedError: unless ``force``: paths a rewind never writes, files changed
+            outside the session, or contents missing.
         RewindCancelledError: a hook cancelled.
         EntryNotFoundError: no such entry.
     """
     session = checkpoints.session
-    plan = await plan_rewind(session, checkpoints.workspace, entry_id, approve=approve, force=force)
+    plan = plan_rewind(session, checkpoints.workspace, entry_id, force=force)
     for problem in plan.problems:
         _log.warning("session %s: a checkpoint change was not read: %s", session.id, problem)
     outcome = await emit_session_before_rewind(
@@ -95,14 +102,11 @@ async def rewind_files(
     checkpoints: Checkpoints,
     entry_id: str | None,
     *,
-    approve: Approver,
     force: bool,
 ) -> RewindResult:
     """Put every recorded file back as it was at ``entry_id``; the conversation stays.
     Raises as :func:`prepare_rewind`."""
-    plan = await prepare_rewind(
-        sender, checkpoints, entry_id, approve=approve, force=force, conversation=False
-    )
+    plan = await prepare_rewind(sender, checkpoints, entry_id, force=force, conversation=False)
     return await announce_rewind(
         sender,
         checkpoints,
@@ -128,11 +132,14 @@ async def fork_with_files(
     written then), then the folder is made; if that fails the fork is deleted again.
 
     Raises:
+        WorkspaceMismatchError: the session was not recorded in the working folder (the
+            files it names are another folder's).
         WorkspaceExistsError: ``workspace`` exists and is not empty.
         ForkCancelledError, InvalidForkTargetError, ...: as ``repo.fork``.
         OSError, subprocess.SubprocessError: the folder could not be made.
     """
     session = checkpoints.session
+    check_recorded_folder(session, checkpoints.workspace)
     cut = entry_id if entry_id is not None else session.leaf_id
     effective = position or ("at" if entry_id is None else "before")
     if cut is not None and effective == "before":

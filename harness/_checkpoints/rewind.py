@@ -8,10 +8,14 @@ folder and renames it over the name (or unlinks it), so a kill at any moment lea
 either as it was or as it should be, never half-written; a temporary file a kill left is
 removed by the next rewind that writes that name.
 
-Every access goes through ``harness._fs``: beneath the working folder by the kernel (a symlink
-leading out is refused, never followed), and for an absolute path the session names outside
-the folder, only the path the supervisor approved, through no symlink. The session file is
-untrusted: its paths and blob names were checked when read (``records.py``).
+A rewind writes only inside the working folder, and only in the folder the session was
+recorded in: a session whose header names another folder, ``.`` or a relative path is refused
+(``WorkspaceMismatchError``). Every access goes through ``harness._fs`` under its ``inside``
+rule: beneath the working folder by the kernel, through no symlink at all. A recorded path
+that is absolute, has a symlink on the way, or lies in git's folder, the checkpoint store or
+the sessions (judged by the folders' identity) is refused, listed, before anything is written.
+The session file is untrusted: its paths, modes and blob names were checked when read
+(``records.py``), and a restored file never gets a set-id or world-writable bit.
 """
 
 from __future__ import annotations
@@ -20,32 +24,30 @@ import contextlib
 import errno
 import os
 import re
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from typing import Final
 
 from attrs import frozen
 
 from repos import Session
 
-from .._fs import (
-    FileRefusedError,
-    Location,
-    beneath,
-    no_symlinks,
-    open_dir,
-    open_parent,
-    relative_to,
-    replace_file,
-)
-from .errors import RewindRefusedError
+from .._fs import FileRefusedError, Location, open_dir, open_parent, replace_file
+from .errors import RewindRefusedError, WorkspaceMismatchError
 from .records import REWIND_ENTRY, Change, FileState, Missed, Timeline, read_records, rewind_data
 from .scan import Unknown, Workspace, same_file
 
-__all__ = ["Approver", "RewindPlan", "RewindResult", "apply_plan", "plan_rewind", "states_at"]
+__all__ = [
+    "SAFE_MODE_BITS",
+    "RewindPlan",
+    "RewindResult",
+    "apply_plan",
+    "check_recorded_folder",
+    "plan_rewind",
+    "states_at",
+]
 
-Approver = Callable[[str], Awaitable[str | None]]
-"""``await approve(path)`` for an absolute path outside the working folder: the path the
-supervisor approved writing (symlinks resolved), or None when it denied."""
+SAFE_MODE_BITS: Final = 0o775
+"""The permission bits a restored file may get from an entry (then less the umask): no
+set-user-id, set-group-id, sticky or world-writable bit."""
 
 
 @frozen(kw_only=True)
@@ -101,43 +103,57 @@ def states_at(
     return timeline, timeline.state_at(index), problems
 
 
-async def plan_rewind(
+def check_recorded_folder(session: Session, workspace: Workspace) -> None:
+    """Refuse to restore ``session``'s files unless it was recorded in the working folder:
+    its header's ``cwd`` an absolute path naming the same folder (``.``, a relative path or
+    another folder never is).
+
+    Raises:
+        WorkspaceMismatchError: it was recorded elsewhere, or names no absolute folder.
+    """
+    recorded = session.cwd
+    if not recorded or not os.path.isabs(recorded):
+        raise WorkspaceMismatchError(recorded or "(no folder)", str(workspace.root))
+    if os.path.realpath(recorded) != os.path.realpath(workspace.root):
+        raise WorkspaceMismatchError(recorded, str(workspace.root))
+
+
+def plan_rewind(
     session: Session,
     workspace: Workspace,
     entry_id: str | None,
     *,
-    approve: Approver,
     force: bool = False,
 ) -> RewindPlan:
     """What rewinding the files to ``entry_id`` changes (see the module docstring).
 
     Args:
-        approve: asked for each path outside the working folder (the supervisor decides it as
-            a write); a denied one is skipped.
         force: overwrite files changed outside the session; leave those whose content is
-            unavailable as they are.
+            unavailable, and the paths a rewind never writes, as they are.
 
     Raises:
-        RewindRefusedError: without ``force``: files changed outside the session since it
-            last touched them, or contents missing from the store (nothing was written).
+        WorkspaceMismatchError: the session was not recorded in the working folder.
+        RewindRefusedError: without ``force``: entries naming paths a rewind never writes
+            (absolute, through a symlink, in git's folder, the store or the sessions, not
+            normalised), files changed outside the session since it last touched them, or
+            contents missing from the store (nothing was written).
         EntryNotFoundError: no such entry.
     """
+    check_recorded_folder(session, workspace)
     timeline, target, problems = states_at(session, entry_id)
     latest = timeline.latest()
-    root = workspace.root
+    workspace.refresh_exclusions()
     changes: list[Change] = []
     locations: list[Location] = []
     skipped: list[Missed] = []
+    unsafe: list[str] = list(problems)
     changed: list[str] = []
     unavailable: list[str] = []
     for path, want in target.items():
-        loc = await _locate(root, path, approve)
-        if isinstance(loc, Missed):
-            skipped.append(loc)
-            continue
-        if loc.rule == "beneath" and workspace.excluded(loc.rel):
-            # The sessions or the store inside the working folder: never the rewind's to write.
-            skipped.append(Missed(path, "in the sessions' or the checkpoint store's folder"))
+        loc = workspace.locate(path)
+        if isinstance(loc, str):
+            unsafe.append(f"{path} ({loc})")
+            skipped.append(Missed(path, loc))
             continue
         now = workspace.capture(loc)
         if isinstance(now, Unknown):
@@ -154,8 +170,8 @@ async def plan_rewind(
                 continue
         changes.append(Change(path, now, want))
         locations.append(loc)
-    if (changed or unavailable) and not force:
-        raise RewindRefusedError(changed, unavailable)
+    if (unsafe or changed or unavailable) and not force:
+        raise RewindRefusedError(changed, unavailable, unsafe)
     return RewindPlan(
         target_id=entry_id,
         changes=tuple(changes),
@@ -163,20 +179,6 @@ async def plan_rewind(
         skipped=tuple(skipped),
         problems=tuple(problems),
     )
-
-
-async def _locate(root: Path, path: str, approve: Approver) -> Location | Missed:
-    """Where a recorded path goes: beneath the working folder, or (absolute, outside it) the
-    path the supervisor approved, through no symlink."""
-    if not path.startswith("/"):
-        return beneath(root, path)
-    inside = relative_to(root, path)
-    if inside is not None and inside != ".":
-        return beneath(root, inside)
-    approved = await approve(path)
-    if approved is None:
-        return Missed(path, "outside the working folder, and the supervisor denied writing it")
-    return no_symlinks(approved)
 
 
 def apply_plan(
@@ -189,12 +191,21 @@ def apply_plan(
 ) -> RewindResult:
     """Write the plan's files, one atomic step each, then append the ``harness.rewind`` entry
     (when a file changed) recording what was done, so rewinding to the entry before it undoes
-    it."""
+    it.
+
+    Each file is compared with the plan's ``before`` again just before it is written: one
+    changed since the plan (by another program while the ``session_before_rewind`` hooks ran,
+    say) is left as it is and reported as skipped, ``force`` or not: nobody saw that change,
+    and the rewind entry could not undo its loss."""
     done: list[Change] = []
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
+        now = workspace.capture(loc)
+        if isinstance(now, Unknown) or not same_file(now, change.before):
+            skipped.append(Missed(change.path, "changed since the rewind was planned; left as is"))
+            continue
         try:
             if change.after is None:
                 _remove(loc)
@@ -204,7 +215,7 @@ def apply_plan(
                 if data is None:
                     skipped.append(Missed(change.path, "its content is not in the store"))
                     continue
-                _write(loc, data, change.after.mode & 0o777)
+                _write(loc, data, change.after.mode)
                 restored.append(change.path)
         except OSError as exc:
             reason = exc.strerror or str(exc)
@@ -249,10 +260,13 @@ def _sweep(folder: int, name: str) -> None:
 
 
 def _write(loc: Location, data: bytes, mode: int) -> None:
+    """Write a file as recorded with ``mode``: its read, write and execute bits at most, less
+    the umask (the kernel's, at creation), never set-id, sticky or world-writable (an entry's
+    mode is untrusted)."""
     folder, name = open_parent(loc)
     try:
         _sweep(folder, name)
-        replace_file(folder, name, data, mode=mode, durable=True)
+        replace_file(folder, name, data, create_mode=mode & SAFE_MODE_BITS, durable=True)
     finally:
         os.close(folder)
 

@@ -24,6 +24,7 @@ most the store's file cap, never through a symlink that leads out.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -35,14 +36,28 @@ from typing import Final, Literal, TypeAlias
 
 from attrs import define, frozen
 
-from .._fs import FileRefusedError, Location, beneath, open_regular, read_capped
+from .._fs import (
+    FileRefusedError,
+    Location,
+    beneath,
+    open_regular,
+    read_capped,
+    read_regular_at,
+)
 from .records import Change, FileState, Missed
 from .store import CheckpointStore
 
 __all__ = ["DEFAULT_MAX_FILES", "Snapshot", "Unknown", "Workspace", "same_file"]
 
 DEFAULT_MAX_FILES: Final = 10_000
-"""The most files a stat scan (outside git) walks, or a git scan stores before a command."""
+"""The most entries (files, folders, symlinks...) a stat scan (outside git) looks at, or files a
+git scan stores before a command."""
+DEFAULT_MAX_SCAN_BYTES: Final = 256 * 1024**2
+"""The most bytes one scan (before or after a command) reads into the store, 256 MiB: files
+past it are not read (listed as missed when they change), so a huge folder never makes a
+command wait for all of it."""
+INDEX_MAX_BYTES: Final = 256 * 1024**2
+"""The largest git index a scan reads (a 10,000-file repository's is about 1 MB)."""
 GIT_TIMEOUT_S: Final = 60.0
 _ZERO_SHA: Final = "0" * 40
 # git reads no repository hook or file-system monitor for us: only what it must to compare.
@@ -94,6 +109,7 @@ class _Git:
     toplevel: str
     prefix: str
     index: str
+    git_dir: str
 
 
 class Workspace:
@@ -102,10 +118,15 @@ class Workspace:
     Args:
         root: the working folder (trusted: the harness's ``cwd``).
         store: where contents go.
-        exclude: folders inside ``root`` never scanned (the sessions root and the store, when
-            they lie inside the working folder).
+        exclude: folders (and files) inside ``root`` never scanned or rewound (the sessions
+            root, the session's own file, when they lie inside the working folder).
         max_files: the stat scan's cap (see :data:`DEFAULT_MAX_FILES`).
+        max_scan_bytes: the most bytes one scan reads (see :data:`DEFAULT_MAX_SCAN_BYTES`).
         git: the git program (None: never use git).
+
+    The folders left alone (``exclude``, the store, git's folder) are known by identity
+    (device and inode), not only by path: a symlink, a bind mount or any other spelling of
+    them inside the working folder is left alone too.
     """
 
     def __init__(
@@ -115,18 +136,25 @@ class Workspace:
         *,
         exclude: Iterable[Path] = (),
         max_files: int = DEFAULT_MAX_FILES,
+        max_scan_bytes: int = DEFAULT_MAX_SCAN_BYTES,
         git: str | None = "git",
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self._real = os.path.realpath(self.root)
         self.store = store
         self.max_files = max_files
+        self.max_scan_bytes = max_scan_bytes
+        self._left: int | None = None  # bytes the running scan may still read (None: no scan)
+        self._over = False  # the running scan left a file unread at its byte cap
+        self._folders = (*(Path(os.path.abspath(p)) for p in exclude), store.root)
         # A folder to leave alone that holds the whole working folder cannot be honoured.
         self._exclude = tuple(
             rel
-            for rel in (self._inside(os.path.realpath(p)) for p in (*exclude, store.root))
+            for rel in (self._inside(os.path.realpath(p)) for p in self._folders)
             if rel is not None and rel != "."
         )
+        self._ids: frozenset[tuple[int, int]] = frozenset()
+        self._judged: dict[str, bool] = {}
         self._git_program = shutil.which(git) if git is not None else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
         self._cache: dict[str, tuple[_StatKey, FileState]] = {}
@@ -137,9 +165,63 @@ class Workspace:
         prefix = self._real.rstrip("/") + "/"
         return real[len(prefix) :] if real.startswith(prefix) else None
 
+    def refresh_exclusions(self) -> None:
+        """Look up the identities of the folders left alone again (before each scan and
+        rewind plan: the store, say, may have been made since)."""
+        ids = set()
+        git = self.git_info()
+        for folder in (*self._folders, *((git.git_dir,) if git is not None else ())):
+            with contextlib.suppress(OSError):
+                st = os.stat(folder)
+                ids.add((st.st_dev, st.st_ino))
+        self._ids = frozenset(ids)
+        self._judged = {}
+
     def excluded(self, rel: str) -> bool:
-        """Whether ``rel`` (relative to the root) lies in a folder never scanned."""
+        """Whether ``rel`` (relative to the root) is or lies in a folder never scanned or
+        rewound: by path, and by the identity of each folder on the way (as of the last
+        :meth:`refresh_exclusions`)."""
+        if self._excluded_by_path(rel):
+            return True
+        parts = rel.split("/")
+        return any(self._is_excluded_dir("/".join(parts[:i])) for i in range(1, len(parts) + 1))
+
+    def _excluded_by_path(self, rel: str) -> bool:
         return any(rel == ex or rel.startswith(ex + "/") for ex in self._exclude)
+
+    def _is_excluded_dir(self, rel: str) -> bool:
+        hit = self._judged.get(rel)
+        if hit is None:
+            try:
+                st = os.lstat(os.path.join(self.root, rel))
+            except OSError:
+                hit = False
+            else:
+                hit = (st.st_dev, st.st_ino) in self._ids
+            self._judged[rel] = hit
+        return hit
+
+    def locate(self, path: str) -> Location | str:
+        """Where a rewind may write the recorded ``path``: beneath the working folder through
+        no symlink (the ``inside`` rule), not in git's folder, the store or the sessions; or
+        why not (an absolute path, a symlink on the way, one of those folders)."""
+        if path.startswith("/"):
+            return "an absolute path: a rewind writes only inside the working folder"
+        if any(part.casefold() == ".git" for part in path.split("/")):
+            return "in git's folder: a rewind never writes there"
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            try:
+                st = os.lstat(os.path.join(self.root, *parts[:i]))
+            except (FileNotFoundError, NotADirectoryError):
+                break  # made by the rewind
+            except OSError as exc:
+                return f"cannot look at {'/'.join(parts[:i])}: {exc.strerror}"
+            if stat.S_ISLNK(st.st_mode):
+                return f"{'/'.join(parts[:i])} is a symlink: a rewind writes through none"
+        if self.excluded(path):
+            return "in the sessions' folder, the checkpoint store or git's folder"
+        return Location(str(self.root), path, "inside")
 
     # --- one file ------------------------------------------------------------------------------
 
@@ -168,6 +250,12 @@ class Workspace:
         cap = self.store.max_file_bytes
         if st.st_size > cap:
             return Unknown(f"larger than {cap} bytes, the most stored"), st.st_ctime_ns
+        if self._left is not None:
+            if st.st_size > self._left:
+                self._over = True
+                reason = f"past the scan's cap of {self.max_scan_bytes} bytes read"
+                return Unknown(reason), st.st_ctime_ns
+            cap = min(cap, self._left)  # a file that grew since the stat is not read past it
         try:
             fd, fst = open_regular(loc)
             try:
@@ -180,6 +268,8 @@ class Workspace:
             return Unknown(str(exc.strerror)), st.st_ctime_ns
         except OSError as exc:
             return Unknown(f"cannot read: {exc.strerror}"), st.st_ctime_ns
+        if self._left is not None:
+            self._left -= len(data)
         state = FileState(self.store.put(data), fst.st_mode & 0o7777, len(data))
         self._cache[shown] = (_key(fst), state)
         return state, fst.st_ctime_ns
@@ -189,54 +279,85 @@ class Workspace:
 
     # --- the whole workspace -------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _scan(self) -> Iterator[None]:
+        """One scan: the exclusions looked up again, at most ``max_scan_bytes`` read."""
+        self.refresh_exclusions()
+        self._left = self.max_scan_bytes
+        self._over = False
+        try:
+            yield
+        finally:
+            self._left = None
+
     def before(self) -> Snapshot:
         """The workspace before a command (its changeable files' contents stored)."""
-        git = self.git_info()
-        if git is not None:
-            with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
-                return self._git_before(git)
-        return self._stat_before()
+        with self._scan():
+            git = self.git_info()
+            if git is not None:
+                with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
+                    return self._git_before(git)
+            return self._stat_before()
 
     def after(self, snapshot: Snapshot) -> tuple[list[Change], list[Missed], bool]:
         """What changed since ``snapshot``: the changes (contents stored), what changed but
         could not be recorded, and whether the comparison saw everything it covers."""
-        git = self.git_info()
-        if snapshot.kind == "git" and git is not None:
-            with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
-                return self._git_after(git, snapshot)
-            return [], [Missed(".", "git failed after the command; changes not recorded")], False
-        return self._stat_after(snapshot)
+        with self._scan():
+            git = self.git_info()
+            if snapshot.kind == "git" and git is not None:
+                with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
+                    return self._git_after(git, snapshot)
+                missed = [Missed(".", "git failed after the command; changes not recorded")]
+                return [], missed, False
+            return self._stat_after(snapshot)
 
     # --- stat scan -----------------------------------------------------------------------------
 
     def _walk(self) -> tuple[dict[str, _StatKey], bool]:
-        """Regular files under the root (relative path -> stat key), at most ``max_files``;
-        True when the walk saw every file."""
+        """Regular files under the root (relative path -> stat key); True when the walk saw
+        every file. At most ``max_files`` entries are looked at, folders, symlinks and the
+        rest counted with the files: a tree of empty folders bounds the walk as files do."""
         found: dict[str, _StatKey] = {}
+        looked = 0
         stack = [""]
         while stack:
             folder = stack.pop()
             try:
-                entries = list(os.scandir(os.path.join(self.root, folder) if folder else self.root))
+                entries = os.scandir(os.path.join(self.root, folder) if folder else self.root)
             except OSError:
                 continue
-            for entry in entries:
-                rel = f"{folder}/{entry.name}" if folder else entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name != ".git" and not self.excluded(rel):
-                            stack.append(rel)
-                    elif entry.is_file(follow_symlinks=False):
-                        if len(found) >= self.max_files:
-                            return found, False
-                        found[rel] = _key(entry.stat(follow_symlinks=False))
-                except OSError:
-                    continue
+            with entries:
+                for entry in entries:
+                    looked += 1
+                    if looked > self.max_files:
+                        return found, False
+                    self._walk_one(folder, entry, found, stack)
         return found, True
+
+    def _walk_one(
+        self, folder: str, entry: os.DirEntry[str], found: dict[str, _StatKey], stack: list[str]
+    ) -> None:
+        rel = f"{folder}/{entry.name}" if folder else entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                if (
+                    entry.name != ".git"
+                    and (st.st_dev, st.st_ino) not in self._ids
+                    and not self._excluded_by_path(rel)
+                ):
+                    stack.append(rel)
+            elif entry.is_file(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                if (st.st_dev, st.st_ino) not in self._ids:
+                    found[rel] = _key(st)
+        except OSError:
+            return
 
     def _stat_before(self) -> Snapshot:
         stats, complete = self._walk()
         seen: dict[str, Seen] = {rel: self.capture(self._rel(rel)) for rel in stats}
+        complete = complete and not self._over
         return Snapshot(kind="stat", seen=seen, stats=stats, complete=complete)
 
     def _stat_after(self, snapshot: Snapshot) -> tuple[list[Change], list[Missed], bool]:
@@ -254,7 +375,7 @@ class Workspace:
             before = _stored(snapshot.seen.get(rel), {})  # a stat scan holds no git blob
             after = self.capture(self._rel(rel)) if rel in stats else None
             _compare(rel, before, after, changes, missed)
-        return changes, missed, complete and snapshot.complete
+        return changes, missed, complete and snapshot.complete and not self._over
 
     # --- git -----------------------------------------------------------------------------------
 
@@ -265,10 +386,17 @@ class Workspace:
             if self._git_program is not None:
                 with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
                     out = self.run_git(
-                        ["rev-parse", "--show-toplevel", "--show-prefix", "--git-path", "index"]
+                        [
+                            "rev-parse",
+                            "--show-toplevel",
+                            "--show-prefix",
+                            "--git-path",
+                            "index",
+                            "--absolute-git-dir",
+                        ]
                     )
-                    top, prefix, index = os.fsdecode(out).split("\n")[:3]
-                    self._git = _Git(top, prefix, os.path.join(self.root, index))
+                    top, prefix, index, git_dir = os.fsdecode(out).split("\n")[:4]
+                    self._git = _Git(top, prefix, os.path.join(self.root, index), git_dir)
         return self._git
 
     def run_git(
@@ -327,11 +455,19 @@ class Workspace:
         return text[len(git.prefix) :] if git.prefix and text.startswith(git.prefix) else text
 
     def _index_bytes(self, git: _Git) -> bytes | None:
+        """The index file's bytes (None: there is none); a symlink at its name, anything but a
+        regular file, or one over :data:`INDEX_MAX_BYTES` is refused (FileRefusedError)."""
+        folder, name = os.path.split(git.index)
         try:
-            with open(git.index, "rb") as f:
-                return f.read()
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
+        try:
+            return read_regular_at(dir_fd, name, INDEX_MAX_BYTES, git.index)
+        except FileNotFoundError:
+            return None
+        finally:
+            os.close(dir_fd)
 
     def _listing(self, git: _Git, index: bytes | None) -> dict[str, _GitRef]:
         """Every index entry under the root: path -> blob and mode; of ``index`` (an index
@@ -354,15 +490,35 @@ class Workspace:
 
     def _clock(self) -> int:
         """The file system's clock now, in ns: the ctime a file changed from now on gets at
-        least (the kernel's coarse clock, which ``time`` may be ahead of)."""
+        least (the kernel's coarse clock, which ``time`` may be ahead of), read off the store's
+        ``.clock`` file, touched through its descriptor.
+
+        Raises:
+            FileRefusedError: ``.clock`` is a symlink (never followed: touching or creating
+                its target would change a file elsewhere) or not a regular file.
+        """
         os.makedirs(self.store.root, mode=0o700, exist_ok=True)
-        mark = self.store.root / ".clock"
+        folder = os.open(self.store.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            os.utime(mark)
-        except FileNotFoundError:
-            with open(mark, "wb"):
-                pass
-        return os.stat(mark).st_ctime_ns
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            try:
+                fd = os.open(".clock", flags, 0o600, dir_fd=folder)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                    raise
+                raise FileRefusedError(
+                    exc.errno, "is not a regular file (a symlink is never followed)", ".clock"
+                ) from None
+        finally:
+            os.close(folder)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileRefusedError(errno.EINVAL, "is not a regular file", ".clock")
+            os.utime(fd)
+            return os.fstat(fd).st_ctime_ns
+        finally:
+            os.close(fd)
 
     def _git_before(self, git: _Git) -> Snapshot:
         mark = self._clock()
@@ -390,7 +546,7 @@ class Workspace:
             seen=seen,
             index=self._index_bytes(git),
             mark_ns=mark,
-            complete=complete,
+            complete=complete and not self._over,
             refs=refs,
         )
 
@@ -431,7 +587,7 @@ class Workspace:
         missed: list[Missed] = []
         for path, before, after in pairs:
             _compare(path, _stored(before, blobs), _stored(after, blobs), changes, missed)
-        return changes, missed, snapshot.complete
+        return changes, missed, snapshot.complete and not self._over
 
     def _git_seen_after(
         self,
@@ -455,14 +611,40 @@ class Workspace:
         return self._capture(self._rel(path))
 
     def _blobs(self, shas: set[str]) -> dict[str, FileState | Unknown]:
-        """Git blobs copied into the store (their mode is the caller's to set), by sha."""
+        """Git blobs copied into the store (their mode is the caller's to set), by sha. Sizes
+        are asked first, so a blob over the file cap or the scan's byte cap is never read."""
         if not shas:
             return {}
         order = sorted(shas)
-        out = self.run_git(["cat-file", "--batch"], input="".join(s + "\n" for s in order).encode())
+        listing = "".join(s + "\n" for s in order).encode()
+        sizes: dict[str, int] = {}
+        checked = self.run_git(["cat-file", "--batch-check"], input=listing)
+        for sha, line in zip(order, checked.split(b"\n"), strict=False):
+            header = line.split(b" ")
+            if len(header) == 3 and header[1] == b"blob":
+                sizes[sha] = int(header[2])
         blobs: dict[str, FileState | Unknown] = {}
-        at = 0
+        wanted = []
         for sha in order:
+            size = sizes.get(sha)
+            if size is None:
+                blobs[sha] = Unknown("git no longer has the earlier content")
+            elif size > self.store.max_file_bytes:
+                blobs[sha] = Unknown(f"larger than {self.store.max_file_bytes} bytes")
+            elif self._left is not None and size > self._left:
+                self._over = True
+                blobs[sha] = Unknown(f"past the scan's cap of {self.max_scan_bytes} bytes read")
+            else:
+                wanted.append(sha)
+                if self._left is not None:
+                    self._left -= size
+        if not wanted:
+            return blobs
+        out = self.run_git(
+            ["cat-file", "--batch"], input="".join(s + "\n" for s in wanted).encode()
+        )
+        at = 0
+        for sha in wanted:
             end = out.index(b"\n", at)
             header = out[at:end].split(b" ")
             at = end + 1
@@ -472,10 +654,7 @@ class Workspace:
             size = int(header[2])
             data = out[at : at + size]
             at += size + 1
-            if size > self.store.max_file_bytes:
-                blobs[sha] = Unknown(f"larger than {self.store.max_file_bytes} bytes")
-            else:
-                blobs[sha] = FileState(self.store.put(data), 0, size)
+            blobs[sha] = FileState(self.store.put(data), 0, size)
         return blobs
 
 

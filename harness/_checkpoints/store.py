@@ -7,6 +7,11 @@ the user's files. Reads go through ``harness._fs`` (a regular file beneath the s
 the file cap) and are checked against their name, so a damaged or swapped blob is never
 restored.
 
+Processes share a store: ``.lock`` (opened without following a symlink, a regular file only)
+is held shared by each put and exclusively by gc while it removes a blob, and gc removes a
+blob only if its mtime is still the one it listed, so a content a running session just stored
+again is never removed under it.
+
 The store grows with every change a session records; :meth:`CheckpointStore.gc` bounds it:
 blobs no session references are removed, then, while the store is larger than its cap, the
 least recently stored or reused blobs, referenced or not (their checkpoints become
@@ -16,19 +21,22 @@ unavailable, and a rewind that needs them says so).
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import logging
 import os
 import re
+import stat
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Final
 
 from attrs import frozen
 from platformdirs import user_data_path
 
-from repos import Session
+from repos import JsonlSessionRepo, SessionRepo
 
 from .._fs import FileRefusedError, beneath, open_parent, read_regular
 
@@ -47,8 +55,34 @@ DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024**2
 STORE_FOLDER: Final = ".checkpoints"
 """The store's folder inside a JSONL sessions root."""
 
+LOCK_WAIT_S: Final = 30.0
+"""The longest a put or gc waits for the store's ``.lock`` (a gc removing a blob, puts)."""
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 _log = logging.getLogger("harness")
+
+
+@contextlib.contextmanager
+def _flocked(fd: int, kind: int) -> Iterator[None]:
+    """Hold ``flock(kind)`` on ``fd``, waiting at most :data:`LOCK_WAIT_S`.
+
+    Raises:
+        TimeoutError: the lock stayed taken that long.
+    """
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the checkpoint store stayed locked {LOCK_WAIT_S:.0f} s"
+                ) from None
+            time.sleep(0.005)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def is_digest(value: object) -> bool:
@@ -75,7 +109,8 @@ class CheckpointStore:
     """Blobs of file contents, by SHA-256, in the folder ``root`` (created on first write).
 
     Args:
-        root: the store's folder; :meth:`beside` gives the default for a session.
+        root: the store's folder, the user's (:meth:`default`, :meth:`for_repo`): never one
+            a session file's place or content chose.
         max_bytes: the cap :meth:`gc` brings the store under.
         max_file_bytes: the largest content :meth:`put` takes; checkpoints record a larger
             file as missed instead.
@@ -97,13 +132,21 @@ class CheckpointStore:
         self._made = False
 
     @classmethod
-    def beside(cls, session: Session) -> CheckpointStore:
-        """The default store of ``session``: ``.checkpoints`` in its JSONL sessions root
-        (``<root>/--<cwd>--/<file>.jsonl``), shared by every session there; for a session
-        with no file, ``checkpoints`` in the user data folder (``platformdirs``)."""
-        if session.path is not None:
-            return cls(session.path.resolve().parent.parent / STORE_FOLDER)
+    def default(cls) -> CheckpointStore:
+        """The user's own store: ``checkpoints`` in the user data folder (``platformdirs``).
+        Never a folder beside a session's file: a downloaded session would bring its own
+        store, and with it the contents a rewind writes (docs/security.md)."""
         return cls(user_data_path("harness") / "checkpoints")
+
+    @classmethod
+    def for_repo(cls, repo: SessionRepo) -> CheckpointStore:
+        """The store of the sessions in ``repo`` (the store the user chose: ``--root``, the
+        environment, the default): ``.checkpoints`` in a JSONL store's root, shared by its
+        sessions; :meth:`default` for a database or memory store. Wherever a session's file
+        lies, its contents go here."""
+        if isinstance(repo, JsonlSessionRepo):
+            return cls(Path(os.path.abspath(repo.root)) / STORE_FOLDER)
+        return cls.default()
 
     @property
     def root(self) -> Path:
@@ -136,12 +179,40 @@ class CheckpointStore:
             # The user's files live here: nobody else may read them.
             os.makedirs(self._root, mode=0o700, exist_ok=True)
             self._made = True
-        folder, name = open_parent(beneath(self._root, self._rel(digest)))
+        lock = self._open_lock()
         try:
-            self._write_blob(folder, name, data)
+            # Shared: puts run side by side; gc's removal of a blob waits for them and sees
+            # one a put just reused as used.
+            with _flocked(lock, fcntl.LOCK_SH):
+                folder, name = open_parent(beneath(self._root, self._rel(digest)))
+                try:
+                    self._write_blob(folder, name, data)
+                finally:
+                    os.close(folder)
         finally:
-            os.close(folder)
+            os.close(lock)
         return digest
+
+    def _open_lock(self) -> int:
+        """A descriptor of the store's ``.lock`` file, created if missing; never through a
+        symlink, and only a regular file.
+
+        Raises:
+            FileRefusedError: ``.lock`` is a symlink or not a regular file.
+        """
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self._root / ".lock", flags, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                raise
+            raise FileRefusedError(
+                exc.errno, "is not a regular file (a symlink is never followed)", ".lock"
+            ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FileRefusedError(errno.EINVAL, "is not a regular file", ".lock")
+        return fd
 
     def _write_blob(self, folder: int, name: str, data: bytes) -> None:
         """Write a blob under its final name (no rename: it costs more than the rest of a
@@ -214,6 +285,7 @@ class CheckpointStore:
         *,
         max_bytes: int | None = None,
         min_age_s: float = 3600.0,
+        remove_unreferenced: bool = True,
     ) -> GcReport:
         """Bound the store: remove blobs not in ``referenced`` that are older than
         ``min_age_s`` (a run may have stored one its session has not referenced yet), then,
@@ -224,26 +296,47 @@ class CheckpointStore:
 
         Args:
             referenced: blob names some session still needs (:func:`referenced_blobs`).
+            remove_unreferenced: False for a store other sessions use too (the user data
+                folder's): ``referenced`` does not cover them, so only the cap removes blobs.
         """
         cap = self.max_bytes if max_bytes is None else max_bytes
         now = time.time()
         removed = removed_bytes = evicted = evicted_bytes = 0
+        listed = self.blobs()
+        if not listed:
+            self._sweep_temp(now, min_age_s)
+            return GcReport(
+                removed=0, removed_bytes=0, evicted=0, evicted_bytes=0, kept=0, kept_bytes=0
+            )
         kept: list[tuple[str, int, float]] = []
-        for digest, size, used in self.blobs():
-            if digest not in referenced and now - used >= min_age_s:
-                if self._remove(digest):
-                    removed += 1
-                    removed_bytes += size
-            else:
-                kept.append((digest, size, used))
-        total = sum(size for _, size, _ in kept)
-        kept.sort(key=lambda blob: blob[2])  # least recently used first
-        while kept and total > cap:
-            digest, size, _ = kept.pop(0)
-            if self._remove(digest):
-                evicted += 1
-                evicted_bytes += size
+        lock = self._open_lock()
+        try:
+            for digest, size, used in listed:
+                if remove_unreferenced and digest not in referenced and now - used >= min_age_s:
+                    outcome = self._remove(lock, digest, used)
+                    if outcome is None:  # a put reused it since the listing
+                        kept.append((digest, size, now))
+                    elif outcome:
+                        removed += 1
+                        removed_bytes += size
+                else:
+                    kept.append((digest, size, used))
+            total = sum(size for _, size, _ in kept)
+            kept.sort(key=lambda blob: blob[2])  # least recently used first
+            while kept and total > cap:
+                digest, size, used = kept.pop(0)
+                outcome = self._remove(lock, digest, used)
+                if outcome is None:
+                    kept.append((digest, size, now))  # just reused: the most recent now
+                    if all(u == now for _, _, u in kept):
+                        break  # everything left was reused while gc ran
+                    continue
+                if outcome:
+                    evicted += 1
+                    evicted_bytes += size
                 total -= size
+        finally:
+            os.close(lock)
         self._sweep_temp(now, min_age_s)
         return GcReport(
             removed=removed,
@@ -254,12 +347,29 @@ class CheckpointStore:
             kept_bytes=total,
         )
 
-    def _remove(self, digest: str) -> bool:
+    def _remove(self, lock: int, digest: str, used: float) -> bool | None:
+        """Remove the blob ``digest`` unless it was used since ``used`` (its mtime when
+        listed), under the store's lock held exclusively, so a put that reused it is seen.
+        True: removed; False: gone already; None: used since, kept."""
         try:
-            os.unlink(self._root / self._rel(digest))
-        except FileNotFoundError:
+            shard = os.open(
+                self._objects / digest[:2],
+                os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+            )
+        except (FileNotFoundError, NotADirectoryError):
             return False
-        return True
+        try:
+            with _flocked(lock, fcntl.LOCK_EX):
+                try:
+                    st = os.stat(digest[2:], dir_fd=shard, follow_symlinks=False)
+                except FileNotFoundError:
+                    return False
+                if st.st_mtime != used:
+                    return None
+                os.unlink(digest[2:], dir_fd=shard)
+                return True
+        finally:
+            os.close(shard)
 
     def _sweep_temp(self, now: float, min_age_s: float) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -27,6 +27,7 @@ from harness import (
     DEFAULT_SYSTEM_PROMPT,
     AgentHarness,
     Approver,
+    CheckpointStore,
     CommandHooks,
     CorruptSessionError,
     ExtractiveSummarizer,
@@ -477,6 +478,7 @@ class Agents:
 
     Args:
         cwd: the working folder (the user's choice; never a session's recorded one unasked).
+        repo: the sessions store the user chose; checkpoints go to its store.
         approver: answers the supervisor's questions (None: a controlled call no rule or mode
             allows is denied).
     """
@@ -486,6 +488,7 @@ class Agents:
         opts: AgentOptions,
         cwd: Path,
         *,
+        repo: SessionRepo,
         choice: ModelChoice | None,
         command_hooks: CommandHooks | None,
         approver: Approver | None = None,
@@ -496,7 +499,10 @@ class Agents:
         self.command_hooks = command_hooks
         self.supervisor = opts.supervisor(cwd, approver)
         self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trust_project)
-        self.checkpoints = opts.use_checkpoints()
+        # The store of the user's sessions store, wherever a session's file lies.
+        self.checkpoints: CheckpointStore | Literal[False] = (
+            CheckpointStore.for_repo(repo) if opts.use_checkpoints() else False
+        )
         self.agents = agent_files(cwd, opts.trust_project)
         self._system_prompt = opts.system_prompt_text()
 

@@ -126,7 +126,9 @@ def _answer(
         choice = opts.model_choice(cwd)
         model, level = (offline_model(), None) if choice is None else choice.model(session)
         hooks = load_command_hooks(cwd, trust_project=opts.trust_project)
-        harness = Agents(opts, cwd, choice=choice, command_hooks=hooks).make(session, model, level)
+        harness = Agents(opts, cwd, repo=repo, choice=choice, command_hooks=hooks).make(
+            session, model, level
+        )
         attach_hook_output(harness, lambda text: echo(text, err=True))
         show_mcp_errors(harness)
         expected = approval.status if approval.status != "waiting" else None

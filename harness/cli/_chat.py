@@ -279,7 +279,7 @@ async def _main(opts: AgentOptions, repo: SessionRepo, here: Path) -> None:
         given = model is not None and choice is not None and choice.given
         if model is None:
             model, level = session_model(choice, session, level)
-        agents = Agents(opts, cwd, choice=choice, command_hooks=command_hooks)
+        agents = Agents(opts, cwd, repo=repo, choice=choice, command_hooks=command_hooks)
         chat = Chat(
             repo=repo, session=session, model=model, agents=agents, reader=reader, view=view
         )

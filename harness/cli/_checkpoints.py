@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 import click
-from platformdirs import user_data_path
 
 from repos import JsonlSessionRepo, Session
 
@@ -27,7 +26,7 @@ from .._checkpoints import (
     referenced_blobs,
 )
 from .._harness import AgentHarness
-from ._common import HarnessGroup, open_repo, root_option, run_async
+from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
 from ._escape import echo
 from ._opening import opened
 
@@ -75,7 +74,8 @@ def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
     """
     here = Path(os.path.realpath(work_dir or Path.cwd()))
     recorded = session.cwd
-    if not recorded or os.path.realpath(recorded) != str(here):
+    # "." or a relative path would be the current folder, wherever the command runs.
+    if not recorded or not os.path.isabs(recorded) or os.path.realpath(recorded) != str(here):
         raise WorkspaceMismatchError(recorded or "(no folder)", str(here))
     return here
 
@@ -137,13 +137,16 @@ def rewind(
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
     """
-    with opened(open_repo(root), ref) as session:
+    repo = open_repo(root)
+    with opened(repo, ref) as session:
         if what == "conversation":
             harness = AgentHarness(session=session, resources=None)
             result = run_async(harness.navigate_tree(entry))
         else:
             cwd = working_folder_for_files(session, work_dir)
-            harness = AgentHarness(session=session, cwd=cwd, checkpoints=True, resources=None)
+            harness = AgentHarness(
+                session=session, cwd=cwd, checkpoints=CheckpointStore.for_repo(repo), resources=None
+            )
             if what == "files":
                 report_rewind(run_async(harness.rewind_files(entry, force=force)))
                 return
@@ -184,21 +187,40 @@ def checkpoints_group() -> None:
 )
 def gc(root: str | None, max_bytes: int | None, min_age_s: float) -> None:
     """Remove contents no session under the root refers to, then the least recently used
-    ones while the store is over its cap. Prints what was removed and what is left."""
+    ones while the store is over its cap. Prints what was removed and what is left.
+
+    For a database store the contents are in the user data folder's store, which other stores'
+    sessions use too: there only the cap removes contents."""
     repo = open_repo(root, must_exist=True)
-    # Where the sessions' checkpoints went (CheckpointStore.beside): beside a folder of files,
-    # else the user data folder's.
-    store = CheckpointStore(
-        repo.root / ".checkpoints"
-        if isinstance(repo, JsonlSessionRepo)
-        else user_data_path("harness") / "checkpoints"
-    )
+    # Where the sessions' checkpoints went: beside a folder of files, else the user's.
+    store = CheckpointStore.for_repo(repo)
+    # The user data folder's store is shared (every database store, code's checkpoints=True):
+    # this store's sessions do not say what the others need, so only the cap removes blobs.
+    shared = store.root == CheckpointStore.default().root
     referenced: set[str] = set()
     for info in run_async(repo.list()):
         with opened(repo, str(info.path or info.id)) as session:
             referenced |= referenced_blobs(session)
-    report = store.gc(referenced, max_bytes=max_bytes, min_age_s=min_age_s)
-    echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")
+    # A session file the listing could not read may still need contents (once repaired):
+    # what no session refers to is only "unreferenced" when every session was read.
+    unread = repo.list_problems if isinstance(repo, JsonlSessionRepo) else ()
+    for path, reason in unread:
+        echo(f"warning: {path}: not read ({one_line(reason)}); keeping what it may need", err=True)
+    report = store.gc(
+        referenced,
+        max_bytes=max_bytes,
+        min_age_s=min_age_s,
+        remove_unreferenced=not shared and not unread,
+    )
+    if shared:
+        echo(
+            f"{store.root} is shared with other stores' sessions: only the cap removes from it",
+            err=True,
+        )
+    elif unread:
+        echo("removed 0 unreferenced: some session files could not be read", err=True)
+    else:
+        echo(f"removed {report.removed} unreferenced ({report.removed_bytes} bytes)")
     if report.evicted:
         echo(
             f"removed {report.evicted} still referenced, to get under the cap "

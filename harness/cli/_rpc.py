@@ -885,7 +885,7 @@ async def _main(opts: AgentOptions, repo: SessionRepo, here: Path, timeout_s: fl
         cwd = working_folder(session, here if opts.work_dir is not None else None)
         if model is None:
             model, level = session_model(choice, session, level)
-        agents = Agents(opts, cwd, choice=choice, command_hooks=command_hooks)
+        agents = Agents(opts, cwd, repo=repo, choice=choice, command_hooks=command_hooks)
         server = RpcServer(
             repo=repo, session=session, model=model, agents=agents, approval_timeout_s=timeout_s
         )

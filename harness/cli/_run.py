@@ -332,6 +332,7 @@ def run(
         agents = Agents(
             opts,
             cwd,
+            repo=repo,
             choice=choice,
             command_hooks=command_hooks,
             approver=_defer if defer_approvals else None,

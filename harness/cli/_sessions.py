@@ -297,12 +297,16 @@ def _fork_with_files(
     position: ForkPosition | None,
     workspace: Path,
 ) -> Session:
-    from .._harness import AgentHarness  # the harness is heavy; only fork --workspace needs it
+    # The harness is heavy; only fork --workspace needs it.
+    from .._checkpoints import CheckpointStore
+    from .._harness import AgentHarness
     from ._checkpoints import working_folder_for_files
 
     with opened(repo, ref) as session:
         here = working_folder_for_files(session, None)
-        harness = AgentHarness(session=session, cwd=here, checkpoints=True, resources=None)
+        harness = AgentHarness(
+            session=session, cwd=here, checkpoints=CheckpointStore.for_repo(repo), resources=None
+        )
         return run_async(harness.fork(repo, entry_id, position=position, workspace=workspace))
 
 

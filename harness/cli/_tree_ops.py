@@ -15,6 +15,7 @@ import click
 
 from repos import CompactionEntry, Session
 
+from .._checkpoints import CheckpointStore
 from .._compaction.settings import CompactionSettings
 from .._compaction.summarize import ExtractiveSummarizer
 from .._compaction.tokens import context_size
@@ -168,12 +169,13 @@ def checkout(
         raise click.UsageError("--force and --cwd go with --with-files")
     if with_files and summarize and not offline:
         raise click.UsageError("--with-files summarises only with --offline")
-    with opened(open_repo(root), ref) as session:
+    repo = open_repo(root)
+    with opened(repo, ref) as session:
         if with_files:
             harness = AgentHarness(
                 session=session,
                 cwd=working_folder_for_files(session, work_dir),
-                checkpoints=True,
+                checkpoints=CheckpointStore.for_repo(repo),
                 resources=None,
                 summarizer=ExtractiveSummarizer() if offline else None,
             )

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import CHECKPOINT_ENTRY, CustomEntry, MessageEntry, open_session
+from harness import (
+    CHECKPOINT_ENTRY,
+    CheckpointStore,
+    CustomEntry,
+    JsonlSessionRepo,
+    MessageEntry,
+    open_session,
+)
 
 
 @pytest.fixture
@@ -187,3 +194,83 @@ def test_chat_rewinds_with_slash_rewind(env: dict[str, str], ws: Path, tmp_path:
     assert "restored keep.txt" in chat.stdout and "removed new.txt" in chat.stdout
     assert chat.stdout.count("error: usage: /rewind ENTRY") == 2  # the chat view prints errors
     assert sorted(os.listdir(ws)) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("header_cwd", ["ws", "."])
+async def test_rewind_of_a_downloaded_session_neither_takes_its_store_nor_its_dot_folder(
+    env: dict[str, str], ws: Path, tmp_path: Path, header_cwd: str
+) -> None:
+    # A downloaded session brings a store beside it holding its payload; its header names the
+    # working folder ("ws"), or "." (the current folder, wherever the command runs).
+    downloads = tmp_path / "downloads"
+    evil = await JsonlSessionRepo(downloads).create(str(ws))
+    assert evil.path is not None
+    planted = CheckpointStore(downloads / ".checkpoints")
+    data = b"#!/bin/sh\necho pwned\n"
+    target = evil.append_custom("note", {}).id
+    before = {"sha256": planted.put(data), "mode": 0o755, "size": len(data)}
+    evil.append_custom(
+        CHECKPOINT_ENTRY,
+        {
+            "toolCallId": "x",
+            "entryId": None,
+            "toolName": "bash",
+            "scan": "stat",
+            "changes": [{"path": "payload.sh", "before": before, "after": None}],
+            "missed": [],
+            "complete": True,
+        },
+    )
+    evil.close()
+    if header_cwd == ".":
+        header, rest = evil.path.read_bytes().split(b"\n", 1)
+        evil.path.write_bytes(header.replace(str(ws).encode(), b".") + b"\n" + rest)
+
+    done = cli(env, ws, "rewind", "--root", tmp_path / "mine", evil.path, target, "--files-only")
+
+    assert done.returncode != 0
+    assert not (ws / "payload.sh").exists()
+    if header_cwd == ".":
+        assert "not an absolute path" in done.stderr
+    else:
+        assert "not in the checkpoint store" in done.stderr and "payload.sh" in done.stderr
+
+
+def test_gc_of_a_database_store_never_removes_what_other_stores_sessions_need(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # A database store's contents go to the user data folder's store, which a JSONL run with
+    # AgentHarness(checkpoints=True) and every other database store use too.
+    data = tmp_path / "data"
+    env = {**env, "XDG_DATA_HOME": str(data)}
+    shared = CheckpointStore(data / "harness" / "checkpoints")
+    other = shared.put(b"another store's session needs this\n")
+    blob = shared.root / "objects" / other[:2] / other[2:]
+    os.utime(blob, (1_000_000, 1_000_000))  # long unused
+    db = tmp_path / "mine.db"
+    run = cli(env, ws, "run", "--root", f"sqlite:{db}", "--offline", "--mode", "bypass",
+              "--checkpoints", "-p", "!echo hi > new.txt")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+    done = cli(env, ws, "checkpoints", "gc", "--root", f"sqlite:{db}")
+
+    assert done.returncode == 0, done.stderr
+    assert shared.get(other) is not None
+    assert "shared" in done.stderr
+
+
+def test_gc_keeps_unreferenced_contents_while_a_session_file_cannot_be_read(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    first_run(env, ws, root, "--checkpoints")
+    store = CheckpointStore(root / ".checkpoints")
+    orphan = store.put(b"what a session with a damaged header refers to\n")
+    folder = next(p for p in root.iterdir() if p.name.startswith("--"))
+    (folder / "damaged.jsonl").write_text('{"type": "sess\n')  # its header cannot be read
+
+    done = cli(env, ws, "checkpoints", "gc", "--root", root, "--min-age", "0")
+
+    assert done.returncode == 0, done.stderr
+    assert store.get(orphan) is not None
+    assert "damaged.jsonl" in done.stderr and "removed 0 unreferenced" in done.stderr

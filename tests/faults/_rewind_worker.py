@@ -21,13 +21,20 @@ import sys
 import time
 from pathlib import Path
 
-from harness import AgentHarness, open_session
+from harness import AgentHarness, CheckpointStore, open_session
+
+
+def store(session_path: str) -> CheckpointStore:
+    """The store of the sessions root the session lies in (the test's ``make_harness``)."""
+    return CheckpointStore(Path(session_path).parent.parent / ".checkpoints")
 
 
 def child(session_path: str, ws: str, a: str, b: str) -> None:
     async def loop() -> None:
         session = open_session(Path(session_path))
-        harness = AgentHarness(session=session, cwd=ws, checkpoints=True, resources=None)
+        harness = AgentHarness(
+            session=session, cwd=ws, checkpoints=store(session_path), resources=None
+        )
         while True:
             for target in (a, b):
                 await harness.rewind_files(target, force=True)
@@ -38,7 +45,9 @@ def child(session_path: str, ws: str, a: str, b: str) -> None:
 def one_cycle(session_path: str, ws: str, a: str, b: str) -> float:
     async def cycle() -> float:
         session = open_session(Path(session_path))
-        harness = AgentHarness(session=session, cwd=ws, checkpoints=True, resources=None)
+        harness = AgentHarness(
+            session=session, cwd=ws, checkpoints=store(session_path), resources=None
+        )
         started = time.perf_counter()
         await harness.rewind_files(a, force=True)
         await harness.rewind_files(b, force=True)

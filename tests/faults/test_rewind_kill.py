@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from workspaces import call, make_harness, record_trees, tree
+from workspaces import call, make_harness, record_trees, store_of, tree
 
 from harness import AgentHarness, FauxReply, JsonlSessionRepo, open_session
 
@@ -75,7 +75,7 @@ async def test_a_kill_during_a_rewind_never_leaves_a_half_written_file(tmp_path:
     assert result["mixed"] > 0, "no kill landed inside a rewind: the test proved nothing"
     # Afterwards a rewind completes: exactly A's files, no temporary file left behind.
     again = open_session(session.path)
-    last = AgentHarness(session=again, cwd=ws, checkpoints=True, resources=None)
+    last = AgentHarness(session=again, cwd=ws, checkpoints=store_of(again), resources=None)
     await last.rewind_files(a, force=True)
     assert tree(ws) == trees[a]
     again.close()

@@ -61,27 +61,38 @@ def untouched(outside: Path) -> bool:
     return tree(outside) == {"victim.txt": (b"precious\n", False)}
 
 
-async def test_an_absolute_path_outside_is_written_only_if_the_supervisor_approves(
+async def test_an_absolute_path_is_refused_listed_and_never_written_even_forced(
     session: Session, ws: Path, outside: Path, tmp_path: Path
 ) -> None:
     asked: list[PermissionRequest] = []
 
-    async def approver(request: PermissionRequest) -> None:  # answers nothing: fails closed
+    async def approver(request: PermissionRequest) -> None:
         asked.append(request)
-        raise RuntimeError("no human here")
 
     supervisor = SecuritySupervisor(approver=approver, setting_sources=())
     harness = make_harness(session, ws, supervisor=supervisor)
     store = harness.checkpoints
     assert store is not None
     victim = str(outside / "victim.txt")
-    hostile(session, [{"path": victim, "before": state(store, b"pwned\n"), "after": None}])
+    inside = str(ws / "abs.txt")  # absolute, even inside the working folder
+    payload = state(store, b"pwned\n")
+    hostile(
+        session,
+        [
+            {"path": victim, "before": payload, "after": None},
+            {"path": inside, "before": payload, "after": None},
+        ],
+    )
 
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+    assert [u.split(" (")[0] for u in refused.value.unsafe] == [victim, inside]
+    assert victim in str(refused.value) and "absolute" in str(refused.value)
     result = await harness.rewind_files(None, force=True)
 
-    assert untouched(outside)
-    assert [s.path for s in result.skipped] == [victim]
-    assert [r.operation_key for r in asked] == [f"write({victim})"]
+    assert untouched(outside) and not (ws / "abs.txt").exists()
+    assert sorted(s.path for s in result.skipped) == sorted([victim, inside])
+    assert asked == []  # nobody is asked: a rewind never writes there
 
 
 async def test_a_path_climbing_out_or_holding_a_nul_or_a_bad_blob_name_is_not_read(

@@ -15,19 +15,15 @@ from workspaces import SCRIPT, call, git, make_harness, record_trees, seed, tree
 from harness import (
     CHECKPOINT_ENTRY,
     REWIND_ENTRY,
-    Approve,
     Cancel,
     CheckpointsOffError,
     CheckpointStore,
     CustomEntry,
-    Deny,
     FauxReply,
     JsonlSessionRepo,
     MessageEntry,
-    PermissionRequest,
     RewindCancelledError,
     RewindRefusedError,
-    SecuritySupervisor,
     Session,
     SessionBeforeRewindEvent,
     SessionRewindEvent,
@@ -218,41 +214,28 @@ async def test_bash_that_moves_the_index_is_recorded(
         assert tree(ws) == trees[entry_id], entry_id
 
 
-async def test_a_path_outside_the_working_folder_is_rewound_only_as_the_supervisor_decides(
+async def test_a_path_outside_the_working_folder_is_recorded_but_never_rewound(
     tmp_path: Path, session: Session, ws: Path
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "notes.txt"
-    answers: list[str] = []
-    verdict = {"allow": True}
-
-    async def approver(request: PermissionRequest) -> Approve | Deny:
-        answers.append(request.operation_key)
-        return Approve() if verdict["allow"] else Deny(reason="no")
-
-    supervisor = SecuritySupervisor(mode="bypass", approver=approver, setting_sources=())
     replies = [FauxReply(tool_calls=[call("write", path=str(target), content="mine\n")]), "ok"]
-    harness = make_harness(session, ws, replies, supervisor=supervisor)
+    harness = make_harness(session, ws, replies)
     trees = record_trees(harness, ws)
     await harness.prompt("write outside")
     assert target.read_text() == "mine\n"
     [checkpoint] = customs(session, CHECKPOINT_ENTRY)
     assert checkpoint.data["changes"][0]["path"] == str(target)  # type: ignore[index]
     first = next(iter(trees))
-    # bypass approves the write itself; a rewind outside asks like a write in a stricter mode
-    strict = SecuritySupervisor(mode="default", approver=approver, setting_sources=())
-    harness2 = make_harness(session, ws, supervisor=strict)
 
-    verdict["allow"] = False
-    denied = await harness2.rewind_files(first)
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+    assert refused.value.unsafe[0].startswith(str(target))
+    forced = await harness.rewind_files(first, force=True)
+
     assert target.read_text() == "mine\n"
-    assert [s.path for s in denied.skipped] == [str(target)]
-    assert answers[-1] == f"write({target})"
-
-    verdict["allow"] = True
-    allowed = await harness2.rewind_files(first)
-    assert not target.exists() and allowed.removed == (str(target),)
+    assert [s.path for s in forced.skipped] == [str(target)]
 
 
 async def test_a_harness_without_checkpoints_cannot_rewind(session: Session, ws: Path) -> None:
