@@ -82,6 +82,9 @@ class RewindPlan:
     locations: tuple[Location, ...]
     skipped: tuple[Missed, ...]
     problems: tuple[str, ...]
+    settled: tuple[Location, ...] = ()
+    """Paths already as they should be: nothing to write, but a killed rewind may have left
+    their temporary files."""
 
 
 def states_at(
@@ -145,6 +148,7 @@ def plan_rewind(
     workspace.refresh_exclusions()
     changes: list[Change] = []
     locations: list[Location] = []
+    settled: list[Location] = []
     skipped: list[Missed] = []
     unsafe: list[str] = list(problems)
     changed: list[str] = []
@@ -160,6 +164,7 @@ def plan_rewind(
             skipped.append(Missed(path, now.reason))
             continue
         if same_file(now, want):
+            settled.append(loc)
             continue
         if not same_file(now, latest[path]):
             changed.append(path)
@@ -178,6 +183,7 @@ def plan_rewind(
         locations=tuple(locations),
         skipped=tuple(skipped),
         problems=tuple(problems),
+        settled=tuple(settled),
     )
 
 
@@ -201,6 +207,8 @@ def apply_plan(
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
+    for loc in plan.settled:
+        _sweep_at(loc)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
         now = workspace.capture(loc)
         if isinstance(now, Unknown) or not same_file(now, change.before):
@@ -257,6 +265,20 @@ def _sweep(folder: int, name: str) -> None:
         if pattern.fullmatch(entry):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry, dir_fd=folder)
+
+
+def _sweep_at(loc: Location) -> None:
+    """:func:`_sweep` for the folder of ``loc``, if it is there; a folder that cannot be
+    opened holds nothing of ours to remove."""
+    parent, name = os.path.split(loc.rel)
+    try:
+        folder = open_dir(Location(loc.root, parent or ".", loc.rule))
+    except OSError:
+        return
+    try:
+        _sweep(folder, name)
+    finally:
+        os.close(folder)
 
 
 def _write(loc: Location, data: bytes, mode: int) -> None:
