@@ -87,6 +87,10 @@ class ResourceOptions:
             returning scope tokens most specific first (default: project, user, extra,
             internal).
         max_skills: how many skills the model's catalog lists (the rest are counted).
+        trust_project: let ``build_skills`` run the ``build`` commands of the project's
+            skills. Off by default: a skill's frontmatter comes with the folder (a cloned
+            repository), and a ``build`` line is a shell command, so an untrusted project's
+            builds are reported as not run (``--trust-project`` in the CLI).
     """
 
     discover: bool = True
@@ -97,6 +101,7 @@ class ResourceOptions:
     providers: tuple[SkillProvider, ...] = field(default=(), converter=_providers)
     scopes: ScopeResolver = default_scopes
     max_skills: int = DEFAULT_MAX_SKILLS
+    trust_project: bool = False
 
 
 @frozen(kw_only=True)
@@ -391,6 +396,13 @@ class Resources:
         self._provider_diagnostics = tuple(failures)
 
     async def _build_one(self, record: SkillRecord) -> SkillBuildResult:
+        if record.scope == PROJECT_SCOPE and not self._options.trust_project:
+            return SkillBuildResult(
+                name=record.name,
+                ok=False,
+                error="not run: its build command comes from the project's files and the "
+                "project is not trusted (ResourceOptions(trust_project=True) runs it)",
+            )
         folder = Path(record.path).parent if record.path is not None else self._cwd
         try:
             process = await asyncio.create_subprocess_shell(
