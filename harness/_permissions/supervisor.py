@@ -22,6 +22,7 @@ from .decisions import (
     PermissionRequest,
     answered,
 )
+from .protected import protected_command, protected_path
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
 
@@ -101,6 +102,11 @@ class SecuritySupervisor:
     3. an **ask** rule matches, or possibly matches, or a deny rule possibly matches (a bash
        command whose words the rule looks at are computed, that runs code the harness cannot
        read, or that does not parse): asked (step 7), whatever the mode or allow rules say;
+    3a. a call that may change a **protected path** (``.harness/settings*.json``,
+       ``.harness/hooks``, ``.harness/agents``, the same under ``.claude``, ``.mcp.json``,
+       anything under ``.git``, the user's harness settings folder; an ``edit`` tool's path or
+       a bash command naming one, or running ``git config`` to write): asked, whatever the
+       mode, hooks or allow rules say (``dont_ask`` and no approver deny it);
     3b. a ``tool_call`` hook's ``Ask`` (``request.hook_decision``): asked; its ``Allow``:
        approved (Claude Code's order: a hook's allow skips neither deny nor ask rules);
     4. the **mode**: ``bypass`` approves; ``accept_edits`` approves ``edit`` tools whose path
@@ -268,6 +274,10 @@ class SecuritySupervisor:
                 "computed, or it runs code the harness cannot read, or it does not parse"
             )
             return await self._ask(request, policy, why)
+        if (protected := _protected(request)) is not None:
+            return await self._ask(
+                request, policy, f"{protected}; a protected path is always asked", hint=False
+            )
         # A tool_call hook's permissionDecision (Claude Code: "allow" skips neither deny nor
         # ask rules; "ask" prompts whatever the mode and allow rules say).
         if request.hook_decision == "ask":
@@ -317,7 +327,9 @@ class SecuritySupervisor:
 
         return hidden
 
-    async def _ask(self, request: PermissionRequest, policy: _Policy, why: str) -> Decision:
+    async def _ask(
+        self, request: PermissionRequest, policy: _Policy, why: str, *, hint: bool = True
+    ) -> Decision:
         if request.operation_key in request.approvals:
             return Approve(reason=f"{request.operation_key} was approved always before")
         if request.resolution is not None:  # a deferred call: the person has answered
@@ -326,7 +338,7 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "
                 "is dont_ask: only calls allowed by a rule run; do without it or ask the user "
-                f"to allow it{self._untrusted_hint(request) or _rule_hint(request)}"
+                f"to allow it{self._hints(request) if hint else ''}"
             )
         if self.approver is None:
             # The model reads the reason; the developer gets the fix in the log.
@@ -340,9 +352,12 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) but nobody can approve "
                 "it here (no approver); do without it or ask the user to allow it"
-                f"{self._untrusted_hint(request) or _rule_hint(request)}"
+                f"{self._hints(request) if hint else ''}"
             )
         return await self.approver(request)
+
+    def _hints(self, request: PermissionRequest) -> str:
+        return self._untrusted_hint(request) or _rule_hint(request)
 
     def _untrusted_hint(self, request: PermissionRequest) -> str:
         """Why a denied call may surprise the user: an allow rule of the untrusted project's
@@ -384,6 +399,17 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
         for command in parsed.commands
     ]
     return found[0] if all(found) else None
+
+
+def _protected(request: PermissionRequest) -> str | None:
+    if request.kind == "edit":
+        return next(
+            (why for p in request.paths if (why := protected_path(p, request.cwd)) is not None),
+            None,
+        )
+    if request.kind == "execute" and request.target is not None:
+        return protected_command(request.target)
+    return None
 
 
 def _hook_said(request: PermissionRequest, what: str) -> str:
