@@ -260,13 +260,18 @@ class SecuritySupervisor:
             rules = rules + s.rules
         if rule := _first(rules.deny, request, "any"):
             return Deny(reason=f"{request.operation_key} is denied by the rule {_named(rule)}")
+        if rule := _first_read(rules.deny, request, "any"):
+            return Deny(
+                reason=f"{request.operation_key} is denied by the rule {_named(rule)}: an edit "
+                "reads the file (its errors and diff would show what it holds)"
+            )
         if policy.plan and _plan_denies(request):
             return Deny(
                 reason=f"{request.operation_key} is not allowed in plan mode (read-only): read "
                 "and search only, then present your plan; changes run once the user leaves "
                 "plan mode"
             )
-        if rule := _first(rules.ask, request, "maybe"):
+        if rule := _first(rules.ask, request, "maybe") or _first_read(rules.ask, request, "any"):
             return await self._ask(request, policy, f"the rule {_named(rule)} asks for approval")
         if rule := _first(rules.deny, request, "maybe"):
             why = (
@@ -381,6 +386,19 @@ def _first(
     rules: Iterable[Rule], request: PermissionRequest, how: Literal["any", "maybe", "all"]
 ) -> Rule | None:
     return next((r for r in rules if r.matches(request, how=how)), None)
+
+
+def _first_read(
+    rules: Iterable[Rule], request: PermissionRequest, how: Literal["any", "maybe"]
+) -> Rule | None:
+    """For ``edit``: the deny or ask rule for *reading* its path. ``edit`` reads the file it
+    changes and says whether each ``oldText`` was found (and shows a diff): without this, a
+    file a ``read`` rule hides could be read back through it one guess at a time. (``write``
+    reads nothing; ``write(...)`` rules are the ones that bind it.)"""
+    if request.kind != "edit" or request.tool_name != "edit":
+        return None
+    as_read = evolve(request, kind="read")
+    return _first((r for r in rules if r.names_operation("read")), as_read, how)
 
 
 def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
