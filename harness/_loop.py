@@ -109,6 +109,7 @@ __all__ = [
     "TurnSettings",
     "current_tool_call",
     "run_agent",
+    "valid_unicode",
 ]
 
 
@@ -487,8 +488,8 @@ async def _save_point(run: Run) -> None:
 
 async def _emit_message(run: Run, message: M, *, started: bool = False) -> M:
     """message_start (unless the stream already sent it), persist, message_end; returns the
-    message as it goes on (lone surrogates replaced, see :func:`_unicode`)."""
-    message = _unicode(message)
+    message as it goes on (lone surrogates replaced, see :func:`valid_unicode`)."""
+    message = valid_unicode(message)
     if not started:
         await notify(run.sender, MessageStartEvent(message=message))
     entry = run.session.append_message(message)
@@ -1097,7 +1098,7 @@ def _copy(value: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     return copied
 
 
-def _unicode(message: M) -> M:
+def valid_unicode(message: M) -> M:
     """``message``, or a copy with every lone surrogate replaced by U+FFFD when it holds one (a
     model server's ``"\\ud800"`` escape, a prompt, a file name that is not UTF-8): what the
     session stores, what the tools run with and what the next request sends are one value,
@@ -1119,7 +1120,7 @@ def _storable(result: ToolResultMessage) -> ToolResultMessage:
     """The result if it can be written to the session, else an error result saying why (a
     non-JSON ``details``): a tool must never break the session. Lone surrogates (a file name
     that is not UTF-8) are replaced, not refused."""
-    result = _unicode(result)
+    result = valid_unicode(result)
     try:
         orjson.dumps(encode_message(result))
     except TypeError as exc:

@@ -19,6 +19,7 @@ import pytest
 from harness import (
     AgentHarness,
     AssistantMessage,
+    CommandHooks,
     FauxModel,
     FauxReply,
     FauxToolCall,
@@ -131,3 +132,26 @@ def test_cli_json_output_escapes_a_lone_surrogate(indent: bool) -> None:
     assert orjson.loads(
         out.encode("utf-8").replace(b"\\ud800", b"\\ufffd").replace(b"\\udfff", b"\\ufffd")
     ) == {"text": "a\ufffdb", "list": ["x", "\ufffd"]}
+
+
+async def test_a_prompt_hook_gets_the_prompt_as_stored(tmp_path: Path) -> None:
+    """A prompt from bytes that are not UTF-8 (``harness run $'\\xff'`` decodes argv with
+    surrogate escapes): the UserPromptSubmit command hook, whose JSON payload orjson could not
+    encode, used to fail and so refuse the prompt; it now gets U+FFFD, as the session does."""
+    seen = tmp_path / "seen.json"
+    hook = {"type": "command", "command": f"cat > {seen}", "timeout": 10}
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    session = await repo.create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(["ok"]),
+        cwd=tmp_path,
+        resources=None,
+        command_hooks=CommandHooks.from_settings(
+            {"hooks": {"UserPromptSubmit": [{"hooks": [hook]}]}}
+        ),
+    )
+    reply = await harness.prompt(os.fsdecode(b"bad \xff byte"))
+    assert reply.text == "ok"
+    assert orjson.loads(seen.read_bytes())["prompt"] == "bad \ufffd byte"
+    session.close()
