@@ -25,6 +25,7 @@ from .decisions import (
 from .protected import protected_command, protected_path
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
+from .signing import approval_key_path
 
 log = logging.getLogger("harness")
 
@@ -420,6 +421,12 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
 
 
 def _protected(request: PermissionRequest) -> str | None:
+    if request.kind == "read":
+        # The secret that signs approvals: whoever reads it can sign a session's approvals.
+        key = os.path.realpath(approval_key_path())
+        if any(os.path.realpath(request.cwd / p) == key for p in request.paths):
+            return "it reads the key that signs this user's approvals"
+        return None
     if request.kind == "edit":
         return next(
             (why for p in request.paths if (why := protected_path(p, request.cwd)) is not None),

@@ -30,6 +30,7 @@ from harness import (
     Tool,
     bash_tool,
     edit_tool,
+    read_tool,
     write_tool,
 )
 
@@ -205,3 +206,19 @@ async def test_through_a_real_harness_nothing_is_written(cwd: Path, mode: Any, r
     assert settings.read_text() == '{"permissions": {"deny": ["bash"]}}'
     assert os.listdir(cwd / ".git" / "hooks") == []
     assert not (cwd / ".git" / "config").exists()
+
+
+async def test_the_approval_key_is_never_read_unasked(cwd: Path) -> None:
+    """In bypass a model could read ``approvals.key``, sign a ``permission`` entry for
+    ``write(.harness/settings.json)`` into its own session file, and have the protected write
+    approved as remembered on the next start."""
+    key = user_config_path("harness") / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    read = await s.decide(make_request(cwd, read_tool(), path=str(key)))
+    assert isinstance(read, Deny) and "signs this user's approvals" in read.reason
+    (cwd / "k").symlink_to(key)
+    assert isinstance(await s.decide(make_request(cwd, read_tool(), path="k")), Deny)
+    bash = await s.decide(request(cwd, "bash", command=f"cat {key}"))
+    assert isinstance(bash, Deny)
