@@ -128,3 +128,32 @@ def test_hostile_frontmatter_is_a_diagnostic_never_a_crash(project: Path, text: 
     assert by_path[str(bad)].code == "parse_failed"
     assert by_path[str(prompts / "t.md")].code == "parse_failed"
     assert all(len(d.message) < 2000 for d in listing.diagnostics)
+
+
+async def test_a_build_that_never_ends_is_killed_at_its_timeout(
+    tmp_path: Path, repo: JsonlSessionRepo
+) -> None:
+    root = tmp_path / "skills"
+    pid_file = tmp_path / "child.pid"
+    write_skill(root, "slow", extra=f"build: sleep 300 & echo $! > {pid_file}; wait\n")
+    session = await repo.create(str(tmp_path))
+    h = AgentHarness(
+        session=session,
+        cwd=session.cwd,
+        model=FauxModel(["ok"]),
+        resources=ResourceOptions(discover=False, skill_roots=[root], build_timeout_s=1),
+    )
+    [result] = await h.build_skills()  # waited for ever before
+    assert not result.ok and result.error is not None and "timed out" in result.error
+    child = int(pid_file.read_text())
+    for _ in range(100):  # the kill is sent; its delivery may take a moment
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":  # killed, waiting for init to reap it
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the build's child is still running")
+    session.close()
