@@ -107,3 +107,50 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="cannot open the database"):
         SqliteSessionRepo(junk)
     assert junk.read_bytes() == b"not sqlite at all\n" * 100
+
+
+# Columns holding what this harness never writes there, in a database of our exact schema.
+BAD_COLUMNS = {
+    "created_out_of_range": "UPDATE sessions SET created = 9223372036854775807",
+    "modified_text": "UPDATE sessions SET modified = 'yesterday'",
+    "first_message_blob": "UPDATE sessions SET first_message = x'ff00fe'",
+    "count_text": "UPDATE sessions SET message_count = 'lots'",
+    "parent_blob": "UPDATE sessions SET parent = x'00'",
+}
+
+
+@pytest.mark.parametrize("sql", BAD_COLUMNS.values(), ids=BAD_COLUMNS.keys())
+async def test_a_row_with_columns_we_never_write_is_left_out_of_the_list(
+    tmp_path: Path, sql: str
+) -> None:
+    db = tmp_path / "s.db"
+    repo = SqliteSessionRepo(db)
+    bad = await repo.create(str(tmp_path))
+    good = await repo.create(str(tmp_path))
+    bad.close()
+    good.close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"{sql} WHERE id = ?", (bad.id,))
+    conn.commit()
+    conn.close()
+    assert [i.id for i in await repo.list()] == [good.id]  # raised ValueError/TypeError before
+    repo.close()
+
+
+@pytest.mark.parametrize("value", ["'not a line'", "42", "x'00'"])
+async def test_a_line_of_another_type_is_a_damaged_line(tmp_path: Path, value: str) -> None:
+    db = tmp_path / "s.db"
+    repo = SqliteSessionRepo(db)
+    session = await repo.create(str(tmp_path))
+    session.append_custom("x", {"a": 1})
+    session.append_custom("y", {"b": 2})
+    session.close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE entries SET line = {value} WHERE seq = 2")
+    conn.commit()
+    conn.close()
+    again = await repo.open(session.id)  # TypeError for text before
+    assert [e.custom_type for e in again.entries()] == ["y"]  # type: ignore[attr-defined]
+    assert "corrupt_line" in [d.code for d in again.diagnostics]
+    again.close()
+    repo.close()
