@@ -28,7 +28,7 @@ _FOLDERS: dict[str, tuple[str, ...] | None] = {
     ".harness": ("settings*.json", "hooks", "agents"),
     ".claude": ("settings*.json", "hooks", "agents"),
 }
-_FILES = (".mcp.json",)
+_FILES = (".mcp.json", ".gitconfig")  # the user's git config: hooksPath, aliases, pagers
 
 # What the second component of a glob under .harness or .claude is tried against.
 _INSIDE_SAMPLES = ("settings.json", "settings.local.json", "hooks", "agents")
@@ -47,8 +47,8 @@ def _user_folder() -> str:
 def _protected_parts(parts: list[str]) -> bool:
     folded = [p.casefold() for p in parts if p not in ("", ".")]
     for i, part in enumerate(folded):
-        if part == ".config" and folded[i + 1 : i + 2] == ["harness"]:
-            return True  # the user's settings folder, spelt with its default location
+        if part == ".config" and folded[i + 1 : i + 2] in (["harness"], ["git"]):
+            return True  # the user's harness settings and git config, at their default places
         if part in _FILES:
             return True
         if part not in _FOLDERS:

@@ -105,7 +105,8 @@ class SecuritySupervisor:
        read, or that does not parse): asked (step 7), whatever the mode or allow rules say;
     3a. a call that may change a **protected path** (``.harness/settings*.json``,
        ``.harness/hooks``, ``.harness/agents``, the same under ``.claude``, ``.mcp.json``,
-       anything under ``.git``, the user's harness settings folder; an ``edit`` tool's path or
+       anything under ``.git``, ``.gitconfig``, ``.config/git``, the user's harness settings
+       folder; an ``edit`` tool's path or
        a bash command naming one, or running ``git config`` to write): asked, whatever the
        mode, hooks or allow rules say (``dont_ask`` and no approver deny it);
     3b. a ``tool_call`` hook's ``Ask`` (``request.hook_decision``): asked; its ``Allow``:

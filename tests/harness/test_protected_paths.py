@@ -64,6 +64,7 @@ PROTECTED_PATHS = [
     "./.claude//settings.json",
     "sub/.git/hooks/pre-push",  # a nested repository's hooks
     "link/hooks/pre-commit",  # a symlink to .git
+    "/home/someone/.gitconfig",  # git runs its hooksPath, aliases and pagers everywhere
 ]
 
 NOT_PROTECTED = [
@@ -154,6 +155,8 @@ PROTECTED_COMMANDS = [
     "ln -sf /tmp/evil .git",
     "cd .harness && cp ../x settings.json",
     "cp x ~/.config/harness/settings.json",
+    "echo '[core] hooksPath = /tmp/h' >> ~/.gitconfig",
+    "cp x ~/.config/git/config",
 ]
 
 FREE_COMMANDS = ["git status", "cat .gitignore", "ls .github", "git config --get user.name", "ls"]
