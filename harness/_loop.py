@@ -1120,10 +1120,12 @@ def _storable(result: ToolResultMessage) -> ToolResultMessage:
     """The result if it can be written to the session, else an error result saying why (a
     non-JSON ``details``): a tool must never break the session. Lone surrogates (a file name
     that is not UTF-8) are replaced, not refused."""
-    result = valid_unicode(result)
     try:
         orjson.dumps(encode_message(result))
-    except TypeError as exc:
+    except TypeError as exc:  # orjson.JSONEncodeError included
+        fixed = valid_unicode(result) if "surrogates" in str(exc) else result
+        if fixed is not result:
+            return _storable(fixed)  # whatever else it holds is checked again
         return ToolResultMessage(
             tool_call_id=result.tool_call_id,
             tool_name=result.tool_name,
