@@ -69,7 +69,10 @@ def protected_path(path: str, cwd: Path) -> str | None:
     user = _user_folder()
     if absolute == user or absolute.startswith(user.rstrip("/") + "/"):
         return "it is in the user's harness settings folder"
-    if _protected_parts(path.replace("\\", "/").split("/")):
+    # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
+    if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
+        absolute.split("/")
+    ):
         return (
             f"{path!r} grants permissions or runs code the next time the harness, Claude "
             "Code or git starts"

@@ -211,6 +211,13 @@ async def test_through_a_real_harness_nothing_is_written(cwd: Path, mode: Any, r
     assert not (cwd / ".git" / "config").exists()
 
 
+async def test_a_working_folder_inside_git_is_protected_too(cwd: Path) -> None:
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    inside = cwd / ".git"
+    decided = await s.decide(request(inside, "write", path="hooks/pre-commit", content="x"))
+    assert isinstance(decided, Deny) and "protected path" in decided.reason
+
+
 async def test_the_approval_key_is_never_read_unasked(cwd: Path) -> None:
     """In bypass a model could read ``approvals.key``, sign a ``permission`` entry for
     ``write(.harness/settings.json)`` into its own session file, and have the protected write
