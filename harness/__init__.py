@@ -207,6 +207,7 @@ from repos import (
     parse_store_url,
     session_from_lines,
     validate_session_id,
+    without_surrogates,
 )
 
 from ._agents import (
@@ -890,6 +891,7 @@ __all__ = [
     "tool",
     "user_settings_path",
     "validate_session_id",
+    "without_surrogates",
     "write_tool",
 ]
 

@@ -103,7 +103,7 @@ from ._errors import (
     SessionNotEmptyError,
     SyncInLoopError,
 )
-from ._loop import Resumed, ResumedCall, Run, TurnSettings, run_agent
+from ._loop import Resumed, ResumedCall, Run, TurnSettings, run_agent, valid_unicode
 from ._mcp import (
     MCP_OFFER_TYPE,
     McpOptions,
@@ -799,7 +799,8 @@ class AgentHarness:
             await self._emit_restore_events()
             if not self._started:
                 await self._session_start(self._start_source())
-            prompt_message = UserMessage(content=content)
+            # Hooks see what the session will store (a lone surrogate as U+FFFD).
+            prompt_message = valid_unicode(UserMessage(content=content))
             # Before anything is written: a refused prompt leaves the session as it was.
             submitted = await emit_user_prompt_submit(
                 self, UserPromptSubmitEvent(session_id=self._session.id, message=prompt_message)

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 from attrs import define, evolve, field
@@ -61,7 +61,15 @@ from hooks import (
     notify,
     now_ms,
 )
-from repos import MAX_NESTING, Session, encode_message, nested_deeper, normalize_messages
+from repos import (
+    MAX_NESTING,
+    Session,
+    decode_message,
+    encode_message,
+    nested_deeper,
+    normalize_messages,
+    without_surrogates,
+)
 
 from ._agents.approvals import DeferredCall, PendingApproval, Resolution, record_pending
 from ._agents.limits import Budget
@@ -90,6 +98,8 @@ from ._validate import check_request
 
 _log = logging.getLogger("harness")
 
+M = TypeVar("M", bound=Message)
+
 __all__ = [
     "Resumed",
     "ResumedCall",
@@ -99,6 +109,7 @@ __all__ = [
     "TurnSettings",
     "current_tool_call",
     "run_agent",
+    "valid_unicode",
 ]
 
 
@@ -475,8 +486,10 @@ async def _save_point(run: Run) -> None:
     await notify(run.sender, SavePointEvent(had_pending_writes=had_pending))
 
 
-async def _emit_message(run: Run, message: Message, *, started: bool = False) -> None:
-    """message_start (unless the stream already sent it), persist, message_end."""
+async def _emit_message(run: Run, message: M, *, started: bool = False) -> M:
+    """message_start (unless the stream already sent it), persist, message_end; returns the
+    message as it goes on (lone surrogates replaced, see :func:`valid_unicode`)."""
+    message = valid_unicode(message)
     if not started:
         await notify(run.sender, MessageStartEvent(message=message))
     entry = run.session.append_message(message)
@@ -484,6 +497,7 @@ async def _emit_message(run: Run, message: Message, *, started: bool = False) ->
     if isinstance(message, AssistantMessage):
         run.reply_entry_id = entry.id
     await notify(run.sender, MessageEndEvent(message=message, entry_id=entry.id))
+    return message
 
 
 async def _request(
@@ -581,7 +595,7 @@ async def _request(
                 fallen_back=True,
             )
         if error is None or delay is None:
-            await _emit_message(run, reply, started=True)
+            reply = await _emit_message(run, reply, started=True)
             run.last_reply = reply
             run.provider_error = error
             return reply
@@ -1084,12 +1098,34 @@ def _copy(value: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     return copied
 
 
+def valid_unicode(message: M) -> M:
+    """``message``, or a copy with every lone surrogate replaced by U+FFFD when it holds one (a
+    model server's ``"\\ud800"`` escape, a prompt, a file name that is not UTF-8): what the
+    session stores, what the tools run with and what the next request sends are one value,
+    and no JSON writer downstream meets a string it cannot encode."""
+    try:
+        orjson.dumps(encode_message(message))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        if "surrogates" not in str(exc):
+            return message  # not this function's to fix: the append reports it
+        try:
+            fixed = decode_message(without_surrogates(encode_message(message)))
+        except ValueError:  # repos' CodecError: then the append reports it
+            return message
+        return cast(M, fixed)
+    return message
+
+
 def _storable(result: ToolResultMessage) -> ToolResultMessage:
     """The result if it can be written to the session, else an error result saying why (a
-    surrogate in a file name, a non-JSON ``details``): a tool must never break the session."""
+    non-JSON ``details``): a tool must never break the session. Lone surrogates (a file name
+    that is not UTF-8) are replaced, not refused."""
     try:
         orjson.dumps(encode_message(result))
-    except TypeError as exc:
+    except TypeError as exc:  # orjson.JSONEncodeError included
+        fixed = valid_unicode(result) if "surrogates" in str(exc) else result
+        if fixed is not result:
+            return _storable(fixed)  # whatever else it holds is checked again
         return ToolResultMessage(
             tool_call_id=result.tool_call_id,
             tool_name=result.tool_name,

@@ -13,6 +13,7 @@ from ._codec import (
     encode_header,
     encode_message,
     nested_deeper,
+    without_surrogates,
 )
 from ._context import (
     NO_RESULT_TEXT,
@@ -141,6 +142,7 @@ __all__ = [
     "parse_store_url",
     "session_from_lines",
     "validate_session_id",
+    "without_surrogates",
 ]
 
 for _name in __all__:

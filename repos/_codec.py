@@ -82,6 +82,7 @@ __all__ = [
     "nested_deeper",
     "parse_iso",
     "v1_entry_id",
+    "without_surrogates",
 ]
 
 Obj = dict[str, Any]
@@ -194,8 +195,8 @@ def loads_line(raw: bytes | memoryview) -> Any:
         except (ValueError, RecursionError):
             raise exc from None
         if nested_deeper(obj):
-            raise _too_deep() from None  # _without_surrogates recurses
-        return _without_surrogates(obj)
+            raise _too_deep() from None  # without_surrogates recurses
+        return without_surrogates(obj)
 
 
 def _no_constant(name: str) -> None:
@@ -205,14 +206,16 @@ def _no_constant(name: str) -> None:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _without_surrogates(value: Any) -> Any:
-    kind = type(value)
-    if kind is str:
+def without_surrogates(value: Any) -> Any:
+    """``value`` (JSON: dicts, lists, scalars; any mapping or sequence taken as one) with every
+    lone surrogate (U+D800 to U+DFFF, which UTF-8 cannot hold) replaced by U+FFFD. Recursive:
+    call it on values nested at most :data:`MAX_NESTING` deep."""
+    if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
-    if kind is dict:
-        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
-    if kind is list:
-        return [_without_surrogates(v) for v in value]
+    if isinstance(value, Mapping):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_surrogates(v) for v in value]
     return value
 
 
@@ -1120,7 +1123,17 @@ def dumps_line(obj: Mapping[str, JSONValue]) -> bytes:
     try:
         line = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError as exc:
-        raise CodecError(f"not JSON: {exc}") from None
+        if "surrogates" not in str(exc):
+            raise CodecError(f"not JSON: {exc}") from None
+        # A lone surrogate (a model server's "\ud800" escape, a file name that is not UTF-8)
+        # is stored as U+FFFD, as loads_line reads pi's: the line stays UTF-8 JSONL that pi
+        # reads, and the session keeps what the line holds.
+        if nested_deeper(obj):
+            raise _too_deep() from None
+        try:
+            line = orjson.dumps(without_surrogates(obj), option=orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError as again:
+            raise CodecError(f"not JSON: {again}") from None
     # Only a line with more opening brackets than the cap can nest past it.
     if line.count(b"{") + line.count(b"[") > MAX_NESTING and nested_deeper(obj):
         raise _too_deep()

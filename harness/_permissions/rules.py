@@ -98,6 +98,11 @@ class Rule:
         hits = [self.matches_path(p, how=how, cwd=request.cwd) for p in request.paths]
         return bool(hits) and (all(hits) if how == "all" else any(hits))
 
+    def names_operation(self, operation: str) -> bool:
+        """Whether the rule's tool part is ``operation`` (``read``, ``write``, ``edit``),
+        any spelling."""
+        return _tool_name(self.tool) == operation
+
     def covers_tool(self, request: PermissionRequest) -> bool:
         """Whether the rule's tool part names the call: ``read`` names every tool that reads
         paths (kind ``read``: read, grep, find, ls, and any tool of that kind), ``write`` and

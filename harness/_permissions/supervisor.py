@@ -22,8 +22,10 @@ from .decisions import (
     PermissionRequest,
     answered,
 )
+from .protected import protected_command, protected_path
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
+from .signing import approval_key_path
 
 log = logging.getLogger("harness")
 
@@ -101,6 +103,12 @@ class SecuritySupervisor:
     3. an **ask** rule matches, or possibly matches, or a deny rule possibly matches (a bash
        command whose words the rule looks at are computed, that runs code the harness cannot
        read, or that does not parse): asked (step 7), whatever the mode or allow rules say;
+    3a. a call that may change a **protected path** (``.harness/settings*.json``,
+       ``.harness/hooks``, ``.harness/agents``, the same under ``.claude``, ``.mcp.json``,
+       anything under ``.git``, ``.gitconfig``, ``.config/git``, the user's harness settings
+       folder; an ``edit`` tool's path or
+       a bash command naming one, or running ``git config`` to write): asked, whatever the
+       mode, hooks or allow rules say (``dont_ask`` and no approver deny it);
     3b. a ``tool_call`` hook's ``Ask`` (``request.hook_decision``): asked; its ``Allow``:
        approved (Claude Code's order: a hook's allow skips neither deny nor ask rules);
     4. the **mode**: ``bypass`` approves; ``accept_edits`` approves ``edit`` tools whose path
@@ -254,13 +262,18 @@ class SecuritySupervisor:
             rules = rules + s.rules
         if rule := _first(rules.deny, request, "any"):
             return Deny(reason=f"{request.operation_key} is denied by the rule {_named(rule)}")
+        if rule := _first_read(rules.deny, request, "any"):
+            return Deny(
+                reason=f"{request.operation_key} is denied by the rule {_named(rule)}: an edit "
+                "reads the file (its errors and diff would show what it holds)"
+            )
         if policy.plan and _plan_denies(request):
             return Deny(
                 reason=f"{request.operation_key} is not allowed in plan mode (read-only): read "
                 "and search only, then present your plan; changes run once the user leaves "
                 "plan mode"
             )
-        if rule := _first(rules.ask, request, "maybe"):
+        if rule := _first(rules.ask, request, "maybe") or _first_read(rules.ask, request, "any"):
             return await self._ask(request, policy, f"the rule {_named(rule)} asks for approval")
         if rule := _first(rules.deny, request, "maybe"):
             why = (
@@ -268,6 +281,10 @@ class SecuritySupervisor:
                 "computed, or it runs code the harness cannot read, or it does not parse"
             )
             return await self._ask(request, policy, why)
+        if (protected := _protected(request)) is not None:
+            return await self._ask(
+                request, policy, f"{protected}; a protected path is always asked", hint=False
+            )
         # A tool_call hook's permissionDecision (Claude Code: "allow" skips neither deny nor
         # ask rules; "ask" prompts whatever the mode and allow rules say).
         if request.hook_decision == "ask":
@@ -317,7 +334,9 @@ class SecuritySupervisor:
 
         return hidden
 
-    async def _ask(self, request: PermissionRequest, policy: _Policy, why: str) -> Decision:
+    async def _ask(
+        self, request: PermissionRequest, policy: _Policy, why: str, *, hint: bool = True
+    ) -> Decision:
         if request.operation_key in request.approvals:
             return Approve(reason=f"{request.operation_key} was approved always before")
         if request.resolution is not None:  # a deferred call: the person has answered
@@ -326,7 +345,7 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "
                 "is dont_ask: only calls allowed by a rule run; do without it or ask the user "
-                f"to allow it{self._untrusted_hint(request) or _rule_hint(request)}"
+                f"to allow it{self._hints(request) if hint else ''}"
             )
         if self.approver is None:
             # The model reads the reason; the developer gets the fix in the log.
@@ -340,9 +359,12 @@ class SecuritySupervisor:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) but nobody can approve "
                 "it here (no approver); do without it or ask the user to allow it"
-                f"{self._untrusted_hint(request) or _rule_hint(request)}"
+                f"{self._hints(request) if hint else ''}"
             )
         return await self.approver(request)
+
+    def _hints(self, request: PermissionRequest) -> str:
+        return self._untrusted_hint(request) or _rule_hint(request)
 
     def _untrusted_hint(self, request: PermissionRequest) -> str:
         """Why a denied call may surprise the user: an allow rule of the untrusted project's
@@ -368,6 +390,19 @@ def _first(
     return next((r for r in rules if r.matches(request, how=how)), None)
 
 
+def _first_read(
+    rules: Iterable[Rule], request: PermissionRequest, how: Literal["any", "maybe"]
+) -> Rule | None:
+    """For ``edit``: the deny or ask rule for *reading* its path. ``edit`` reads the file it
+    changes and says whether each ``oldText`` was found (and shows a diff): without this, a
+    file a ``read`` rule hides could be read back through it one guess at a time. (``write``
+    reads nothing; ``write(...)`` rules are the ones that bind it.)"""
+    if request.kind != "edit" or request.tool_name != "edit":
+        return None
+    as_read = evolve(request, kind="read")
+    return _first((r for r in rules if r.names_operation("read")), as_read, how)
+
+
 def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
     """The allow rule approving ``request``; a compound command needs each of its simple
     commands allowed, by any allow rule (``git status && git log`` by ``bash(git status:*)``
@@ -384,6 +419,23 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
         for command in parsed.commands
     ]
     return found[0] if all(found) else None
+
+
+def _protected(request: PermissionRequest) -> str | None:
+    if request.kind == "read":
+        # The secret that signs approvals: whoever reads it can sign a session's approvals.
+        key = os.path.realpath(approval_key_path())
+        if any(os.path.realpath(request.cwd / p) == key for p in request.paths):
+            return "it reads the key that signs this user's approvals"
+        return None
+    if request.kind == "edit":
+        return next(
+            (why for p in request.paths if (why := protected_path(p, request.cwd)) is not None),
+            None,
+        )
+    if request.kind == "execute" and request.target is not None:
+        return protected_command(request.target)
+    return None
 
 
 def _hook_said(request: PermissionRequest, what: str) -> str:

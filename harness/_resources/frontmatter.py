@@ -7,7 +7,10 @@ seed's format), is read with :mod:`json`. A file with neither is all body.
 Frontmatter comes from project files, which are untrusted, so its shape is bounded: nesting
 deeper than :data:`MAX_DEPTH` and YAML aliases (``*name``, whose shared references make a small
 file into an exponentially large value for anything that walks it) are refused as errors,
-never met as a ``RecursionError`` or a value too large to print.
+never met as a ``RecursionError`` or a value too large to print. Any value a constructor cannot
+make (a 5,000-digit integer, a 13th month, a malformed ``!!timestamp``) and any lone surrogate
+(an escape such as ``"\\ud800"``, which no UTF-8 file, session line or terminal can hold) is a
+:class:`FrontmatterError` too, never another exception.
 """
 
 from __future__ import annotations
@@ -71,6 +74,13 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             meta = _load_yaml(text[fence.end() : end.start()])
         except yaml.YAMLError as exc:
             raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            # PyYAML's constructors call int(), datetime() and a regex match on the scalar
+            # as written; a value they cannot make is a bad file, not a crash.
+            raise FrontmatterError(
+                f"invalid YAML frontmatter: a value cannot be made: {exc}"
+            ) from None
+        _check_text(meta)
         return _mapping(meta), text[end.end() :]
     if text.lstrip().startswith("{"):
         start = len(text) - len(text.lstrip())
@@ -82,7 +92,10 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             raise FrontmatterError(
                 f"frontmatter is nested deeper than {MAX_DEPTH} levels"
             ) from None
+        except ValueError as exc:  # e.g. an integer past Python's 4,300-digit limit
+            raise FrontmatterError(f"invalid JSON frontmatter: {exc}") from None
         _check_depth(meta)
+        _check_text(meta)
         rest = text[stop:]
         separator = _JSON_END.match(rest)
         return _mapping(meta), rest[separator.end() if separator else 0 :]
@@ -110,6 +123,25 @@ def _check_depth(value: object) -> None:
                 if depth + 1 > MAX_DEPTH:
                     raise FrontmatterError(f"frontmatter is nested deeper than {MAX_DEPTH} levels")
                 stack.append((child, depth + 1))
+
+
+def _check_text(value: object) -> None:
+    """Refuse a lone surrogate in any key or string (walked without recursion; the depth is
+    already bounded)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise FrontmatterError(
+                    f"frontmatter holds a lone surrogate ({ascii(item)[:40]}), not Unicode text"
+                ) from None
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
 
 
 def _mapping(meta: object) -> dict[str, Any]:

@@ -6,6 +6,9 @@ nothing of sessions or runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -87,6 +90,12 @@ class ResourceOptions:
             returning scope tokens most specific first (default: project, user, extra,
             internal).
         max_skills: how many skills the model's catalog lists (the rest are counted).
+        trust_project: let ``build_skills`` run the ``build`` commands of the project's
+            skills. Off by default: a skill's frontmatter comes with the folder (a cloned
+            repository), and a ``build`` line is a shell command, so an untrusted project's
+            builds are reported as not run.
+        build_timeout_s: how long one ``build`` may run; then its whole process group is
+            killed and its result says so.
     """
 
     discover: bool = True
@@ -97,6 +106,8 @@ class ResourceOptions:
     providers: tuple[SkillProvider, ...] = field(default=(), converter=_providers)
     scopes: ScopeResolver = default_scopes
     max_skills: int = DEFAULT_MAX_SKILLS
+    trust_project: bool = False
+    build_timeout_s: float = 600.0
 
 
 @frozen(kw_only=True)
@@ -391,6 +402,13 @@ class Resources:
         self._provider_diagnostics = tuple(failures)
 
     async def _build_one(self, record: SkillRecord) -> SkillBuildResult:
+        if record.scope == PROJECT_SCOPE and not self._options.trust_project:
+            return SkillBuildResult(
+                name=record.name,
+                ok=False,
+                error="not run: its build command comes from the project's files and the "
+                "project is not trusted (ResourceOptions(trust_project=True) runs it)",
+            )
         folder = Path(record.path).parent if record.path is not None else self._cwd
         try:
             process = await asyncio.create_subprocess_shell(
@@ -399,21 +417,39 @@ class Resources:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, killed whole at the end
             )
         except OSError as exc:
             return SkillBuildResult(name=record.name, ok=False, error=f"cannot start: {exc}")
         try:
-            out, _ = await process.communicate()
+            out, _ = await asyncio.wait_for(process.communicate(), self._options.build_timeout_s)
+        except TimeoutError:
+            await _kill_group(process)
+            return SkillBuildResult(
+                name=record.name,
+                ok=False,
+                error=f"timed out after {self._options.build_timeout_s:g} s; its processes "
+                "were killed",
+            )
         except asyncio.CancelledError:
-            process.kill()
-            await process.wait()
+            await _kill_group(process)
             raise
+        finally:
+            if process.returncode is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)  # children it left running
         return SkillBuildResult(
             name=record.name,
             ok=process.returncode == 0,
             returncode=process.returncode,
             output=out.decode("utf-8", "replace"),
         )
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
 
 
 def _find(records: Sequence[SkillRecord], name_or_alias: str) -> SkillRecord | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import binascii
 import html
+import json
 import logging
 import re
 import sys
@@ -111,7 +112,14 @@ def json_line(value: Any, *, indent: bool = False, default: Any = None) -> str:
     """``value`` as JSON text (orjson; two-space indents with ``indent``) made safe for a
     terminal by :func:`json_text`. Raises ``orjson.JSONEncodeError`` for what JSON cannot hold."""
     option = orjson.OPT_INDENT_2 if indent else 0
-    return json_text(orjson.dumps(value, option=option, default=default).decode())
+    try:
+        return json_text(orjson.dumps(value, option=option, default=default).decode())
+    except orjson.JSONEncodeError as exc:
+        if "surrogates" not in str(exc):
+            raise
+    # A lone surrogate in untrusted text: written as a "\ud800" escape (json's ensure_ascii),
+    # which decodes to the same string, as JavaScript's JSON.stringify writes it.
+    return json.dumps(value, indent=2 if indent else None, default=default, ensure_ascii=True)
 
 
 # --- HTML -------------------------------------------------------------------------------------

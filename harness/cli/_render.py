@@ -57,6 +57,7 @@ from repos import (
     ThinkingLevelChangeEntry,
     TreeNode,
     UnknownEntry,
+    without_surrogates,
 )
 
 from ._common import one_line, short_id
@@ -116,7 +117,10 @@ def _capped_inline(text: str, max_chars: int) -> str:
 def _json(value: JSONValue) -> str:
     # Arguments are JSON read from a file; anything orjson cannot encode (a Mapping that is not a
     # dict) is converted rather than crashing the display.
-    return orjson.dumps(value, default=_jsonable).decode()
+    try:
+        return orjson.dumps(value, default=_jsonable).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate: shown as U+FFFD
+        return orjson.dumps(without_surrogates(value), default=_jsonable).decode()
 
 
 def _jsonable(value: object) -> JSONValue:

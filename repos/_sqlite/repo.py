@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 import re
 import sqlite3
 import threading
@@ -24,6 +25,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import orjson
 from attrs import frozen
@@ -51,6 +53,8 @@ from .._tree import Row, Tree
 from .schema import connect, ensure_schema
 
 __all__ = ["SqliteSessionRepo"]
+
+_log = logging.getLogger("repos")
 
 _HEAD_ID = re.compile(rb'\{"type":"[A-Za-z0-9_]+","id":"([^"\\\r\n]{1,128})"')
 _BATCH = 500  # rows per ``IN (...)`` when reading many lines
@@ -117,7 +121,7 @@ class _SqliteStore:
             ).fetchone()
         if found is None:
             raise SessionGoneError(self.where, "deleted")
-        return self._decode(row, bytes(found[0]))
+        return self._decode(row, _line(found[0]))
 
     def read_many(self, rows: list[Row]) -> list[Entry | CorruptSessionError]:
         lines = self._lines([r.line for r in rows])
@@ -139,7 +143,7 @@ class _SqliteStore:
             found = self._conn.execute(
                 "SELECT line FROM entries WHERE session_id = ? AND seq = ?", (self._sid, row.line)
             ).fetchone()
-        return bytes(found[0]) + b"\n" if found is not None else None
+        return _line(found[0]) + b"\n" if found is not None else None
 
     def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
         lines = self._lines([r.line for r in rows if r.line])
@@ -155,7 +159,7 @@ class _SqliteStore:
                     f"SELECT seq, line FROM entries WHERE session_id = ? AND seq IN ({marks})",
                     (self._sid, *chunk),
                 ):
-                    out[seq] = bytes(line)
+                    out[seq] = _line(line)
         return out
 
     def _decode(self, row: Row, raw: bytes) -> Entry:
@@ -294,7 +298,7 @@ class _SqliteStore:
         if found[0] != self._incarnation:
             raise SessionGoneError(self.where, "replaced")
         new = [
-            RawLine(seq, 0, bytes(line))
+            RawLine(seq, 0, _line(line))
             for seq, line in self._conn.execute(
                 "SELECT seq, line FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (self._sid, self._seen),
@@ -323,6 +327,22 @@ def set_summary(
             session_id,
         ),
     )
+
+
+def _line(value: object) -> bytes:
+    """A stored line as bytes. The file is untrusted: text is taken as UTF-8, and any other
+    type (an integer, which ``bytes()`` would make that many zero bytes) as a line no reader
+    accepts, so it is reported as damaged instead of crashing or filling memory."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return b"\x00 not a line"
+
+
+# The datetimes Python can hold, in Unix milliseconds (years 1 to 9999).
+_MIN_MS = -62_135_596_800_000
+_MAX_MS = 253_402_300_799_999
 
 
 def _utc(ms: int) -> datetime:
@@ -547,10 +567,10 @@ class SqliteSessionRepo:
         indexer = Indexer(where, tree, diagnostics, v1=header.version < 2, strict=self._strict)
         if rows and all(seq == n for n, (seq, _) in enumerate(rows, start=2)):
             # Consecutive sequences: index the lines as one buffer, as a file is indexed.
-            indexer.feed_chunk(b"".join(bytes(line) + b"\n" for _, line in rows), 0, 2)
+            indexer.feed_chunk(b"".join(_line(line) + b"\n" for _, line in rows), 0, 2)
             indexer.finish()
         else:
-            indexer.feed(RawLine(seq, 0, bytes(line)) for seq, line in rows)
+            indexer.feed(RawLine(seq, 0, _line(line)) for seq, line in rows)
         if self._strict:
             for entry_id in tree.order:
                 tree.get(entry_id)
@@ -684,20 +704,40 @@ class SqliteSessionRepo:
         args.extend([-1 if limit is None else limit, offset])
         with self._lock:
             found = self._conn.execute(sql, args).fetchall()
-        return [
-            SessionInfo(
-                id=sid,
+        infos = [self._info(row) for row in found]
+        return [info for info in infos if info is not None]
+
+    def _info(self, row: tuple[object, ...]) -> SessionInfo | None:
+        """A ``sessions`` row as a :class:`SessionInfo`, or None (logged) when a column holds
+        what this harness never writes there: the file is untrusted, and one bad row must not
+        stop the listing of the others."""
+        sid, row_cwd, row_name, parent, created, modified, count, first = row
+        texts = (sid, row_cwd, first)
+        if (
+            all(isinstance(v, str) for v in texts)
+            and all(v is None or isinstance(v, str) for v in (row_name, parent))
+            and all(isinstance(v, int) and _MIN_MS <= v <= _MAX_MS for v in (created, modified))
+            and isinstance(count, int)
+            and count >= 0
+        ):
+            return SessionInfo(
+                id=cast(str, sid),
                 path=None,
-                cwd=row_cwd,
-                name=row_name,
-                parent_session=parent,
-                created=_utc(created),
-                modified=_utc(modified),
+                cwd=cast(str, row_cwd),
+                name=cast("str | None", row_name),
+                parent_session=cast("str | None", parent),
+                created=_utc(cast(int, created)),
+                modified=_utc(cast(int, modified)),
                 message_count=count,
-                first_message=first,
+                first_message=cast(str, first),
             )
-            for sid, row_cwd, row_name, parent, created, modified, count, first in found
-        ]
+        _log.warning(
+            "%s: session row %r left out of the list: a column holds a value of the wrong "
+            "type or range (this harness never writes one)",
+            self._path,
+            sid if isinstance(sid, str) else repr(sid),
+        )
+        return None
 
     def _delete(self, sid: str) -> bool:
         with self._lock:
@@ -725,7 +765,7 @@ class SqliteSessionRepo:
                 ).fetchall()
             finally:
                 conn.rollback()
-        return [str(found[0]).encode() + b"\n", *(bytes(r[0]) + b"\n" for r in rows)]
+        return [str(found[0]).encode() + b"\n", *(_line(r[0]) + b"\n" for r in rows)]
 
     def _import(self, lines: Sequence[bytes]) -> int:
         if not lines:
@@ -750,7 +790,7 @@ class SqliteSessionRepo:
                     self._insert_session(conn, header, text, uuid.uuid4().hex)
                 else:
                     have = [
-                        bytes(r[0])
+                        _line(r[0])
                         for r in conn.execute(
                             "SELECT line FROM entries WHERE session_id = ? ORDER BY seq",
                             (header.id,),

@@ -1,0 +1,148 @@
+"""Protected paths: the files that grant permissions or run code the next time something
+starts (the harness, Claude Code, git, an MCP client). A call that may change one is always
+asked, whatever the mode or an allow rule says (Claude Code protects ``.git``, ``.claude`` and
+its settings the same way), so a model in ``accept_edits``, ``bypass`` or ``dont_ask`` with
+``edit`` allowed cannot give itself more rights or plant a git hook.
+
+Paths are compared component by component without case (a case-insensitive file system opens
+``.GIT/HOOKS`` as ``.git/hooks``), on both the path as written (normalised, so ``..`` is gone)
+and the path with symlinks resolved. Commands are matched on their text with quotes and
+backslashes removed (redirections and arguments alike); a name bash computes at run time
+(``$d/config``, ``$'\\x2egit'``) is not seen.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+
+from platformdirs import user_config_path
+
+__all__ = ["protected_command", "protected_path"]
+
+# (folder, what beneath it): None protects the folder and everything in it.
+_FOLDERS: dict[str, tuple[str, ...] | None] = {
+    ".git": None,  # hooks, config (core.hooksPath, core.fsmonitor, aliases), or a swapped .git
+    ".harness": ("settings*.json", "hooks", "agents"),
+    ".claude": ("settings*.json", "hooks", "agents"),
+}
+_FILES = (".mcp.json", ".gitconfig")  # the user's git config: hooksPath, aliases, pagers
+
+# What the second component of a glob under .harness or .claude is tried against.
+_INSIDE_SAMPLES = ("settings.json", "settings.local.json", "hooks", "agents")
+
+_QUOTES = re.compile(r"['\"\\]")
+_WORD_BREAK = re.compile(r"[\s;&|()<>`=]+")
+# ``git config`` that may write (anything but a read: --get*, -l/--list, get, list).
+_GIT_CONFIG = re.compile(r"(?:^|[\s;&|(`])git(?:\s+-\S+(?:\s+\S+)?)*\s+config\b([^;&|\n]*)")
+_GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
+
+
+def _user_folder() -> str:
+    return os.path.realpath(user_config_path("harness"))
+
+
+def _protected_parts(parts: list[str]) -> bool:
+    folded = [p.casefold() for p in parts if p not in ("", ".")]
+    for i, part in enumerate(folded):
+        if part == ".config" and folded[i + 1 : i + 2] in (["harness"], ["git"]):
+            return True  # the user's harness settings and git config, at their default places
+        if part in _FILES:
+            return True
+        if part not in _FOLDERS:
+            continue
+        inside = _FOLDERS[part]
+        if inside is None:
+            return True
+        if i + 1 == len(folded):
+            return True  # the folder itself (replaced by a file or a symlink)
+        if any(fnmatch.fnmatchcase(folded[i + 1], p) for p in inside):
+            return True
+    return False
+
+
+def protected_path(path: str, cwd: Path) -> str | None:
+    """Why ``path`` (relative to ``cwd``, or absolute) is protected, or None."""
+    absolute = os.path.normpath(os.path.join(os.path.abspath(cwd), path))
+    user = _user_folder()
+    if absolute == user or absolute.startswith(user.rstrip("/") + "/"):
+        return "it is in the user's harness settings folder"
+    # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
+    if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
+        absolute.split("/")
+    ):
+        return (
+            f"{path!r} grants permissions or runs code the next time the harness, Claude "
+            "Code or git starts"
+        )
+    return None
+
+
+def protected_command(command: str) -> str | None:
+    """Why ``command`` may change a protected path (it names one, in any word or redirection,
+    or runs ``git config`` to write), or None."""
+    text = _QUOTES.sub("", command)
+    if _git_config_writes(text):
+        return "it may change .git/config (git config), which can make git run commands"
+    user = _user_folder()
+    home = os.path.expanduser("~")
+    for word in _WORD_BREAK.split(text):
+        if not word:
+            continue
+        expanded = home + word[1:] if word.startswith("~/") or word == "~" else word
+        if os.path.isabs(expanded) and (
+            expanded.rstrip("/") == user or expanded.startswith(user.rstrip("/") + "/")
+        ):
+            return "it names the user's harness settings folder"
+        parts = word.split("/")
+        if _protected_parts(parts) or _glob_hits(parts):
+            return (
+                f"it names {word!r}, which grants permissions or runs code the next time "
+                "the harness, Claude Code or git starts"
+            )
+    return None
+
+
+def _git_config_writes(text: str) -> bool:
+    return any(
+        not _GIT_CONFIG_READS.match(m.group(1)) and m.group(1).strip()
+        for m in _GIT_CONFIG.finditer(text)
+    )
+
+
+def _glob_hits(parts: list[str]) -> bool:
+    """A word with a glob or brace in a dot component (``.g?t/c*``, ``.{git,x}/config``)
+    that could name a protected path (bash's globs never match a leading dot unless the
+    pattern starts with one)."""
+    if not any(c in "*?[{" for c in "".join(parts)):
+        return False
+    for alternative in _braces("/".join(parts).casefold()):
+        names = [p for p in alternative.split("/") if p not in ("", ".")]
+        for i, name in enumerate(names):
+            if not name.startswith("."):
+                continue
+            for folder, inside in (*_FOLDERS.items(), *((f, None) for f in _FILES)):
+                if not fnmatch.fnmatchcase(folder, name):
+                    continue
+                if inside is None or i + 1 == len(names):
+                    return True
+                if any(fnmatch.fnmatchcase(s, names[i + 1]) for s in _INSIDE_SAMPLES):
+                    return True
+    return False
+
+
+def _braces(pattern: str, limit: int = 64) -> list[str]:
+    """Bash's brace expansion of ``pattern`` (``a{b,c}`` -> ``ab``, ``ac``), at most ``limit``
+    results (beyond that the word is taken as it is)."""
+    out = [pattern]
+    done: list[str] = []
+    while out and len(out) + len(done) <= limit:
+        item = out.pop()
+        m = re.search(r"\{([^{}]*,[^{}]*)\}", item)
+        if m is None:
+            done.append(item)
+            continue
+        out += [item[: m.start()] + alt + item[m.end() :] for alt in m.group(1).split(",")]
+    return done + out
