@@ -163,7 +163,28 @@ _STATE = frozenset(
         "source", "trap", "typeset", "unalias", "unset",
     }
 )  # fmt: skip
-_RUNS_CODE = _SHELLS | {"xargs", "find", "eval", "source", "."}
+_RUNS_CODE = _SHELLS | {"xargs", "find", "eval", "source", ".", "trap", "alias", "env"}
+# Text bash evaluates as code where no command shows: ``${x@P}`` (prompt expansion runs $(…)),
+# ``${!x}`` (indirection), and arithmetic, which evaluates a variable's value as an expression, so
+# a value ``a[$(cmd)]`` runs cmd (``echo 'a[$(cmd)]'; echo ${@:_}`` runs it through ``$_``). The
+# forms of ``${…}`` that evaluate nothing: a name, a number or a special parameter, an optional
+# literal subscript, and a default, alternative, pattern or case operator.
+_PLAIN_EXPANSION = re.compile(
+    r"\$\{#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-@*#?$!0])(?:\[(?:[@*]|[0-9]+)\])?"
+    r"(?:(?::?[-+?=]|##?|%%?|/[/#%]?|\^\^?|,,?|:[0-9]+(?::[0-9]+)?)[\s\S]*)?\}"
+)
+# A literal word bash may read as a variable name with a subscript it expands (``test -v``,
+# ``printf -v``, ``declare``, ``read``, ``let``, ``unset``, ``mapfile``, ``[[ -v ]]``: the
+# subscript is arithmetic, and its ``$(…)`` runs).
+_SUBSCRIPT_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*[$`]")
+_ARITHMETIC_NAME = re.compile(r"[A-Za-z_]")
+_TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+# Variables a shell (or the loader) runs as code: set on a command, they run what the harness
+# cannot read.
+_CODE_VARIABLES = re.compile(
+    r"(?:BASH_ENV|ENV|PS[0-4]|PROMPT_COMMAND|BASH_FUNC_[^=]*|SHELLOPTS|BASHOPTS|LD_PRELOAD"
+    r"|LD_AUDIT|LD_LIBRARY_PATH)\+?="
+)
 _STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
 _SHELL_OPTION_ARGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 # Redirection targets that write and read nothing: allow rules accept them.
@@ -577,7 +598,16 @@ class _Analysis:
                 self.construct("a background job (&)")
             elif t == "((":
                 self.construct("arithmetic ((…))")
+                if parent is not None and _ARITHMETIC_NAME.search(_text(src, parent)):
+                    self.evaluates("arithmetic on a variable, whose value it evaluates")
             return
+        if t in ("arithmetic_expansion", "c_style_for_statement"):
+            if _ARITHMETIC_NAME.search(_text(src, node)):
+                self.evaluates("arithmetic on a variable, whose value it evaluates")
+        elif t == "test_command":
+            text = _text(src, node)
+            if any(op in text.split() for op in _TEST_ARITHMETIC) or "-v" in text.split():
+                self.evaluates("a test that evaluates a variable's value as arithmetic")
         if t in _CONSTRUCTS:
             self.construct(_CONSTRUCTS[t])
         elif t == "word":
@@ -593,9 +623,15 @@ class _Analysis:
         elif t == "variable_assignment":
             if parent is None or parent.type not in ("command", "declaration_command"):
                 self.construct("a variable assignment")
+            if _CODE_VARIABLES.match(_head(src, node)):
+                self.hide("it sets a variable a shell runs as code (BASH_ENV, PS4, ...)")
+            if _SUBSCRIPT_CODE.search(_text(src, node)):  # declare -i x; x='a[$(…)]'
+                self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
         elif t == "expansion":
             if any(c.type in ("=", ":=") for c in node.children):
                 self.construct("an expansion that assigns (${x=…})")
+            if not _PLAIN_EXPANSION.fullmatch(_text(src, node)):
+                self.evaluates("an expansion that evaluates text (${x@P}, ${!x}, ${x:$n})")
         elif t == "file_redirect":
             self.redirect(node, src)
         elif t in ("simple_expansion", "concatenation"):
@@ -627,6 +663,11 @@ class _Analysis:
             end < len(src) and src[end] not in _META and node.type != "comment"
         ):
             self.misread()
+
+    def evaluates(self, why: str) -> None:
+        """Text bash evaluates as code at run time: no rule can read it."""
+        self.construct(why)
+        self.hide(why)
 
     def misread(self) -> None:
         why = "words the harness splits differently from bash"
@@ -744,6 +785,15 @@ class _Analysis:
         if first is not None and _basename(first) == "coproc":
             self.construct("a background job (coproc)")
             self.hide("coproc, whose syntax the harness does not read")
+        for word in command.words:
+            if word.value is not None and _SUBSCRIPT_CODE.search(word.value):
+                self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
+            if word.value is not None and _CODE_VARIABLES.match(word.value):
+                self.hide("it sets a variable a shell runs as code (BASH_ENV, PS4, ...)")
+        argv = command.words[command.assignments :]
+        options = [w.value or "-pf" for w in argv[1:] if (w.value or "-").startswith("-")]
+        if first in ("hash", "enable") and any("p" in o or "f" in o for o in options):
+            self.hide("hash -p or enable -f makes a name run another program")
         self.unwrap(command, self.views)
 
     # -- what a command runs --
@@ -776,6 +826,12 @@ class _Analysis:
                 self.shell(words, s + 1)
             elif name == "eval":
                 self.eval(words[s + 1 :])
+            elif name == "trap":
+                self.trap(words[s + 1 :])
+            elif name == "alias":
+                self.alias(words[s + 1 :])
+            elif name == "env":
+                self.env_split(words[s + 1 :])
             else:  # source, .
                 script = words[s + 1] if s + 1 < len(words) else None
                 if script is None or script.value is None or _STDIN_SCRIPTS.fullmatch(script.value):
@@ -827,6 +883,56 @@ class _Analysis:
             or _STDIN_SCRIPTS.fullmatch(operand.value)
         ):
             self.hide("it runs a shell reading commands from its input")
+
+    def trap(self, args: tuple[Word, ...]) -> None:
+        """``trap CODE SIGNAL…`` runs CODE when the signal (or EXIT) comes."""
+        rest = list(args)
+        while rest and rest[0].value in ("-p", "-l", "-P"):
+            rest.pop(0)
+        if rest and rest[0].value == "--":
+            rest.pop(0)
+        if len(rest) >= 2:
+            self.construct("a trap (its code runs later)")
+            code = rest[0].value
+            if code is None:
+                self.hide("it traps a signal with code the harness cannot read")
+            elif code != "-":
+                self.nested(code, certain=True)
+
+    def alias(self, args: tuple[Word, ...]) -> None:
+        """``alias e=touch``: the value runs wherever the alias is used."""
+        for arg in args:
+            if arg.value is None:
+                self.hide("it defines an alias the harness cannot read")
+            elif "=" in arg.value:
+                self.construct("an alias definition (its code runs where it is used)")
+                self.nested(arg.value.partition("=")[2], certain=True)
+
+    def env_split(self, args: tuple[Word, ...]) -> None:
+        """``env -S 'cmd args'`` (``-S'…'``, ``--split-string=…``, ``-iS…``) splits its
+        argument into a command and runs it."""
+        for i, arg in enumerate(args):
+            value = arg.value
+            if value is None or not value.startswith("-") or value == "--":
+                break
+            code: str | None = None
+            if value.startswith("--split-string"):
+                code = value.partition("=")[2] if "=" in value else None
+                nxt = i + 1
+            elif not value.startswith("--") and "S" in value:
+                code = value[value.index("S") + 1 :] or None
+                nxt = i + 1
+            else:
+                continue
+            if code is None:
+                follow = args[nxt] if nxt < len(args) else None
+                if follow is None or follow.value is None:
+                    self.hide("env -S splits a string the harness cannot read")
+                    return
+                code = follow.value
+            self.construct("env -S (it splits a string into a command)")
+            self.nested(code, certain=True)
+            return
 
     def eval(self, args: tuple[Word, ...]) -> None:
         if any(a.value is None for a in args):

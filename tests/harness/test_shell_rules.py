@@ -319,6 +319,76 @@ async def test_ask_rules_see_every_simple_command_too(tmp_path: Path) -> None:
     assert isinstance(await s.decide(request(tmp_path, "git status")), Approve)
 
 
+# --- text bash evaluates as code where no command shows (adversarial review) ---------------
+
+# Each runs touch although no simple command of the line is touch: prompt expansion, indirection
+# and arithmetic evaluate a value (``$_`` holds the last word of the command before) as code, an
+# array subscript in a literal word is expanded by the builtin given it, and trap, alias, env -S
+# and BASH_ENV run strings.
+EVALUATED_SPELLINGS = [
+    "echo '$(touch P)'; echo ${_@P}",
+    "echo '`touch P`'; echo \"${_@P}\"",
+    "echo 'a[$(touch P)]'; echo ${!_}",
+    "echo 'a[$(touch P)]'; echo ${@:_}",
+    "echo 'a[$(touch P)]'; echo ${x[_]}",
+    "echo 'a[$(touch P)]'; echo $((_))",
+    "x='a[$(touch P)]'; echo $((x))",
+    "test -v 'a[$(touch P)]'",
+    "[[ -v 'a[$(touch P)]' ]]",
+    "[[ 'a[$(touch P)]' -eq 1 ]]",
+    "printf -v 'a[$(touch P)]' x",
+    "declare 'a[$(touch P)]=1'",
+    "let 'a[$(touch P)]'",
+    "read 'a[$(touch P)]' <<< x",
+    "declare -i x; x='a[$(touch P)]'",
+    "declare -n r='a[$(touch P)]'; echo $r",
+    "trap 'touch P' EXIT",
+    "echo x; trap -- 'touch P' EXIT",
+    "shopt -s expand_aliases\nalias e=touch\ne P",
+    "env -S'touch P'",
+    "env --split-string='touch P'",
+    "echo touch P | BASH_ENV=/dev/stdin bash -c :",
+    "env BASH_ENV=/dev/stdin bash -c 'echo x' <<< 'touch P'",
+    f"hash -p {TOUCH} ls; ls P",
+]
+# allow rules a user may well hold: none of them names touch
+EVALUATING_ALLOWED = [
+    f"bash({name}:*)"
+    for name in ("echo", "ls", "test", "printf", "declare", "let", "read", "trap", "shopt")
+]
+
+
+async def test_code_bash_evaluates_is_seen_by_deny_rules_and_never_allowed(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    names = [f"P{i}" for i in range(len(EVALUATED_SPELLINGS))]
+    commands = [
+        re.sub(r"\bP\b(?!})", n, s)  # not the P of ${_@P}
+        for s, n in zip(EVALUATED_SPELLINGS, names, strict=True)
+    ]
+    fake = [c for c, n in zip(commands, names, strict=True) if not makes_file(c, n, work)]
+    assert fake == [], "each spelling must really run touch"
+    allow = supervisor("dont_ask", rules={"allow": EVALUATING_ALLOWED})
+    approved = [c for c in commands if isinstance(await allow.decide(request(work, c)), Approve)]
+    assert approved == []
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, commands, s)
+    assert [c for c, n in zip(commands, names, strict=True) if (work / n).exists()] == []
+    assert decisions == ["deny"] * len(commands)
+    assert all(r.is_error for r in results)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo ${x:-y} ${#x} ${x[@]} ${x%.py} ${x//a/b} ${x:1:2} $((1 + 2))", "echo ${HOME}/x"],
+)
+def test_expansions_that_evaluate_nothing_stay_allowable(command: str) -> None:
+    parsed = parse_command(command)
+    assert not parsed.hidden and compile_spec("touch:*").finds(parsed) == "no"
+
+
 # --- class 5: approve-always keys are exact unless they are a plain prefix -----------------
 
 # (approved always, then a command the approval must not cover, the file that one would make)
