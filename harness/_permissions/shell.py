@@ -122,7 +122,7 @@ class ParsedCommand:
 # --- what bash runs that is not the command word ----------------------------------------------
 
 # Programs and builtins that run a command given in their arguments: deny rules see the command
-# starting at every later word; none gets a prefix operation key.
+# starting at every later word.
 _WRAPPERS = frozenset(
     {
         "builtin", "busybox", "caffeinate", "chroot", "chrt", "command", "coproc", "doas",
@@ -144,16 +144,6 @@ _SHELLS = frozenset(
     {"ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "posh", "rbash", "sh", "tcsh", "yash",
      "zsh"}
 )  # fmt: skip
-# Interpreters take code in their arguments (-c, -e, -m, a script); rules cannot read it, so they
-# never get a prefix key (deny rules do not look into other languages: deny the interpreter).
-_INTERPRETERS = frozenset(
-    {
-        "awk", "bun", "bunx", "deno", "expect", "gawk", "groovy", "irb", "jshell", "julia",
-        "mawk", "nawk", "node", "nodejs", "npx", "osascript", "php", "powershell", "pwsh", "R",
-        "Rscript", "sed", "tclsh", "ts-node", "tsx", "uvx", "wish",
-    }
-)  # fmt: skip
-_VERSIONED = re.compile(r"(?:python|pypy|perl|ruby|lua|luajit|php)[0-9.]*")
 # Builtins that change the shell for the commands after them (variables, options, functions,
 # the command hash): a line with one of them and other commands is not allowed by its parts.
 _STATE = frozenset(
@@ -1049,18 +1039,15 @@ def parse_command(command: str) -> ParsedCommand:
 # --- rule specifiers -----------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
-_SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
-# Programs whose second word names what they do (``git status``, ``cargo build``): approving
-# one always approves that subcommand with any arguments. Any other command is approved always
-# exactly as it was shown: nothing tells ``rm -f x`` from ``rm -rf /`` but its words.
-_SUBCOMMAND_PROGRAMS = frozenset(
-    {
-        "apt", "apt-get", "brew", "cargo", "cmake", "composer", "conda", "docker", "dotnet",
-        "gh", "git", "go", "gradle", "helm", "hg", "just", "kubectl", "make", "mvn", "npm",
-        "pip", "pip3", "pnpm", "podman", "poetry", "rustup", "svn", "systemctl", "terraform",
-        "uv", "yarn",
-    }
-)  # fmt: skip
+# The commands an approve-always generalises to a prefix rule (``bash(git status:*)``): each
+# reads and prints and nothing else, whatever arguments follow (no option writes a file, runs a
+# program or prints a file's content). Every other command is approved always exactly as it was
+# shown: nothing tells ``rm -f x`` from ``rm -rf /``, ``git config user.name x`` from ``git
+# config core.fsmonitor 'touch P'`` or ``git log`` from ``git log --output=~/.bashrc`` but the
+# words that follow.
+_PREFIX_KEYS: frozenset[tuple[str, ...]] = frozenset(
+    {("git", "status"), ("ls",), ("pwd",), ("whoami",)}
+)
 
 
 @frozen
@@ -1289,34 +1276,23 @@ def _runs(chars: list[str | None]) -> Iterator[tuple[bool, list[str | None]]]:
 # --- operation keys ------------------------------------------------------------------------
 
 
-def _runs_code(argv: list[str]) -> bool:
-    name = _basename(argv[0])
-    return (
-        name in _WRAPPERS
-        or name in _SHELLS
-        or name in _INTERPRETERS
-        or name in ("eval", "source", ".", "find")
-        or _VERSIONED.fullmatch(name) is not None
-        or (len(argv) > 1 and (name, argv[1]) in _RUNNERS)
-    )
-
-
 def command_key(tool: str, command: str) -> str:
     """The operation key of one command of ``tool``, in rule syntax.
 
-    ``tool(git status:*)`` (the program and its subcommand) only for a line that is exactly one
-    simple command of literal words whose program is one with subcommands (``git``, ``cargo``,
-    ``npm``, ... :data:`_SUBCOMMAND_PROGRAMS`) and runs no code from its arguments; otherwise
-    ``tool(<the command, byte for byte>)`` with ``*`` and ``\\`` escaped, so that the key, read
-    back as a rule, matches that command and nothing else (``rm -f x`` approved always approves
-    ``rm -f x``, never ``rm -rf /``).
+    ``tool(git status:*)`` (a prefix and any words after) only for a line that is exactly one
+    simple command of literal words starting with one of the prefixes of
+    :data:`_PREFIX_KEYS` (``git status``, ``ls``, ``pwd``, ``whoami``), spelt as there (not
+    ``/bin/ls``); otherwise ``tool(<the command, byte for byte>)`` with ``*`` and ``\\``
+    escaped, so that the key, read back as a rule, matches that command and nothing else
+    (``rm -f x`` approved always approves ``rm -f x``, never ``rm -rf /``; ``python3 -c
+    'print(1)'`` never another program).
     """
     if not command:
         return f"{tool}('')"  # tool() would be every command; this one is asked again later
     parsed = parse_command(command)
     if parsed.plain:
-        argv = [w.value or "" for w in parsed.commands[0].words]
-        subcommand = len(argv) > 1 and argv[0] in _SUBCOMMAND_PROGRAMS
-        if subcommand and _SUBCOMMAND.fullmatch(argv[1]) and not _runs_code(argv):
-            return f"{tool}({argv[0]} {argv[1]}:*)"
+        argv = tuple(w.value or "" for w in parsed.commands[0].words)
+        for size in (2, 1):
+            if argv[:size] in _PREFIX_KEYS:
+                return f"{tool}({' '.join(argv[:size])}:*)"
     return f"{tool}({escape_spec(command)})"

@@ -446,13 +446,28 @@ async def test_approve_always_covers_only_what_was_approved(
     [
         ("git status", "bash(git status:*)"),
         ("git  status --short", "bash(git status:*)"),
-        ("ls -la", "bash(ls -la)"),  # not a program with subcommands: exact
+        ("ls -la", "bash(ls:*)"),  # ls reads and prints, whatever its arguments
+        ("'ls' -R", "bash(ls:*)"),
+        ("/bin/ls -la", "bash(/bin/ls -la)"),  # spelt as on the list only
+        ("pwd", "bash(pwd:*)"),
         ("rm -f x1", "bash(rm -f x1)"),  # never bash(rm:*), which would cover rm -rf /
         ("rm x5", "bash(rm x5)"),
         ("cat a.txt", "bash(cat a.txt)"),
         ("echo 41", "bash(echo 41)"),
-        ("npm test", "bash(npm test:*)"),
-        ("cargo build --release", "bash(cargo build:*)"),
+        # not on the list of prefixes that only read and print: exact
+        ("npm test", "bash(npm test)"),
+        ("cargo build --release", "bash(cargo build --release)"),
+        ("git log --oneline", "bash(git log --oneline)"),  # git log --output=FILE writes
+        ("git config user.name x", "bash(git config user.name x)"),
+        ("make build", "bash(make build)"),
+        ("node -e 1", "bash(node -e 1)"),
+        ("env ls", "bash(env ls)"),
+        ("sudo ls", "bash(sudo ls)"),
+        ("xargs ls", "bash(xargs ls)"),
+        ("git status\ntouch P", "bash(git status\ntouch P)"),
+        ("ls -la; touch P", "bash(ls -la; touch P)"),
+        ("ls $(touch P)", "bash(ls $(touch P))"),
+        ("LS_COLORS=x ls", "bash(LS_COLORS=x ls)"),
         ("git -C x status", "bash(git -C x status)"),  # a flag is no subcommand
         ("npm test:unit", "bash(npm test:unit)"),
         ("echo touch P > /dev/null", "bash(echo touch P > /dev/null)"),
@@ -487,6 +502,20 @@ ROUND_TRIPS = [
     ("cat <<'EOF'\n*\nEOF", ["cat <<'EOF'\nx\nEOF", "cat <<'EOF'\n*\nEOF\ntouch P"]),
     ("echo \\\\*", ["echo \\*", "echo \\\\x"]),
     ("", ["touch P", " "]),
+    # approving one spelling never approves another program, or the same one running code
+    ("git config user.name x", ["git config core.fsmonitor 'touch P'", "git config x y"]),
+    ("git log --oneline", ["git log --output=P", "git log -p"]),
+    ("npm test", ["npm run x", "npm test; touch P", "npm install x"]),
+    ("make build", ["make all", "make -f /tmp/x build"]),
+    ("python3 -c 'print(1)'", ["python3 -c 'import os'", "python3 x.py"]),
+    ("node -e 1", ["node -e 2", "node x.js", "node -e 1; touch P"]),
+    ("env X=1 ls", ["env X=1 touch P", "env ls"]),
+    ("xargs echo", ["xargs touch", "xargs echo; touch P"]),
+    ("sudo ls", ["sudo touch P", "sudo ls; touch P"]),
+    ("find . -name x", ["find . -name x -exec touch P ';'", "find . -delete"]),
+    ("ls -la", ["ls; touch P", "ls $(touch P)", "ls > P", "/tmp/ls", "lsof"]),
+    ("/bin/ls", ["/bin/ls -R", "/tmp/ls"]),
+    ("git status", ["git -c core.fsmonitor=x status", "GIT_DIR=x git status"]),
 ]
 
 
