@@ -166,8 +166,24 @@ _PLAIN_EXPANSION = re.compile(
 # A literal word bash may read as a variable name with a subscript it expands (``test -v``,
 # ``printf -v``, ``declare``, ``read``, ``let``, ``unset``, ``mapfile``, ``[[ -v ]]``: the
 # subscript is arithmetic, and its ``$(…)`` runs).
-_SUBSCRIPT_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*[$`]")
+_SUBSCRIPT_CODE = re.compile(r"\[[^\]]*[$`]")
+# Builtins that take variable names (and so expand a subscript in one): given a computed word,
+# the name may be ``a[$(cmd)]`` built at run time (``"a[$_"``). With the option that makes them
+# take a name, for those that take one only so.
+_NAME_BUILTINS: dict[str, frozenset[str] | None] = {
+    "test": frozenset({"-v", "-R"}),
+    "[": frozenset({"-v", "-R"}),
+    "printf": frozenset({"-v"}),
+    "wait": frozenset({"-p"}),
+    "read": None,
+    "unset": None,
+    "let": None,
+    "mapfile": None,
+    "readarray": None,
+    "getopts": None,
+}
 _ARITHMETIC_NAME = re.compile(r"[A-Za-z_]")
+_INTEGER_OR_REF = re.compile(r"[-+][A-Za-z]*[in][A-Za-z]*")
 _TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 # Variables a shell (or the loader) runs as code: set on a command, they run what the harness
 # cannot read.
@@ -763,10 +779,19 @@ class _Analysis:
                 words.append(Word(child.type))  # the keyword: export, declare, local, unset, ...
             elif child.type == "variable_assignment":
                 words.append(_assignment_word(child, src))
+                if child.child_by_field_name("name") is None:
+                    self.evaluates("a declaration of a computed variable name")
+            elif child.type == "word" and _INTEGER_OR_REF.fullmatch(_text(src, child)):
+                # -i evaluates what is assigned as arithmetic; -n makes a name refer to another
+                self.evaluates("an integer or reference declaration (declare -i, -n)")
+                words.append(_word(child, src))
             elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
                 continue
             else:
-                words.append(_word(child, src))
+                word = _word(child, src)
+                if word.value is None:  # declare "a[$_]=1": a name built at run time
+                    self.evaluates("a declaration of a computed variable name")
+                words.append(word)
         self.add(SimpleCommand(tuple(words)))
 
     def add(self, command: SimpleCommand) -> None:
@@ -775,6 +800,14 @@ class _Analysis:
         if first is not None and _basename(first) == "coproc":
             self.construct("a background job (coproc)")
             self.hide("coproc, whose syntax the harness does not read")
+        name_options = _NAME_BUILTINS.get(first or "", frozenset())
+        args = command.words[command.assignments + 1 :]
+        if (
+            first in _NAME_BUILTINS
+            and any(w.value is None for w in args)
+            and (name_options is None or any(w.value in name_options for w in args))
+        ):
+            self.evaluates("a builtin given a computed variable name (a[$(…)] built at run time)")
         for word in command.words:
             if word.value is not None and _SUBSCRIPT_CODE.search(word.value):
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")

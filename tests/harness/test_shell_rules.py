@@ -350,11 +350,19 @@ EVALUATED_SPELLINGS = [
     "echo touch P | BASH_ENV=/dev/stdin bash -c :",
     "env BASH_ENV=/dev/stdin bash -c 'echo x' <<< 'touch P'",
     f"hash -p {TOUCH} ls; ls P",
+    # the subscript built at run time, from $_ and a literal with no "[" before its "$("
+    "true '[$(touch P)]'; test -v \"a$_\"",
+    "echo '$(touch P)]'; test -v \"a[$_\"",
+    "echo '$(touch P)]'; printf -v \"a[$_\" x",
+    "echo '$(touch P)]'; read \"a[$_\" <<< x",
+    "echo '$(touch P)]'; let \"a[$_\"",
+    "echo '$(touch P)]'; declare \"a[$_=1\"",
+    "echo '$(touch P)]'; declare -n r=\"a[$_\"; echo $r",
 ]
 # allow rules a user may well hold: none of them names touch
 EVALUATING_ALLOWED = [
     f"bash({name}:*)"
-    for name in ("echo", "ls", "test", "printf", "declare", "let", "read", "trap", "shopt")
+    for name in ("echo", "true", "ls", "test", "printf", "declare", "let", "read", "trap", "shopt")
 ]
 
 
