@@ -185,11 +185,12 @@ _NAME_BUILTINS: dict[str, frozenset[str] | None] = {
 _ARITHMETIC_NAME = re.compile(r"[A-Za-z_]")
 _INTEGER_OR_REF = re.compile(r"[-+][A-Za-z]*[in][A-Za-z]*")
 _TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
-# Variables a shell (or the loader) runs as code: set on a command, they run what the harness
+# Variables a shell (or the loader) runs as code, or that say which program a name runs
+# (BASH_CMDS is the command hash, BASH_ALIASES the aliases): set, they run what the harness
 # cannot read.
 _CODE_VARIABLES = re.compile(
     r"(?:BASH_ENV|ENV|PS[0-4]|PROMPT_COMMAND|BASH_FUNC_[^=]*|SHELLOPTS|BASHOPTS|LD_PRELOAD"
-    r"|LD_AUDIT|LD_LIBRARY_PATH)\+?="
+    r"|LD_AUDIT|LD_LIBRARY_PATH|BASH_CMDS|BASH_ALIASES)(?:\[[^\]]*\])?\+?="
 )
 _STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
 _SHELL_OPTION_ARGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
@@ -630,7 +631,7 @@ class _Analysis:
             if parent is None or parent.type not in ("command", "declaration_command"):
                 self.construct("a variable assignment")
             if _CODE_VARIABLES.match(_head(src, node)):
-                self.hide("it sets a variable a shell runs as code (BASH_ENV, PS4, ...)")
+                self.hide("it sets a variable a shell runs as code (BASH_ENV, BASH_CMDS, ...)")
             if _SUBSCRIPT_CODE.search(_text(src, node)):  # declare -i x; x='a[$(…)]'
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
         elif t == "expansion":
@@ -811,8 +812,11 @@ class _Analysis:
         for word in command.words:
             if word.value is not None and _SUBSCRIPT_CODE.search(word.value):
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
-            if word.value is not None and _CODE_VARIABLES.match(word.value):
-                self.hide("it sets a variable a shell runs as code (BASH_ENV, PS4, ...)")
+            if word.value is not None and (
+                _CODE_VARIABLES.match(word.value)
+                or word.value.startswith(("BASH_CMDS", "BASH_ALIASES"))  # read BASH_CMDS[ls]
+            ):
+                self.hide("it sets a variable a shell runs as code (BASH_ENV, BASH_CMDS, ...)")
         argv = command.words[command.assignments :]
         options = [w.value or "-pf" for w in argv[1:] if (w.value or "-").startswith("-")]
         if first in ("hash", "enable") and any("p" in o or "f" in o for o in options):

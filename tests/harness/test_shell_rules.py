@@ -358,6 +358,12 @@ EVALUATED_SPELLINGS = [
     "echo '$(touch P)]'; let \"a[$_\"",
     "echo '$(touch P)]'; declare \"a[$_=1\"",
     "echo '$(touch P)]'; declare -n r=\"a[$_\"; echo $r",
+    # the command hash and the aliases, set as variables
+    f"BASH_CMDS[ls]={TOUCH}; ls P",
+    f"BASH_CMDS+=([ls]={TOUCH}); ls P",
+    f"declare -A BASH_CMDS=([ls]={TOUCH}); ls P",
+    f"read 'BASH_CMDS[ls]' <<< {TOUCH}; ls P",
+    "shopt -s expand_aliases\nBASH_ALIASES[e]=touch\ne P",
 ]
 # allow rules a user may well hold: none of them names touch
 EVALUATING_ALLOWED = [
