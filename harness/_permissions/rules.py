@@ -168,7 +168,8 @@ class Rule:
         the settings file's project, where we read an absolute path; a deny or ask rule
         (``how`` other than ``all``) catches the relative reading too, so a rule written for
         Claude Code never denies less here, while an allow rule keeps the absolute reading
-        alone and never allows more.
+        alone and never allows more. Likewise a deny or ask rule without ``/`` (``.env``,
+        ``*.key``) also matches that name at any depth, as a gitignore pattern does.
         """
         spec = self.spec or ""
         if spec.startswith(("/", "~")):
@@ -185,10 +186,17 @@ class Rule:
                 and not os.path.isabs(path)
                 and _glob_matches(spec[1:], path, how)
             )
-        if spec.startswith("./"):
+        anchored = spec.startswith("./")
+        if anchored:
             spec = spec[2:]
         candidate = path.lstrip("/") if os.path.isabs(path) else path
-        return _glob_matches(spec, candidate, how)
+        if _glob_matches(spec, candidate, how):
+            return True
+        # Claude Code's rules are gitignore patterns, where one without "/" names a file at
+        # any depth (Read(.env) is sub/.env too): deny and ask rules catch that reading as
+        # well, so a rule written for Claude Code never denies less; allow rules never float.
+        floats = how != "all" and not anchored and "/" not in spec.rstrip("/")
+        return floats and _glob_matches("**/" + spec, candidate, how)
 
 
 def _glob_matches(pattern: str, path: str, how: Literal["any", "maybe", "all"]) -> bool:

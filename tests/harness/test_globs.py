@@ -248,3 +248,25 @@ async def test_a_tilde_path_is_the_folder_named_tilde(
     assert request(work, read_tool(), path="~/.ssh/id").paths[-1] == str(home / ".ssh" / "id")
     assert request(work, read_tool(), path="./~/.ssh/id").paths == ("~/.ssh/id",)
     assert request(work, read_tool(), path="~user/x").paths == ("~user/x",)
+
+
+# (rule, path, denied by a deny rule, approved by the same rule as an allow rule in dont_ask)
+FLOATING = [
+    ("write(.env)", ".env", True, True),
+    ("write(.env)", "sub/.env", True, False),  # gitignore: a name without "/" at any depth
+    ("write(*.key)", "a/b/c.key", True, False),
+    ("write(./.env)", "sub/.env", False, False),  # "./" anchors it at the working folder
+    ("write(src/*.py)", "lib/src/a.py", False, False),  # a "/" anchors it too
+    ("write(*.py)", "a.py", True, True),
+]
+
+
+@pytest.mark.parametrize(("rule", "path", "denied", "approved"), FLOATING)
+async def test_a_name_without_a_slash_is_denied_at_any_depth_and_allowed_only_at_the_top(
+    tmp_path: Path, rule: str, path: str, denied: bool, approved: bool
+) -> None:
+    deny = SecuritySupervisor(mode="bypass", setting_sources=(), rules={"deny": [rule]})
+    allow = SecuritySupervisor(mode="dont_ask", setting_sources=(), rules={"allow": [rule]})
+    req = request(tmp_path, write_tool(), path=path, content="x")
+    assert isinstance(await deny.decide(req), Deny) is denied
+    assert isinstance(await allow.decide(req), Approve) is approved
