@@ -9,7 +9,6 @@ rich and vanish when stdout is not a terminal.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from rich.console import Console
@@ -30,7 +29,7 @@ from hooks import (
 
 from .._harness import AgentHarness
 from .._permissions import PermissionRequest
-from ._common import one_line
+from ._common import APPROVAL_GUTTER, gutter_lines, one_line
 from ._escape import terminal
 from ._render import short
 
@@ -54,21 +53,6 @@ def _call_text(name: str, input: Mapping[str, JSONValue]) -> str:
     return short(f"{name} {main}".rstrip(), _ARGS_CHARS)
 
 
-APPROVAL_GUTTER = "│ "
-"""Starts every line of the command an approval question is about."""
-
-
-_BLANK_RUN = re.compile(r" {8,}")
-
-
-def _shown_line(line: str) -> str:
-    """One line of a command as the approver reads it: escaped, tabs as ``\\t``, and a run of
-    blanks as a count (``echo hi⟨300 blanks⟩; touch P``) so it cannot push the rest out of
-    sight."""
-    escaped = terminal(line).replace("\t", "\\t")
-    return _BLANK_RUN.sub(lambda m: f"⟨{len(m.group())} blanks⟩", escaped)
-
-
 def approval_lines(request: PermissionRequest) -> list[str]:
     """What the person approving ``request`` reads before answering: the tool, then the whole
     command (or path) it asks about, line by line, each after :data:`APPROVAL_GUTTER`, nothing
@@ -80,7 +64,7 @@ def approval_lines(request: PermissionRequest) -> list[str]:
     verb = "run" if request.kind == "execute" else "use"
     where = ", outside the working folder" if request.leaves_cwd else ""
     lines = [f"{request.tool_name} wants to {verb}{where}:"]
-    lines += [APPROVAL_GUTTER + _shown_line(line) for line in target.split("\n")]
+    lines += gutter_lines(target)
     if request.target is not None and request.operation_key != f"{request.tool_name}({target})":
         lines.append(f"always would approve: {one_line(request.operation_key)}")
     return lines

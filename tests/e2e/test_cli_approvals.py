@@ -133,3 +133,12 @@ def test_what_a_waiting_call_holds_reaches_the_terminal_escaped(
 
     assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
     assert "\\x1b]52" in listed.stdout  # shown, as an escape
+
+
+def test_approvals_list_shows_the_whole_command_of_a_waiting_call(
+    env: dict[str, str], work: Path
+) -> None:
+    command = "echo " + "a" * 120 + "; echo hidden-payload"
+    harness(env, work, "run", "--offline", "--defer-approvals", "-p", f"!{command}")
+    listed = harness(env, work, "approvals", "list").stdout
+    assert f"│ {command}" in listed.splitlines()  # the one-line summary cuts it at 60 and 100
