@@ -150,7 +150,7 @@ class Rule:
     def _matches_text(self, text: str) -> bool:
         """The specifier against the command's text, blanks squeezed: deny and ask rules catch
         what a text pattern catches, on top of what they find in the words."""
-        return compile_spec(self.spec or "").text.fullmatch(text) is not None
+        return compile_spec(self.spec or "").text.fullmatch(text)
 
     def matches_path(
         self,

@@ -14,8 +14,9 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
+import re2
 import tree_sitter_bash
 from attrs import frozen
 from tree_sitter import Language, Node, Parser, Tree
@@ -163,10 +164,25 @@ _PLAIN_EXPANSION = re.compile(
     r"\$\{#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-@*#?$!0])(?:\[(?:[@*]|[0-9]+)\])?"
     r"(?:(?::?[-+?=]|##?|%%?|/[/#%]?|\^\^?|,,?|:[0-9]+(?::[0-9]+)?)[\s\S]*)?\}"
 )
+
+
 # A literal word bash may read as a variable name with a subscript it expands (``test -v``,
 # ``printf -v``, ``declare``, ``read``, ``let``, ``unset``, ``mapfile``, ``[[ -v ]]``: the
 # subscript is arithmetic, and its ``$(…)`` runs).
-_SUBSCRIPT_CODE = re.compile(r"\[[^\]]*[$`]")
+def _subscript_code(text: str) -> bool:
+    """Whether ``text`` holds a ``[`` followed, before any ``]``, by ``$`` or a backtick (one
+    pass: a backtracking pattern was quadratic in a word of 100,000 ``[``)."""
+    open_bracket = False
+    for c in text:
+        if c == "[":
+            open_bracket = True
+        elif c == "]":
+            open_bracket = False
+        elif open_bracket and c in "$`":
+            return True
+    return False
+
+
 # Builtins that take variable names (and so expand a subscript in one): given a computed word,
 # the name may be ``a[$(cmd)]`` built at run time (``"a[$_"``). With the option that makes them
 # take a name, for those that take one only so.
@@ -189,7 +205,7 @@ _TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 # (BASH_CMDS is the command hash, BASH_ALIASES the aliases): set, they run what the harness
 # cannot read.
 _CODE_VARIABLES = re.compile(
-    r"(?:BASH_ENV|ENV|PS[0-4]|PROMPT_COMMAND|BASH_FUNC_[^=]*|SHELLOPTS|BASHOPTS|LD_PRELOAD"
+    r"(?:BASH_ENV|ENV|PS[0-4]|PROMPT_COMMAND|BASH_FUNC_[^=\[]*|SHELLOPTS|BASHOPTS|LD_PRELOAD"
     r"|LD_AUDIT|LD_LIBRARY_PATH|BASH_CMDS|BASH_ALIASES)(?:\[[^\]]*\])?\+?="
 )
 _STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
@@ -632,7 +648,7 @@ class _Analysis:
                 self.construct("a variable assignment")
             if _CODE_VARIABLES.match(_head(src, node)):
                 self.hide("it sets a variable a shell runs as code (BASH_ENV, BASH_CMDS, ...)")
-            if _SUBSCRIPT_CODE.search(_text(src, node)):  # declare -i x; x='a[$(…)]'
+            if _subscript_code(_text(src, node)):  # declare -i x; x='a[$(…)]'
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
         elif t == "expansion":
             if any(c.type in ("=", ":=") for c in node.children):
@@ -810,7 +826,7 @@ class _Analysis:
         ):
             self.evaluates("a builtin given a computed variable name (a[$(…)] built at run time)")
         for word in command.words:
-            if word.value is not None and _SUBSCRIPT_CODE.search(word.value):
+            if word.value is not None and _subscript_code(word.value):
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
             if word.value is not None and (
                 _CODE_VARIABLES.match(word.value)
@@ -1094,22 +1110,47 @@ class _RuleWord:
 
     literal: str | None
     star: bool
-    pattern: re.Pattern[str]
+    pattern: _Linear
 
     def matches(self, value: str) -> bool:
-        return (
-            value == self.literal
-            if self.literal is not None
-            else bool(self.pattern.fullmatch(value))
-        )
+        return value == self.literal if self.literal is not None else self.pattern.fullmatch(value)
+
+
+class _Linear:
+    """A rule's wildcard pattern (literal text and ``.*``) run by RE2, in time linear in the
+    text: Python's ``re`` took minutes for ``bash(*a*a*a*a*b)`` against a long command, and
+    rules come from settings files (an untrusted project's deny rules too). Bytes are matched
+    as Latin-1 characters, so any text (lone surrogates included) matches as written."""
+
+    __slots__ = ("_regex",)
+
+    def __init__(self, pattern: str) -> None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.dot_nl = True
+        options.never_capture = True
+        options.log_errors = False
+        self._regex: Any = re2.compile(_latin1(pattern), options)  # google-re2 has no hints
+
+    def fullmatch(self, text: str) -> bool:
+        return self._regex.fullmatch(_latin1(text)) is not None
+
+
+def _latin1(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _escape(text: str) -> str:
+    """``text`` as RE2 literal text (as Latin-1 bytes: each byte escaped by its code)."""
+    return "".join(f"\\x{b:02x}" for b in _latin1(text))
 
 
 def _rule_word(chars: list[str | None]) -> _RuleWord:
     if all(c is not None for c in chars):
         literal = "".join(c for c in chars if c is not None)
-        return _RuleWord(literal, False, re.compile(re.escape(literal), re.S))
-    pattern = "".join(".*" if c is None else re.escape(c) for c in chars)
-    return _RuleWord(None, chars == [None], re.compile(pattern, re.S))
+        return _RuleWord(literal, False, _Linear(_escape(literal)))
+    pattern = "".join(".*" if c is None else _escape(c) for c in chars)
+    return _RuleWord(None, chars == [None], _Linear(pattern))
 
 
 def escape_spec(command: str) -> str:
@@ -1125,7 +1166,7 @@ class Spec:
     rest: bool
     exact: str | None
     plain: bool
-    text: re.Pattern[str]
+    text: _Linear
 
     def finds(self, parsed: ParsedCommand) -> Found:
         """Whether a deny or ask rule with this specifier catches a simple command of
@@ -1282,7 +1323,7 @@ def compile_spec(spec: str) -> Spec:
     )
 
 
-def _text_pattern(chars: list[str | None], prefix: bool) -> re.Pattern[str]:
+def _text_pattern(chars: list[str | None], prefix: bool) -> _Linear:
     """The specifier as a pattern over the command's text with blanks squeezed (how rules matched
     before they read words): deny and ask rules still catch what it matches."""
     body = chars[:-2] if prefix else chars
@@ -1291,9 +1332,9 @@ def _text_pattern(chars: list[str | None], prefix: bool) -> re.Pattern[str]:
         if blank:
             pieces.append(" ")
         else:
-            pieces.extend(".*" if c is None else re.escape(c) for c in run)
+            pieces.extend(".*" if c is None else _escape(c) for c in run)
     pattern = "".join(pieces).strip(" ")
-    return re.compile(pattern + ("(?: .*)?" if prefix else ""), re.S)
+    return _Linear(pattern + ("(?: .*)?" if prefix else ""))
 
 
 def _runs(chars: list[str | None]) -> Iterator[tuple[bool, list[str | None]]]:

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -790,3 +791,53 @@ def test_the_parser_sees_every_command_bash_runs(logging_bash: Any, command: str
         views = [c.words[s:] for c, s in parsed.views]
         for argv in ran:
             assert not argv or any(_covers(v, argv) for v in views), (command, argv)
+
+
+# --- bounded matching --------------------------------------------------------------------------
+
+# (rule, command): a backtracking matcher took minutes over each (rules come from settings
+# files, an untrusted project's deny and ask rules too; the command from the model)
+STALLING = [  # (rule, the command's start, a unit repeated, how many times)
+    ("bash(*a*a*a*a*a*a*a*a*a*b)", "", "a", 20_000),
+    ("bash(x *a*a*a*a*a*a*b:*)", "x ", "a", 20_000),
+    ("bash(echo *a*a*a*a*a*a*a*a*b)", "echo ", "a ", 10_000),
+    ("bash(echo)", "echo '", "[", 90_000),
+    ("bash(echo)", "echo BASH_FUNC_", "[a", 45_000),
+]
+
+
+def test_a_wildcard_rule_never_stalls_a_decision(tmp_path: Path) -> None:
+    code = f"""
+import asyncio, sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parents[1] / "fixtures")!r})
+from permission_requests import request
+from harness import SecuritySupervisor, bash_tool
+async def main():
+    for rule, start, unit, times in {STALLING!r}:
+        command = start + unit * times
+        for key in ("deny", "ask", "allow"):
+            s = SecuritySupervisor(mode="dont_ask", setting_sources=(), rules={{key: [rule]}})
+            d = await s.decide(request(Path({str(tmp_path)!r}), bash_tool(), command=command))
+            print(type(d).__name__)
+asyncio.run(main())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Deny"] * 3 * len(STALLING)  # decided, none allowed
+
+
+@pytest.mark.parametrize(
+    ("spec", "command", "found"),
+    [
+        ("touch*", "touchx P", "yes"),
+        ("*ouch P", "touch P", "yes"),
+        ("tou\\*ch:*", "'tou*ch' P", "yes"),
+        ("é*:*", "éa x", "yes"),
+        ("a*b", "a\udcffb", "yes"),  # text bash gets from an undecodable byte still matches
+    ],
+)
+def test_wildcards_still_match_on_re2(spec: str, command: str, found: str) -> None:
+    assert compile_spec(spec).finds(parse_command(command)) == found
