@@ -56,6 +56,7 @@ _CLASSES = {
     "print": "[:alnum:] " + _PUNCT,
 }
 _SLASH = ord("/")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _WILD = re.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
 
 
@@ -84,7 +85,10 @@ class Glob:
             path = path[:-1]
         if any(name in (".", "..") for name in path.split("/")):
             return path in self._literals
-        return self._regex.fullmatch(path.encode("utf-8", "surrogateescape")) is not None
+        # a byte that is no UTF-8 (os.fsdecode makes it a lone surrogate) is one character
+        # that no literal names: RE2 would match no wildcard over the raw byte
+        text = _SURROGATE.sub("\ufffd", path)
+        return self._regex.fullmatch(text.encode("utf-8")) is not None
 
 
 def _class(pattern: str, start: int) -> tuple[str, int] | None:

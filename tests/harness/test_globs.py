@@ -8,6 +8,7 @@ deny rule, or a model's ``find`` pattern, stalled every call)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,11 @@ SEMANTICS = [
     ("~/x", "~/x", True),  # a "~" in a pattern is a character; rules expand it, not globs
     ("x", "x\ny", False),
     ("*", "x\ny", True),
+    # a file name that is no UTF-8 (a lone surrogate once decoded) is matched by wildcards
+    ("**/secret*", os.fsdecode(b"a/secret\xff"), True),
+    ("a/?", os.fsdecode(b"a/\xff"), True),
+    ("a/[!x]", os.fsdecode(b"a/\xff"), True),
+    ("a/b", os.fsdecode(b"a/\xff"), False),
 ]
 
 
