@@ -46,6 +46,7 @@ __all__ = [
     "FileRefusedError",
     "Location",
     "beneath",
+    "expand_home",
     "no_symlinks",
     "open_dir",
     "open_parent",
@@ -216,6 +217,20 @@ def _open(loc: Location, flags: int, mode: int = 0o666) -> int:
         return _open_in(root, loc, loc.rel, flags, mode)
 
 
+def expand_home(path: str) -> str:
+    """``path`` with a leading ``~`` or ``~/`` as the user's home folder; any other path
+    (``./~/x``, ``~user/x``, ``a/~``) as it is.
+
+    The one place a tool's path is expanded: the supervisor (``describe_call``) and the tools
+    (:func:`tool_location`) both call it, so a rule judges the file the tool opens (a ``~``
+    folder in the working folder is ``./~``, never the home folder, and the home folder never
+    that folder).
+    """
+    if path == "~" or path.startswith("~/"):
+        return os.path.expanduser("~") + path[1:]
+    return path
+
+
 def relative_to(root: str | os.PathLike[str], path: str) -> str | None:
     """``path`` (relative to ``root`` or absolute) as a normalised relative path, or None when
     it lexically leaves ``root``. Symlinks are not looked at: the open enforces those."""
@@ -280,6 +295,7 @@ def tool_location(
     Raises:
         FileRefusedError: confined and the path lexically leaves ``cwd``, or a NUL byte.
     """
+    path = expand_home(path)
     if confined:
         _check_text(path)
         rel = relative_to(cwd, path)

@@ -15,6 +15,7 @@ from attrs import frozen
 
 from hooks import JSONValue
 
+from .._fs import expand_home
 from .._tools.base import Tool
 from .shell import command_key
 
@@ -74,7 +75,8 @@ def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> Call
         raise ValueError(f"the path {given!r} holds a NUL byte")
     base = os.path.abspath(cwd)
     real_base = os.path.realpath(base)
-    lexical = os.path.normpath(os.path.join(base, os.path.expanduser(given)))
+    # ~ expanded as the tools expand it (one function), so rules see the file they open
+    lexical = os.path.normpath(os.path.join(base, expand_home(given)))
     resolved = os.path.realpath(lexical)
     lexical_rel = _inside(base, lexical) or _inside(real_base, lexical)
     resolved_rel = _inside(real_base, resolved)

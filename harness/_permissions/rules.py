@@ -14,15 +14,16 @@ A rule is a tool name, optionally with a specifier in parentheses, as in Claude 
   naming its command word literally, and the line holds nothing the words do not show
   (substitutions, redirections to files, ``&``, ...), or when the command is exactly the
   specifier's text. docs/permissions.md has the whole table.
-- a tool with a path ``target``: a glob (``wcmatch``: ``**`` spans folders, hidden files
-  match) against the path relative to the working folder, as written and with symlinks
-  resolved; deny and ask rules catch either, allow rules need both. A specifier starting with
-  ``/`` or ``~`` is matched against absolute paths; a relative one also against paths outside
-  the working folder, without their leading ``/`` (so ``**/.env`` catches them everywhere).
-  ``read(...)`` rules name the operation, not one tool: they apply to every tool that reads
-  paths (read, grep, find, ls); ``write(...)`` and ``edit(...)`` to every tool that writes
-  them (write, edit). A folder a tool walks is filtered too: files a deny or ask ``read``
-  rule matches are left out of what grep, find and ls return.
+- a tool with a path ``target``: a glob (``harness._globs``, matched by RE2 in linear time:
+  ``**`` spans folders, hidden files match, braces expand to at most 256 alternatives) against
+  the path relative to the working folder, as written and with symlinks resolved; deny and ask
+  rules catch either, allow rules need both. A specifier starting with ``/`` or ``~`` is
+  matched against absolute paths; a relative one also against paths outside the working
+  folder, without their leading ``/`` (so ``**/.env`` catches them everywhere). ``read(...)``
+  rules name the operation, not one tool: they apply to every tool that reads paths (read,
+  grep, find, ls); ``write(...)`` and ``edit(...)`` to every tool that writes them (write,
+  edit). A folder a tool walks is filtered too: files a deny or ask ``read`` rule matches are
+  left out of what grep, find and ls return.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from typing import Any, Literal
 
 import orjson
 from attrs import field, frozen
-from wcmatch import glob
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
+from .._globs import GlobError, compile_glob
 from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
 from .shell import SimpleCommand, compile_spec, parse_command
@@ -62,7 +63,6 @@ PERMISSION_MODES: tuple[PermissionMode, ...] = (
 OPERATION_RULES: Mapping[str, str] = {"read": "read", "write": "edit", "edit": "edit"}
 """Rule names that name an operation, not one tool: the tool kind each covers."""
 _RULE = re.compile(r"(?P<tool>[\w.-]+(?:__\*)?)(?:\((?P<spec>.*)\))?", re.S)
-_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
 
 
 @frozen
@@ -81,7 +81,13 @@ class Rule:
         if found is None:
             raise ValueError(f"not a permission rule: {text!r} (expected tool or tool(pattern))")
         spec = found["spec"]
-        return cls(found["tool"], None if spec in (None, "", "*") else spec, text.strip(), source)
+        rule = cls(found["tool"], None if spec in (None, "", "*") else spec, text.strip(), source)
+        if rule.spec is not None and _tool_name(rule.tool) in OPERATION_RULES:
+            try:  # a path rule's glob must compile: a broken one fails its file, not a match
+                compile_glob(rule.spec.removeprefix("/").removeprefix("./"))
+            except GlobError as exc:
+                raise ValueError(f"{text.strip()!r}: {exc}") from None
+        return rule
 
     def matches(self, request: PermissionRequest, *, how: Literal["any", "maybe", "all"]) -> bool:
         """Whether the rule covers ``request``: ``any`` part (deny, ask), ``maybe`` any part
@@ -149,7 +155,7 @@ class Rule:
     def _matches_text(self, text: str) -> bool:
         """The specifier against the command's text, blanks squeezed: deny and ask rules catch
         what a text pattern catches, on top of what they find in the words."""
-        return compile_spec(self.spec or "").text.fullmatch(text) is not None
+        return compile_spec(self.spec or "").text.fullmatch(text)
 
     def matches_path(
         self,
@@ -167,7 +173,8 @@ class Rule:
         the settings file's project, where we read an absolute path; a deny or ask rule
         (``how`` other than ``all``) catches the relative reading too, so a rule written for
         Claude Code never denies less here, while an allow rule keeps the absolute reading
-        alone and never allows more.
+        alone and never allows more. Likewise a deny or ask rule without ``/`` (``.env``,
+        ``*.key``) also matches that name at any depth, as a gitignore pattern does.
         """
         spec = self.spec or ""
         if spec.startswith(("/", "~")):
@@ -175,19 +182,36 @@ class Rule:
             full = path
             if not os.path.isabs(path) and cwd is not None:
                 full = os.path.normpath(os.path.join(cwd, path))
-            if os.path.isabs(full) and glob.globmatch(full, pattern, flags=_GLOB_FLAGS):
+            if os.path.isabs(full) and _glob_matches(pattern, full, how):
                 return True
             return (
                 how != "all"
                 and spec.startswith("/")
                 and not spec.startswith("//")
                 and not os.path.isabs(path)
-                and glob.globmatch(path, spec[1:], flags=_GLOB_FLAGS)
+                and _glob_matches(spec[1:], path, how)
             )
-        if spec.startswith("./"):
+        anchored = spec.startswith("./")
+        if anchored:
             spec = spec[2:]
         candidate = path.lstrip("/") if os.path.isabs(path) else path
-        return glob.globmatch(candidate, spec, flags=_GLOB_FLAGS)
+        if _glob_matches(spec, candidate, how):
+            return True
+        # Claude Code's rules are gitignore patterns, where one without "/" names a file at
+        # any depth (Read(.env) is sub/.env too): deny and ask rules catch that reading as
+        # well, so a rule written for Claude Code never denies less; allow rules never float.
+        floats = how != "all" and not anchored and "/" not in spec.rstrip("/")
+        return floats and _glob_matches("**/" + spec, candidate, how)
+
+
+def _glob_matches(pattern: str, path: str, how: Literal["any", "maybe", "all"]) -> bool:
+    """``pattern`` against ``path`` in linear time (``harness._globs``). A pattern that cannot
+    be compiled (``Rule.parse`` refuses those, but a ``Rule`` may be built directly) catches
+    every path for a deny or ask rule and none for an allow rule."""
+    try:
+        return compile_glob(pattern).matches(path)
+    except GlobError:
+        return how != "all"
 
 
 def _tool_name(name: str) -> str:

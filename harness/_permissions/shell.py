@@ -14,8 +14,9 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
+import re2
 import tree_sitter_bash
 from attrs import frozen
 from tree_sitter import Language, Node, Parser, Tree
@@ -122,7 +123,7 @@ class ParsedCommand:
 # --- what bash runs that is not the command word ----------------------------------------------
 
 # Programs and builtins that run a command given in their arguments: deny rules see the command
-# starting at every later word; none gets a prefix operation key.
+# starting at every later word.
 _WRAPPERS = frozenset(
     {
         "builtin", "busybox", "caffeinate", "chroot", "chrt", "command", "coproc", "doas",
@@ -144,16 +145,6 @@ _SHELLS = frozenset(
     {"ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "posh", "rbash", "sh", "tcsh", "yash",
      "zsh"}
 )  # fmt: skip
-# Interpreters take code in their arguments (-c, -e, -m, a script); rules cannot read it, so they
-# never get a prefix key (deny rules do not look into other languages: deny the interpreter).
-_INTERPRETERS = frozenset(
-    {
-        "awk", "bun", "bunx", "deno", "expect", "gawk", "groovy", "irb", "jshell", "julia",
-        "mawk", "nawk", "node", "nodejs", "npx", "osascript", "php", "powershell", "pwsh", "R",
-        "Rscript", "sed", "tclsh", "ts-node", "tsx", "uvx", "wish",
-    }
-)  # fmt: skip
-_VERSIONED = re.compile(r"(?:python|pypy|perl|ruby|lua|luajit|php)[0-9.]*")
 # Builtins that change the shell for the commands after them (variables, options, functions,
 # the command hash): a line with one of them and other commands is not allowed by its parts.
 _STATE = frozenset(
@@ -163,7 +154,60 @@ _STATE = frozenset(
         "source", "trap", "typeset", "unalias", "unset",
     }
 )  # fmt: skip
-_RUNS_CODE = _SHELLS | {"xargs", "find", "eval", "source", "."}
+_RUNS_CODE = _SHELLS | {"xargs", "find", "eval", "source", ".", "trap", "alias", "env"}
+# Text bash evaluates as code where no command shows: ``${x@P}`` (prompt expansion runs $(…)),
+# ``${!x}`` (indirection), and arithmetic, which evaluates a variable's value as an expression, so
+# a value ``a[$(cmd)]`` runs cmd (``echo 'a[$(cmd)]'; echo ${@:_}`` runs it through ``$_``). The
+# forms of ``${…}`` that evaluate nothing: a name, a number or a special parameter, an optional
+# literal subscript, and a default, alternative, pattern or case operator.
+_PLAIN_EXPANSION = re.compile(
+    r"\$\{#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-@*#?$!0])(?:\[(?:[@*]|[0-9]+)\])?"
+    r"(?:(?::?[-+?=]|##?|%%?|/[/#%]?|\^\^?|,,?|:[0-9]+(?::[0-9]+)?)[\s\S]*)?\}"
+)
+
+
+# A literal word bash may read as a variable name with a subscript it expands (``test -v``,
+# ``printf -v``, ``declare``, ``read``, ``let``, ``unset``, ``mapfile``, ``[[ -v ]]``: the
+# subscript is arithmetic, and its ``$(…)`` runs).
+def _subscript_code(text: str) -> bool:
+    """Whether ``text`` holds a ``[`` followed, before any ``]``, by ``$`` or a backtick (one
+    pass: a backtracking pattern was quadratic in a word of 100,000 ``[``)."""
+    open_bracket = False
+    for c in text:
+        if c == "[":
+            open_bracket = True
+        elif c == "]":
+            open_bracket = False
+        elif open_bracket and c in "$`":
+            return True
+    return False
+
+
+# Builtins that take variable names (and so expand a subscript in one): given a computed word,
+# the name may be ``a[$(cmd)]`` built at run time (``"a[$_"``). With the option that makes them
+# take a name, for those that take one only so.
+_NAME_BUILTINS: dict[str, frozenset[str] | None] = {
+    "test": frozenset({"-v", "-R"}),
+    "[": frozenset({"-v", "-R"}),
+    "printf": frozenset({"-v"}),
+    "wait": frozenset({"-p"}),
+    "read": None,
+    "unset": None,
+    "let": None,
+    "mapfile": None,
+    "readarray": None,
+    "getopts": None,
+}
+_ARITHMETIC_NAME = re.compile(r"[A-Za-z_]")
+_INTEGER_OR_REF = re.compile(r"[-+][A-Za-z]*[in][A-Za-z]*")
+_TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+# Variables a shell (or the loader) runs as code, or that say which program a name runs
+# (BASH_CMDS is the command hash, BASH_ALIASES the aliases): set, they run what the harness
+# cannot read.
+_CODE_VARIABLES = re.compile(
+    r"(?:BASH_ENV|ENV|PS[0-4]|PROMPT_COMMAND|BASH_FUNC_[^=\[]*|SHELLOPTS|BASHOPTS|LD_PRELOAD"
+    r"|LD_AUDIT|LD_LIBRARY_PATH|BASH_CMDS|BASH_ALIASES)(?:\[[^\]]*\])?\+?="
+)
 _STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
 _SHELL_OPTION_ARGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 # Redirection targets that write and read nothing: allow rules accept them.
@@ -577,7 +621,16 @@ class _Analysis:
                 self.construct("a background job (&)")
             elif t == "((":
                 self.construct("arithmetic ((…))")
+                if parent is not None and _ARITHMETIC_NAME.search(_text(src, parent)):
+                    self.evaluates("arithmetic on a variable, whose value it evaluates")
             return
+        if t in ("arithmetic_expansion", "c_style_for_statement"):
+            if _ARITHMETIC_NAME.search(_text(src, node)):
+                self.evaluates("arithmetic on a variable, whose value it evaluates")
+        elif t == "test_command":
+            text = _text(src, node)
+            if any(op in text.split() for op in _TEST_ARITHMETIC) or "-v" in text.split():
+                self.evaluates("a test that evaluates a variable's value as arithmetic")
         if t in _CONSTRUCTS:
             self.construct(_CONSTRUCTS[t])
         elif t == "word":
@@ -593,9 +646,15 @@ class _Analysis:
         elif t == "variable_assignment":
             if parent is None or parent.type not in ("command", "declaration_command"):
                 self.construct("a variable assignment")
+            if _CODE_VARIABLES.match(_head(src, node)):
+                self.hide("it sets a variable a shell runs as code (BASH_ENV, BASH_CMDS, ...)")
+            if _subscript_code(_text(src, node)):  # declare -i x; x='a[$(…)]'
+                self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
         elif t == "expansion":
             if any(c.type in ("=", ":=") for c in node.children):
                 self.construct("an expansion that assigns (${x=…})")
+            if not _PLAIN_EXPANSION.fullmatch(_text(src, node)):
+                self.evaluates("an expansion that evaluates text (${x@P}, ${!x}, ${x:$n})")
         elif t == "file_redirect":
             self.redirect(node, src)
         elif t in ("simple_expansion", "concatenation"):
@@ -627,6 +686,11 @@ class _Analysis:
             end < len(src) and src[end] not in _META and node.type != "comment"
         ):
             self.misread()
+
+    def evaluates(self, why: str) -> None:
+        """Text bash evaluates as code at run time: no rule can read it."""
+        self.construct(why)
+        self.hide(why)
 
     def misread(self) -> None:
         why = "words the harness splits differently from bash"
@@ -732,10 +796,19 @@ class _Analysis:
                 words.append(Word(child.type))  # the keyword: export, declare, local, unset, ...
             elif child.type == "variable_assignment":
                 words.append(_assignment_word(child, src))
+                if child.child_by_field_name("name") is None:
+                    self.evaluates("a declaration of a computed variable name")
+            elif child.type == "word" and _INTEGER_OR_REF.fullmatch(_text(src, child)):
+                # -i evaluates what is assigned as arithmetic; -n makes a name refer to another
+                self.evaluates("an integer or reference declaration (declare -i, -n)")
+                words.append(_word(child, src))
             elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
                 continue
             else:
-                words.append(_word(child, src))
+                word = _word(child, src)
+                if word.value is None:  # declare "a[$_]=1": a name built at run time
+                    self.evaluates("a declaration of a computed variable name")
+                words.append(word)
         self.add(SimpleCommand(tuple(words)))
 
     def add(self, command: SimpleCommand) -> None:
@@ -744,6 +817,26 @@ class _Analysis:
         if first is not None and _basename(first) == "coproc":
             self.construct("a background job (coproc)")
             self.hide("coproc, whose syntax the harness does not read")
+        name_options = _NAME_BUILTINS.get(first or "", frozenset())
+        args = command.words[command.assignments + 1 :]
+        if (
+            first in _NAME_BUILTINS
+            and any(w.value is None for w in args)
+            and (name_options is None or any(w.value in name_options for w in args))
+        ):
+            self.evaluates("a builtin given a computed variable name (a[$(…)] built at run time)")
+        for word in command.words:
+            if word.value is not None and _subscript_code(word.value):
+                self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
+            if word.value is not None and (
+                _CODE_VARIABLES.match(word.value)
+                or word.value.startswith(("BASH_CMDS", "BASH_ALIASES"))  # read BASH_CMDS[ls]
+            ):
+                self.hide("it sets a variable a shell runs as code (BASH_ENV, BASH_CMDS, ...)")
+        argv = command.words[command.assignments :]
+        options = [w.value or "-pf" for w in argv[1:] if (w.value or "-").startswith("-")]
+        if first in ("hash", "enable") and any("p" in o or "f" in o for o in options):
+            self.hide("hash -p or enable -f makes a name run another program")
         self.unwrap(command, self.views)
 
     # -- what a command runs --
@@ -776,6 +869,12 @@ class _Analysis:
                 self.shell(words, s + 1)
             elif name == "eval":
                 self.eval(words[s + 1 :])
+            elif name == "trap":
+                self.trap(words[s + 1 :])
+            elif name == "alias":
+                self.alias(words[s + 1 :])
+            elif name == "env":
+                self.env_split(words[s + 1 :])
             else:  # source, .
                 script = words[s + 1] if s + 1 < len(words) else None
                 if script is None or script.value is None or _STDIN_SCRIPTS.fullmatch(script.value):
@@ -827,6 +926,56 @@ class _Analysis:
             or _STDIN_SCRIPTS.fullmatch(operand.value)
         ):
             self.hide("it runs a shell reading commands from its input")
+
+    def trap(self, args: tuple[Word, ...]) -> None:
+        """``trap CODE SIGNAL…`` runs CODE when the signal (or EXIT) comes."""
+        rest = list(args)
+        while rest and rest[0].value in ("-p", "-l", "-P"):
+            rest.pop(0)
+        if rest and rest[0].value == "--":
+            rest.pop(0)
+        if len(rest) >= 2:
+            self.construct("a trap (its code runs later)")
+            code = rest[0].value
+            if code is None:
+                self.hide("it traps a signal with code the harness cannot read")
+            elif code != "-":
+                self.nested(code, certain=True)
+
+    def alias(self, args: tuple[Word, ...]) -> None:
+        """``alias e=touch``: the value runs wherever the alias is used."""
+        for arg in args:
+            if arg.value is None:
+                self.hide("it defines an alias the harness cannot read")
+            elif "=" in arg.value:
+                self.construct("an alias definition (its code runs where it is used)")
+                self.nested(arg.value.partition("=")[2], certain=True)
+
+    def env_split(self, args: tuple[Word, ...]) -> None:
+        """``env -S 'cmd args'`` (``-S'…'``, ``--split-string=…``, ``-iS…``) splits its
+        argument into a command and runs it."""
+        for i, arg in enumerate(args):
+            value = arg.value
+            if value is None or not value.startswith("-") or value == "--":
+                break
+            code: str | None = None
+            if value.startswith("--split-string"):
+                code = value.partition("=")[2] if "=" in value else None
+                nxt = i + 1
+            elif not value.startswith("--") and "S" in value:
+                code = value[value.index("S") + 1 :] or None
+                nxt = i + 1
+            else:
+                continue
+            if code is None:
+                follow = args[nxt] if nxt < len(args) else None
+                if follow is None or follow.value is None:
+                    self.hide("env -S splits a string the harness cannot read")
+                    return
+                code = follow.value
+            self.construct("env -S (it splits a string into a command)")
+            self.nested(code, certain=True)
+            return
 
     def eval(self, args: tuple[Word, ...]) -> None:
         if any(a.value is None for a in args):
@@ -943,18 +1092,15 @@ def parse_command(command: str) -> ParsedCommand:
 # --- rule specifiers -----------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
-_SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
-# Programs whose second word names what they do (``git status``, ``cargo build``): approving
-# one always approves that subcommand with any arguments. Any other command is approved always
-# exactly as it was shown: nothing tells ``rm -f x`` from ``rm -rf /`` but its words.
-_SUBCOMMAND_PROGRAMS = frozenset(
-    {
-        "apt", "apt-get", "brew", "cargo", "cmake", "composer", "conda", "docker", "dotnet",
-        "gh", "git", "go", "gradle", "helm", "hg", "just", "kubectl", "make", "mvn", "npm",
-        "pip", "pip3", "pnpm", "podman", "poetry", "rustup", "svn", "systemctl", "terraform",
-        "uv", "yarn",
-    }
-)  # fmt: skip
+# The commands an approve-always generalises to a prefix rule (``bash(git status:*)``): each
+# reads and prints and nothing else, whatever arguments follow (no option writes a file, runs a
+# program or prints a file's content). Every other command is approved always exactly as it was
+# shown: nothing tells ``rm -f x`` from ``rm -rf /``, ``git config user.name x`` from ``git
+# config core.fsmonitor 'touch P'`` or ``git log`` from ``git log --output=~/.bashrc`` but the
+# words that follow.
+_PREFIX_KEYS: frozenset[tuple[str, ...]] = frozenset(
+    {("git", "status"), ("ls",), ("pwd",), ("whoami",)}
+)
 
 
 @frozen
@@ -964,22 +1110,47 @@ class _RuleWord:
 
     literal: str | None
     star: bool
-    pattern: re.Pattern[str]
+    pattern: _Linear
 
     def matches(self, value: str) -> bool:
-        return (
-            value == self.literal
-            if self.literal is not None
-            else bool(self.pattern.fullmatch(value))
-        )
+        return value == self.literal if self.literal is not None else self.pattern.fullmatch(value)
+
+
+class _Linear:
+    """A rule's wildcard pattern (literal text and ``.*``) run by RE2, in time linear in the
+    text: Python's ``re`` took minutes for ``bash(*a*a*a*a*b)`` against a long command, and
+    rules come from settings files (an untrusted project's deny rules too). Bytes are matched
+    as Latin-1 characters, so any text (lone surrogates included) matches as written."""
+
+    __slots__ = ("_regex",)
+
+    def __init__(self, pattern: str) -> None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.dot_nl = True
+        options.never_capture = True
+        options.log_errors = False
+        self._regex: Any = re2.compile(_latin1(pattern), options)  # google-re2 has no hints
+
+    def fullmatch(self, text: str) -> bool:
+        return self._regex.fullmatch(_latin1(text)) is not None
+
+
+def _latin1(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _escape(text: str) -> str:
+    """``text`` as RE2 literal text (as Latin-1 bytes: each byte escaped by its code)."""
+    return "".join(f"\\x{b:02x}" for b in _latin1(text))
 
 
 def _rule_word(chars: list[str | None]) -> _RuleWord:
     if all(c is not None for c in chars):
         literal = "".join(c for c in chars if c is not None)
-        return _RuleWord(literal, False, re.compile(re.escape(literal), re.S))
-    pattern = "".join(".*" if c is None else re.escape(c) for c in chars)
-    return _RuleWord(None, chars == [None], re.compile(pattern, re.S))
+        return _RuleWord(literal, False, _Linear(_escape(literal)))
+    pattern = "".join(".*" if c is None else _escape(c) for c in chars)
+    return _RuleWord(None, chars == [None], _Linear(pattern))
 
 
 def escape_spec(command: str) -> str:
@@ -995,7 +1166,7 @@ class Spec:
     rest: bool
     exact: str | None
     plain: bool
-    text: re.Pattern[str]
+    text: _Linear
 
     def finds(self, parsed: ParsedCommand) -> Found:
         """Whether a deny or ask rule with this specifier catches a simple command of
@@ -1152,7 +1323,7 @@ def compile_spec(spec: str) -> Spec:
     )
 
 
-def _text_pattern(chars: list[str | None], prefix: bool) -> re.Pattern[str]:
+def _text_pattern(chars: list[str | None], prefix: bool) -> _Linear:
     """The specifier as a pattern over the command's text with blanks squeezed (how rules matched
     before they read words): deny and ask rules still catch what it matches."""
     body = chars[:-2] if prefix else chars
@@ -1161,9 +1332,9 @@ def _text_pattern(chars: list[str | None], prefix: bool) -> re.Pattern[str]:
         if blank:
             pieces.append(" ")
         else:
-            pieces.extend(".*" if c is None else re.escape(c) for c in run)
+            pieces.extend(".*" if c is None else _escape(c) for c in run)
     pattern = "".join(pieces).strip(" ")
-    return re.compile(pattern + ("(?: .*)?" if prefix else ""), re.S)
+    return _Linear(pattern + ("(?: .*)?" if prefix else ""))
 
 
 def _runs(chars: list[str | None]) -> Iterator[tuple[bool, list[str | None]]]:
@@ -1183,34 +1354,23 @@ def _runs(chars: list[str | None]) -> Iterator[tuple[bool, list[str | None]]]:
 # --- operation keys ------------------------------------------------------------------------
 
 
-def _runs_code(argv: list[str]) -> bool:
-    name = _basename(argv[0])
-    return (
-        name in _WRAPPERS
-        or name in _SHELLS
-        or name in _INTERPRETERS
-        or name in ("eval", "source", ".", "find")
-        or _VERSIONED.fullmatch(name) is not None
-        or (len(argv) > 1 and (name, argv[1]) in _RUNNERS)
-    )
-
-
 def command_key(tool: str, command: str) -> str:
     """The operation key of one command of ``tool``, in rule syntax.
 
-    ``tool(git status:*)`` (the program and its subcommand) only for a line that is exactly one
-    simple command of literal words whose program is one with subcommands (``git``, ``cargo``,
-    ``npm``, ... :data:`_SUBCOMMAND_PROGRAMS`) and runs no code from its arguments; otherwise
-    ``tool(<the command, byte for byte>)`` with ``*`` and ``\\`` escaped, so that the key, read
-    back as a rule, matches that command and nothing else (``rm -f x`` approved always approves
-    ``rm -f x``, never ``rm -rf /``).
+    ``tool(git status:*)`` (a prefix and any words after) only for a line that is exactly one
+    simple command of literal words starting with one of the prefixes of
+    :data:`_PREFIX_KEYS` (``git status``, ``ls``, ``pwd``, ``whoami``), spelt as there (not
+    ``/bin/ls``); otherwise ``tool(<the command, byte for byte>)`` with ``*`` and ``\\``
+    escaped, so that the key, read back as a rule, matches that command and nothing else
+    (``rm -f x`` approved always approves ``rm -f x``, never ``rm -rf /``; ``python3 -c
+    'print(1)'`` never another program).
     """
     if not command:
         return f"{tool}('')"  # tool() would be every command; this one is asked again later
     parsed = parse_command(command)
     if parsed.plain:
-        argv = [w.value or "" for w in parsed.commands[0].words]
-        subcommand = len(argv) > 1 and argv[0] in _SUBCOMMAND_PROGRAMS
-        if subcommand and _SUBCOMMAND.fullmatch(argv[1]) and not _runs_code(argv):
-            return f"{tool}({argv[0]} {argv[1]}:*)"
+        argv = tuple(w.value or "" for w in parsed.commands[0].words)
+        for size in (2, 1):
+            if argv[:size] in _PREFIX_KEYS:
+                return f"{tool}({' '.join(argv[:size])}:*)"
     return f"{tool}({escape_spec(command)})"

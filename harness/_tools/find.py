@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from wcmatch import fnmatch, glob
-
 from hooks import JSONValue
 
 from .._errors import ToolError
+from .._globs import GlobError, compile_glob
 from ._files import locate, tool_error
 from ._walk import walk
 from .base import Tool, ToolResult, ToolRun, safe_text
@@ -30,20 +29,17 @@ _PARAMETERS: dict[str, JSONValue] = {
     "additionalProperties": False,
 }
 
-_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
-_NAME_FLAGS = fnmatch.DOTMATCH | fnmatch.BRACE
-
 
 def find_tool(*, default_limit: int = 1000) -> Tool:
     """A ``find`` tool with pi's name and parameters (``pattern``, ``path``, ``limit``).
 
-    A pattern without ``/`` matches file and folder names at any depth (``*.py``); one with
-    ``/`` matches paths relative to ``path`` (``src/**/test_*.py``, globbing by ``wcmatch``:
-    ``**`` spans folders, ``{a,b}`` alternates, hidden files match). ``.git`` and whatever a
-    ``.gitignore`` excludes are skipped, and symlinks are never followed. Results are sorted
-    paths relative to ``path``, folders ending in ``/``, at most ``limit`` of them with a note
-    when more matched; paths the supervisor keeps from being read (``ToolRun.hidden``) are left
-    out and counted. ``details`` is ``{"matches", "truncated", "hidden"}``.
+    A pattern without ``/`` matches file and folder names at any depth (``*.py``); one with ``/``
+    matches paths relative to ``path`` (``src/**/test_*.py``, ``harness._globs``, linear time in
+    the path: ``**`` spans folders, ``{a,b}`` alternates, hidden files match). ``.git`` and
+    whatever a ``.gitignore`` excludes are skipped, and symlinks are never followed. Results are
+    sorted paths relative to ``path``, folders ending in ``/``, at most ``limit`` of them with a
+    note when more matched; paths the supervisor keeps from being read (``ToolRun.hidden``) are
+    left out and counted. ``details`` is ``{"matches", "truncated", "hidden"}``.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
@@ -78,14 +74,14 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
 
 def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str], bool, int]:
     by_name = "/" not in pattern
+    try:
+        glob = compile_glob(pattern)
+    except GlobError as exc:
+        raise ToolError(f"invalid pattern {safe_text(pattern)!r}: {exc}") from None
     found: list[str] = []
     hidden = 0
     for item in walk(locate(run, path)):
-        hit = (
-            fnmatch.fnmatch(item.name, pattern, flags=_NAME_FLAGS)
-            if by_name
-            else glob.globmatch(item.rel, pattern, flags=_GLOB_FLAGS)
-        )
+        hit = glob.matches(item.name if by_name else item.rel)
         if hit and run.hidden is not None and run.hidden(item.rel):  # a deny/ask read rule's
             hidden += 1
         elif hit:

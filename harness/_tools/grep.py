@@ -17,12 +17,12 @@ from typing import Any
 
 import re2
 from attrs import define, field
-from wcmatch import fnmatch, glob
 
 from hooks import JSONValue
 
 from .._errors import ToolError
 from .._fs import FileRefusedError, open_regular, open_regular_at
+from .._globs import Glob, GlobError, compile_glob
 from ._files import locate, tool_error
 from ._walk import walk
 from .base import Tool, ToolResult, ToolRun, safe_text
@@ -133,7 +133,7 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
         )
         path = str(input.get("path") or ".")
         limit = int(input.get("limit") or default_limit)
-        file_glob = input.get("glob")
+        file_glob = None if input.get("glob") is None else _compile_glob(str(input["glob"]))
         search = _Search(
             regex=regex,
             context=int(input.get("context") or 0),
@@ -142,9 +142,7 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
             stop=threading.Event(),
         )
         try:
-            found = await asyncio.to_thread(
-                _grep, run, path, search, None if file_glob is None else str(file_glob)
-            )
+            found = await asyncio.to_thread(_grep, run, path, search, file_glob)
         except OSError as exc:
             raise tool_error("search", safe_text(path), exc) from None
         finally:
@@ -186,7 +184,7 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
     )
 
 
-def _grep(run: ToolRun, path: str, search: _Search, file_glob: str | None) -> _Found:
+def _grep(run: ToolRun, path: str, search: _Search, file_glob: Glob | None) -> _Found:
     found = _Found()
     start = locate(run, path)
     try:
@@ -222,10 +220,15 @@ def _grep(run: ToolRun, path: str, search: _Search, file_glob: str | None) -> _F
     return found
 
 
-def _glob_hit(rel: str, name: str, pattern: str) -> bool:
-    if "/" in pattern:
-        return glob.globmatch(rel, pattern, flags=glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE)
-    return fnmatch.fnmatch(name, pattern, flags=fnmatch.DOTMATCH | fnmatch.BRACE)
+def _compile_glob(pattern: str) -> Glob:
+    try:
+        return compile_glob(pattern)
+    except GlobError as exc:
+        raise ToolError(f"invalid glob {safe_text(pattern)!r}: {exc}") from None
+
+
+def _glob_hit(rel: str, name: str, glob: Glob) -> bool:
+    return glob.matches(rel if "/" in glob.pattern else name)
 
 
 def _search(data: bytes, shown: str, search: _Search, found: _Found) -> None:

@@ -30,6 +30,7 @@ from ._agent import AgentOptions, Agents, agent_options, working_folder
 from ._common import (
     HarnessGroup,
     SessionRef,
+    gutter_lines,
     one_line,
     open_ref,
     open_repo,
@@ -61,8 +62,9 @@ def list_approvals(root: str | None, ref: str | None, as_json: bool) -> None:
 
     One line each: the approval's ID, its status (`waiting`; `approve`, `approve_always`
     or `deny` when answered and not yet resumed; `started` when it began to run and has no
-    result), the session, the tool, what it touches (its operation key) and its input. An
-    entry this user's harness did not sign is marked `UNSIGNED`: it never runs.
+    result), the session, the tool, what it touches (its operation key) and its input; under it
+    the whole command (or input), every line after `│ `, as the chat's approval question shows
+    it. An entry this user's harness did not sign is marked `UNSIGNED`: it never runs.
     """
     repo = open_repo(root)
     found = [a for found_ref in _sessions(repo, ref) for a in _read(repo, found_ref)]
@@ -74,6 +76,9 @@ def list_approvals(root: str | None, ref: str | None, as_json: bool) -> None:
         return
     for a in found:
         echo(_line(a))
+        command = a.input.get("command")  # whole, so nothing hides past the cut above
+        for line in gutter_lines(command if isinstance(command, str) else json_line(dict(a.input))):
+            echo(line)
 
 
 def _answer_options(command: Any) -> Any:

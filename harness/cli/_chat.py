@@ -143,7 +143,7 @@ class Chat:
 
     async def _approve(self, request: PermissionRequest) -> Decision:
         """The supervisor's question, answered y(es) / n(o) / a(lways)."""
-        self.view.end_line()
+        self.view.approval(request)  # the whole command, before the one-line question
         where = ", outside the working folder" if request.leaves_cwd else ""
         question = f"allow {one_line(request.operation_key)}{where}? [y]es / [n]o / [a]lways: "
         while True:

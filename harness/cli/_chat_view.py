@@ -28,11 +28,12 @@ from hooks import (
 )
 
 from .._harness import AgentHarness
-from ._common import one_line
+from .._permissions import PermissionRequest
+from ._common import APPROVAL_GUTTER, gutter_lines, one_line
 from ._escape import terminal
 from ._render import short
 
-__all__ = ["OUTPUT_LINES", "ChatView"]
+__all__ = ["APPROVAL_GUTTER", "OUTPUT_LINES", "ChatView", "approval_lines"]
 
 OUTPUT_LINES = 3
 """Lines of a tool's output shown under its call; the rest is counted, not shown."""
@@ -50,6 +51,23 @@ def _call_text(name: str, input: Mapping[str, JSONValue]) -> str:
         " ".join(f"{k}={v!r}" for k, v in input.items()),
     )
     return short(f"{name} {main}".rstrip(), _ARGS_CHARS)
+
+
+def approval_lines(request: PermissionRequest) -> list[str]:
+    """What the person approving ``request`` reads before answering: the tool, then the whole
+    command (or path) it asks about, line by line, each after :data:`APPROVAL_GUTTER`, nothing
+    shortened or joined (a second command after a newline is a line of its own, not a word of
+    the first), control characters and tabs shown escaped (a CR, an escape sequence or a bidi
+    override cannot redraw or reorder what is shown) and long runs of blanks counted; then the
+    operation key an "always" remembers, when it is not the command itself."""
+    target = request.target if request.target is not None else ""
+    verb = "run" if request.kind == "execute" else "use"
+    where = ", outside the working folder" if request.leaves_cwd else ""
+    lines = [f"{request.tool_name} wants to {verb}{where}:"]
+    lines += gutter_lines(target)
+    if request.target is not None and request.operation_key != f"{request.tool_name}({target})":
+        lines.append(f"always would approve: {one_line(request.operation_key)}")
+    return lines
 
 
 class ChatView:
@@ -81,6 +99,11 @@ class ChatView:
 
     def error(self, text: str) -> None:
         self.line(text, "bold red")
+
+    def approval(self, request: PermissionRequest) -> None:
+        """Show what an approval question is about (:func:`approval_lines`), whole."""
+        for text in approval_lines(request):
+            self.line(text, "bold")
 
     def end_line(self) -> None:
         """End a streamed line and clear a progress line, so the next output starts a line."""

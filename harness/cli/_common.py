@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
@@ -78,6 +79,27 @@ __all__ = [
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+APPROVAL_GUTTER = "│ "
+"""Starts every line of a command shown to the person who approves it."""
+_BLANK_RUN = re.compile(r" {8,}")
+
+
+def gutter_lines(text: str) -> list[str]:
+    """``text`` (a command a person is asked to approve) whole, one line per line, each after
+    :data:`APPROVAL_GUTTER`: control characters escaped (``_escape.terminal``: a CR, an escape
+    sequence or a bidi override cannot redraw or reorder it), tabs as ``\\t``, and a run of 8 or
+    more blanks as a count (``echo hi⟨300 blanks⟩; touch P``) so it cannot push the rest out of
+    sight. Nothing is joined or shortened: a second command after a newline is a line of its
+    own."""
+    return [
+        APPROVAL_GUTTER
+        + _BLANK_RUN.sub(
+            lambda m: f"⟨{len(m.group())} blanks⟩", terminal(line).replace("\t", "\\t")
+        )
+        for line in text.split("\n")
+    ]
 
 
 def one_line(text: str) -> str:

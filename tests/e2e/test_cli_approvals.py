@@ -150,3 +150,12 @@ def test_a_long_waiting_call_is_shown_whole_before_it_is_approved(
     approved = harness(env, work, "approve", approval, "--offline")
     assert hidden in approved.stderr.split("\n", 1)[0]  # shown before it runs
     assert (work / "SHOWN_AT_LAST").exists()
+
+
+def test_approvals_list_shows_the_whole_command_of_a_waiting_call(
+    env: dict[str, str], work: Path
+) -> None:
+    command = "echo " + "a" * 120 + "; echo hidden-payload"
+    harness(env, work, "run", "--offline", "--defer-approvals", "-p", f"!{command}")
+    listed = harness(env, work, "approvals", "list").stdout
+    assert f"│ {command}" in listed.splitlines()  # the one-line summary cuts it at 60 and 100

@@ -9,6 +9,7 @@ library, and on ``harness sessions verify``.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -20,8 +21,12 @@ from typing import Any
 
 import pexpect
 import pytest
+from permission_requests import request as make_request
 from replay_server import JsonReply, ReplayServer
+from rich.console import Console
 
+from harness import bash_tool
+from harness.cli._chat_view import APPROVAL_GUTTER, ChatView
 from hooks import AssistantMessage, ToolResultMessage, UserMessage
 from repos import CustomEntry, Entry, MessageEntry, ThinkingLevelChangeEntry, open_session
 
@@ -570,3 +575,47 @@ def test_a_session_file_deleted_under_the_chat_is_not_claimed_saved(
         if child.poll() is None:
             child.kill()
     assert "was not saved" in out and "saved in" not in out, out
+
+
+# --- what an approval question shows ----------------------------------------------------------
+
+# (command, lines the person approving must see) hostile spellings that hid a second command
+# when the question showed the command squeezed onto one line
+APPROVAL_SHOWN = [
+    ("echo hi\ntouch P", ["│ echo hi", "│ touch P"]),
+    ("echo hi\r\ntouch P", ["│ echo hi\\x0d", "│ touch P"]),
+    ("echo hi" + " " * 300 + "; touch P", ["│ echo hi⟨300 blanks⟩; touch P"]),
+    ("echo hi\t\t\t; touch P", ["│ echo hi\\t\\t\\t; touch P"]),
+    ("echo hi\x1b[2K\x1b[1Gls", ["│ echo hi\\x1b[2K\\x1b[1Gls"]),
+    ("echo hi #\u202e; touch P", ["│ echo hi #\\u202e; touch P"]),
+    ("cat <<EOF\nx\nEOF\ntouch P", ["│ cat <<EOF", "│ x", "│ EOF", "│ touch P"]),
+    ("echo a\\\n; touch P", ["│ echo a\\", "│ ; touch P"]),
+    ("git status", ["│ git status", "always would approve: bash(git status:*)"]),
+]
+
+
+@pytest.mark.parametrize(("command", "shown"), APPROVAL_SHOWN)
+def test_the_approval_question_shows_every_line_of_the_command(
+    tmp_path: Path, command: str, shown: list[str]
+) -> None:
+    out = io.StringIO()
+    view = ChatView(Console(file=out, width=100, color_system=None), live=False)
+    view.approval(make_request(tmp_path, bash_tool(), command=command))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "bash wants to run:"
+    for want in shown:
+        assert want in lines, (want, lines)
+    assert not any(c in out.getvalue() for c in "\r\x1b\u202e")
+    gutter = [line for line in lines if line.startswith(APPROVAL_GUTTER)]
+    assert len(gutter) >= command.count("\n") + 1
+
+
+def test_piped_chat_shows_the_whole_command_before_asking(
+    piped: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    command = "echo ok" + " " * 200 + "; echo hidden"
+    proc = piped(f"!{command}\nn\n/exit\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    before = proc.stdout[: proc.stdout.index("allow bash")]
+    assert "bash wants to run:" in before
+    assert "│ echo ok⟨200 blanks⟩; echo hidden" in before

@@ -94,7 +94,7 @@ def test_permissions_allows_git_status_and_denies_every_other_bash_command(
     out = run_example("permissions.py", tmp_path)
     assert out.stdout.splitlines() == [
         "approve: bash(git status:*)",
-        "deny: bash(git push:*)",
+        "deny: bash(git push --force)",
         "deny: bash(git status; rm -rf .)",
         "  is_error=False",
         "  is_error=True",

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -319,6 +320,90 @@ async def test_ask_rules_see_every_simple_command_too(tmp_path: Path) -> None:
     assert isinstance(await s.decide(request(tmp_path, "git status")), Approve)
 
 
+# --- text bash evaluates as code where no command shows (adversarial review) ---------------
+
+# Each runs touch although no simple command of the line is touch: prompt expansion, indirection
+# and arithmetic evaluate a value (``$_`` holds the last word of the command before) as code, an
+# array subscript in a literal word is expanded by the builtin given it, and trap, alias, env -S
+# and BASH_ENV run strings.
+EVALUATED_SPELLINGS = [
+    "echo '$(touch P)'; echo ${_@P}",
+    "echo '`touch P`'; echo \"${_@P}\"",
+    "echo 'a[$(touch P)]'; echo ${!_}",
+    "echo 'a[$(touch P)]'; echo ${@:_}",
+    "echo 'a[$(touch P)]'; echo ${x[_]}",
+    "echo 'a[$(touch P)]'; echo $((_))",
+    "x='a[$(touch P)]'; echo $((x))",
+    "test -v 'a[$(touch P)]'",
+    "[[ -v 'a[$(touch P)]' ]]",
+    "[[ 'a[$(touch P)]' -eq 1 ]]",
+    "printf -v 'a[$(touch P)]' x",
+    "declare 'a[$(touch P)]=1'",
+    "let 'a[$(touch P)]'",
+    "read 'a[$(touch P)]' <<< x",
+    "declare -i x; x='a[$(touch P)]'",
+    "declare -n r='a[$(touch P)]'; echo $r",
+    "trap 'touch P' EXIT",
+    "echo x; trap -- 'touch P' EXIT",
+    "shopt -s expand_aliases\nalias e=touch\ne P",
+    "env -S'touch P'",
+    "env --split-string='touch P'",
+    "echo touch P | BASH_ENV=/dev/stdin bash -c :",
+    "env BASH_ENV=/dev/stdin bash -c 'echo x' <<< 'touch P'",
+    f"hash -p {TOUCH} ls; ls P",
+    # the subscript built at run time, from $_ and a literal with no "[" before its "$("
+    "true '[$(touch P)]'; test -v \"a$_\"",
+    "echo '$(touch P)]'; test -v \"a[$_\"",
+    "echo '$(touch P)]'; printf -v \"a[$_\" x",
+    "echo '$(touch P)]'; read \"a[$_\" <<< x",
+    "echo '$(touch P)]'; let \"a[$_\"",
+    "echo '$(touch P)]'; declare \"a[$_=1\"",
+    "echo '$(touch P)]'; declare -n r=\"a[$_\"; echo $r",
+    # the command hash and the aliases, set as variables
+    f"BASH_CMDS[ls]={TOUCH}; ls P",
+    f"BASH_CMDS+=([ls]={TOUCH}); ls P",
+    f"declare -A BASH_CMDS=([ls]={TOUCH}); ls P",
+    f"read 'BASH_CMDS[ls]' <<< {TOUCH}; ls P",
+    "shopt -s expand_aliases\nBASH_ALIASES[e]=touch\ne P",
+]
+# allow rules a user may well hold: none of them names touch
+EVALUATING_ALLOWED = [
+    f"bash({name}:*)"
+    for name in ("echo", "true", "ls", "test", "printf", "declare", "let", "read", "trap", "shopt")
+]
+
+
+async def test_code_bash_evaluates_is_seen_by_deny_rules_and_never_allowed(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    names = [f"P{i}" for i in range(len(EVALUATED_SPELLINGS))]
+    commands = [
+        re.sub(r"\bP\b(?!})", n, s)  # not the P of ${_@P}
+        for s, n in zip(EVALUATED_SPELLINGS, names, strict=True)
+    ]
+    fake = [c for c, n in zip(commands, names, strict=True) if not makes_file(c, n, work)]
+    assert fake == [], "each spelling must really run touch"
+    allow = supervisor("dont_ask", rules={"allow": EVALUATING_ALLOWED})
+    approved = [c for c in commands if isinstance(await allow.decide(request(work, c)), Approve)]
+    assert approved == []
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, commands, s)
+    assert [c for c, n in zip(commands, names, strict=True) if (work / n).exists()] == []
+    assert decisions == ["deny"] * len(commands)
+    assert all(r.is_error for r in results)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo ${x:-y} ${#x} ${x[@]} ${x%.py} ${x//a/b} ${x:1:2} $((1 + 2))", "echo ${HOME}/x"],
+)
+def test_expansions_that_evaluate_nothing_stay_allowable(command: str) -> None:
+    parsed = parse_command(command)
+    assert not parsed.hidden and compile_spec("touch:*").finds(parsed) == "no"
+
+
 # --- class 5: approve-always keys are exact unless they are a plain prefix -----------------
 
 # (approved always, then a command the approval must not cover, the file that one would make)
@@ -376,13 +461,28 @@ async def test_approve_always_covers_only_what_was_approved(
     [
         ("git status", "bash(git status:*)"),
         ("git  status --short", "bash(git status:*)"),
-        ("ls -la", "bash(ls -la)"),  # not a program with subcommands: exact
+        ("ls -la", "bash(ls:*)"),  # ls reads and prints, whatever its arguments
+        ("'ls' -R", "bash(ls:*)"),
+        ("/bin/ls -la", "bash(/bin/ls -la)"),  # spelt as on the list only
+        ("pwd", "bash(pwd:*)"),
         ("rm -f x1", "bash(rm -f x1)"),  # never bash(rm:*), which would cover rm -rf /
         ("rm x5", "bash(rm x5)"),
         ("cat a.txt", "bash(cat a.txt)"),
         ("echo 41", "bash(echo 41)"),
-        ("npm test", "bash(npm test:*)"),
-        ("cargo build --release", "bash(cargo build:*)"),
+        # not on the list of prefixes that only read and print: exact
+        ("npm test", "bash(npm test)"),
+        ("cargo build --release", "bash(cargo build --release)"),
+        ("git log --oneline", "bash(git log --oneline)"),  # git log --output=FILE writes
+        ("git config user.name x", "bash(git config user.name x)"),
+        ("make build", "bash(make build)"),
+        ("node -e 1", "bash(node -e 1)"),
+        ("env ls", "bash(env ls)"),
+        ("sudo ls", "bash(sudo ls)"),
+        ("xargs ls", "bash(xargs ls)"),
+        ("git status\ntouch P", "bash(git status\ntouch P)"),
+        ("ls -la; touch P", "bash(ls -la; touch P)"),
+        ("ls $(touch P)", "bash(ls $(touch P))"),
+        ("LS_COLORS=x ls", "bash(LS_COLORS=x ls)"),
         ("git -C x status", "bash(git -C x status)"),  # a flag is no subcommand
         ("npm test:unit", "bash(npm test:unit)"),
         ("echo touch P > /dev/null", "bash(echo touch P > /dev/null)"),
@@ -417,6 +517,20 @@ ROUND_TRIPS = [
     ("cat <<'EOF'\n*\nEOF", ["cat <<'EOF'\nx\nEOF", "cat <<'EOF'\n*\nEOF\ntouch P"]),
     ("echo \\\\*", ["echo \\*", "echo \\\\x"]),
     ("", ["touch P", " "]),
+    # approving one spelling never approves another program, or the same one running code
+    ("git config user.name x", ["git config core.fsmonitor 'touch P'", "git config x y"]),
+    ("git log --oneline", ["git log --output=P", "git log -p"]),
+    ("npm test", ["npm run x", "npm test; touch P", "npm install x"]),
+    ("make build", ["make all", "make -f /tmp/x build"]),
+    ("python3 -c 'print(1)'", ["python3 -c 'import os'", "python3 x.py"]),
+    ("node -e 1", ["node -e 2", "node x.js", "node -e 1; touch P"]),
+    ("env X=1 ls", ["env X=1 touch P", "env ls"]),
+    ("xargs echo", ["xargs touch", "xargs echo; touch P"]),
+    ("sudo ls", ["sudo touch P", "sudo ls; touch P"]),
+    ("find . -name x", ["find . -name x -exec touch P ';'", "find . -delete"]),
+    ("ls -la", ["ls; touch P", "ls $(touch P)", "ls > P", "/tmp/ls", "lsof"]),
+    ("/bin/ls", ["/bin/ls -R", "/tmp/ls"]),
+    ("git status", ["git -c core.fsmonitor=x status", "GIT_DIR=x git status"]),
 ]
 
 
@@ -677,3 +791,53 @@ def test_the_parser_sees_every_command_bash_runs(logging_bash: Any, command: str
         views = [c.words[s:] for c, s in parsed.views]
         for argv in ran:
             assert not argv or any(_covers(v, argv) for v in views), (command, argv)
+
+
+# --- bounded matching --------------------------------------------------------------------------
+
+# (rule, command): a backtracking matcher took minutes over each (rules come from settings
+# files, an untrusted project's deny and ask rules too; the command from the model)
+STALLING = [  # (rule, the command's start, a unit repeated, how many times)
+    ("bash(*a*a*a*a*a*a*a*a*a*b)", "", "a", 20_000),
+    ("bash(x *a*a*a*a*a*a*b:*)", "x ", "a", 20_000),
+    ("bash(echo *a*a*a*a*a*a*a*a*b)", "echo ", "a ", 10_000),
+    ("bash(echo)", "echo '", "[", 90_000),
+    ("bash(echo)", "echo BASH_FUNC_", "[a", 45_000),
+]
+
+
+def test_a_wildcard_rule_never_stalls_a_decision(tmp_path: Path) -> None:
+    code = f"""
+import asyncio, sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parents[1] / "fixtures")!r})
+from permission_requests import request
+from harness import SecuritySupervisor, bash_tool
+async def main():
+    for rule, start, unit, times in {STALLING!r}:
+        command = start + unit * times
+        for key in ("deny", "ask", "allow"):
+            s = SecuritySupervisor(mode="dont_ask", setting_sources=(), rules={{key: [rule]}})
+            d = await s.decide(request(Path({str(tmp_path)!r}), bash_tool(), command=command))
+            print(type(d).__name__)
+asyncio.run(main())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Deny"] * 3 * len(STALLING)  # decided, none allowed
+
+
+@pytest.mark.parametrize(
+    ("spec", "command", "found"),
+    [
+        ("touch*", "touchx P", "yes"),
+        ("*ouch P", "touch P", "yes"),
+        ("tou\\*ch:*", "'tou*ch' P", "yes"),
+        ("é*:*", "éa x", "yes"),
+        ("a*b", "a\udcffb", "yes"),  # text bash gets from an undecodable byte still matches
+    ],
+)
+def test_wildcards_still_match_on_re2(spec: str, command: str, found: str) -> None:
+    assert compile_spec(spec).finds(parse_command(command)) == found
