@@ -518,7 +518,8 @@ ROUND_TRIPS = [
     ("echo \\\\*", ["echo \\*", "echo \\\\x"]),
     ("", ["touch P", " "]),
     # approving one spelling never approves another program, or the same one running code
-    ("git config user.name x", ["git config core.fsmonitor 'touch P'", "git config x y"]),
+    # (git config writes are protected: asked in every mode, test_protected_paths.py)
+    ("git branch -a", ["git branch -D main", "git branch --set-upstream-to=x", "git branch"]),
     ("git log --oneline", ["git log --output=P", "git log -p"]),
     ("npm test", ["npm run x", "npm test; touch P", "npm install x"]),
     ("make build", ["make all", "make -f /tmp/x build"]),
