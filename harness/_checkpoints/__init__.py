@@ -26,6 +26,7 @@ from .records import (
     Change,
     FileState,
     Missed,
+    has_records,
     referenced_blobs,
 )
 from .rewind import RewindResult
@@ -56,6 +57,7 @@ __all__ = [
     "announce_rewind",
     "checkpoints_setting",
     "fork_with_files",
+    "has_records",
     "prepare_rewind",
     "referenced_blobs",
     "rewind_files",

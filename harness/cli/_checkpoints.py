@@ -10,6 +10,7 @@ refuses (``workspace_mismatch``) rather than write one folder's files into anoth
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -137,6 +138,10 @@ def rewind(
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
     """
+    # The command that undoes this one, as the user would type it.
+    again = ["harness", "rewind", *(["--root", root] if root else []), ref]
+    if work_dir is not None:
+        again += ["--cwd", str(work_dir)]
     with opened(open_repo(root), ref) as session:
         if what == "conversation":
             harness = AgentHarness(session=session, resources=None)
@@ -145,7 +150,12 @@ def rewind(
             cwd = working_folder_for_files(session, work_dir)
             harness = AgentHarness(session=session, cwd=cwd, checkpoints=True, resources=None)
             if what == "files":
-                report_rewind(run_async(harness.rewind_files(entry, force=force)))
+                files = run_async(harness.rewind_files(entry, force=force))
+                report_rewind(files)
+                # The files as at the entry before the rewind's own: as they were.
+                before = None if files.entry_id is None else session.get_entry(files.entry_id)
+                if before is not None and before.parent_id is not None:
+                    _undo([*again, before.parent_id, "--files-only"])
                 return
             result = run_async(harness.navigate_tree(entry, with_files=True, force=force))
         if result.cancelled:
@@ -157,6 +167,14 @@ def rewind(
         if result.editor_text is not None:
             echo("message to edit and resend:")
             echo(result.editor_text)
+        if result.old_leaf_id is not None:
+            # The old leaf was written before the rewind: its files are those before it.
+            flags = ["--conversation-only"] if what == "conversation" else []
+            _undo([*again, result.old_leaf_id, *flags])
+
+
+def _undo(words: list[str]) -> None:
+    echo(f"to undo: {shlex.join(words)}")
 
 
 @click.group("checkpoints", cls=HarnessGroup)
