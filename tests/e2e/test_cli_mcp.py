@@ -122,6 +122,41 @@ def test_add_an_http_server_with_headers_to_the_project(harness: Run, work: Path
     assert bad.returncode == 1 and "error[mcp_config]" in bad.stderr
 
 
+def test_add_takes_claude_codes_options(harness: Run, work: Path, config_home: Path) -> None:
+    # As Claude Code's docs spell them: -t, a URL after the name, -s local|project|user.
+    ok(harness("mcp", "add", "-t", "http", "notion", "http://127.0.0.1:9/mcp", "-s", "user"))
+    ok(harness("mcp", "add", "--transport", "sse", "-s", "project", "asana", "http://127.0.0.1:9/sse",
+               "-H", "X-Key: ${K}"))  # fmt: skip
+    ok(harness("mcp", "add", "-t", "stdio", "-s", "local", "airtable", "-e", "KEY=v", "--",
+               sys.executable, SERVER, "--flag"))  # fmt: skip
+    settings = user_settings(config_home)
+    assert settings["mcpServers"] == {"notion": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}
+    assert settings["projects"] == {
+        str(work.resolve()): {
+            "mcpServers": {
+                "airtable": {
+                    "command": sys.executable,
+                    "args": [str(SERVER), "--flag"],
+                    "env": {"KEY": "v"},
+                }
+            }
+        }
+    }
+    assert json.loads((work / ".mcp.json").read_text())["mcpServers"] == {
+        "asana": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"X-Key": "${K}"}}
+    }
+    # The local server is this folder's only; list shows where it came from.
+    listed = [json.loads(x) for x in ok(harness("mcp", "list", "--json")).stdout.splitlines()]
+    sources = {entry["name"]: entry["source"] for entry in listed}
+    assert sources["airtable"].endswith(f"(local: {work.resolve()})")
+    elsewhere = work / "sub"
+    elsewhere.mkdir()
+    listed = ok(harness("mcp", "list", "--json", "--cwd", elsewhere)).stdout
+    assert "airtable" not in listed
+    ok(harness("mcp", "remove", "airtable", "-s", "local"))
+    assert user_settings(config_home)["projects"] == {str(work.resolve()): {"mcpServers": {}}}
+
+
 def test_an_untrusted_projects_servers_start_nothing_and_list_says_why(
     harness: Run, work: Path, tmp_path: Path
 ) -> None:
