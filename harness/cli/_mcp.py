@@ -24,6 +24,7 @@ from .. import (
     HttpServer,
     McpConfig,
     McpConfigError,
+    McpNotInstalledError,
     McpServerErrorEvent,
     SseServer,
     StdioServer,
@@ -33,6 +34,7 @@ from .. import (
     remove_mcp_server,
     user_settings_path,
 )
+from .._mcp.servers import require_sdk
 from ._common import run_async
 from ._escape import echo, json_line
 
@@ -41,7 +43,9 @@ __all__ = ["configured_mcp_servers", "mcp", "show_mcp_errors"]
 
 def configured_mcp_servers(cwd: Path, trust_project: bool) -> dict[str, Any]:
     """The servers ``run`` and ``chat`` start: the settings files', each skipped one named on
-    stderr with its reason (an untrusted project's servers start nothing)."""
+    stderr with its reason (an untrusted project's servers start nothing). Without the
+    ``mcp`` extra, none: one warning names the extra, and the command goes on without them
+    (the core install must not fail because settings name servers)."""
     config = load_mcp_config(cwd, trust_project=trust_project)
     for skipped in config.skipped:
         echo(
@@ -49,6 +53,13 @@ def configured_mcp_servers(cwd: Path, trust_project: bool) -> dict[str, Any]:
             f"{skipped.reason}",
             err=True,
         )
+    if config.servers:
+        try:
+            require_sdk("the settings files")
+        except McpNotInstalledError as exc:
+            names = ", ".join(sorted(config.servers))
+            echo(f"warning: MCP servers not started ({names}): {exc}", err=True)
+            return {}
     return dict(config.servers)
 
 

@@ -204,10 +204,13 @@ def test_a_server_that_fails_to_start_is_named_and_the_run_goes_on(
     assert "broken: failed" in listed and str(missing) in listed
 
 
-def test_without_the_mcp_extra_the_error_names_it(tmp_path: Path, config_home: Path) -> None:
+def test_without_the_mcp_extra_run_goes_on_and_warns_once_naming_it(
+    tmp_path: Path, config_home: Path
+) -> None:
     settings = config_home / "harness" / "settings.json"
     settings.parent.mkdir(parents=True)
-    settings.write_text(json.dumps({"mcpServers": {"probe": {"command": "true"}}}))
+    servers = {"probe": {"command": "true"}, "docs": {"type": "http", "url": "http://x/mcp"}}
+    settings.write_text(json.dumps({"mcpServers": servers}))
     code = (
         "import sys; sys.modules['mcp'] = None\n"  # as if the extra were not installed
         "from harness.cli import main; main()"
@@ -218,18 +221,30 @@ def test_without_the_mcp_extra_the_error_names_it(tmp_path: Path, config_home: P
         HARNESS_SESSIONS_DIR=str(tmp_path / "sessions"),
         PYTHONPATH=str(REPO_ROOT),
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "run", "--offline", "-p", "hi"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert "error[mcp_not_installed]" in done.stderr
-    assert "pip install 'jsonl-harness[mcp]'" in done.stderr
+
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+
+    done = harness("run", "--offline", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert "(offline) You said: hi" in done.stdout
+    assert done.stderr.count("pip install 'jsonl-harness[mcp]'") == 1
+    assert "Traceback" not in done.stderr and "docs, probe" in done.stderr
+    chat = harness("chat", "--offline", "--no-session")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stderr.count("pip install 'jsonl-harness[mcp]'") == 1
+    # The command that is about the servers says so as an error (it cannot do its job).
+    listed = harness("mcp", "list")
+    assert listed.returncode == 1 and "error[mcp_not_installed]" in listed.stderr
+    assert "Traceback" not in listed.stderr
 
 
 def test_chat_lists_its_mcp_servers(harness: Run, tmp_path: Path) -> None:
