@@ -226,6 +226,14 @@ class SecuritySupervisor:
 
     def _restrictive(self, cwd: Path, project: Settings) -> Settings:
         """What an untrusted project file may say: only what restricts."""
+        if project.additional_directories:
+            self._warn(
+                cwd,
+                "additionalDirectories",
+                "its additionalDirectories are ignored: the project is not trusted "
+                "(--trust-project lets it widen the working folder)",
+            )
+            project = evolve(project, additional_directories=())
         if not project.rules.allow:
             return project
         self._warn(
@@ -252,6 +260,10 @@ class SecuritySupervisor:
         rules = self._rules
         for _source, s in settings:
             rules = rules + s.rules
+        if request.leaves_cwd and _in_additional(request, settings):
+            # Claude Code's additionalDirectories: decided as inside the working folder (the
+            # tool still opens exactly the path decided on, as for any call outside it).
+            request = evolve(request, leaves_cwd=False, controlled=request.tool_controlled)
         if rule := _first(rules.deny, request, "any"):
             return Deny(reason=f"{request.operation_key} is denied by the rule {_named(rule)}")
         if policy.plan and _plan_denies(request):
@@ -384,6 +396,22 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
         for command in parsed.commands
     ]
     return found[0] if all(found) else None
+
+
+def _in_additional(
+    request: PermissionRequest, settings: list[tuple[SettingSource, Settings]]
+) -> bool:
+    """Whether every path of the call, symlinks resolved, lies in an additional directory of
+    the settings (an untrusted project's were dropped before)."""
+    folders = [
+        os.path.realpath(os.path.join(request.cwd, os.path.expanduser(folder)))
+        for _source, found in settings
+        for folder in found.additional_directories
+    ]
+    if not folders or not request.paths:
+        return False
+    resolved = os.path.realpath(os.path.join(request.cwd, request.paths[-1]))
+    return any(resolved == f or resolved.startswith(f.rstrip("/") + "/") for f in folders)
 
 
 def _hook_said(request: PermissionRequest, what: str) -> str:
