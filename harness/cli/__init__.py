@@ -35,6 +35,7 @@ from ._export import export
 from ._hooks import hooks
 from ._import import import_group
 from ._mcp import mcp
+from ._models import models
 from ._resources import skills, templates
 from ._rpc import rpc
 from ._run import run
@@ -112,6 +113,7 @@ main.add_command(skills)
 main.add_command(templates)
 main.add_command(hooks)
 main.add_command(mcp)
+main.add_command(models)
 main.add_command(rewind)
 main.add_command(checkpoints_group)
 main.add_command(serve)

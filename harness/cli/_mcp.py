@@ -104,7 +104,12 @@ async def _statuses(servers: Mapping[str, Any], cwd: Path) -> tuple[Any, ...]:
     is_flag=True,
     help="Start the project's servers too (.mcp.json, .harness/settings.json).",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per server.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="A JSON array of servers, each with the same keys (skipped ones: state 'skipped').",
+)
 def list_servers(work_dir: Path | None, trust_project: bool, as_json: bool) -> None:
     """Configured servers, their status and tools: connects to each to list them.
 
@@ -115,32 +120,35 @@ def list_servers(work_dir: Path | None, trust_project: bool, as_json: bool) -> N
     config = load_mcp_config(cwd, trust_project=trust_project)
     statuses = run_async(_statuses(config.servers, cwd)) if config.servers else ()
     if as_json:
-        for status in statuses:
-            echo(
-                json_line(
-                    {
-                        "name": status.name,
-                        "source": config.sources[status.name],
-                        "transport": status.transport,
-                        "target": status.target,
-                        "state": status.state,
-                        "tools": list(status.tools),
-                        "error": status.error,
-                        "notes": list(status.notes),
-                    }
-                )
-            )
-        for skipped in config.skipped:
-            echo(
-                json_line(
-                    {
-                        "name": skipped.name,
-                        "source": skipped.source,
-                        "state": "skipped",
-                        "reason": skipped.reason,
-                    }
-                )
-            )
+        # One array, every row with the same keys, as `sessions list --json` prints.
+        rows = [
+            {
+                "name": status.name,
+                "source": config.sources[status.name],
+                "transport": status.transport,
+                "target": status.target,
+                "state": status.state,
+                "tools": list(status.tools),
+                "error": status.error,
+                "notes": list(status.notes),
+                "reason": None,
+            }
+            for status in statuses
+        ] + [
+            {
+                "name": skipped.name,
+                "source": skipped.source,
+                "transport": None,
+                "target": None,
+                "state": "skipped",
+                "tools": [],
+                "error": None,
+                "notes": [],
+                "reason": skipped.reason,
+            }
+            for skipped in config.skipped
+        ]
+        echo(json_line(rows, indent=True))
         return
     _show(config, statuses)
 

@@ -82,7 +82,7 @@ def test_add_list_and_remove_a_stdio_server(harness: Run, config_home: Path) -> 
             "env": {"GREETING": "${USER:-someone}"},  # expanded when it starts, not here
         }
     }
-    listed = [json.loads(line) for line in ok(harness("mcp", "list", "--json")).stdout.splitlines()]
+    listed = json.loads(ok(harness("mcp", "list", "--json")).stdout)
     (probe,) = listed
     assert probe["state"] == "ready" and probe["transport"] == "stdio"
     assert "mcp__probe__echo" in probe["tools"]
@@ -146,7 +146,7 @@ def test_add_takes_claude_codes_options(harness: Run, work: Path, config_home: P
         "asana": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"X-Key": "${K}"}}
     }
     # The local server is this folder's only; list shows where it came from.
-    listed = [json.loads(x) for x in ok(harness("mcp", "list", "--json")).stdout.splitlines()]
+    listed = json.loads(ok(harness("mcp", "list", "--json")).stdout)
     sources = {entry["name"]: entry["source"] for entry in listed}
     assert sources["airtable"].endswith(f"(local: {work.resolve()})")
     elsewhere = work / "sub"
@@ -173,6 +173,17 @@ def test_an_untrusted_projects_servers_start_nothing_and_list_says_why(
     trusted = harness("mcp", "list", "--trust-project")
     assert marker.exists()  # trusted: the command ran (and failed to speak MCP)
     assert "evil: failed" in trusted.stdout
+
+
+def test_list_json_is_one_array_with_the_same_keys_for_every_server(
+    harness: Run, work: Path
+) -> None:
+    ok(harness("mcp", "add", "probe", "--", sys.executable, SERVER))
+    (work / ".mcp.json").write_text(json.dumps({"mcpServers": {"theirs": {"command": "true"}}}))
+    rows = json.loads(ok(harness("mcp", "list", "--json")).stdout)
+    assert [(r["name"], r["state"]) for r in rows] == [("probe", "ready"), ("theirs", "skipped")]
+    assert rows[0].keys() == rows[1].keys()
+    assert rows[1]["tools"] == [] and "not trusted" in rows[1]["reason"]
 
 
 def test_run_offline_calls_an_mcp_tool_allowed_by_a_rule(harness: Run, config_home: Path) -> None:

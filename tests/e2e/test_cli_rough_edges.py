@@ -92,6 +92,25 @@ def test_cli_errors_say_what_to_type(work: Path, tmp_path: Path) -> None:
     assert "is not a folder" in wrong_kind.stderr
 
 
+def test_list_commands_print_one_json_array_of_objects_with_the_same_keys(
+    work: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    _session(work, root)
+    _session(work, root)
+    (work / ".mcp.json").write_text(json.dumps({"mcpServers": {"a": {"command": "true"}}}))
+    for args in [
+        ("sessions", "list", "--root", root, "--json"),
+        ("models", "--json"),
+        ("mcp", "list", "--json"),
+    ]:
+        done = harness(*args, cwd=work)
+        assert done.returncode == 0, done.stderr
+        rows = json.loads(done.stdout)
+        assert isinstance(rows, list) and rows, args
+        assert all(isinstance(r, dict) and r.keys() == rows[0].keys() for r in rows), args
+
+
 def test_export_on_a_terminal_writes_a_file(work: Path, tmp_path: Path) -> None:
     root = tmp_path / "s"
     sid = _session(work, root)
