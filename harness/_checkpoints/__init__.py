@@ -27,6 +27,7 @@ from .records import (
     FileState,
     Missed,
     has_records,
+    read_records,
     referenced_blobs,
 )
 from .rewind import RewindResult
@@ -59,6 +60,7 @@ __all__ = [
     "fork_with_files",
     "has_records",
     "prepare_rewind",
+    "read_records",
     "referenced_blobs",
     "rewind_files",
 ]

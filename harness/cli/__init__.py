@@ -40,7 +40,7 @@ from ._resources import skills, templates
 from ._rpc import rpc
 from ._run import run
 from ._serve import serve
-from ._sessions import sessions
+from ._sessions import fork, sessions
 
 __all__ = [
     "HarnessCliError",
@@ -103,6 +103,9 @@ def main(verbose: bool) -> None:
 
 
 main.add_command(sessions)
+main.add_command(
+    fork
+)  # `harness fork` is `harness sessions fork`, as pi and Claude Code users type it
 main.add_command(demo)
 main.add_command(run)
 main.add_command(chat)

@@ -13,23 +13,25 @@ import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import click
 from platformdirs import user_data_path
 
-from repos import JsonlSessionRepo, Session
+from repos import CustomEntry, JsonlSessionRepo, Session
 
 from .._checkpoints import (
+    REWIND_ENTRY,
     CheckpointStore,
     RewindResult,
     WorkspaceMismatchError,
     checkpoints_setting,
+    read_records,
     referenced_blobs,
 )
 from .._harness import AgentHarness
 from ._common import HarnessGroup, open_repo, root_option, run_async
-from ._escape import echo
+from ._escape import echo, json_line
 from ._opening import opened
 
 __all__ = [
@@ -180,6 +182,43 @@ def _undo(words: list[str]) -> None:
 @click.group("checkpoints", cls=HarnessGroup)
 def checkpoints_group() -> None:
     """The checkpoint store: file contents the sessions' checkpoints refer to."""
+
+
+@checkpoints_group.command("list")
+@root_option
+@click.argument("ref", metavar="ID|PATH")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of entries, same keys each.")
+def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
+    """The checkpoint and rewind entries of a session, in file order: each entry's id, what
+    wrote it (a tool, or a rewind) and the files it changed. `harness rewind ID ENTRY` puts
+    the files back as they were at an entry."""
+    with opened(open_repo(root), ref) as session:
+        records, problems = read_records(session)
+        rows: list[dict[str, Any]] = []
+        for record in records:
+            entry = session.get_entry(record.entry_id)
+            data = entry.data if isinstance(entry, CustomEntry) else None
+            tool = data.get("toolName") if isinstance(data, dict) else None
+            rows.append(
+                {
+                    "entry_id": record.entry_id,
+                    "kind": "rewind"
+                    if isinstance(entry, CustomEntry) and entry.custom_type == REWIND_ENTRY
+                    else "checkpoint",
+                    "tool_name": tool if isinstance(tool, str) else None,
+                    "paths": [change.path for change in record.changes],
+                }
+            )
+    for problem in problems:
+        echo(f"note: a checkpoint change was not read: {problem}", err=True)
+    if as_json:
+        echo(json_line(rows, indent=True))
+        return
+    if not rows:
+        echo("no checkpoints in this session (harness run --checkpoints records them)", err=True)
+    for row in rows:
+        what = row["tool_name"] or row["kind"]
+        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths']))}")
 
 
 @checkpoints_group.command()

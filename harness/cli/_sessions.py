@@ -51,7 +51,7 @@ from ._render import (
     tree_view,
 )
 
-__all__ = ["sessions"]
+__all__ = ["fork", "sessions"]
 
 _REF = "ID|PATH"
 

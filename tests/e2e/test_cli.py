@@ -330,6 +330,10 @@ def test_fork_and_list_resolve_a_relative_cwd(cli: Cli, root: Path, pi_file: PiF
         assert fork.cwd == here  # never "." in a header: it would name another folder later
     listed = json.loads(ok(cli("sessions", "list", "--root", root, "--cwd", ".", "--json")).stdout)
     assert [s["id"] for s in listed] == [mine["id"]]
+    # `harness fork` is `harness sessions fork`.
+    again = json.loads(ok(cli("fork", "--root", root, source, "--cwd", ".", "--json")).stdout)
+    with open_session(again["path"]) as fork:
+        assert fork.cwd == here
 
 
 # --- errors -------------------------------------------------------------------------------------

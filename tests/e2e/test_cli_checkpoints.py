@@ -248,3 +248,24 @@ def test_rewind_says_how_to_undo_it_and_that_command_does(
     with open_session(path) as session:
         assert session.leaf_id is not None
         assert leaf in [e.id for e in session.get_branch(session.leaf_id)]
+
+
+def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    assert (
+        cli(env, ws, "rewind", "--root", root, sid, first_entry(path), "--files-only").returncode
+        == 0
+    )
+    done = cli(env, ws, "checkpoints", "list", "--root", root, sid, "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["kind"], r["tool_name"], sorted(r["paths"])) for r in rows] == [
+        ("checkpoint", "bash", ["keep.txt", "new.txt"]),
+        ("rewind", None, ["keep.txt", "new.txt"]),
+    ]
+    assert rows[0].keys() == rows[1].keys()
+    text = cli(env, ws, "checkpoints", "list", "--root", root, sid)
+    assert f"{rows[0]['entry_id']}  bash: " in text.stdout
