@@ -1005,6 +1005,7 @@ def _final_input(
 
 async def _finish(run: Run, p: _Pending, context: Any) -> bool:
     """Execute (when allowed), pass the result through ``tool_result``, emit the end event."""
+    ran = p.error is None and p.tool is not None
     if p.error is not None or p.tool is None:
         raw = ToolResult(content=p.error or "tool not run", is_error=True)
     else:
@@ -1019,6 +1020,7 @@ async def _finish(run: Run, p: _Pending, context: Any) -> bool:
             details=raw.details,
             is_error=raw.is_error,
             turn_index=run.turn_index,
+            executed=ran,
         ),
     )
     p.result = _storable(

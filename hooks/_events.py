@@ -345,10 +345,12 @@ class PermissionDecisionEvent:
 
 @frozen(kw_only=True)
 class ToolResultEvent:
-    """Hook, sent after a tool ran. Receivers may return ``PatchResult``.
+    """Hook, sent with each tool call's result. Receivers may return ``PatchResult``.
 
     ``input`` is the input the tool ran with; ``content``, ``details`` and ``is_error`` are the
-    result as patched by the receivers before this one.
+    result as patched by the receivers before this one. ``executed`` is False when the tool
+    never ran (a hook blocked the call, permissions denied it, its input was invalid, the
+    tool is unknown): the result is then the error that says why.
     """
 
     name: ClassVar[str] = "tool_result"
@@ -360,6 +362,7 @@ class ToolResultEvent:
     details: JSONValue
     is_error: bool
     turn_index: int
+    executed: bool = True
 
 
 # --- end of a turn, queues, end of a run ----------------------------------------------------

@@ -26,6 +26,8 @@ from .records import (
     Change,
     FileState,
     Missed,
+    has_records,
+    read_records,
     referenced_blobs,
 )
 from .rewind import RewindResult
@@ -57,7 +59,9 @@ __all__ = [
     "announce_rewind",
     "checkpoints_setting",
     "fork_with_files",
+    "has_records",
     "prepare_rewind",
+    "read_records",
     "referenced_blobs",
     "rewind_files",
 ]

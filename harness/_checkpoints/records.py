@@ -47,6 +47,7 @@ __all__ = [
     "Record",
     "Timeline",
     "checkpoint_data",
+    "has_records",
     "read_records",
     "referenced_blobs",
     "rewind_data",
@@ -210,6 +211,12 @@ def _checkpoint_entries(session: Session) -> Iterable[tuple[int, CustomEntry]]:
             REWIND_ENTRY,
         ):
             yield index, entry
+
+
+def has_records(session: Session) -> bool:
+    """Whether ``session`` holds a checkpoint or rewind entry (it was recorded with
+    checkpoints on)."""
+    return next(iter(_checkpoint_entries(session)), None) is not None
 
 
 def read_records(session: Session) -> tuple[list[Record], list[str]]:

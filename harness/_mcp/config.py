@@ -8,7 +8,9 @@ the user's ``settings.json``) holds::
         "docs": {"type": "http", "url": "https://example.test/mcp",
                  "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}}}
 
-as Claude Code reads it (``type`` is ``stdio`` by default, or ``http``, ``sse``), with
+as Claude Code reads it (``type`` is ``stdio`` by default, or ``http``, ``sse``). The user's
+file may also hold servers for one project only (Claude Code's local scope), under
+``{"projects": {"/real/path/of/folder": {"mcpServers": {...}}}}``. Values hold
 ``${VAR}`` and ``${VAR:-default}`` expanded from the environment in ``command``, ``args``,
 ``env``, ``cwd``, ``url`` and ``headers``. Starting a server is running a program, so a
 project's files name servers that start only when the project is trusted (the
@@ -267,8 +269,10 @@ class McpConfig:
 
     Attributes:
         servers: by name, the ones to start (user settings, then the trusted project's
-            ``.mcp.json``, then its ``.harness/settings.json``: a later file's entry wins).
-        sources: by name, the file each server comes from.
+            ``.mcp.json``, then its ``.harness/settings.json``, then the user's servers for
+            this folder only: a later entry wins).
+        sources: by name, the file each server comes from (a local server's: the user's file,
+            then `` (local: FOLDER)``).
         skipped: servers that will not start: an untrusted project's, or entries that cannot
             be used (a bad shape, an unset ``${VAR}``), each with the reason.
     """
@@ -291,7 +295,7 @@ def load_mcp_config(
     *,
     trust_project: bool = False,
     user_settings: Path | None = None,
-    sources: Iterable[Literal["user", "project"]] = ("user", "project"),
+    sources: Iterable[Literal["user", "project", "local"]] = ("user", "project", "local"),
 ) -> McpConfig:
     """Read the MCP servers the settings files configure for ``cwd``.
 
@@ -303,7 +307,8 @@ def load_mcp_config(
         trust_project: start the project's servers too. Off by default: a cloned repository
             can name any program, and starting a server runs it (docs/security.md).
         user_settings: the user settings file (default ``user_settings_path()``).
-        sources: which files to read.
+        sources: which to read: ``user`` (the user's file), ``project`` (the project's
+            files), ``local`` (the user's file's servers for ``cwd`` only).
 
     Returns:
         The servers to start, and those skipped with their reasons.
@@ -319,34 +324,48 @@ def load_mcp_config(
     origin: dict[str, str] = {}
     skipped: list[SkippedServer] = []
     wanted = tuple(sources)
-    files: list[tuple[Path, Path | None, bool]] = []
+    user_file = user_settings or user_settings_path()
+    files: list[tuple[Path, Path | None, bool, str | None]] = []
     if "user" in wanted:
-        files.append((user_settings or user_settings_path(), None, True))
+        files.append((user_file, None, True, None))
     if "project" in wanted:
-        files.append((folder / MCP_JSON, folder, trust_project))
-        files.append((folder / PROJECT_SETTINGS, folder, trust_project))
-    for path, root, trusted in files:
+        files.append((folder / MCP_JSON, folder, trust_project, None))
+        files.append((folder / PROJECT_SETTINGS, folder, trust_project, None))
+    if "local" in wanted:
+        files.append((user_file, None, True, os.path.realpath(folder)))
+    for path, root, trusted, project in files:
         data = _read(path, root)
         if data is None:
             continue
+        if project is not None:
+            data = _local(data, project, path)
+        label = str(path) if project is None else f"{path} (local: {project})"
         if not trusted:
             names = data.get("mcpServers") if isinstance(data, Mapping) else None
             for name in names if isinstance(names, Mapping) else ():
                 skipped.append(
                     SkippedServer(
                         name=str(name),
-                        source=str(path),
+                        source=label,
                         reason="the project is not trusted, so its servers do not start "
                         "(--trust-project starts them)",
                     )
                 )
             continue
-        found, bad = parse_servers(data, str(path))
+        found, bad = parse_servers(data, label)
         skipped.extend(bad)
         for name, server in found.items():
             servers[name] = server
-            origin[name] = str(path)
+            origin[name] = label
     return McpConfig(servers=servers, sources=origin, skipped=tuple(skipped))
+
+
+def _local(data: object, project: str, path: Path) -> object:
+    """The user file's settings for one project (``projects[project]``; none: empty)."""
+    projects = data.get("projects", {}) if isinstance(data, Mapping) else {}
+    if not isinstance(projects, Mapping):
+        raise McpConfigError(str(path), None, "'projects' must be an object")
+    return projects.get(project, {})
 
 
 def mcp_server_entry(server: StdioServer | HttpServer | SseServer) -> dict[str, Any]:
@@ -364,14 +383,21 @@ def mcp_server_entry(server: StdioServer | HttpServer | SseServer) -> dict[str, 
     return entry
 
 
-def _edit(path: Path, root: Path, change: Any) -> bool:
+def _edit(path: Path, root: Path, change: Any, project: str | None = None) -> bool:
     """Read ``path`` (beneath ``root``), apply ``change(servers) -> bool`` to its
-    ``mcpServers`` and write it back atomically when it changed; other content is kept."""
+    ``mcpServers`` (``projects[project].mcpServers`` when ``project`` is given) and write it
+    back atomically when it changed; other content is kept."""
     data = _read(path, root)
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise McpConfigError(str(path), None, "a settings file must hold a JSON object")
-    servers = data.setdefault("mcpServers", {})
+    holder: Any = data
+    if project is not None:
+        projects = data.setdefault("projects", {})
+        holder = projects.setdefault(project, {}) if isinstance(projects, dict) else None
+        if not isinstance(holder, dict):
+            raise McpConfigError(str(path), None, f"'projects.{project}' must be an object")
+    servers = holder.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise McpConfigError(str(path), None, "'mcpServers' must be an object")
     if not change(servers):
@@ -383,20 +409,25 @@ def _edit(path: Path, root: Path, change: Any) -> bool:
     return True
 
 
-def add_mcp_server(path: Path, name: str, entry: Mapping[str, Any], *, root: Path) -> None:
+def add_mcp_server(
+    path: Path, name: str, entry: Mapping[str, Any], *, root: Path, project: str | None = None
+) -> None:
     """Set ``mcpServers[name]`` of the settings file ``path`` (created if missing; other
     content kept), written atomically beneath ``root`` (a symlink leading out is refused).
+    With ``project`` (a folder's real path), the server is that folder's only (local scope:
+    ``projects[project].mcpServers`` of the user's file).
 
     Raises:
         McpConfigError: a bad name or entry, or a file that is not a settings object.
         OSError: the file could not be written.
     """
     parse_server(name, entry, str(path), expand=False)  # refuse what could not be read back
-    _edit(path, root, lambda servers: servers.__setitem__(name, dict(entry)) or True)
+    _edit(path, root, lambda servers: servers.__setitem__(name, dict(entry)) or True, project)
 
 
-def remove_mcp_server(path: Path, name: str, *, root: Path) -> bool:
-    """Remove ``mcpServers[name]`` from the settings file ``path``; False if it had none.
+def remove_mcp_server(path: Path, name: str, *, root: Path, project: str | None = None) -> bool:
+    """Remove ``mcpServers[name]`` from the settings file ``path`` (``project``: as for
+    :func:`add_mcp_server`); False if it had none.
 
     Raises:
         McpConfigError: a file that is not a settings object.
@@ -404,4 +435,4 @@ def remove_mcp_server(path: Path, name: str, *, root: Path) -> bool:
     """
     if read_regular_file(path, max_bytes=SETTINGS_MAX_BYTES, root=root) is None:
         return False
-    return _edit(path, root, lambda servers: servers.pop(name, None) is not None)
+    return _edit(path, root, lambda servers: servers.pop(name, None) is not None, project)

@@ -106,6 +106,7 @@ class PermissionRequest:
         input: the input the tool will run with (read-only, JSON).
         kind: the tool's :data:`ToolKind` (``read``, ``edit``, ``execute``, ``other``).
         controlled: the tool is controlled, or a path of the call leaves ``cwd``.
+        tool_controlled: the tool itself is controlled (``Tool.controlled``); unknown is True.
         operation_key: what an approve-always remembers and a rule matches, in rule syntax:
             ``bash(git status:*)`` (only for one simple command of literal words whose program
             runs no code from its arguments), ``bash(<the command byte for byte, * and \\
@@ -149,6 +150,7 @@ class PermissionRequest:
     hook_reason: str | None = None
     resolution: Literal["approve", "approve_always", "deny"] | None = None
     resolution_reason: str | None = None
+    tool_controlled: bool = True
 
 
 Approver: TypeAlias = Callable[[PermissionRequest], Awaitable[Decision]]

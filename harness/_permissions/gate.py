@@ -157,6 +157,7 @@ class Gate:
             input=frozen_input,
             kind=tool.kind,
             controlled=tool.controlled or target.leaves_cwd,
+            tool_controlled=tool.controlled,
             operation_key=target.operation_key,
             target=target.target,
             paths=target.paths,

@@ -260,10 +260,13 @@ class PermissionRules:
 
 @frozen(kw_only=True)
 class Settings:
-    """The ``permissions`` of one settings file: rules and an optional ``mode``."""
+    """The ``permissions`` of one settings file: rules, an optional ``mode``, and Claude
+    Code's ``additionalDirectories`` (folders treated as the working folder is, as written:
+    ``~`` and relative paths are resolved against the working folder when a call is decided)."""
 
     rules: PermissionRules = PermissionRules()
     mode: PermissionMode | None = None
+    additional_directories: tuple[str, ...] = ()
 
 
 def load_settings(path: Path, *, root: Path | None = None) -> Settings:
@@ -295,23 +298,31 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     permissions = data.get("permissions", {}) if isinstance(data, Mapping) else None
     if not isinstance(permissions, Mapping):
         raise ValueError(f"{path}: 'permissions' must be an object")
-    unknown = sorted(set(permissions) - {"allow", "deny", "ask", "mode", "defaultMode"})
+    known = ("allow", "deny", "ask", "mode", "defaultMode", "additionalDirectories")
+    unknown = sorted(set(permissions) - set(known))
     if unknown:  # a misspelt "deny" must not pass for no rules at all
         raise ValueError(
             f"{path}: unknown key(s) in 'permissions': {', '.join(map(repr, unknown))} "
-            "(known: 'allow', 'deny', 'ask', 'mode', 'defaultMode')"
+            f"(known: {', '.join(map(repr, known))})"
         )
     try:
         lists = {k: permissions.get(k, []) for k in ("allow", "deny", "ask")}
-        for key, values in lists.items():
+        folders = permissions.get("additionalDirectories", [])
+        for key, values in [*lists.items(), ("additionalDirectories", folders)]:
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise ValueError(f"'permissions.{key}' must be a list of strings")
+        if any(not v or "\0" in v for v in folders):
+            raise ValueError("'permissions.additionalDirectories' holds an empty path or a NUL")
         rules = PermissionRules(
             allow=_rules(lists["allow"], str(path), "permissions.allow"),
             deny=_rules(lists["deny"], str(path), "permissions.deny"),
             ask=_rules(lists["ask"], str(path), "permissions.ask"),
         )
-        return Settings(rules=rules, mode=_settings_mode(permissions))
+        return Settings(
+            rules=rules,
+            mode=_settings_mode(permissions),
+            additional_directories=tuple(folders),
+        )
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
 

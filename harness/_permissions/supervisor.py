@@ -234,6 +234,14 @@ class SecuritySupervisor:
 
     def _restrictive(self, cwd: Path, project: Settings) -> Settings:
         """What an untrusted project file may say: only what restricts."""
+        if project.additional_directories:
+            self._warn(
+                cwd,
+                "additionalDirectories",
+                "its additionalDirectories are ignored: the project is not trusted "
+                "(--trust-project lets it widen the working folder)",
+            )
+            project = evolve(project, additional_directories=())
         if not project.rules.allow:
             return project
         self._warn(
@@ -260,6 +268,10 @@ class SecuritySupervisor:
         rules = self._rules
         for _source, s in settings:
             rules = rules + s.rules
+        if request.leaves_cwd and _in_additional(request, settings):
+            # Claude Code's additionalDirectories: decided as inside the working folder (the
+            # tool still opens exactly the path decided on, as for any call outside it).
+            request = evolve(request, leaves_cwd=False, controlled=request.tool_controlled)
         if rule := _first(rules.deny, request, "any"):
             return Deny(reason=f"{request.operation_key} is denied by the rule {_named(rule)}")
         if rule := _first_read(rules.deny, request, "any"):
@@ -436,6 +448,22 @@ def _protected(request: PermissionRequest) -> str | None:
     if request.kind == "execute" and request.target is not None:
         return protected_command(request.target)
     return None
+
+
+def _in_additional(
+    request: PermissionRequest, settings: list[tuple[SettingSource, Settings]]
+) -> bool:
+    """Whether every path of the call, symlinks resolved, lies in an additional directory of
+    the settings (an untrusted project's were dropped before)."""
+    folders = [
+        os.path.realpath(os.path.join(request.cwd, os.path.expanduser(folder)))
+        for _source, found in settings
+        for folder in found.additional_directories
+    ]
+    if not folders or not request.paths:
+        return False
+    resolved = [os.path.realpath(os.path.join(request.cwd, p)) for p in request.paths]
+    return all(any(r == f or r.startswith(f.rstrip("/") + "/") for f in folders) for r in resolved)
 
 
 def _hook_said(request: PermissionRequest, what: str) -> str:

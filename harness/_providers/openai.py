@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import urllib.parse
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final, Literal
 
@@ -117,6 +118,8 @@ class OpenAIModel:
         if api not in _APIS:
             raise ValueError(f"api must be 'responses' or 'chat', got {api!r}")
         custom_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if client is None and custom_url:
+            _check_url(custom_url, "base_url" if base_url else "OPENAI_BASE_URL")
         if client is None and not api_key:
             api_key = os.environ.get("OPENAI_API_KEY") or None
             if api_key is None and not custom_url:
@@ -142,6 +145,7 @@ class OpenAIModel:
                 api_key=api_key or NO_KEY, base_url=base_url, max_retries=max_retries
             )
         )
+        self._shown_url = shown_url(str(self._client.base_url))
         # max_completion_tokens is OpenAI's own name; compatible servers read max_tokens.
         self._official = client is None and not custom_url
         self._max_tokens = max_tokens
@@ -245,7 +249,7 @@ class OpenAIModel:
                 stream_cls=openai.AsyncStream[object],
             )
         except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-            error = _request_error(exc)
+            error = _request_error(exc, self._shown_url)
             if isinstance(exc, openai.APIStatusError):
                 yield StreamResponse(status=exc.status_code, headers=dict(exc.response.headers))
             yield StreamStart(partial=builder.partial())
@@ -280,9 +284,38 @@ class OpenAIModel:
 # --- errors -----------------------------------------------------------------------------------
 
 
-def _request_error(exc: Exception) -> ProviderError:
-    """A failure of the request itself (before any body was read), with ``exc`` as cause."""
-    error = _request_error_of(exc)
+def shown_url(url: str) -> str:
+    """``url`` as an error may show it: no user, password, query or fragment (they may hold
+    credentials)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # a port that is not a number: not shown
+        port = ""
+    return urllib.parse.urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+
+
+def _check_url(url: str, source: str) -> None:
+    """Refuse a base URL the SDK would only fail on later, with a vaguer message."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        # Not a URL, so not split reliably: what could be a user and password goes unshown.
+        shown = url.rpartition("@")[2].partition("?")[0].partition("#")[0]
+        raise ProviderError(
+            f"{source} {shown or '(empty)'!r} is not an http(s) URL: write it with "
+            "its scheme, e.g. http://localhost:11434/v1",
+            retryable=False,
+            error_type="invalid_base_url",
+        )
+
+
+def _request_error(exc: Exception, url: str) -> ProviderError:
+    """A failure of the request itself (before any body was read), with ``exc`` as cause;
+    ``url`` the server's (shown in connection errors)."""
+    error = _request_error_of(exc, url)
     error.__cause__ = exc
     return error
 
@@ -304,7 +337,7 @@ def _error_fields(body: object) -> tuple[str, str, str]:
     return text(inner.get("type")), code_text, text(inner.get("message"))
 
 
-def _request_error_of(exc: Exception) -> ProviderError:
+def _request_error_of(exc: Exception, url: str) -> ProviderError:
     if isinstance(exc, openai.APIStatusError):
         kind, code, api_message = _error_fields(exc.body)
         status = exc.status_code
@@ -341,7 +374,9 @@ def _request_error_of(exc: Exception) -> ProviderError:
         )
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError(
-            f"could not reach the OpenAI API: {exc}", retryable=True, error_type="connection_error"
+            f"could not reach the OpenAI API at {url}: {exc}",
+            retryable=True,
+            error_type="connection_error",
         )
     # The client's own refusal (bad arguments): the same request cannot succeed.
     return ProviderError(

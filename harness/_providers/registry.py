@@ -95,7 +95,9 @@ class ModelInfo:
         reasoning: whether the model reasons (takes a thinking level).
         input: the kinds of input it takes (``text``, ``image``).
         prices: per million tokens; None when unknown (the cost is then unknown too).
-        aliases: other ids naming the same model (dated forms, ``-latest``).
+        aliases: other ids naming the same model (dated forms, ``-latest``), sent as written.
+        shorthands: short names that stand for this model and are sent as :attr:`id`
+            (Claude Code's ``sonnet``, ``opus``, ``haiku``).
         source: where the figures come from; as_of: the date they were taken (YYYY-MM-DD).
         base_url: the provider's endpoint; None for the SDK's default.
         api_key_env: the environment variable holding the provider's key, if any.
@@ -111,6 +113,7 @@ class ModelInfo:
     input: tuple[str, ...] = ("text",)
     prices: Prices | None = None
     aliases: tuple[str, ...] = ()
+    shorthands: tuple[str, ...] = ()
     source: str = ""
     as_of: str = ""
     base_url: str | None = None
@@ -218,6 +221,14 @@ class ModelRegistry:
                         return info
         return None
 
+    def expand(self, spec: ModelSpec) -> ModelSpec:
+        """``spec`` with a shorthand (``sonnet``) replaced by the id and provider of the model
+        that claims it (the last one defined, so a settings file's model wins); else as is."""
+        for info in reversed(list(self)):
+            if spec.model_id in info.shorthands and spec.provider in (None, info.provider):
+                return ModelSpec(provider=info.provider, model_id=info.id, thinking=spec.thinking)
+        return spec
+
     def suggest(self, name: str, provider: str | None = None, count: int = 3) -> list[str]:
         """The closest known ``provider/id`` names to ``name`` (for "did you mean")."""
         refs = {
@@ -300,6 +311,7 @@ _MODEL_KEYS: Final = frozenset(
         "input",
         "cost",
         "aliases",
+        "shorthands",
         "source",
         "asOf",
     }
@@ -403,6 +415,13 @@ def _model_from(
         ):
             raise ModelSettingsError(source, f"{where}: 'aliases' must be a list of model ids")
         changes["aliases"] = tuple(aliases)
+    if "shorthands" in fields:
+        names = fields["shorthands"]
+        if not isinstance(names, list) or not all(
+            isinstance(a, str) and _NAME.match(a) for a in names
+        ):
+            raise ModelSettingsError(source, f"{where}: 'shorthands' must be a list of names")
+        changes["shorthands"] = tuple(names)
     for key, attr in (("source", "source"), ("asOf", "as_of")):
         if key in fields:
             changes[attr] = _text(fields[key], where, key, source)

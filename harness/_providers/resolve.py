@@ -54,8 +54,8 @@ def make_model(
         MissingExtraError: an OpenAI-style model without the ``openai`` extra installed.
         ValueError: ``api`` given for an Anthropic model.
     """
-    parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
     registry = registry or ModelRegistry.builtin()
+    parsed = registry.expand(parse_model_spec(spec) if isinstance(spec, str) else spec)
     provider = parsed.provider
     if provider is None:
         found = registry.find(parsed.model_id)

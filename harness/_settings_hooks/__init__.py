@@ -158,18 +158,20 @@ class CommandHooks:
         A nested run (``harness.depth`` > 0) gets no ``SessionStart``, ``SessionEnd`` or
         ``UserPromptSubmit`` hooks, as a Claude Code subagent does not; its tool calls,
         compactions, notifications and ``SubagentStop`` run them as usual."""
+        # One receiver per Claude Code event: PostToolUse and PostToolUseFailure share a signal
+        # but not the calls they run for.
         by_event: dict[str, list[CommandHook]] = {}
         for hook in self._hooks:
             if harness.depth > 0 and hook.event in TOP_LEVEL_ONLY:
                 continue
-            by_event.setdefault(hook.event, []).append(hook)
+            by_event.setdefault(hook.claude_code_event, []).append(hook)
         disconnects = [
             harness.connect(
-                event,
-                HookReceiver(event, hooks),
+                hooks[0].event,
+                HookReceiver(hooks[0].event, hooks),
                 timeout_s=max(h.timeout_s for h in hooks) + _BACKSTOP_S,
             )
-            for event, hooks in by_event.items()
+            for hooks in by_event.values()
         ]
 
         def disconnect() -> None:

@@ -14,8 +14,8 @@ JSON keys: ``continue`` (false ends the run, with ``stopReason``), ``stopReason`
 ``hookSpecificOutput`` with ``hookEventName`` and, by event, ``permissionDecision``
 (``allow``, ``deny``, ``ask``), ``permissionDecisionReason`` and ``updatedInput``
 (``PreToolUse``) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
-``PostToolUse``). Any other key, or a value of another type, is a failure: a misspelt
-``decison`` must not let a call through.
+``PostToolUse``, ``PostToolUseFailure``). Any other key, or a value of another type, is a
+failure: a misspelt ``decison`` must not let a call through.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ _REASON_MAX = 64 * 1024  # characters of a reason or message kept (the model rea
 _DECISIONS: Mapping[str, frozenset[str]] = {
     "PreToolUse": frozenset({"block", "approve"}),
     "PostToolUse": frozenset({"block"}),
+    "PostToolUseFailure": frozenset({"block"}),
     "UserPromptSubmit": frozenset({"block"}),
     "Stop": frozenset({"block"}),
     "SubagentStop": frozenset({"block"}),
@@ -47,6 +48,7 @@ _SPECIFIC: Mapping[str, frozenset[str]] = {
         {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput"}
     ),
     "PostToolUse": frozenset({"hookEventName", "additionalContext"}),
+    "PostToolUseFailure": frozenset({"hookEventName", "additionalContext"}),
     "UserPromptSubmit": frozenset({"hookEventName", "additionalContext"}),
     "SessionStart": frozenset({"hookEventName", "additionalContext"}),
 }
@@ -62,7 +64,15 @@ _TOP = frozenset(
     }
 )
 _CONTINUE_MEANS = frozenset(
-    {"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"}
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+        "PreCompact",
+    }
 )
 _PLAIN_IS_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
 

@@ -99,6 +99,10 @@ class HookReceiver:
         if sender.depth > 0 and self.event in TOP_LEVEL_ONLY:
             # A sub-agent's events reach the hooks of the harness that started it.
             return None
+        if isinstance(event, ToolResultEvent) and not _runs_for(
+            self.hooks[0].claude_code_event, event
+        ):
+            return None
         chosen = self._matching(_matched_values(event))
         if not chosen:
             return None
@@ -163,6 +167,14 @@ async def _answer(
         return f"could not be started: {exc}"
 
 
+def _runs_for(claude_code_event: str, event: ToolResultEvent) -> bool:
+    """Claude Code's rule: PostToolUse after a call that succeeded, PostToolUseFailure after
+    one that failed; neither for a call that never ran (blocked, denied, invalid)."""
+    if not event.executed:
+        return False
+    return event.is_error == (claude_code_event == "PostToolUseFailure")
+
+
 def _matched_values(event: Event) -> tuple[str, ...]:
     if isinstance(event, ToolCallEvent | ToolResultEvent):
         return (claude_code_tool_name(event.tool_name), event.tool_name)
@@ -211,11 +223,14 @@ def _fields(event: Event, cwd: Path) -> tuple[dict[str, JSONValue], InputAliases
             "tool_use_id": event.tool_call_id,
         }
         if isinstance(event, ToolResultEvent):
+            text = "\n".join(b.text for b in event.content if isinstance(b, TextContent))
             fields["tool_response"] = {
-                "content": "\n".join(b.text for b in event.content if isinstance(b, TextContent)),
+                "content": text,
                 "details": event.details,
                 "is_error": event.is_error,
             }
+            if event.is_error:  # Claude Code's PostToolUseFailure field
+                fields["error"] = text
         return fields, aliases
     if isinstance(event, UserPromptSubmitEvent):
         return {"prompt": event.message.text}, None

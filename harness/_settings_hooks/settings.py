@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import orjson
 import re2
-from attrs import frozen
+from attrs import Factory, field, frozen
 
 from .._fs import read_regular_file
 from .._permissions.rules import SETTINGS_MAX_BYTES
@@ -39,6 +39,7 @@ __all__ = [
 CLAUDE_CODE_EVENTS: Mapping[str, str] = {
     "PreToolUse": "tool_call",
     "PostToolUse": "tool_result",
+    "PostToolUseFailure": "tool_result",
     "UserPromptSubmit": "user_prompt_submit",
     "Stop": "stop",
     "SubagentStop": "subagent_stop",
@@ -47,9 +48,13 @@ CLAUDE_CODE_EVENTS: Mapping[str, str] = {
     "SessionEnd": "session_end",
     "Notification": "notification",
 }
-"""Claude Code's hook event name -> the signal its command hooks receive."""
+"""Claude Code's hook event name -> the signal its command hooks receive. ``PostToolUse``
+and ``PostToolUseFailure`` share ``tool_result``: the first runs for a call that ran and
+succeeded, the second for one that ran and failed (neither for a call that never ran)."""
 
-_CLAUDE_CODE_NAME = {ours: theirs for theirs, ours in CLAUDE_CODE_EVENTS.items()}
+# A signal's name as a key means Claude Code's first event of that signal (tool_result:
+# PostToolUse).
+_CLAUDE_CODE_NAME = {ours: theirs for theirs, ours in reversed(tuple(CLAUDE_CODE_EVENTS.items()))}
 
 MATCHED_BY: Mapping[str, str | None] = {
     "tool_call": "the tool's name, Claude Code's or ours (Bash or bash)",
@@ -85,6 +90,8 @@ class CommandHook:
             (``.harness/settings.json``).
         path: the settings file (None from code).
         key: where in it, e.g. ``hooks.PreToolUse[0].hooks[0]``.
+        claude_code_event: Claude Code's name of the event (default: that of :attr:`event`,
+            ``PreToolUse`` for ``tool_call``; ``PostToolUseFailure`` is given).
     """
 
     event: str
@@ -94,11 +101,9 @@ class CommandHook:
     source: HookSource
     path: str | None
     key: str
-
-    @property
-    def claude_code_event(self) -> str:
-        """Claude Code's name of :attr:`event` (``PreToolUse`` for ``tool_call``)."""
-        return _CLAUDE_CODE_NAME[self.event]
+    claude_code_event: str = field(
+        default=Factory(lambda hook: _CLAUDE_CODE_NAME[hook.event], takes_self=True)
+    )
 
     def matches(self, values: Sequence[str]) -> bool:
         """Whether the matcher matches any of ``values`` whole (no matcher: always)."""
@@ -176,12 +181,13 @@ def parse_hooks(
         if not isinstance(groups, list):
             raise HookSettingsError(where, key, "must be a list of matcher groups")
         for g, group in enumerate(groups):
-            found.extend(_group(group, event, source, path, f"{key}[{g}]"))
+            theirs = name if name in CLAUDE_CODE_EVENTS else _CLAUDE_CODE_NAME[event]
+            found.extend(_group(group, event, theirs, source, path, f"{key}[{g}]"))
     return tuple(found)
 
 
 def _group(
-    group: Any, event: str, source: HookSource, path: str | None, key: str
+    group: Any, event: str, theirs: str, source: HookSource, path: str | None, key: str
 ) -> list[CommandHook]:
     where = path or "code"
     if not isinstance(group, Mapping):
@@ -223,6 +229,7 @@ def _group(
                 source=source,
                 path=path,
                 key=here,
+                claude_code_event=theirs,
             )
         )
     return out

@@ -35,11 +35,12 @@ from ._export import export
 from ._hooks import hooks
 from ._import import import_group
 from ._mcp import mcp
+from ._models import models
 from ._resources import skills, templates
 from ._rpc import rpc
 from ._run import run
 from ._serve import serve
-from ._sessions import sessions
+from ._sessions import fork, sessions
 
 __all__ = [
     "HarnessCliError",
@@ -102,6 +103,9 @@ def main(verbose: bool) -> None:
 
 
 main.add_command(sessions)
+main.add_command(
+    fork
+)  # `harness fork` is `harness sessions fork`, as pi and Claude Code users type it
 main.add_command(demo)
 main.add_command(run)
 main.add_command(chat)
@@ -112,6 +116,7 @@ main.add_command(skills)
 main.add_command(templates)
 main.add_command(hooks)
 main.add_command(mcp)
+main.add_command(models)
 main.add_command(rewind)
 main.add_command(checkpoints_group)
 main.add_command(serve)

@@ -52,6 +52,7 @@ from harness import (
 from repos.claude_code import is_claude_code
 
 from .._agents import AgentDefinition, load_agents
+from .._checkpoints import has_records
 from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName
 from .._permissions.claude_code import CLAUDE_CODE_TOOLS
 from .._restore import THINKING_LEVELS
@@ -525,7 +526,10 @@ class Agents:
             cwd=self.cwd,
             command_hooks=self.command_hooks,
             mcp_servers=self.mcp_servers,
-            checkpoints=self.checkpoints,
+            # Sticky: a session recorded with checkpoints keeps them when resumed, unless
+            # --no-checkpoints says otherwise (its rewinds would miss what happens next).
+            checkpoints=self.checkpoints
+            or (self.opts.checkpoints is None and has_records(session)),
             agents=self.agents,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.choice is None else None,

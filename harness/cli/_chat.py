@@ -11,6 +11,7 @@ history (prompt_toolkit); otherwise plain lines are read, so a script can pipe a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -29,6 +30,7 @@ from harness import (
     Decision,
     Deny,
     HarnessError,
+    HarnessStateError,
     McpServerErrorEvent,
     MemorySessionRepo,
     Model,
@@ -100,6 +102,8 @@ class Chat:
         self.edit_text = ""
         """Pre-filled at the next prompt (a checked-out user message, to edit and resend)."""
         self._abort: asyncio.Task[object] | None = None
+        self._leaving = False
+        """The user ended the chat at an approval prompt: the run ends, the chat with it."""
 
     def _harness_for(self, session: Session, model: Model) -> AgentHarness:
         harness = self.agents.make(session, model)
@@ -142,7 +146,11 @@ class Chat:
     # --- approvals and interrupts -----------------------------------------------------------
 
     async def _approve(self, request: PermissionRequest) -> Decision:
-        """The supervisor's question, answered y(es) / n(o) / a(lways)."""
+        """The supervisor's question, answered y(es) / n(o) / a(lways); ``/exit`` or Ctrl-D
+        denies the call and ends the chat once the run has stopped."""
+        if self._leaving:  # a later call of the same batch, or of a sub-agent
+            return Deny(reason="the user ended the chat")
+        self.view.end_line()
         self.view.approval(request)  # the whole command, before the one-line question
         where = ", outside the working folder" if request.leaves_cwd else ""
         question = f"allow {one_line(request.operation_key)}{where}? [y]es / [n]o / [a]lways: "
@@ -153,7 +161,9 @@ class Chat:
                 self.interrupt()
                 return Deny(reason="the user interrupted the turn")
             except EOFError:
-                return Deny(reason="the user gave no answer (end of input)")
+                answer = "/exit"
+            if answer == "/exit":
+                return self._leave()
             if answer in ("y", "yes"):
                 return Approve(reason="approved by the user")
             if answer in ("a", "always"):
@@ -163,7 +173,15 @@ class Chat:
                     reason=f"the user declined {request.operation_key}; do without it or ask "
                     "the user"
                 )
-            self.view.note("answer y (run it), n (do not run it) or a (run it, and always)")
+            self.view.note("answer y (run it), n (do not run it), a (run it, and always) or /exit")
+
+    def _leave(self) -> Decision:
+        """Deny the call being asked about and end the run, then the chat."""
+        self._leaving = True
+        self.exit_reason = "prompt_input_exit"
+        with contextlib.suppress(HarnessStateError):  # no run to end: nothing more is sent
+            self.harness.end_run("the user ended the chat")
+        return Deny(reason="the user ended the chat")
 
     def interrupt(self) -> None:
         """Ctrl-C: abort the running operation, else interrupt the read (which ends the chat).
@@ -220,6 +238,8 @@ class Chat:
                     break
             else:
                 await self.turn(text)
+            if self._leaving:
+                break
 
     def banner(self, created: bool) -> None:
         how = "new session" if created else "session"

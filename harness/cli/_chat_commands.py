@@ -293,6 +293,14 @@ async def _rewind(chat: ChatHost, args: str) -> None:
             chat.view.line(f"skipped {skipped.path}: {skipped.reason}", "yellow")
         if files.entry_id is None:
             chat.view.line("files: nothing to change")
+    # The old leaf (or, files only, the rewind entry's parent) was written before the rewind.
+    if result is not None and result.old_leaf_id is not None:
+        flag = " --conversation-only" if files is None else ""
+        chat.view.line(f"to undo: /rewind {result.old_leaf_id}{flag}")
+    elif files is not None and files.entry_id is not None:
+        parent = chat.session.get_entry(files.entry_id).parent_id
+        if parent is not None:
+            chat.view.line(f"to undo: /rewind {parent} --files-only")
 
 
 async def _compact(chat: ChatHost, args: str) -> None:

@@ -10,24 +10,27 @@ refuses (``workspace_mismatch``) rather than write one folder's files into anoth
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import click
 
-from repos import JsonlSessionRepo, Session
+from repos import CustomEntry, JsonlSessionRepo, Session
 
 from .._checkpoints import (
+    REWIND_ENTRY,
     CheckpointStore,
     RewindResult,
     WorkspaceMismatchError,
     checkpoints_setting,
+    read_records,
     referenced_blobs,
 )
 from .._harness import AgentHarness
 from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
-from ._escape import echo
+from ._escape import echo, json_line
 from ._opening import opened
 
 __all__ = [
@@ -137,6 +140,10 @@ def rewind(
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
     """
+    # The command that undoes this one, as the user would type it.
+    again = ["harness", "rewind", *(["--root", root] if root else []), ref]
+    if work_dir is not None:
+        again += ["--cwd", str(work_dir)]
     repo = open_repo(root)
     with opened(repo, ref) as session:
         if what == "conversation":
@@ -148,7 +155,12 @@ def rewind(
                 session=session, cwd=cwd, checkpoints=CheckpointStore.for_repo(repo), resources=None
             )
             if what == "files":
-                report_rewind(run_async(harness.rewind_files(entry, force=force)))
+                files = run_async(harness.rewind_files(entry, force=force))
+                report_rewind(files)
+                # The files as at the entry before the rewind's own: as they were.
+                before = None if files.entry_id is None else session.get_entry(files.entry_id)
+                if before is not None and before.parent_id is not None:
+                    _undo([*again, before.parent_id, "--files-only"])
                 return
             result = run_async(harness.navigate_tree(entry, with_files=True, force=force))
         if result.cancelled:
@@ -160,11 +172,56 @@ def rewind(
         if result.editor_text is not None:
             echo("message to edit and resend:")
             echo(result.editor_text)
+        if result.old_leaf_id is not None:
+            # The old leaf was written before the rewind: its files are those before it.
+            flags = ["--conversation-only"] if what == "conversation" else []
+            _undo([*again, result.old_leaf_id, *flags])
+
+
+def _undo(words: list[str]) -> None:
+    echo(f"to undo: {shlex.join(words)}")
 
 
 @click.group("checkpoints", cls=HarnessGroup)
 def checkpoints_group() -> None:
     """The checkpoint store: file contents the sessions' checkpoints refer to."""
+
+
+@checkpoints_group.command("list")
+@root_option
+@click.argument("ref", metavar="ID|PATH")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of entries, same keys each.")
+def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
+    """The checkpoint and rewind entries of a session, in file order: each entry's id, what
+    wrote it (a tool, or a rewind) and the files it changed. `harness rewind ID ENTRY` puts
+    the files back as they were at an entry."""
+    with opened(open_repo(root), ref) as session:
+        records, problems = read_records(session)
+        rows: list[dict[str, Any]] = []
+        for record in records:
+            entry = session.get_entry(record.entry_id)
+            data = entry.data if isinstance(entry, CustomEntry) else None
+            tool = data.get("toolName") if isinstance(data, dict) else None
+            rows.append(
+                {
+                    "entry_id": record.entry_id,
+                    "kind": "rewind"
+                    if isinstance(entry, CustomEntry) and entry.custom_type == REWIND_ENTRY
+                    else "checkpoint",
+                    "tool_name": tool if isinstance(tool, str) else None,
+                    "paths": [change.path for change in record.changes],
+                }
+            )
+    for problem in problems:
+        echo(f"note: a checkpoint change was not read: {problem}", err=True)
+    if as_json:
+        echo(json_line(rows, indent=True))
+        return
+    if not rows:
+        echo("no checkpoints in this session (harness run --checkpoints records them)", err=True)
+    for row in rows:
+        what = row["tool_name"] or row["kind"]
+        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths']))}")
 
 
 @checkpoints_group.command()

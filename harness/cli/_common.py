@@ -117,12 +117,22 @@ class HarnessCliError(click.ClickException):
     exit_code = 1
 
     def __init__(self, error: HarnessError) -> None:
-        super().__init__(one_line(str(error)) or type(error).__name__)
+        message = one_line(str(error)) or type(error).__name__
+        hint = _WHAT_TO_TYPE.get(error.code)
+        super().__init__(f"{message} ({hint})" if hint else message)
         self.code = error.code
         self.error = error
 
     def show(self, file: IO[Any] | None = None) -> None:
         echo(f"error[{self.code}]: {self.format_message()}", file=file, err=file is None)
+
+
+_WHAT_TO_TYPE = {
+    "session_not_found": "`harness sessions list` shows the sessions, with --root STORE for "
+    "another store",
+    "root_not_found": "give --root an existing store, or run `harness run` there first to make one",
+}
+"""For an error the user fixes by typing something else: what to type."""
 
 
 @contextmanager
@@ -199,8 +209,8 @@ class RootNotFoundError(HarnessError):
 
     code = "root_not_found"
 
-    def __init__(self, root: str) -> None:
-        super().__init__(f"the sessions root {root} does not exist")
+    def __init__(self, root: str, why: str) -> None:
+        super().__init__(f"the sessions root {root} {why}")
         self.root = root
 
 
@@ -262,7 +272,11 @@ def open_repo(
     if must_exist and url.scheme in ("jsonl", "sqlite"):
         where = Path(url.location).expanduser()
         if not (where.is_dir() if url.scheme == "jsonl" else where.is_file()):
-            raise RootNotFoundError(url.location if url.scheme == "jsonl" else str(url))
+            kind = "folder" if url.scheme == "jsonl" else "file"
+            raise RootNotFoundError(
+                url.location if url.scheme == "jsonl" else str(url),
+                f"is not a {kind}" if where.exists() else "does not exist",
+            )
     repo = open_store(url)
     close = getattr(repo, "close", None)
     ctx = click.get_current_context(silent=True)

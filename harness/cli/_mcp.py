@@ -10,9 +10,9 @@ terminal sink, escaped.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -24,6 +24,7 @@ from .. import (
     HttpServer,
     McpConfig,
     McpConfigError,
+    McpNotInstalledError,
     McpServerErrorEvent,
     SseServer,
     StdioServer,
@@ -33,6 +34,7 @@ from .. import (
     remove_mcp_server,
     user_settings_path,
 )
+from .._mcp.servers import require_sdk
 from ._common import run_async
 from ._escape import echo, json_line
 
@@ -41,7 +43,9 @@ __all__ = ["configured_mcp_servers", "mcp", "show_mcp_errors"]
 
 def configured_mcp_servers(cwd: Path, trust_project: bool) -> dict[str, Any]:
     """The servers ``run`` and ``chat`` start: the settings files', each skipped one named on
-    stderr with its reason (an untrusted project's servers start nothing)."""
+    stderr with its reason (an untrusted project's servers start nothing). Without the
+    ``mcp`` extra, none: one warning names the extra, and the command goes on without them
+    (the core install must not fail because settings name servers)."""
     config = load_mcp_config(cwd, trust_project=trust_project)
     for skipped in config.skipped:
         echo(
@@ -49,6 +53,13 @@ def configured_mcp_servers(cwd: Path, trust_project: bool) -> dict[str, Any]:
             f"{skipped.reason}",
             err=True,
         )
+    if config.servers:
+        try:
+            require_sdk("the settings files")
+        except McpNotInstalledError as exc:
+            names = ", ".join(sorted(config.servers))
+            echo(f"warning: MCP servers not started ({names}): {exc}", err=True)
+            return {}
     return dict(config.servers)
 
 
@@ -93,7 +104,12 @@ async def _statuses(servers: Mapping[str, Any], cwd: Path) -> tuple[Any, ...]:
     is_flag=True,
     help="Start the project's servers too (.mcp.json, .harness/settings.json).",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per server.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="A JSON array of servers, each with the same keys (skipped ones: state 'skipped').",
+)
 def list_servers(work_dir: Path | None, trust_project: bool, as_json: bool) -> None:
     """Configured servers, their status and tools: connects to each to list them.
 
@@ -104,32 +120,35 @@ def list_servers(work_dir: Path | None, trust_project: bool, as_json: bool) -> N
     config = load_mcp_config(cwd, trust_project=trust_project)
     statuses = run_async(_statuses(config.servers, cwd)) if config.servers else ()
     if as_json:
-        for status in statuses:
-            echo(
-                json_line(
-                    {
-                        "name": status.name,
-                        "source": config.sources[status.name],
-                        "transport": status.transport,
-                        "target": status.target,
-                        "state": status.state,
-                        "tools": list(status.tools),
-                        "error": status.error,
-                        "notes": list(status.notes),
-                    }
-                )
-            )
-        for skipped in config.skipped:
-            echo(
-                json_line(
-                    {
-                        "name": skipped.name,
-                        "source": skipped.source,
-                        "state": "skipped",
-                        "reason": skipped.reason,
-                    }
-                )
-            )
+        # One array, every row with the same keys, as `sessions list --json` prints.
+        rows = [
+            {
+                "name": status.name,
+                "source": config.sources[status.name],
+                "transport": status.transport,
+                "target": status.target,
+                "state": status.state,
+                "tools": list(status.tools),
+                "error": status.error,
+                "notes": list(status.notes),
+                "reason": None,
+            }
+            for status in statuses
+        ] + [
+            {
+                "name": skipped.name,
+                "source": skipped.source,
+                "transport": None,
+                "target": None,
+                "state": "skipped",
+                "tools": [],
+                "error": None,
+                "notes": [],
+                "reason": skipped.reason,
+            }
+            for skipped in config.skipped
+        ]
+        echo(json_line(rows, indent=True))
         return
     _show(config, statuses)
 
@@ -152,13 +171,31 @@ def _show(config: McpConfig, statuses: Sequence[Any]) -> None:
         echo(f"{skipped.name}: skipped ({skipped.source}): {skipped.reason}")
 
 
-def _settings_file(scope: str, cwd: Path) -> tuple[Path, Path]:
-    """The file a scope's servers are written to, and the folder it must stay beneath."""
+def _settings_file(scope: str, cwd: Path) -> tuple[Path, Path, str | None]:
+    """The file a scope's servers are written to, the folder it must stay beneath, and the
+    project its entry is under (local scope: the user's file, for ``cwd`` only)."""
     if scope == "project":
-        return cwd / MCP_JSON, cwd
+        return cwd / MCP_JSON, cwd, None
     path = user_settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    return path, path.parent
+    return path, path.parent, str(cwd) if scope == "local" else None
+
+
+def _scope_option(default: str | None, help: str) -> Callable[[Any], Any]:
+    return click.option(
+        "--scope",
+        "-s",
+        type=click.Choice(SCOPES),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+Scope = Literal["local", "project", "user"]
+SCOPES: tuple[Scope, ...] = ("local", "project", "user")
+"""Claude Code's scopes: local (you, this folder only), project (.mcp.json), user (you,
+everywhere)."""
 
 
 def _pairs(values: Sequence[str], sep: str, what: str) -> dict[str, str]:
@@ -177,18 +214,18 @@ def _pairs(values: Sequence[str], sep: str, what: str) -> dict[str, str]:
 @click.option("--url", default=None, help="An HTTP server's URL (instead of a command).")
 @click.option(
     "--transport",
+    "-t",
     type=click.Choice(["stdio", "http", "sse"]),
     default=None,
-    help="stdio for a command (default), http for --url (default), or sse.",
+    help="stdio for a command (default), http for a URL (default), or sse. With http or sse "
+    "the URL may follow NAME, as in Claude Code.",
 )
 @click.option("--env", "-e", multiple=True, metavar="KEY=VALUE", help="A stdio server's env.")
 @click.option("--header", "-H", multiple=True, metavar="KEY: VALUE", help="An HTTP header.")
-@click.option(
-    "--scope",
-    type=click.Choice(["user", "project"]),
-    default="user",
-    show_default=True,
-    help="user: your settings.json; project: the folder's .mcp.json (used only when trusted).",
+@_scope_option(
+    "user",
+    "user: your settings.json; local: the same file, for this folder only; project: the "
+    "folder's .mcp.json (used only when trusted).",
 )
 @_cwd_option
 def add(
@@ -201,11 +238,14 @@ def add(
     scope: str,
     work_dir: Path | None,
 ) -> None:
-    """Add server NAME: `harness mcp add NAME -- COMMAND ARGS...` or `--url URL`.
+    """Add server NAME: `harness mcp add NAME -- COMMAND ARGS...`, or `--url URL`, or
+    `--transport http NAME URL` (Claude Code's spelling).
 
     Written in Claude Code's shape to the user settings or the project's .mcp.json; values
     may hold ${VAR} (expanded when the server starts), so secrets can stay in the environment.
     """
+    if transport in ("http", "sse") and url is None and len(command) == 1:
+        url, command = command[0], ()
     if (url is None) == (not command):
         raise click.UsageError("give either -- COMMAND ARGS... or --url URL")
     server: StdioServer | HttpServer | SseServer
@@ -225,43 +265,43 @@ def add(
             )
         server = StdioServer(command[0], command[1:], env=_pairs(env, "=", "--env"))
     cwd = Path(os.path.realpath(work_dir or Path.cwd()))
-    path, root = _settings_file(scope, cwd)
-    add_mcp_server(path, name, mcp_server_entry(server), root=root)
-    echo(f"added MCP server {name!r} ({server.transport} {server.describe()}) to {path}")
+    path, root, project = _settings_file(scope, cwd)
+    add_mcp_server(path, name, mcp_server_entry(server), root=root, project=project)
+    shown = f"{server.transport} {server.describe()}"
+    echo(f"added MCP server {name!r} ({shown}) to {_where(path, project)}")
+
+
+def _where(path: Path, project: str | None) -> str:
+    """As ``load_mcp_config`` names the source."""
+    return f"{path} (local: {project})" if project is not None else str(path)
 
 
 @mcp.command("remove")
 @click.argument("name")
-@click.option(
-    "--scope",
-    type=click.Choice(["user", "project"]),
-    default=None,
-    help="Where to remove it from (default: wherever it is, if only one place).",
-)
+@_scope_option(None, "Where to remove it from (default: wherever it is, if only one place).")
 @_cwd_option
-def remove(name: str, scope: str | None, work_dir: Path | None) -> None:
+def remove(name: str, scope: Scope | None, work_dir: Path | None) -> None:
     """Remove server NAME from the user settings or the project's .mcp.json."""
     cwd = Path(os.path.realpath(work_dir or Path.cwd()))
-    scopes = [scope] if scope is not None else ["user", "project"]
+    scopes: list[Scope] = [scope] if scope is not None else list(SCOPES)
     holding = []
+    looked = []
     for each in scopes:
-        path, root = _settings_file(each, cwd)
-        config = load_mcp_config(
-            cwd, trust_project=True, sources=("user",) if each == "user" else ("project",)
-        )
-        named = config.sources.get(name) == str(path) or any(
-            s.name == name and s.source == str(path) for s in config.skipped
+        path, root, project = _settings_file(each, cwd)
+        where = _where(path, project)
+        looked.append(where)
+        config = load_mcp_config(cwd, trust_project=True, sources=(each,))
+        named = config.sources.get(name) == where or any(
+            s.name == name and s.source == where for s in config.skipped
         )
         if named:
-            holding.append((path, root))
+            holding.append((where, path, root, project))
     if not holding:
-        raise McpConfigError(
-            ", ".join(str(_settings_file(s, cwd)[0]) for s in scopes), name, "no such server"
-        )
+        raise McpConfigError(", ".join(looked), name, "no such server")
     if len(holding) > 1:
         raise click.UsageError(
             f"{name!r} is in both {holding[0][0]} and {holding[1][0]}: give --scope"
         )
-    path, root = holding[0]
-    remove_mcp_server(path, name, root=root)
-    echo(f"removed MCP server {name!r} from {path}")
+    where, path, root, project = holding[0]
+    remove_mcp_server(path, name, root=root, project=project)
+    echo(f"removed MCP server {name!r} from {where}")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+import attrs
 import click
 
 from harness import (
@@ -27,7 +28,9 @@ from harness import (
     parse_model_spec,
 )
 
-__all__ = ["DEFAULT_MODEL", "ModelChoice", "model_lines", "model_options"]
+from ._escape import echo, json_line
+
+__all__ = ["DEFAULT_MODEL", "ModelChoice", "model_lines", "model_options", "models"]
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
 """The model ``run`` and ``chat`` use without ``--model``, a session naming one, or a
@@ -139,12 +142,13 @@ class ModelChoice:
         return self._api
 
 
-def model_lines(registry: ModelRegistry, current: Model) -> list[str]:
+def model_lines(registry: ModelRegistry, current: Model | None) -> list[str]:
     """``/model``'s listing: every known model with its window, output limit and prices per
     million tokens (input / output), the current one marked ``*``."""
     lines = []
     for info in registry:
-        mark = "*" if (info.provider, info.id) == (current.provider, current.id) else " "
+        here = current is not None and (info.provider, info.id) == (current.provider, current.id)
+        mark = "*" if here else " "
         window = f"{info.context_window:,}" if info.context_window else "?"
         out = f"{info.max_output_tokens:,}" if info.max_output_tokens else "?"
         price = (
@@ -152,3 +156,42 @@ def model_lines(registry: ModelRegistry, current: Model) -> list[str]:
         )
         lines.append(f"{mark} {info.ref:<36} window {window:>9}  out {out:>7}  {price}")
     return lines
+
+
+@click.command("models")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="A JSON array of models, each with the same keys.",
+)
+@click.option(
+    "--trust-project",
+    is_flag=True,
+    help="Add the models of the project's .harness/settings.json.",
+)
+def models(as_json: bool, trust_project: bool) -> None:
+    """The models --model can name: the package's, and those of the user settings (with their
+    window, output limit and prices per million tokens, input / output)."""
+    registry = load_registry(cwd=Path.cwd(), trust_project=trust_project).registry
+    if not as_json:
+        for line in model_lines(registry, None):
+            echo(line)
+        return
+    rows = [
+        {
+            "ref": info.ref,
+            "provider": info.provider,
+            "id": info.id,
+            "name": info.name,
+            "context_window": info.context_window,
+            "max_output_tokens": info.max_output_tokens,
+            "reasoning": info.reasoning,
+            "input": list(info.input),
+            "prices": None if info.prices is None else attrs.asdict(info.prices),
+            "aliases": list(info.aliases),
+            "shorthands": list(info.shorthands),
+        }
+        for info in registry
+    ]
+    echo(json_line(rows, indent=True))

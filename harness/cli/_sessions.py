@@ -9,6 +9,7 @@ leaves its source byte-identical.
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,7 +51,7 @@ from ._render import (
     tree_view,
 )
 
-__all__ = ["sessions"]
+__all__ = ["fork", "sessions"]
 
 _REF = "ID|PATH"
 
@@ -70,7 +71,8 @@ def sessions() -> None:
     "--cwd",
     metavar="DIR",
     default=None,
-    help="Only sessions whose header cwd is exactly DIR (as stored: an absolute path).",
+    help="Only sessions whose header cwd is DIR (resolved as run and chat record it: `.` is "
+    "the current folder, symlinks followed).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of session infos.")
 @click.option(
@@ -90,6 +92,8 @@ def list_command(root: str | None, cwd: str | None, as_json: bool, with_cost: bo
     does not exist is an error.
     """
     repo = open_repo(root, must_exist=True)
+    if cwd is not None:
+        cwd = os.path.realpath(cwd)  # as run and chat record it (getcwd's name)
     infos = run_async(repo.list(cwd))
     for path, reason in getattr(repo, "list_problems", ()):
         echo(f"warning: skipped {path}: {one_line(reason)}", err=True)
@@ -221,7 +225,12 @@ def tree(root: str | None, ref: str, show_all: bool) -> None:
 @click.option(
     "--tree", "whole_tree", is_flag=True, help="Copy every entry, not only the active branch."
 )
-@click.option("--cwd", metavar="DIR", default=None, help="The fork's cwd (default: the source's).")
+@click.option(
+    "--cwd",
+    metavar="DIR",
+    default=None,
+    help="The fork's cwd (default: the source's); `.` is the current folder.",
+)
 @click.option(
     "--workspace",
     metavar="DIR",
@@ -267,7 +276,8 @@ def fork(
                 entry_id=entry_id,
                 position=position,
                 scope="tree" if whole_tree else "branch",
-                cwd=cwd,
+                # A header's cwd is absolute: a relative one would name another folder later.
+                cwd=None if cwd is None else os.path.realpath(cwd),
             )
         )
     with new:

@@ -319,6 +319,23 @@ def test_list_filters_on_exact_cwd_and_reports_unreadable_files(
     assert str(broken) in proc.stderr
 
 
+def test_fork_and_list_resolve_a_relative_cwd(cli: Cli, root: Path, pi_file: PiFile) -> None:
+    source = pi_file("large-session").path
+    assert source is not None
+    here = os.path.realpath(REPO_ROOT)  # the folder the commands run in
+    mine = json.loads(
+        ok(cli("sessions", "fork", "--root", root, source, "--cwd", ".", "--json")).stdout
+    )
+    with open_session(mine["path"]) as fork:
+        assert fork.cwd == here  # never "." in a header: it would name another folder later
+    listed = json.loads(ok(cli("sessions", "list", "--root", root, "--cwd", ".", "--json")).stdout)
+    assert [s["id"] for s in listed] == [mine["id"]]
+    # `harness fork` is `harness sessions fork`.
+    again = json.loads(ok(cli("fork", "--root", root, source, "--cwd", ".", "--json")).stdout)
+    with open_session(again["path"]) as fork:
+        assert fork.cwd == here
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 COMMANDS_ON_A_SESSION = [["show"], ["tree"], ["fork"]]

@@ -307,6 +307,19 @@ def test_ctrl_c_at_the_approval_question_aborts_the_turn(
     assert approvals(path) == []
 
 
+def test_ctrl_d_at_the_approval_question_denies_and_ends_the_chat(
+    spawn: Callable[..., Terminal], root: Path
+) -> None:
+    chat = spawn()
+    chat.child.sendline("!echo 41")
+    chat.expect(QUESTION)
+    chat.child.sendeof()
+    assert chat.wait_exit() == 0
+    (path,) = session_files(root)
+    (result,) = [m for m in messages(path) if isinstance(m, ToolResultMessage)]
+    assert result.is_error and "ended the chat" in result.text
+
+
 def test_line_editing_history_and_ctrl_d(spawn: Callable[..., Terminal], root: Path) -> None:
     chat = spawn()
     chat.child.sendline("first")
@@ -369,7 +382,20 @@ def test_end_of_input_at_the_question_denies_the_call(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (path,) = session_files(root)
     (result,) = [m for m in messages(path) if isinstance(m, ToolResultMessage)]
-    assert result.is_error and "end of input" in result.text
+    assert result.is_error and "ended the chat" in result.text
+
+
+def test_exit_at_the_question_denies_the_call_and_ends_the_chat(
+    piped: Callable[..., subprocess.CompletedProcess[str]], root: Path, work: Path
+) -> None:
+    proc = piped("!touch made\n/exit\nnever sent\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (work / "made").exists()
+    (path,) = session_files(root)
+    (result,) = [m for m in messages(path) if isinstance(m, ToolResultMessage)]
+    assert result.is_error and "ended the chat" in result.text
+    assert [m.text for m in messages(path) if isinstance(m, UserMessage)] == ["!touch made"]
 
 
 def test_slash_command_mistakes_are_reported_and_change_nothing(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -185,12 +186,15 @@ def test_chat_rewinds_with_slash_rewind(env: dict[str, str], ws: Path, tmp_path:
     root = tmp_path / "sessions"
     sid, path = first_run(env, ws, root, "--checkpoints")
     first = first_entry(path)
+    with open_session(path) as session:
+        leaf = session.leaf_id
     script = f"/rewind {first} --files-only\n/rewind\n/rewind {first} --both --files-only\n/exit\n"
 
-    chat = cli(env, ws, "chat", "--root", root, "--offline", "--session", sid, "--checkpoints",
-               stdin=script)  # fmt: skip
+    # No --checkpoints: the session was recorded with them, so they stay on.
+    chat = cli(env, ws, "chat", "--root", root, "--offline", "--session", sid, stdin=script)
 
     assert chat.returncode == 0, chat.stderr
+    assert f"to undo: /rewind {leaf} --files-only" in chat.stdout
     assert "restored keep.txt" in chat.stdout and "removed new.txt" in chat.stdout
     assert chat.stdout.count("error: usage: /rewind ENTRY") == 2  # the chat view prints errors
     assert sorted(os.listdir(ws)) == ["keep.txt"]
@@ -274,3 +278,81 @@ def test_gc_keeps_unreferenced_contents_while_a_session_file_cannot_be_read(
     assert done.returncode == 0, done.stderr
     assert store.get(orphan) is not None
     assert "damaged.jsonl" in done.stderr and "removed 0 unreferenced" in done.stderr
+
+
+def test_a_session_recorded_with_checkpoints_keeps_them_when_resumed(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    plain_sid, plain = first_run(env, ws, root)  # recorded without: stays without
+
+    def go_on(session: str, command: str, *flags: str) -> None:
+        done = cli(
+            env, ws, "run", "--root", root, "--offline", "--mode", "bypass", *flags,
+            "--session", session, "-p", command,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    go_on(sid, "!echo two > two.txt")
+    assert checkpoints_in(path) == 2
+    go_on(sid, "!echo three > three.txt", "--no-checkpoints")  # the flag still wins
+    assert checkpoints_in(path) == 2
+    go_on(plain_sid, "!echo four > four.txt")
+    assert checkpoints_in(plain) == 0
+
+
+def test_rewind_says_how_to_undo_it_and_that_command_does(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+
+    def undo_line(out: str) -> list[str]:
+        [line] = [x for x in out.splitlines() if x.startswith("to undo: ")]
+        words = shlex.split(line.removeprefix("to undo: "))
+        assert words[:2] == ["harness", "rewind"]
+        return words[1:]  # without "harness"
+
+    files = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only")
+    assert files.returncode == 0, files.stderr
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+    undo = undo_line(files.stdout)
+    assert undo[-1] == "--files-only"
+    undone = cli(env, ws, *undo)
+    assert undone.returncode == 0, undone.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+
+    with open_session(path) as session:
+        leaf = session.leaf_id
+    both = cli(env, ws, "rewind", "--root", root, sid, first)
+    assert both.returncode == 0, both.stderr
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+    undone = cli(env, ws, *undo_line(both.stdout))
+    assert undone.returncode == 0, undone.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+    with open_session(path) as session:
+        assert session.leaf_id is not None
+        assert leaf in [e.id for e in session.get_branch(session.leaf_id)]
+
+
+def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    assert (
+        cli(env, ws, "rewind", "--root", root, sid, first_entry(path), "--files-only").returncode
+        == 0
+    )
+    done = cli(env, ws, "checkpoints", "list", "--root", root, sid, "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["kind"], r["tool_name"], sorted(r["paths"])) for r in rows] == [
+        ("checkpoint", "bash", ["keep.txt", "new.txt"]),
+        ("rewind", None, ["keep.txt", "new.txt"]),
+    ]
+    assert rows[0].keys() == rows[1].keys()
+    text = cli(env, ws, "checkpoints", "list", "--root", root, sid)
+    assert f"{rows[0]['entry_id']}  bash: " in text.stdout

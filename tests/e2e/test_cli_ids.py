@@ -163,7 +163,10 @@ def test_a_missing_root_is_said_to_be_missing(tmp_path: Path) -> None:
     root = tmp_path / "no-such-root"
     listed = run(tmp_path, "sessions", "list", "--root", root)
     assert listed.returncode == 1 and listed.stdout == ""
-    assert listed.stderr == f"error[root_not_found]: the sessions root {root} does not exist\n"
+    assert listed.stderr.startswith(
+        f"error[root_not_found]: the sessions root {root} does not exist ("
+    )
+    assert len(listed.stderr.splitlines()) == 1
     shown = run(tmp_path, "sessions", "show", "--root", root, "abcdef12")
     assert shown.returncode == 1
     assert shown.stderr.startswith("error[session_not_found]")

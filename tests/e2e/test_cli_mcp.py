@@ -82,7 +82,7 @@ def test_add_list_and_remove_a_stdio_server(harness: Run, config_home: Path) -> 
             "env": {"GREETING": "${USER:-someone}"},  # expanded when it starts, not here
         }
     }
-    listed = [json.loads(line) for line in ok(harness("mcp", "list", "--json")).stdout.splitlines()]
+    listed = json.loads(ok(harness("mcp", "list", "--json")).stdout)
     (probe,) = listed
     assert probe["state"] == "ready" and probe["transport"] == "stdio"
     assert "mcp__probe__echo" in probe["tools"]
@@ -122,6 +122,41 @@ def test_add_an_http_server_with_headers_to_the_project(harness: Run, work: Path
     assert bad.returncode == 1 and "error[mcp_config]" in bad.stderr
 
 
+def test_add_takes_claude_codes_options(harness: Run, work: Path, config_home: Path) -> None:
+    # As Claude Code's docs spell them: -t, a URL after the name, -s local|project|user.
+    ok(harness("mcp", "add", "-t", "http", "notion", "http://127.0.0.1:9/mcp", "-s", "user"))
+    ok(harness("mcp", "add", "--transport", "sse", "-s", "project", "asana", "http://127.0.0.1:9/sse",
+               "-H", "X-Key: ${K}"))  # fmt: skip
+    ok(harness("mcp", "add", "-t", "stdio", "-s", "local", "airtable", "-e", "KEY=v", "--",
+               sys.executable, SERVER, "--flag"))  # fmt: skip
+    settings = user_settings(config_home)
+    assert settings["mcpServers"] == {"notion": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}
+    assert settings["projects"] == {
+        str(work.resolve()): {
+            "mcpServers": {
+                "airtable": {
+                    "command": sys.executable,
+                    "args": [str(SERVER), "--flag"],
+                    "env": {"KEY": "v"},
+                }
+            }
+        }
+    }
+    assert json.loads((work / ".mcp.json").read_text())["mcpServers"] == {
+        "asana": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"X-Key": "${K}"}}
+    }
+    # The local server is this folder's only; list shows where it came from.
+    listed = json.loads(ok(harness("mcp", "list", "--json")).stdout)
+    sources = {entry["name"]: entry["source"] for entry in listed}
+    assert sources["airtable"].endswith(f"(local: {work.resolve()})")
+    elsewhere = work / "sub"
+    elsewhere.mkdir()
+    listed = ok(harness("mcp", "list", "--json", "--cwd", elsewhere)).stdout
+    assert "airtable" not in listed
+    ok(harness("mcp", "remove", "airtable", "-s", "local"))
+    assert user_settings(config_home)["projects"] == {str(work.resolve()): {"mcpServers": {}}}
+
+
 def test_an_untrusted_projects_servers_start_nothing_and_list_says_why(
     harness: Run, work: Path, tmp_path: Path
 ) -> None:
@@ -138,6 +173,17 @@ def test_an_untrusted_projects_servers_start_nothing_and_list_says_why(
     trusted = harness("mcp", "list", "--trust-project")
     assert marker.exists()  # trusted: the command ran (and failed to speak MCP)
     assert "evil: failed" in trusted.stdout
+
+
+def test_list_json_is_one_array_with_the_same_keys_for_every_server(
+    harness: Run, work: Path
+) -> None:
+    ok(harness("mcp", "add", "probe", "--", sys.executable, SERVER))
+    (work / ".mcp.json").write_text(json.dumps({"mcpServers": {"theirs": {"command": "true"}}}))
+    rows = json.loads(ok(harness("mcp", "list", "--json")).stdout)
+    assert [(r["name"], r["state"]) for r in rows] == [("probe", "ready"), ("theirs", "skipped")]
+    assert rows[0].keys() == rows[1].keys()
+    assert rows[1]["tools"] == [] and "not trusted" in rows[1]["reason"]
 
 
 def test_run_offline_calls_an_mcp_tool_allowed_by_a_rule(harness: Run, config_home: Path) -> None:
@@ -169,10 +215,13 @@ def test_a_server_that_fails_to_start_is_named_and_the_run_goes_on(
     assert "broken: failed" in listed and str(missing) in listed
 
 
-def test_without_the_mcp_extra_the_error_names_it(tmp_path: Path, config_home: Path) -> None:
+def test_without_the_mcp_extra_run_goes_on_and_warns_once_naming_it(
+    tmp_path: Path, config_home: Path
+) -> None:
     settings = config_home / "harness" / "settings.json"
     settings.parent.mkdir(parents=True)
-    settings.write_text(json.dumps({"mcpServers": {"probe": {"command": "true"}}}))
+    servers = {"probe": {"command": "true"}, "docs": {"type": "http", "url": "http://x/mcp"}}
+    settings.write_text(json.dumps({"mcpServers": servers}))
     code = (
         "import sys; sys.modules['mcp'] = None\n"  # as if the extra were not installed
         "from harness.cli import main; main()"
@@ -183,18 +232,30 @@ def test_without_the_mcp_extra_the_error_names_it(tmp_path: Path, config_home: P
         HARNESS_SESSIONS_DIR=str(tmp_path / "sessions"),
         PYTHONPATH=str(REPO_ROOT),
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "run", "--offline", "-p", "hi"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert "error[mcp_not_installed]" in done.stderr
-    assert "pip install 'jsonl-harness[mcp]'" in done.stderr
+
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+
+    done = harness("run", "--offline", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert "(offline) You said: hi" in done.stdout
+    assert done.stderr.count("pip install 'jsonl-harness[mcp]'") == 1
+    assert "Traceback" not in done.stderr and "docs, probe" in done.stderr
+    chat = harness("chat", "--offline", "--no-session")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stderr.count("pip install 'jsonl-harness[mcp]'") == 1
+    # The command that is about the servers says so as an error (it cannot do its job).
+    listed = harness("mcp", "list")
+    assert listed.returncode == 1 and "error[mcp_not_installed]" in listed.stderr
+    assert "Traceback" not in listed.stderr
 
 
 def test_chat_lists_its_mcp_servers(harness: Run, tmp_path: Path) -> None:

@@ -70,6 +70,33 @@ def test_run_on_an_openai_compatible_server_reports_the_cost(
     assert replay_server.requests[0].path == "/v1/responses"
 
 
+def test_openai_base_url_is_honoured_and_a_bad_one_is_one_line_naming_it(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    replay_server.enqueue(SseReply(body=openai_streams.responses_text()))
+    proc = harness(
+        tmp_path, "run", "-p", "hi", "--model", "openai/gpt-4.1",
+        OPENAI_BASE_URL=f"{replay_server.url}/v1",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert openai_streams.TEXT in proc.stdout
+    assert replay_server.requests[0].path == "/v1/responses"
+
+    # No scheme, an unreachable server (a closed port), credentials in the URL: one line each,
+    # naming the URL without them; no traceback.
+    for url, named in [
+        ("localhost:11434/v1", "'localhost:11434/v1'"),
+        ("sk-secret:pw@localhost:11434/v1", "'localhost:11434/v1'"),
+        ("http://user:sk-secret@127.0.0.1:9/v1?key=sk-secret", "http://127.0.0.1:9/v1"),
+    ]:
+        bad = harness(tmp_path, "run", "-p", "hi", "--model", "openai/gpt-4.1",
+                      "--no-session", OPENAI_BASE_URL=url)  # fmt: skip
+        assert bad.returncode == 1, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert named in bad.stderr and "sk-secret" not in bad.stderr
+        assert "Traceback" not in bad.stderr
+
+
 def test_an_unknown_model_fails_before_a_session_is_written(tmp_path: Path) -> None:
     proc = harness(tmp_path, "run", "-p", "hi", "--model", "openai/gpt-4.2")
     assert proc.returncode == 1

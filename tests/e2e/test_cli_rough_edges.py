@@ -70,6 +70,47 @@ def test_a_short_id_says_prefixes_need_four_characters(work: Path, tmp_path: Pat
     assert "*_490.jsonl" not in proc.stderr
 
 
+def test_cli_errors_say_what_to_type(work: Path, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    _session(work, root)
+    for args, code, says in [
+        (("sessions", "show", "--root", root, "deadbeef"), 1, "`harness sessions list`"),
+        (("run", "--offline", "--root", root, "--session", "deadbeef", "-p", "hi"), 1,
+         "`harness sessions list`"),
+        (("sessions", "list", "--root", tmp_path / "nope"), 1, "give --root an existing store"),
+        (("sessions", "list", "--root", root / "no-such.jsonl"), 1, "does not exist"),
+        (("sessions", "list", "--root", f"sqlite:{root}"), 1, "is not a file"),
+        (("sessions", "list", "--root", "nosuch://x"), 2, "a store is jsonl:DIR"),
+        (("import", "claude-code", tmp_path / "missing.jsonl"), 2, "does not exist"),
+    ]:  # fmt: skip
+        done = harness(*args, cwd=work)
+        assert done.returncode == code, (args, done.stderr)
+        assert says in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    (work / "file.txt").write_text("x")
+    wrong_kind = harness("sessions", "list", "--root", work / "file.txt", cwd=work)
+    assert "is not a folder" in wrong_kind.stderr
+
+
+def test_list_commands_print_one_json_array_of_objects_with_the_same_keys(
+    work: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    _session(work, root)
+    _session(work, root)
+    (work / ".mcp.json").write_text(json.dumps({"mcpServers": {"a": {"command": "true"}}}))
+    for args in [
+        ("sessions", "list", "--root", root, "--json"),
+        ("models", "--json"),
+        ("mcp", "list", "--json"),
+    ]:
+        done = harness(*args, cwd=work)
+        assert done.returncode == 0, done.stderr
+        rows = json.loads(done.stdout)
+        assert isinstance(rows, list) and rows, args
+        assert all(isinstance(r, dict) and r.keys() == rows[0].keys() for r in rows), args
+
+
 def test_export_on_a_terminal_writes_a_file(work: Path, tmp_path: Path) -> None:
     root = tmp_path / "s"
     sid = _session(work, root)

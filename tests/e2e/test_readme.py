@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import openai_streams
 import pytest
 from replay_server import ReplayServer, SseReply, sse_event
@@ -201,3 +202,67 @@ def test_readme_python_blocks_pass_mypy_strict_as_written(tmp_path: Path) -> Non
     broken.mkdir()
     failed = _mypy_strict(broken, [("python", "from harness import Session\n\nx: int = 'no'\n", 1)])
     assert failed.returncode == 1 and "block_1.py:3: error" in failed.stdout
+
+
+# --- the command lines the README names exist -------------------------------------------------
+
+_SPAN = re.compile(r"`([^`\n]*)`")
+# `harness` where a command starts: a line's (or span's) start, or after | ( ; &
+_COMMAND = re.compile(r"(?:^\s*|[|(;&]\s*)harness((?:\s+[^\s#|;)`&]+)*)")
+_FLAG = re.compile(r"--?[A-Za-z][\w-]*")
+
+
+def _options(command: click.Command) -> set[str]:
+    found = {"-h", "--help"}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            found.update(param.opts)
+            found.update(param.secondary_opts)
+    return found
+
+
+def _command_lines(text: str) -> list[str]:
+    """Every ``harness ...`` of the README: in inline code, and shell lines of its blocks."""
+    lines = [span for span in _SPAN.findall(text) if "import" not in span]
+    for language, code, _ in readme_blocks(text):
+        if language in ("bash", "sh", ""):
+            lines += code.replace("\\\n", " ").splitlines()
+    return [line for line in lines if _COMMAND.search(line)]
+
+
+def readme_cli_mistakes(text: str) -> list[str]:
+    """Subcommands and flags the README writes after ``harness`` that the CLI does not take
+    (options before a command go to ``chat`` or ``run``, as ``harness`` routes them)."""
+    from harness.cli import main
+
+    mistakes = []
+    for line in _command_lines(text):
+        for match in _COMMAND.finditer(line):
+            words = match.group(1).split()
+            command: click.Command = main
+            path = ["harness"]
+            while words and isinstance(command, click.Group) and words[0] in command.commands:
+                command = command.commands[words[0]]
+                path.append(words.pop(0))
+            known = _options(command)
+            if command is main:
+                known |= _options(main.commands["run"]) | _options(main.commands["chat"])
+            if isinstance(command, click.Group) and words and words[0][0].isalpha():
+                mistakes.append(f"{' '.join(path)} has no command {words[0]!r}: {line.strip()}")
+            for word in words:
+                if word == "--":  # what follows is another program's command line
+                    break
+                if word.startswith("-") and not word[1:2].isdigit():
+                    for flag in _FLAG.findall(word.split("=")[0]):
+                        if flag not in known:
+                            mistakes.append(f"{' '.join(path)} takes no {flag}: {line.strip()}")
+    return mistakes
+
+
+def test_every_command_and_flag_the_readme_names_exists() -> None:
+    assert readme_cli_mistakes(README.read_text()) == []
+
+
+def test_a_flag_the_cli_lacks_is_caught() -> None:
+    text = "Run `harness sessions list --colour` or `harness nosuch` or `harness mcp frob`.\n"
+    assert len(readme_cli_mistakes(text)) == 3

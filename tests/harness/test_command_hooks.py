@@ -67,6 +67,7 @@ class Run:
         cwd: Path,
         settings: Any,
         replies: Sequence[FauxReply | str],
+        supervisor: SecuritySupervisor | None = None,
         **options: Any,
     ) -> None:
         self.session = session
@@ -75,7 +76,7 @@ class Run:
             session=session,
             model=self.model,
             tools=[bash_tool(), read_tool(), write_tool(), find_tool()],
-            supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+            supervisor=supervisor or SecuritySupervisor(mode="bypass", setting_sources=()),
             cwd=cwd,
             resources=None,
             command_hooks=CommandHooks.from_settings(settings),
@@ -525,6 +526,79 @@ async def test_a_post_tool_use_block_is_feedback_for_the_model(
     [result] = run.results()
     assert result.text.endswith("PostToolUse hook: line 1: missing docstring")
     assert not result.is_error  # the tool ran; the hook only adds what the model should know
+
+
+async def test_post_tool_use_runs_only_for_calls_that_ran_and_failure_for_those_that_failed(
+    session: Session, tmp_path: Path
+) -> None:
+    # Claude Code's rule: PostToolUse after a success, PostToolUseFailure after a failure,
+    # neither for a call a hook blocked, permissions denied or whose input was invalid.
+    def recorder(name: str) -> str:
+        log = tmp_path / f"{name}.jsonl"
+        return script(
+            tmp_path, f"{name}.sh", f"cat >> {shlex.quote(str(log))}; echo >> /dev/null\n"
+        )
+
+    guard = script(tmp_path, "guard.sh", GUARD_SH)
+    settings = hooks("PreToolUse", guard)
+    settings["hooks"]["PostToolUse"] = hooks("PostToolUse", recorder("post"))["hooks"][
+        "PostToolUse"
+    ]
+    settings["hooks"]["PostToolUseFailure"] = hooks("PostToolUseFailure", recorder("failure"))[
+        "hooks"
+    ]["PostToolUseFailure"]
+    run = Run(
+        session,
+        tmp_path,
+        settings,
+        calls(
+            ("bash", {"command": "echo ran"}),
+            ("bash", {"command": "rm -rf build"}),  # blocked by the PreToolUse hook
+            ("bash", {"command": "git push"}),  # denied by a permission rule
+            ("bash", {"command": "echo failed; exit 3"}),  # ran, and failed
+            ("bash", {"wrong": 1}),  # invalid input: never ran
+        ),
+        supervisor=SecuritySupervisor(
+            mode="bypass", rules={"deny": ["bash(git push:*)"]}, setting_sources=()
+        ),
+    )
+    await run.harness.prompt("go")
+
+    def seen(name: str) -> list[dict[str, Any]]:
+        path = tmp_path / f"{name}.jsonl"
+        return (
+            [orjson.loads(line) for line in path.read_bytes().splitlines()] if path.exists() else []
+        )
+
+    [post] = seen("post")
+    assert post["hook_event_name"] == "PostToolUse"
+    assert post["tool_input"]["command"] == "echo ran"
+    [failure] = seen("failure")
+    assert failure["hook_event_name"] == "PostToolUseFailure"
+    assert failure["tool_input"]["command"] == "echo failed; exit 3"
+    assert failure["tool_response"]["is_error"] is True and "failed" in failure["error"]
+    assert [r.is_error for r in run.results()] == [False, True, True, True, True]
+
+
+async def test_a_post_tool_use_failure_hook_adds_context_for_the_model(
+    session: Session, tmp_path: Path
+) -> None:
+    hint = script(
+        tmp_path,
+        "hint.sh",
+        'cat > /dev/null\necho \'{"hookSpecificOutput": {"hookEventName": '
+        '"PostToolUseFailure", "additionalContext": "try make clean"}}\'\n',
+    )
+    run = Run(
+        session,
+        tmp_path,
+        hooks("PostToolUseFailure", hint, matcher="Bash"),
+        calls(("bash", {"command": "exit 1"}), ("bash", {"command": "true"})),
+    )
+    await run.harness.prompt("go")
+    failed, ok = run.results()
+    assert failed.text.endswith("PostToolUseFailure hook: try make clean")
+    assert "hook" not in ok.text
 
 
 async def test_a_user_prompt_submit_script_refuses_a_prompt_and_nothing_is_written(

@@ -20,6 +20,7 @@ from harness._providers.registry import (
     load_registry,
     parse_model_spec,
 )
+from harness._providers.resolve import make_model, model_of
 
 BUILTIN = ModelRegistry.builtin()
 
@@ -138,6 +139,36 @@ def test_user_settings_add_a_local_model_and_correct_a_known_one(tmp_path: Path)
     assert corrected is not None and corrected.context_window == 500000
     assert corrected.max_output_tokens == 32768  # the rest of the builtin entry is kept
     assert loaded.default_model == "ollama/qwen3:8b"
+
+
+@pytest.mark.parametrize(
+    ("name", "sent", "thinking"),
+    [
+        ("sonnet", "claude-sonnet-4-5", None),
+        ("opus:high", "claude-opus-4-5", "high"),
+        ("anthropic/haiku", "claude-haiku-4-5", None),
+    ],
+)
+def test_claude_codes_model_shorthands_resolve_to_the_registrys_ids(
+    name: str, sent: str, thinking: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # no request is made
+    model, level = model_of(name)
+    assert (model.provider, model.id, level) == ("anthropic", sent, thinking)
+    with pytest.raises(UnknownModelError):
+        make_model("openai/sonnet")  # another provider's shorthand is not borrowed
+
+
+def test_a_settings_model_can_claim_a_shorthand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    user = _settings(
+        tmp_path / "user.json",
+        {"models": {"anthropic": {"models": {"claude-sonnet-9": {"shorthands": ["sonnet"]}}}}},
+    )
+    registry = load_registry(user_settings=user).registry
+    assert make_model("sonnet", registry=registry).id == "claude-sonnet-9"
 
 
 def test_an_untrusted_project_cannot_add_models_or_pick_one(
