@@ -501,8 +501,9 @@ class Agents:
         self.supervisor = opts.supervisor(cwd, approver)
         self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trust_project)
         # The store of the user's sessions store, wherever a session's file lies.
+        self._store = CheckpointStore.for_repo(repo)
         self.checkpoints: CheckpointStore | Literal[False] = (
-            CheckpointStore.for_repo(repo) if opts.use_checkpoints() else False
+            self._store if opts.use_checkpoints() else False
         )
         self.agents = agent_files(cwd, opts.trust_project)
         self._system_prompt = opts.system_prompt_text()
@@ -528,8 +529,9 @@ class Agents:
             mcp_servers=self.mcp_servers,
             # Sticky: a session recorded with checkpoints keeps them when resumed, unless
             # --no-checkpoints says otherwise (its rewinds would miss what happens next).
+            # The same store as the run that recorded them: the user's sessions store's.
             checkpoints=self.checkpoints
-            or (self.opts.checkpoints is None and has_records(session)),
+            or (self._store if self.opts.checkpoints is None and has_records(session) else False),
             agents=self.agents,
             # Offline, compaction and branch summaries need no model either.
             summarizer=ExtractiveSummarizer() if self.choice is None else None,
