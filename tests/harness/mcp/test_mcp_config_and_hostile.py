@@ -286,3 +286,36 @@ def test_server_rules_name_that_server_only(tmp_path: Path) -> None:
         call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
         found = [r for r in rules.deny if r.matches(call, how="any")]
         assert bool(found) is denied, name
+
+
+async def test_a_server_name_ending_in_an_underscore_is_refused(tmp_path: Path) -> None:
+    # Server "a_"'s tool "x" would be mcp__a___x, the name of server "a"'s tool "_x": one
+    # would replace the other, and a rule for one server would name the other's tool.
+    session = await MemorySessionRepo().create(str(tmp_path))
+    with pytest.raises(McpConfigError, match="not ending in '_'"):
+        AgentHarness(session=session, mcp_servers={"a": build(), "a_": build()}, resources=None)
+    write(tmp_path / ".mcp.json", {"mcpServers": {"files_": {"command": "srv"}}})
+    config = load_mcp_config(tmp_path, trust_project=True, user_settings=tmp_path / "none.json")
+    assert config.servers == {} and [s.name for s in config.skipped] == ["files_"]
+
+
+def test_a_server_rule_never_names_a_tool_of_a_server_whose_name_extends_it(
+    tmp_path: Path,
+) -> None:
+    from permission_requests import request
+
+    from harness import PermissionRules, Tool
+
+    async def nothing(input: object, run: object) -> str:
+        return ""
+
+    for rule, name, covered in (
+        ("mcp__a_", "mcp__a___x", False),  # server a's tool _x, not a server "a_"
+        ("mcp__a_", "mcp__a_b__x", False),
+        ("mcp__a", "mcp__a___x", True),
+        ("mcp__a__*", "mcp__a___x", True),
+        ("mcp__a_b", "mcp__a_b__x", True),
+    ):
+        rules = PermissionRules(deny=[rule])
+        call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
+        assert bool([r for r in rules.deny if r.matches(call, how="any")]) is covered, (rule, name)
