@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_servers import ESC, SCRIPT, build, build_hostile, stdio, wait_gone
@@ -21,6 +22,7 @@ from harness import (
     McpConfigError,
     McpOptions,
     MemorySessionRepo,
+    PermissionRules,
     SecuritySupervisor,
     SseServer,
     StdioServer,
@@ -319,3 +321,74 @@ def test_a_server_rule_never_names_a_tool_of_a_server_whose_name_extends_it(
         rules = PermissionRules(deny=[rule])
         call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
         assert bool([r for r in rules.deny if r.matches(call, how="any")]) is covered, (rule, name)
+
+
+def _schema_bomb(levels: int) -> dict[str, object]:
+    """1.6 KB at 24 levels: each definition is any of two references to the next, so
+    validating one value follows 2**levels references."""
+    defs: dict[str, object] = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string", "minLength": 5}
+    return {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+async def test_a_schema_bomb_cannot_hang_the_check_of_the_models_input(tmp_path: Path) -> None:
+    from mcp.server.lowlevel import Server
+    from mcp_types import CallToolResult, ListToolsResult, Tool
+    from mcp_types import TextContent as McpText
+
+    loop = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/d"}},
+        "$defs": {"d": {"$ref": "#/$defs/d"}},
+    }
+    fine = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/word"}},
+        "$defs": {"word": {"type": "string"}},
+        "required": ["a"],
+    }
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[
+                Tool(name="bomb", input_schema=_schema_bomb(40)),
+                Tool(name="loop", input_schema=loop),
+                Tool(name="fine", input_schema=fine),
+            ]
+        )
+
+    async def call_tool(ctx: object, params: Any) -> CallToolResult:
+        return CallToolResult(content=[McpText(type="text", text=f"{params.name} ran")])
+
+    server: Server[object] = Server("s", on_list_tools=list_tools, on_call_tool=call_tool)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [("bomb", {"a": "x"}), ("loop", {"a": "x"}), ("fine", {"a": 3})]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(
+            [
+                FauxReply(
+                    tool_calls=[FauxToolCall(name=f"mcp__s__{n}", arguments=a) for n, a in calls]
+                ),
+                "done",
+            ]
+        ),
+        mcp_servers={"s": server},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=(), rules=PermissionRules(allow=["mcp__s"])),
+    )
+    (status,) = await harness.start_mcp_servers()
+    tools = harness.turn_settings().tools
+    for name in ("bomb", "loop"):
+        assert "$ref" not in json.dumps(tools[f"mcp__s__{name}"].parameters)
+        assert any(f"'{name}'" in n and "were dropped" in n for n in status.notes)
+    assert tools["mcp__s__fine"].parameters == fine  # a schema that expands little keeps them
+    await harness.prompt("go")  # the bomb is checked in linear time: the run ends
+    bomb, looped, fine_result = _results(harness)
+    assert (bomb.text, looped.text) == ("bomb ran", "loop ran")
+    assert fine_result.is_error and "invalid arguments" in fine_result.text
+    await harness.shutdown()
