@@ -76,11 +76,13 @@ from .base import (
     StreamStart,
     ThinkingLevel,
     ToolSpec,
+    client_secrets,
     is_context_overflow,
     is_transport_timeout,
     priced_usage,
     retry_after_s,
     status_retryable,
+    without_secrets,
 )
 from .registry import ModelRegistry
 
@@ -361,6 +363,10 @@ class AnthropicModel:
         messages = body.get("messages")
         base_messages: list[Any] = list(messages) if isinstance(messages, list) else []
         options = _sdk_options(request.options)
+        # A server may echo what it was sent: errors never carry the credentials.
+        secrets = client_secrets(
+            self._client, self._client.default_headers, request.options.headers
+        )
         builder = _ReplyBuilder(model=self._id, registry=self._registry)
         started = False
         continuations = 0
@@ -375,7 +381,7 @@ class AnthropicModel:
                     stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
                 )
             except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-                error = _request_error(exc)
+                error = without_secrets(_request_error(exc), secrets)
                 if not started:
                     if isinstance(exc, anthropic.APIStatusError):
                         headers = dict(exc.response.headers)
@@ -398,7 +404,7 @@ class AnthropicModel:
                     except StopAsyncIteration:
                         break
                     except Exception as exc:  # SDK/transport failure while reading the body
-                        error = _stream_error(exc)
+                        error = without_secrets(_stream_error(exc), secrets)
                         yield StreamError(message=builder.failed(error), error=error)
                         return
                     for delta in builder.apply(event):

@@ -42,12 +42,14 @@ __all__ = [
     "SupportsOutputSchema",
     "ThinkingLevel",
     "ToolSpec",
+    "client_secrets",
     "is_context_overflow",
     "is_transport_timeout",
     "priced_usage",
     "retry_after_s",
     "status_retryable",
     "supports_output_schema",
+    "without_secrets",
 ]
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
@@ -273,6 +275,35 @@ def is_transport_timeout(exc: BaseException) -> bool:
     """Whether ``exc`` is the HTTP library's timeout (httpx, or the fork newer SDKs ship),
     matched by class name rather than importing a transitive dependency."""
     return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
+
+
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.I)
+_MIN_SECRET_CHARS = 8  # shorter values (a placeholder key) would blank ordinary words
+
+
+def client_secrets(client: object, *headers: Mapping[str, object]) -> tuple[str, ...]:
+    """What an SDK client sends that must never be shown or stored: its API key and token,
+    the password of its base URL, and the values of credential-like ``headers``."""
+    found = [getattr(client, "api_key", None), getattr(client, "auth_token", None)]
+    found.append(getattr(getattr(client, "base_url", None), "password", None))
+    for name, value in (item for mapping in headers for item in mapping.items()):
+        if _SECRET_HEADER.search(name) and isinstance(value, str):
+            found.append(value)
+            found.append(value.partition(" ")[2])  # "Bearer <token>": the token alone too
+    return tuple(s for s in found if isinstance(s, str) and len(s) >= _MIN_SECRET_CHARS)
+
+
+def without_secrets(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
+    """``error`` with each of ``secrets`` in its message replaced by ``[redacted]``: a server
+    may echo the key it was sent ("Incorrect API key provided: sk-..."), and the message is
+    stored in the session and shown on the terminal."""
+    message = error.message
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, "[redacted]")
+    if message != error.message:
+        error.message = message
+        error.args = (message,)
+    return error
 
 
 def priced_usage(

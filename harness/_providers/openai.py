@@ -31,10 +31,12 @@ from .base import (
     StreamEvent,
     StreamResponse,
     StreamStart,
+    client_secrets,
     is_context_overflow,
     is_transport_timeout,
     retry_after_s,
     status_retryable,
+    without_secrets,
 )
 from .openai_chat import CHAT_API, ChatFolder, chat_body
 from .openai_reply import ReplyBuilder, mapping, text
@@ -235,6 +237,10 @@ class OpenAIModel:
             options["timeout"] = request.options.timeout_s
         if request.options.headers:
             options["headers"] = dict(request.options.headers)
+        # A server may echo what it was sent: errors never carry the credentials.
+        secrets = client_secrets(
+            self._client, self._client.default_headers, request.options.headers
+        )
         try:
             sdk_stream = await self._client.post(
                 _PATHS[self._api],
@@ -245,7 +251,7 @@ class OpenAIModel:
                 stream_cls=openai.AsyncStream[object],
             )
         except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-            error = _request_error(exc)
+            error = without_secrets(_request_error(exc), secrets)
             if isinstance(exc, openai.APIStatusError):
                 yield StreamResponse(status=exc.status_code, headers=dict(exc.response.headers))
             yield StreamStart(partial=builder.partial())
@@ -262,7 +268,7 @@ class OpenAIModel:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:  # SDK/transport failure while reading the body
-                    error = _stream_error(exc)
+                    error = without_secrets(_stream_error(exc), secrets)
                     yield StreamError(message=builder.failed(error), error=error)
                     return
                 for delta in folder.apply(event):

@@ -1,0 +1,70 @@
+"""A model server that echoes the credentials it was sent (a key in a 401's message, an
+``Authorization`` header in a stream's error event): the key never reaches the error message,
+the session file or the terminal (docs/security.md, "Model providers")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from replay_server import JsonReply, ReplayServer, SseReply
+
+from harness import AgentHarness, JsonlSessionRepo, StreamOptions
+from harness._providers.anthropic import AnthropicModel
+from harness._providers.base import Model
+from harness._providers.openai import OpenAIModel
+
+pytest.importorskip("openai")
+
+KEY = "sk-live-0123456789abcdef"
+PASSWORD = "pw-0123456789"
+HEADER = "hdr-token-0123456789"
+
+
+def _model(provider: str, url: str) -> Model:
+    if provider == "anthropic":
+        return AnthropicModel("claude-x", api_key=KEY, base_url=url)
+    if provider == "openai-userinfo":  # a password in the base URL (sent as Basic auth)
+        url = url.replace("http://", f"http://user:{PASSWORD}@")
+    return OpenAIModel("gpt-x", api="chat", api_key=KEY, base_url=url + "/v1")
+
+
+def _echo(provider: str, status: int | None) -> JsonReply | SseReply:
+    said = f"Incorrect API key provided: {KEY}; Authorization: Bearer {HEADER}; pw {PASSWORD}"
+    if status is not None:
+        body = {"type": "error", "error": {"type": "authentication_error", "message": said}}
+        return JsonReply(status=status, body=json.dumps(body).encode())
+    if provider == "anthropic":
+        event = {"type": "error", "error": {"type": "api_error", "message": said}}
+        return SseReply(body=f"event: error\ndata: {json.dumps(event)}\n\n".encode())
+    return SseReply(body=f"data: {json.dumps({'error': {'message': said}})}\n\n".encode())
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai-userinfo"])
+@pytest.mark.parametrize("status", [401, None], ids=["http-error", "stream-error"])
+async def test_credentials_a_server_echoes_never_reach_the_session(
+    provider: str, status: int | None, tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    replay_server.enqueue(_echo(provider, status))
+    model = _model(provider, replay_server.url)
+    session = await JsonlSessionRepo(tmp_path / "s").create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=model,
+        resources=None,
+        cwd=tmp_path,
+        raise_on_error=False,
+        stream_options=StreamOptions(headers={"X-Proxy-Token": f"Bearer {HEADER}"}, max_retries=0),
+    )
+    reply = await harness.prompt("hi")
+    await model.aclose()  # type: ignore[attr-defined]
+    (request,) = replay_server.requests
+    sent = json.dumps(request.headers)
+    assert HEADER in sent and (KEY in sent or provider == "openai-userinfo")
+    assert reply.stop_reason == "error" and "[redacted]" in (reply.error_message or "")
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "s").rglob("*.jsonl"))
+    assert b"Incorrect API key provided" in stored
+    for secret in (KEY, HEADER, PASSWORD) if provider == "openai-userinfo" else (KEY, HEADER):
+        assert secret not in (reply.error_message or "")
+        assert secret.encode() not in stored
