@@ -68,6 +68,7 @@ from .._errors import MissingApiKeyError, ProviderError
 from .base import (
     LlmMessage,
     ModelRequest,
+    ReplyBudget,
     StreamDelta,
     StreamDone,
     StreamError,
@@ -370,6 +371,7 @@ class AnthropicModel:
         builder = _ReplyBuilder(model=self._id, registry=self._registry)
         started = False
         continuations = 0
+        budget = ReplyBudget(what="the Anthropic server")  # over every continuation
         while True:
             try:
                 sdk_stream = await self._client.post(
@@ -407,8 +409,13 @@ class AnthropicModel:
                         error = without_secrets(_stream_error(exc), secrets)
                         yield StreamError(message=builder.failed(error), error=error)
                         return
-                    for delta in builder.apply(event):
+                    deltas = list(builder.apply(event))
+                    for delta in deltas:
                         yield delta
+                    over = budget.spend(deltas)
+                    if over is not None:
+                        yield StreamError(message=builder.failed(over), error=over)
+                        return
             finally:
                 # A failed close leaves nothing to report or undo (cancellation still propagates).
                 with contextlib.suppress(Exception):
@@ -638,11 +645,14 @@ class _Block:
         return self.cached
 
     def _render(self) -> AssistantContent:
+        if self.kind in ("text", "thinking"):
+            joined = "".join(self.parts)
+            self.parts[:] = [joined] if joined else []  # the next partial joins two parts, not all
         if self.kind == "text":
-            return TextContent(text="".join(self.parts))
+            return TextContent(text=joined)
         if self.kind == "thinking":
             signature = "".join(self.signature) or None
-            return ThinkingContent(thinking="".join(self.parts), thinking_signature=signature)
+            return ThinkingContent(thinking=joined, thinking_signature=signature)
         if self.kind == "redacted":
             data = str(self.raw.get("data", ""))
             return ThinkingContent(

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
 
-from attrs import field, frozen
+from attrs import define, field, frozen
 
 from hooks import (
     AssistantMessage,
@@ -30,9 +30,13 @@ from .._errors import ProviderError
 from .registry import ModelRegistry, cost_of
 
 __all__ = [
+    "MAX_REPLY_BLOCKS",
+    "MAX_REPLY_CHARS",
+    "MAX_REPLY_EVENTS",
     "LlmMessage",
     "Model",
     "ModelRequest",
+    "ReplyBudget",
     "StreamDelta",
     "StreamDone",
     "StreamError",
@@ -275,6 +279,48 @@ def is_transport_timeout(exc: BaseException) -> bool:
     """Whether ``exc`` is the HTTP library's timeout (httpx, or the fork newer SDKs ship),
     matched by class name rather than importing a transitive dependency."""
     return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
+
+
+MAX_REPLY_CHARS = 4_000_000
+"""Characters of text, thinking and tool arguments one reply may stream (about 1M tokens, far
+past any model's output limit)."""
+MAX_REPLY_EVENTS = 200_000
+"""Stream events one reply may have (a reply of 128k tokens, the largest output limit, has
+fewer)."""
+MAX_REPLY_BLOCKS = 4_096
+"""Content blocks one reply may have."""
+
+
+@define
+class ReplyBudget:
+    """What one reply has streamed so far, against the caps above: a server that streams for
+    ever, or sends enormous or countless pieces, ends its reply with an error instead of
+    holding the run and filling memory."""
+
+    what: str
+    chars: int = 0
+    events: int = 0
+
+    def spend(self, deltas: Iterable[StreamDelta]) -> ProviderError | None:
+        """Count one stream event and the deltas it made; the error once a cap is passed."""
+        self.events += 1
+        blocks = 0
+        for delta in deltas:
+            self.chars += len(delta.delta)
+            blocks = len(delta.partial.content)
+        if self.chars > MAX_REPLY_CHARS:
+            over = f"more than {MAX_REPLY_CHARS:,} characters"
+        elif self.events > MAX_REPLY_EVENTS:
+            over = f"more than {MAX_REPLY_EVENTS:,} events"
+        elif blocks > MAX_REPLY_BLOCKS:
+            over = f"more than {MAX_REPLY_BLOCKS:,} content blocks"
+        else:
+            return None
+        return ProviderError(
+            f"{self.what} sent {over} in one reply: it was ended there",
+            retryable=False,
+            error_type="reply_too_large",
+        )
 
 
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.I)

@@ -27,6 +27,7 @@ from attrs import evolve
 from .._errors import MissingApiKeyError, ProviderError
 from .base import (
     ModelRequest,
+    ReplyBudget,
     StreamError,
     StreamEvent,
     StreamResponse,
@@ -258,6 +259,7 @@ class OpenAIModel:
             yield StreamError(message=builder.failed(error), error=error)
             return
         events = sdk_stream.__aiter__()
+        budget = ReplyBudget(what="the OpenAI server")
         try:
             response = sdk_stream.response
             yield StreamResponse(status=response.status_code, headers=dict(response.headers))
@@ -271,8 +273,13 @@ class OpenAIModel:
                     error = without_secrets(_stream_error(exc), secrets)
                     yield StreamError(message=builder.failed(error), error=error)
                     return
-                for delta in folder.apply(event):
+                deltas = list(folder.apply(event))
+                for delta in deltas:
                     yield delta
+                over = budget.spend(deltas)
+                if over is not None:
+                    yield StreamError(message=builder.failed(over), error=over)
+                    return
         finally:
             # A failed close leaves nothing to report or undo (cancellation still propagates).
             with contextlib.suppress(Exception):

@@ -75,6 +75,7 @@ class Part:
 
     def _render(self) -> AssistantContent:
         joined = "".join(self.pieces)
+        self.pieces[:] = [joined] if joined else []  # the next partial joins two pieces, not all
         if self.kind == "text":
             extra = {"textSignature": self.signature} if self.signature else {}
             return TextContent(text=joined, extra=extra)
