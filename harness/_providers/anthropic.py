@@ -409,7 +409,16 @@ class AnthropicModel:
                         error = without_secrets(_stream_error(exc), secrets)
                         yield StreamError(message=builder.failed(error), error=error)
                         return
-                    deltas = list(builder.apply(event))
+                    try:
+                        deltas = list(builder.apply(event))
+                    except MalformedEventError as exc:
+                        bad = ProviderError(
+                            f"Anthropic stream sent a malformed event: {exc}",
+                            retryable=False,
+                            error_type="invalid_response",
+                        )
+                        yield StreamError(message=builder.failed(bad), error=bad)
+                        return
                     for delta in deltas:
                         yield delta
                     over = budget.spend(deltas)
@@ -621,6 +630,26 @@ def _plain_value(value: JSONValue) -> JSONValue:
     return value
 
 
+_MAX_COUNT = 10**12  # a token count past this is nonsense from the server
+
+
+class MalformedEventError(ValueError):
+    """A stream event holds a value of the wrong type (the SDK does not check them)."""
+
+
+def _index(event: object) -> int:
+    index = getattr(event, "index", None)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise MalformedEventError(f"a block index that is not an integer: {index!r:.40}")
+    return index
+
+
+def _string(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedEventError(f"a {name} that is not text: {value!r:.40}")
+    return value
+
+
 # --- stream accumulation ----------------------------------------------------------------------
 
 _BlockKind = Literal["text", "thinking", "redacted", "tool", "server_tool", "opaque"]
@@ -766,15 +795,12 @@ class _ReplyBuilder:
 
     def apply(self, event: object) -> Iterator[StreamDelta]:
         """Fold one SDK stream event in; yield a delta if visible content grew."""
+        # The SDK builds events without checking types: every value is checked here, before
+        # it changes anything (a wrong one raises MalformedEventError).
         if isinstance(event, RawMessageStartEvent):
-            usage = event.message.usage
-            self._set_usage(
-                input=usage.input_tokens,
-                output=usage.output_tokens,
-                cache_read=usage.cache_read_input_tokens,
-                cache_write=usage.cache_creation_input_tokens,
-            )
+            self._take_usage(getattr(getattr(event, "message", None), "usage", None))
         elif isinstance(event, RawContentBlockStartEvent):
+            _index(event)
             raw = _raw_dict(event.content_block)
             kind = _BLOCK_KINDS.get(str(raw.get("type")), "opaque")
             block = _Block(kind=kind, raw=raw, content_index=len(self._order))
@@ -789,39 +815,36 @@ class _ReplyBuilder:
             self._blocks[event.index] = block
             self._order.append(block)
         elif isinstance(event, RawContentBlockDeltaEvent):
-            growing = self._blocks.get(event.index)
+            growing = self._blocks.get(_index(event))
             if growing is not None:
                 yield from self._apply_delta(growing, event.delta)
         elif isinstance(event, RawContentBlockStopEvent):
-            stopping = self._blocks.get(event.index)
+            stopping = self._blocks.get(_index(event))
             if stopping is not None:
                 stopping.close()
         elif isinstance(event, RawMessageDeltaEvent):
-            if event.delta.stop_reason is not None:
-                self._stop_reason = event.delta.stop_reason
-            if event.delta.stop_details is not None:
-                self._stop_details = _raw_dict(event.delta.stop_details)
-            counts = event.usage
+            delta = getattr(event, "delta", None)
+            stop_reason = getattr(delta, "stop_reason", None)
+            if stop_reason is not None:
+                self._stop_reason = _string(stop_reason, "stop_reason")
+            stop_details = getattr(delta, "stop_details", None)
+            if stop_details is not None:
+                self._stop_details = _raw_dict(stop_details)
             # Cumulative counts: a field present here replaces message_start's.
-            self._set_usage(
-                input=counts.input_tokens,
-                output=counts.output_tokens,
-                cache_read=counts.cache_read_input_tokens,
-                cache_write=counts.cache_creation_input_tokens,
-            )
+            self._take_usage(getattr(event, "usage", None))
         elif isinstance(event, RawMessageStopEvent):
             self._stopped = True
 
     def _apply_delta(self, block: _Block, delta: object) -> Iterator[StreamDelta]:
         if isinstance(delta, TextDelta) and block.kind == "text":
-            yield from self._grow(block, "text", delta.text)
+            yield from self._grow(block, "text", _string(delta.text, "text"))
         elif isinstance(delta, ThinkingDelta) and block.kind == "thinking":
-            yield from self._grow(block, "thinking", delta.thinking)
+            yield from self._grow(block, "thinking", _string(delta.thinking, "thinking"))
         elif isinstance(delta, SignatureDelta) and block.kind == "thinking":
-            block.signature.append(delta.signature)
+            block.signature.append(_string(delta.signature, "signature"))
             block.cached = None
         elif isinstance(delta, InputJSONDelta) and block.kind in ("tool", "server_tool"):
-            block.parts.append(delta.partial_json)
+            block.parts.append(_string(delta.partial_json, "partial_json"))
             if block.kind == "tool" and delta.partial_json:
                 yield self._delta("toolcall", block, delta.partial_json)
         # citations_delta and unknown deltas carry nothing we store yet.
@@ -841,10 +864,21 @@ class _ReplyBuilder:
             kind=kind, content_index=block.content_index, delta=text, partial=self.partial()
         )
 
-    def _set_usage(self, **counts: int | None) -> None:
+    def _take_usage(self, usage: object) -> None:
+        self._set_usage(
+            input=getattr(usage, "input_tokens", None),
+            output=getattr(usage, "output_tokens", None),
+            cache_read=getattr(usage, "cache_read_input_tokens", None),
+            cache_write=getattr(usage, "cache_creation_input_tokens", None),
+        )
+
+    def _set_usage(self, **counts: object) -> None:
+        """Take the counts that are counts: the SDK builds events without checking types, and
+        a server may send a negative, huge or non-numeric count (a cost must never go below
+        zero nor a sum crash): a non-integer is ignored, the rest clamped to 0..10**12."""
         for name, value in counts.items():
-            if value is not None:
-                self._usage[name] = value
+            if isinstance(value, int) and not isinstance(value, bool):
+                self._usage[name] = min(max(value, 0), _MAX_COUNT)
 
     # messages
 
