@@ -12,8 +12,9 @@ from replay_server import JsonReply, ReplayServer, SseReply
 
 from harness import AgentHarness, JsonlSessionRepo, StreamOptions
 from harness._providers.anthropic import AnthropicModel
-from harness._providers.base import Model
+from harness._providers.base import Model, ModelRequest, StreamError
 from harness._providers.openai import OpenAIModel
+from hooks import UserMessage
 
 pytest.importorskip("openai")
 
@@ -68,3 +69,23 @@ async def test_credentials_a_server_echoes_never_reach_the_session(
     for secret in (KEY, HEADER, PASSWORD) if provider == "openai-userinfo" else (KEY, HEADER):
         assert secret not in (reply.error_message or "")
         assert secret.encode() not in stored
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_a_redirect_to_another_origin_never_carries_the_key(provider: str) -> None:
+    # Anthropic sends its key as x-api-key, which httpx's own redirect rule does not strip:
+    # this holds only while the SDKs drop credentials when a redirect leaves the origin.
+    with ReplayServer() as other, ReplayServer() as first:
+        path = "/v1/messages" if provider == "anthropic" else "/v1/chat/completions"
+        first.enqueue(JsonReply(status=307, body=b"", headers={"location": other.url + path}))
+        model = _model(provider, first.url)
+        request = ModelRequest(system_prompt="", messages=[UserMessage(content="hi")])
+        events = [e async for e in model.stream(request)]
+        await model.aclose()  # type: ignore[attr-defined]
+        assert isinstance(events[-1], StreamError)
+        (sent,) = first.requests
+        assert KEY in json.dumps(sent.headers)
+        for followed in other.requests:  # a redirect may be followed, without the key
+            assert KEY not in json.dumps(followed.headers)
+            assert "authorization" not in followed.headers
+            assert "x-api-key" not in followed.headers
