@@ -53,6 +53,9 @@ MAX_RESULT_CHARS = 100_000
 MAX_BLOCKS = 64
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Largest image kept (decoded size; the Anthropic API's own limit)."""
+MAX_RESULT_IMAGE_BYTES = 2 * MAX_IMAGE_BYTES
+"""Images of one result hold at most this much in all: the result is stored in the session
+and sent with every later request (64 images of 5 MB would make each request too large)."""
 _DETAILS_NESTING = MAX_NESTING - 5  # details.structuredContent sits at level 5 of its line
 MAX_DETAILS_BYTES = 256 * 1024
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -327,11 +330,20 @@ def _block(block: object) -> UserContent:
 
 
 def _bounded(blocks: list[UserContent]) -> list[UserContent]:
-    """Texts cut to :data:`MAX_RESULT_CHARS` in total, with a note of what was left out."""
+    """Texts cut to :data:`MAX_RESULT_CHARS` in total, with a note of what was left out;
+    images past :data:`MAX_RESULT_IMAGE_BYTES` in all become a note."""
     left = MAX_RESULT_CHARS
+    image_bytes = 0
     out: list[UserContent] = []
     dropped = 0
     for block in blocks:
+        if isinstance(block, ImageContent):
+            image_bytes += len(block.data) * 3 // 4
+            if image_bytes > MAX_RESULT_IMAGE_BYTES:
+                block = TextContent(
+                    text=f"[an image was left out: the result's images are over "
+                    f"{MAX_RESULT_IMAGE_BYTES} bytes in all]"
+                )
         if isinstance(block, TextContent):
             if left <= 0:
                 dropped += len(block.text)
@@ -350,8 +362,8 @@ def adapt_result(raw: Mapping[str, Any]) -> McpResult:
     """A ``CallToolResult`` (wire names) as content blocks.
 
     Text blocks stay text; images (PNG, JPEG, GIF, WebP, valid base64, at most 5 MB) become
-    image blocks; embedded resources become their text (or image); links, audio and unknown
-    kinds become a one-line note. At most 64 blocks and 100,000 characters in all.
+    image blocks (10 MB in all); embedded resources become their text (or image); links, audio
+    and unknown kinds become a one-line note. At most 64 blocks and 100,000 characters in all.
     ``isError`` makes an error result. ``structuredContent`` is kept in ``details`` (when it
     nests within what a session line holds and is at most 256 KB), else a note says why not.
     """

@@ -392,3 +392,39 @@ async def test_a_schema_bomb_cannot_hang_the_check_of_the_models_input(tmp_path:
     assert (bomb.text, looped.text) == ("bomb ran", "loop ran")
     assert fine_result.is_error and "invalid arguments" in fine_result.text
     await harness.shutdown()
+
+
+async def test_the_images_of_one_result_are_bounded_in_all(tmp_path: Path) -> None:
+    # Each image is under the 5 MB limit; 16 of them would be stored in the session and sent
+    # with every later request.
+    import base64
+
+    from mcp.server.lowlevel import Server
+    from mcp_types import CallToolResult, ImageContent, ListToolsResult, Tool
+
+    image = base64.b64encode(b"\x89PNG" + b"\0" * (4 * 1024 * 1024)).decode()
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="pictures", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: object, params: object) -> CallToolResult:
+        blocks = [ImageContent(type="image", data=image, mime_type="image/png")] * 16
+        return CallToolResult(content=list(blocks))
+
+    server: Server[object] = Server("s", on_list_tools=list_tools, on_call_tool=call_tool)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=[FauxToolCall(name="mcp__s__pictures")]), "ok"]),
+        mcp_servers={"s": server},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=(), rules=PermissionRules(allow=["mcp__s"])),
+    )
+    await harness.prompt("go")
+    (result,) = _results(harness)
+    kept = [b for b in result.content if not isinstance(b, TextContent)]
+    assert len(kept) == 2 and len(result.content) == 16
+    assert sum(len(b.data) * 3 // 4 for b in kept) <= 10 * 1024 * 1024  # type: ignore[union-attr]
+    assert "over 10485760 bytes in all" in result.text
+    await harness.shutdown()
