@@ -40,7 +40,7 @@ from .base import (
     without_secrets,
 )
 from .openai_chat import CHAT_API, ChatFolder, chat_body
-from .openai_reply import ReplyBuilder, mapping, text
+from .openai_reply import ReplyBuilder, mapping, origin_of, text
 from .openai_responses import RESPONSES_API, ResponsesFolder, responses_body
 from .registry import ModelInfo, ModelRegistry
 
@@ -145,6 +145,7 @@ class OpenAIModel:
                 api_key=api_key or NO_KEY, base_url=base_url, max_retries=max_retries
             )
         )
+        self._origin = origin_of(str(self._client.base_url))
         # max_completion_tokens is OpenAI's own name; compatible servers read max_tokens.
         self._official = client is None and not custom_url
         self._max_tokens = max_tokens
@@ -202,7 +203,7 @@ class OpenAIModel:
             request = evolve(request, output_schema=None)
         if self._api == "chat":
             return chat_body(request, official=self._official, **common)
-        return responses_body(request, **common)
+        return responses_body(request, origin=self._origin, **common)
 
     async def stream(
         self, request: ModelRequest, *, payload: Mapping[str, Any] | None = None
@@ -230,7 +231,11 @@ class OpenAIModel:
         body = dict(payload) if payload is not None else self.build_payload(request)
         body["stream"] = True
         builder = ReplyBuilder(
-            api=self.api, provider=self._provider, model=self._id, registry=self._registry
+            api=self.api,
+            provider=self._provider,
+            model=self._id,
+            registry=self._registry,
+            origin=self._origin if self._api == "responses" else "",
         )
         folder = ChatFolder(builder) if self._api == "chat" else ResponsesFolder(builder)
         options: openai.RequestOptions = {}

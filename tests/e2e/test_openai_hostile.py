@@ -14,6 +14,7 @@ from typing import Any
 import anthropic_streams
 import openai_streams as streams
 import pytest
+from attrs import evolve
 from replay_server import ReplayServer, SseReply
 
 from harness import AgentHarness, JsonlSessionRepo, ToolResultMessage, bash_tool
@@ -184,3 +185,35 @@ async def test_a_server_that_streams_for_ever_ends_its_reply_with_an_error(
     assert "in one reply" in last.error.message
     assert len(last.message.content) <= MAX_REPLY_BLOCKS + 1
     assert sum(len(getattr(b, "text", "")) for b in last.message.content) <= MAX_REPLY_CHARS + 65536
+
+
+async def test_encrypted_reasoning_goes_back_only_to_the_server_that_sent_it(
+    replay_server: ReplayServer,
+) -> None:
+    # A session that moves to another base URL (same provider name and model id) must not
+    # hand the new server the reasoning the old one encrypted, nor the other way round.
+    replay_server.enqueue(SseReply(body=streams.responses_reasoning_then_call()))
+    here = replay_server.url + "/v1"
+    model = OpenAIModel("gpt-5", api="responses", api_key="k", base_url=here)
+    hello = UserMessage(content="hi")
+    done = [e async for e in model.stream(ModelRequest(system_prompt="", messages=[hello]))][-1]
+    await model.aclose()
+    assert isinstance(done, StreamDone)
+    reply = done.message
+    request = ModelRequest(system_prompt="", messages=[hello, reply])
+
+    def reasoning_sent(base_url: str | None, message: Any = reply) -> bool:
+        target = OpenAIModel("gpt-5", api="responses", api_key="k", base_url=base_url)
+        body = target.build_payload(evolve(request, messages=[hello, message]))
+        return any(item.get("type") == "reasoning" for item in body["input"])
+
+    assert reasoning_sent(here)  # the same server gets its own reasoning back
+    assert not reasoning_sent("http://127.0.0.1:9/v1")  # another port is another server
+    assert not reasoning_sent(None)  # nor does OpenAI's own API get a local server's items
+    # An item recorded without its origin (an older or a pi session) was made by OpenAI.
+    unbound = evolve(
+        reply,
+        content=tuple(evolve(b, extra={}) if hasattr(b, "thinking") else b for b in reply.content),
+    )
+    assert reasoning_sent(None, unbound)
+    assert not reasoning_sent(here, unbound)
