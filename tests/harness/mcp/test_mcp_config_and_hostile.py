@@ -428,3 +428,30 @@ async def test_the_images_of_one_result_are_bounded_in_all(tmp_path: Path) -> No
     assert sum(len(b.data) * 3 // 4 for b in kept) <= 10 * 1024 * 1024  # type: ignore[union-attr]
     assert "over 10485760 bytes in all" in result.text
     await harness.shutdown()
+
+
+async def test_a_servers_configured_secrets_never_reach_its_errors(tmp_path: Path) -> None:
+    # A server may echo its token in an error or print its environment when it crashes; the
+    # message is stored in the session and shown.
+    token = "tok-0123456789abcdef"
+    server = StdioServer(sys.executable, [str(SCRIPT), "--hostile"], env={"HOSTILE_TOKEN": token})
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [FauxToolCall(name=f"mcp__evil__{n}") for n in ("leak_error", "leak_crash")]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls[:1]), FauxReply(tool_calls=calls[1:]), "ok"]),
+        mcp_servers={"evil": server},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(
+            setting_sources=(), rules=PermissionRules(allow=["mcp__evil"])
+        ),
+    )
+    await harness.prompt("go")
+    echoed, crashed = _results(harness)
+    assert echoed.is_error and "bad token [redacted]" in echoed.text
+    assert crashed.is_error and "HOSTILE_TOKEN=[redacted]" in crashed.text
+    (status,) = harness.mcp_servers
+    for text in (echoed.text, crashed.text, status.error or ""):
+        assert token not in text
+    await harness.shutdown()
