@@ -455,3 +455,32 @@ async def test_a_servers_configured_secrets_never_reach_its_errors(tmp_path: Pat
     for text in (echoed.text, crashed.text, status.error or ""):
         assert token not in text
     await harness.shutdown()
+
+
+async def test_requests_from_a_server_are_refused_and_its_uris_never_read(tmp_path: Path) -> None:
+    # Sampling would spend the user's model on the server's prompt, elicitation ask the user
+    # for what the server wants, roots name the user's folders: none is configured, so each
+    # is refused. A URI a server names is a string: the file it names is never opened.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the-content-of-a-local-file")
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [
+        FauxToolCall(name="mcp__evil__ask_client"),
+        FauxToolCall(name="mcp__evil__local_file", arguments={"path": str(secret)}),
+    ]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        mcp_servers={"evil": stdio("--hostile")},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=()),
+    )
+    await harness.prompt("go")
+    asked, linked = _results(harness)
+    assert "GRANTED" not in asked.text
+    for what in ("sampling", "roots", "elicitation"):
+        assert f"{what} refused" in asked.text
+    assert secret.as_uri() in linked.text
+    assert "the-content-of-a-local-file" not in linked.text
+    await harness.shutdown()
