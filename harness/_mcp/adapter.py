@@ -238,7 +238,7 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
         if len(name) > MAX_NAME:
             notes.append(f"tool {shown} was left out: {name[:80]!r} is over {MAX_NAME} characters")
             continue
-        if name in seen:
+        if name.lower() in seen:  # rules compare names without case
             notes.append(f"tool {shown} was left out: its name {name!r} is taken")
             continue
         schema = raw.get("inputSchema")
@@ -246,7 +246,7 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
         if problem is not None:
             notes.append(f"tool {shown} was left out: {problem}")
             continue
-        seen.add(name)
+        seen.add(name.lower())
         parameters = _without_patterns(schema)
         if _expands_too_far(parameters):
             parameters = _without_refs(parameters)

@@ -346,6 +346,12 @@ def load_mcp_config(
         found, bad = parse_servers(data, str(path))
         skipped.extend(bad)
         for name, server in found.items():
+            # Rules compare names without case: "Docs" would be named by a rule for "docs".
+            twin = next((n for n in servers if n.lower() == name.lower() and n != name), None)
+            if twin is not None:
+                reason = f"its name differs from the server {twin!r} only in case"
+                skipped.append(SkippedServer(name=name, source=str(path), reason=reason))
+                continue
             servers[name] = server
             origin[name] = str(path)
     return McpConfig(servers=servers, sources=origin, skipped=tuple(skipped))

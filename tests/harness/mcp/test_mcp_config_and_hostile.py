@@ -484,3 +484,32 @@ async def test_requests_from_a_server_are_refused_and_its_uris_never_read(tmp_pa
     assert secret.as_uri() in linked.text
     assert "the-content-of-a-local-file" not in linked.text
     await harness.shutdown()
+
+
+async def test_names_that_differ_only_in_case_are_refused(tmp_path: Path) -> None:
+    # Rules compare names without case: an allow rule for server "docs" (or tool "read")
+    # would also run server "Docs"'s tools (or tool "READ").
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool
+
+    session = await MemorySessionRepo().create(str(tmp_path))
+    with pytest.raises(McpConfigError, match="more than case"):
+        AgentHarness(session=session, mcp_servers={"docs": build(), "Docs": build()})
+    user = tmp_path / "user.json"
+    write(user, {"mcpServers": {"docs": {"command": "a"}}})
+    write(tmp_path / ".mcp.json", {"mcpServers": {"Docs": {"command": "b"}}})
+    config = load_mcp_config(tmp_path, user_settings=user, trust_project=True)
+    assert list(config.servers) == ["docs"]
+    assert [(s.name, "only in case" in s.reason) for s in config.skipped] == [("Docs", True)]
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[Tool(name=n, input_schema={"type": "object"}) for n in ("read", "READ")]
+        )
+
+    server: Server[object] = Server("s", on_list_tools=list_tools)
+    harness = AgentHarness(session=session, mcp_servers={"s": server}, resources=None, cwd=tmp_path)
+    (status,) = await harness.start_mcp_servers()
+    assert status.tools == ("mcp__s__read",)
+    assert any("'READ'" in n and "is taken" in n for n in status.notes)
+    await harness.shutdown()
