@@ -82,8 +82,8 @@ from .base import (
     is_transport_timeout,
     priced_usage,
     retry_after_s,
+    server_error,
     status_retryable,
-    without_secrets,
 )
 from .registry import ModelRegistry
 
@@ -383,7 +383,7 @@ class AnthropicModel:
                     stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
                 )
             except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-                error = without_secrets(_request_error(exc), secrets)
+                error = server_error(_request_error(exc), secrets)
                 if not started:
                     if isinstance(exc, anthropic.APIStatusError):
                         headers = dict(exc.response.headers)
@@ -406,7 +406,7 @@ class AnthropicModel:
                     except StopAsyncIteration:
                         break
                     except Exception as exc:  # SDK/transport failure while reading the body
-                        error = without_secrets(_stream_error(exc), secrets)
+                        error = server_error(_stream_error(exc), secrets)
                         yield StreamError(message=builder.failed(error), error=error)
                         return
                     try:

@@ -30,6 +30,7 @@ from .._errors import ProviderError
 from .registry import ModelRegistry, cost_of
 
 __all__ = [
+    "MAX_ERROR_CHARS",
     "MAX_REPLY_BLOCKS",
     "MAX_REPLY_CHARS",
     "MAX_REPLY_EVENTS",
@@ -51,9 +52,9 @@ __all__ = [
     "is_transport_timeout",
     "priced_usage",
     "retry_after_s",
+    "server_error",
     "status_retryable",
     "supports_output_schema",
-    "without_secrets",
 ]
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
@@ -339,13 +340,21 @@ def client_secrets(client: object, *headers: Mapping[str, object]) -> tuple[str,
     return tuple(s for s in found if isinstance(s, str) and len(s) >= _MIN_SECRET_CHARS)
 
 
-def without_secrets(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
-    """``error`` with each of ``secrets`` in its message replaced by ``[redacted]``: a server
-    may echo the key it was sent ("Incorrect API key provided: sk-..."), and the message is
-    stored in the session and shown on the terminal."""
+MAX_ERROR_CHARS = 2_000
+"""An error message from a server is cut to this many characters."""
+
+
+def server_error(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
+    """``error`` as it may be stored and shown: each of ``secrets`` in its message replaced by
+    ``[redacted]`` (a server may echo the key it was sent: "Incorrect API key provided:
+    sk-..."), and the message cut to :data:`MAX_ERROR_CHARS` (a server's error text is stored
+    in the session with every failed reply)."""
     message = error.message
     for secret in sorted(secrets, key=len, reverse=True):
         message = message.replace(secret, "[redacted]")
+    if len(message) > MAX_ERROR_CHARS:
+        cut = len(message) - MAX_ERROR_CHARS
+        message = f"{message[:MAX_ERROR_CHARS]}… ({cut} more characters)"
     if message != error.message:
         error.message = message
         error.args = (message,)

@@ -36,8 +36,8 @@ from .base import (
     is_context_overflow,
     is_transport_timeout,
     retry_after_s,
+    server_error,
     status_retryable,
-    without_secrets,
 )
 from .openai_chat import CHAT_API, ChatFolder, chat_body
 from .openai_reply import ReplyBuilder, mapping, origin_of, text
@@ -257,7 +257,7 @@ class OpenAIModel:
                 stream_cls=openai.AsyncStream[object],
             )
         except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-            error = without_secrets(_request_error(exc), secrets)
+            error = server_error(_request_error(exc), secrets)
             if isinstance(exc, openai.APIStatusError):
                 yield StreamResponse(status=exc.status_code, headers=dict(exc.response.headers))
             yield StreamStart(partial=builder.partial())
@@ -275,7 +275,7 @@ class OpenAIModel:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:  # SDK/transport failure while reading the body
-                    error = without_secrets(_stream_error(exc), secrets)
+                    error = server_error(_stream_error(exc), secrets)
                     yield StreamError(message=builder.failed(error), error=error)
                     return
                 deltas = list(folder.apply(event))

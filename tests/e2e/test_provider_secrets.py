@@ -1,6 +1,7 @@
-"""A model server that echoes the credentials it was sent (a key in a 401's message, an
-``Authorization`` header in a stream's error event): the key never reaches the error message,
-the session file or the terminal (docs/security.md, "Model providers")."""
+"""What a model server's errors can put into the session: a server that echoes the
+credentials it was sent (a key in a 401's message, an ``Authorization`` header in a stream's
+error event) never gets the key into the error message, the session file or the terminal, and
+an error text of megabytes is cut (docs/security.md, "Model providers")."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from replay_server import JsonReply, ReplayServer, SseReply
 
 from harness import AgentHarness, JsonlSessionRepo, StreamOptions
 from harness._providers.anthropic import AnthropicModel
-from harness._providers.base import Model, ModelRequest, StreamError
+from harness._providers.base import MAX_ERROR_CHARS, Model, ModelRequest, StreamError
 from harness._providers.openai import OpenAIModel
 from hooks import UserMessage
 
@@ -89,3 +90,41 @@ async def test_a_redirect_to_another_origin_never_carries_the_key(provider: str)
             assert KEY not in json.dumps(followed.headers)
             assert "authorization" not in followed.headers
             assert "x-api-key" not in followed.headers
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("status", [400, None], ids=["http-error", "stream-error"])
+async def test_a_servers_error_text_is_cut_before_it_is_stored(
+    provider: str, status: int | None, tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    # 5 MB of error text would be stored with every failed reply and printed in full.
+    said = "E" * 5_000_000
+    if status is not None:
+        body = {"type": "error", "error": {"type": "invalid_request_error", "message": said}}
+        replay_server.enqueue(JsonReply(status=status, body=json.dumps(body).encode()))
+    elif provider == "anthropic":
+        event = {"type": "error", "error": {"type": "api_error", "message": said}}
+        replay_server.enqueue(
+            SseReply(body=f"event: error\ndata: {json.dumps(event)}\n\n".encode())
+        )
+    else:
+        replay_server.enqueue(
+            SseReply(body=f"data: {json.dumps({'error': {'message': said}})}\n\n".encode())
+        )
+    model = _model(provider, replay_server.url)
+    session = await JsonlSessionRepo(tmp_path / "s").create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=model,
+        resources=None,
+        cwd=tmp_path,
+        raise_on_error=False,
+        stream_options=StreamOptions(max_retries=0),
+    )
+    reply = await harness.prompt("hi")
+    await model.aclose()  # type: ignore[attr-defined]
+    message = reply.error_message or ""
+    assert "EEEE" in message and "more characters)" in message
+    assert len(message) <= MAX_ERROR_CHARS + 100
+    stored = sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.jsonl"))
+    assert stored < 100_000
