@@ -95,15 +95,18 @@ _MIN_SECRET_CHARS = 8  # shorter values would blank ordinary words
 def _secrets(config: object) -> tuple[str, ...]:
     """The values configured for a server that must never be shown or stored: its
     credential-like environment variables and headers (``GITHUB_TOKEN``, ``Authorization``)
-    and its URL's password."""
+    and its URL's password (an in-process server has none)."""
     found: list[str] = []
-    named = dict(getattr(config, "env", None) or {}) | dict(getattr(config, "headers", None) or {})
+    if isinstance(config, StdioServer):
+        named = dict(config.env)
+    elif isinstance(config, HttpServer | SseServer):
+        named = dict(config.headers)
+        found.append(urlsplit(config.url).password or "")
+    else:
+        named = {}
     for name, value in named.items():
         if _SECRET_NAME.search(name):
             found += [value, value.partition(" ")[2]]  # "Bearer <token>": the token alone too
-    url = getattr(config, "url", None)
-    if isinstance(url, str):
-        found.append(urlsplit(url).password or "")
     return tuple(sorted({s for s in found if len(s) >= _MIN_SECRET_CHARS}, key=len, reverse=True))
 
 
