@@ -8,8 +8,8 @@ errors) runs, offline and deterministically (DESIGN §7). Each ``POST`` to one o
 
 * :class:`SseReply`: an SSE body (usually from ``tests/fixtures/anthropic_streams.py``) sent with
   chunked transfer encoding, in small chunks, optionally cut after some bytes, followed by extra
-  bytes (an injected ``event: error``), closed abruptly (no final chunk), or held open until the
-  server closes (to test cancellation);
+  bytes (an injected ``event: error``), closed abruptly (no final chunk), held open until the
+  server closes (to test cancellation), or followed by the same bytes without end;
 * :class:`JsonReply`: a JSON body with a status code and headers (a 400, 429, 500, 529 ...);
 * :class:`DropReply`: raw bytes (possibly none, or half a status line), then the connection is
   closed without a complete response, at once or once the server closes (a client timeout).
@@ -108,6 +108,8 @@ class SseReply:
             the final chunk (a dropped connection).
         hold_after: after this many bytes of body, stop and wait until the server closes, then
             close abruptly. For cancellation tests.
+        repeat: bytes sent again and again after the body, until the client goes away or the
+            server closes (a server that streams for ever).
     """
 
     body: bytes
@@ -118,6 +120,7 @@ class SseReply:
     append: bytes = b""
     ending: Literal["complete", "abrupt"] = "complete"
     hold_after: int | None = None
+    repeat: bytes = b""
 
     @classmethod
     def fixture(cls, name: str, *, terminate_last_event: bool = True, **kwargs: Any) -> SseReply:
@@ -275,6 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._close_abruptly()
             return
         self._write_chunks(body + reply.append, reply.chunk_size)
+        while reply.repeat and not self.server.released.is_set():
+            self._write_chunks(reply.repeat, len(reply.repeat))  # OSError once the client left
         if reply.ending == "abrupt":
             self._close_abruptly()
             return

@@ -14,6 +14,7 @@ import binascii
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import jsonschema
 import orjson
@@ -43,11 +44,18 @@ MAX_DESCRIPTION_CHARS = 2048
 """A tool description is cut to this many characters (Claude Code cuts at the same length)."""
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_NESTING = 32
+MAX_SCHEMA_EXPANSION = 10_000
+"""Nodes a schema may have with its local ``$ref``s written out; past it (or on a loop) the
+``$ref``s are dropped before the harness validates a model's input against it."""
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 MAX_RESULT_CHARS = 100_000
 """Text of one result beyond this is cut, with a note saying how much was left out."""
 MAX_BLOCKS = 64
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Largest image kept (decoded size; the Anthropic API's own limit)."""
+MAX_RESULT_IMAGE_BYTES = 2 * MAX_IMAGE_BYTES
+"""Images of one result hold at most this much in all: the result is stored in the session
+and sent with every later request (64 images of 5 MB would make each request too large)."""
 _DETAILS_NESTING = MAX_NESTING - 5  # details.structuredContent sits at level 5 of its line
 MAX_DETAILS_BYTES = 256 * 1024
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -135,6 +143,75 @@ def _without_patterns(value: Any) -> Any:
     return value
 
 
+def _expands_too_far(schema: Mapping[str, Any]) -> bool:
+    """Whether writing out the schema's ``$ref``s loops or passes :data:`MAX_SCHEMA_EXPANSION`
+    nodes. Validation follows every ``$ref`` of every ``anyOf`` branch: 24 definitions of two
+    ``$ref``s each to the next are 2**24 checks of one value, a 1.6 KB schema that would hold
+    the event loop for hours; a loop of ``$ref``s can branch once per level of the value."""
+    sizes: dict[str, int] = {}
+    expanding: set[str] = set()
+
+    def target(ref: object) -> object:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return None
+        node: object = schema
+        for part in (p for p in ref[1:].split("/") if p) if ref != "#" else ():
+            key = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                return None
+        return node
+
+    def size(node: object) -> int:
+        total = 1
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key in _REFS:
+                    total += ref_size(value)
+                elif key not in ("$defs", "definitions"):  # counted where they are used
+                    total += size(value)
+                if total > MAX_SCHEMA_EXPANSION:
+                    break
+        elif isinstance(node, list):
+            for value in node:
+                total += size(value)
+                if total > MAX_SCHEMA_EXPANSION:
+                    break
+        return total
+
+    def ref_size(ref: object) -> int:
+        key = str(ref)
+        if key in expanding or len(expanding) > MAX_SCHEMA_NESTING:  # a loop, or a long chain
+            return MAX_SCHEMA_EXPANSION + 1
+        if key not in sizes:
+            found = target(ref)
+            if found is None:  # an anchor or a pointer to nothing: not followed here
+                return MAX_SCHEMA_EXPANSION + 1
+            expanding.add(key)
+            sizes[key] = size(found)
+            expanding.discard(key)
+        return sizes[key]
+
+    return size(schema) > MAX_SCHEMA_EXPANSION
+
+
+def _without_refs(value: Any) -> Any:
+    """The schema without ``$ref``s and the definitions they named: what is left is checked
+    in time linear in its size (the server checks the rest of its own input)."""
+    if isinstance(value, Mapping):
+        return {
+            k: _without_refs(v)
+            for k, v in value.items()
+            if k not in _REFS and k not in ("$defs", "definitions")
+        }
+    if isinstance(value, list):
+        return [_without_refs(v) for v in value]
+    return value
+
+
 def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[ToolInfo], list[str]]:
     """The usable tools of a ``tools/list`` answer, and a note for each tool left out.
 
@@ -142,7 +219,8 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
     repeats an earlier one, its input schema is not a JSON Schema object (or is larger than
     64 KB, nests deeper than 32 levels, or refers to another document), or the server offers
     more than 256 tools. Descriptions lose control characters and are cut to 2,048
-    characters.
+    characters. A schema whose ``$ref``s loop or expand past 10,000 nodes loses them (and a
+    note says so): validating a model's input against it could take exponential time.
     """
     tools: list[ToolInfo] = []
     notes: list[str] = []
@@ -160,7 +238,7 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
         if len(name) > MAX_NAME:
             notes.append(f"tool {shown} was left out: {name[:80]!r} is over {MAX_NAME} characters")
             continue
-        if name in seen:
+        if name.lower() in seen:  # rules compare names without case
             notes.append(f"tool {shown} was left out: its name {name!r} is taken")
             continue
         schema = raw.get("inputSchema")
@@ -168,7 +246,15 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
         if problem is not None:
             notes.append(f"tool {shown} was left out: {problem}")
             continue
-        seen.add(name)
+        seen.add(name.lower())
+        parameters = _without_patterns(schema)
+        if _expands_too_far(parameters):
+            parameters = _without_refs(parameters)
+            notes.append(
+                f"tool {shown}: its input schema's $refs loop or expand past "
+                f"{MAX_SCHEMA_EXPANSION} nodes; they were dropped (the server checks that "
+                "input itself)"
+            )
         description = raw.get("description")
         text = _CONTROL.sub(" ", _clean(description)) if isinstance(description, str) else ""
         if len(text) > MAX_DESCRIPTION_CHARS:
@@ -181,7 +267,7 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
                 name=name,
                 remote_name=remote,
                 description=text or f"Tool {remote!r} of the MCP server {server!r}.",
-                parameters=_without_patterns(schema),
+                parameters=parameters,
                 read_only=hints.get("readOnlyHint") is True,
                 destructive=destructive if isinstance(destructive, bool) else None,
                 annotations={
@@ -244,11 +330,20 @@ def _block(block: object) -> UserContent:
 
 
 def _bounded(blocks: list[UserContent]) -> list[UserContent]:
-    """Texts cut to :data:`MAX_RESULT_CHARS` in total, with a note of what was left out."""
+    """Texts cut to :data:`MAX_RESULT_CHARS` in total, with a note of what was left out;
+    images past :data:`MAX_RESULT_IMAGE_BYTES` in all become a note."""
     left = MAX_RESULT_CHARS
+    image_bytes = 0
     out: list[UserContent] = []
     dropped = 0
     for block in blocks:
+        if isinstance(block, ImageContent):
+            image_bytes += len(block.data) * 3 // 4
+            if image_bytes > MAX_RESULT_IMAGE_BYTES:
+                block = TextContent(
+                    text=f"[an image was left out: the result's images are over "
+                    f"{MAX_RESULT_IMAGE_BYTES} bytes in all]"
+                )
         if isinstance(block, TextContent):
             if left <= 0:
                 dropped += len(block.text)
@@ -267,8 +362,8 @@ def adapt_result(raw: Mapping[str, Any]) -> McpResult:
     """A ``CallToolResult`` (wire names) as content blocks.
 
     Text blocks stay text; images (PNG, JPEG, GIF, WebP, valid base64, at most 5 MB) become
-    image blocks; embedded resources become their text (or image); links, audio and unknown
-    kinds become a one-line note. At most 64 blocks and 100,000 characters in all.
+    image blocks (10 MB in all); embedded resources become their text (or image); links, audio
+    and unknown kinds become a one-line note. At most 64 blocks and 100,000 characters in all.
     ``isError`` makes an error result. ``structuredContent`` is kept in ``details`` (when it
     nests within what a session line holds and is at most 256 KB), else a note says why not.
     """

@@ -133,17 +133,19 @@ SDK's own server API (``mcp.server.mcpserver.MCPServer`` or ``mcp.server.lowleve
 
 def check_server_name(name: str, source: str = "code") -> str:
     """``name`` if it can be a server's name: 1 to 48 of ``A-Z a-z 0-9 _ -``, without ``__``
-    (tool names are ``mcp__<server>__<tool>``, and rules on ``mcp__<server>`` must not be
-    ambiguous).
+    and not ending in ``_`` (tool names are ``mcp__<server>__<tool>``, and rules on
+    ``mcp__<server>`` must not be ambiguous: server ``a_``'s tool ``x`` would be
+    ``mcp__a___x``, the name of server ``a``'s tool ``_x``).
 
     Raises:
         McpConfigError: it cannot (code ``mcp_config``).
     """
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or "__" in name:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or "__" in name or name.endswith("_"):
         raise McpConfigError(
             source,
             name if isinstance(name, str) else repr(name),
-            "a server name is 1 to 48 letters, digits, '_' or '-', without '__'",
+            "a server name is 1 to 48 letters, digits, '_' or '-', without '__' and not "
+            "ending in '_'",
         )
     return name
 
@@ -355,6 +357,12 @@ def load_mcp_config(
         found, bad = parse_servers(data, label)
         skipped.extend(bad)
         for name, server in found.items():
+            # Rules compare names without case: "Docs" would be named by a rule for "docs".
+            twin = next((n for n in servers if n.lower() == name.lower() and n != name), None)
+            if twin is not None:
+                reason = f"its name differs from the server {twin!r} only in case"
+                skipped.append(SkippedServer(name=name, source=str(path), reason=reason))
+                continue
             servers[name] = server
             origin[name] = label
     return McpConfig(servers=servers, sources=origin, skipped=tuple(skipped))

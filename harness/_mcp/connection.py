@@ -15,10 +15,12 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
@@ -30,7 +32,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from hooks import McpServerErrorEvent, McpServerStartEvent, McpServerStopEvent, ObserverEvent
+from hooks import (
+    McpServerErrorEvent,
+    McpServerStartEvent,
+    McpServerStopEvent,
+    ObserverEvent,
+    TextContent,
+)
 
 from .adapter import McpResult, ToolInfo, adapt_result, adapt_tools
 from .config import HttpServer, SseServer, StdioServer
@@ -78,6 +86,28 @@ class _Stderr:
     def tail(self) -> str:
         text = " | ".join(line for line in self._tail if line.strip())
         return text[-_STDERR_TAIL:]
+
+
+_SECRET_NAME = re.compile(r"auth|key|token|secret|pass|cookie|credential", re.I)
+_MIN_SECRET_CHARS = 8  # shorter values would blank ordinary words
+
+
+def _secrets(config: object) -> tuple[str, ...]:
+    """The values configured for a server that must never be shown or stored: its
+    credential-like environment variables and headers (``GITHUB_TOKEN``, ``Authorization``)
+    and its URL's password (an in-process server has none)."""
+    found: list[str] = []
+    if isinstance(config, StdioServer):
+        named = dict(config.env)
+    elif isinstance(config, HttpServer | SseServer):
+        named = dict(config.headers)
+        found.append(urlsplit(config.url).password or "")
+    else:
+        named = {}
+    for name, value in named.items():
+        if _SECRET_NAME.search(name):
+            found += [value, value.partition(" ")[2]]  # "Bearer <token>": the token alone too
+    return tuple(sorted({s for s in found if len(s) >= _MIN_SECRET_CHARS}, key=len, reverse=True))
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -128,6 +158,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._halting: asyncio.Task[None] | None = None
         self._stale = False
+        self._secrets = _secrets(config)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stderr: _Stderr | None = None
 
@@ -270,10 +301,10 @@ class McpConnection:
         leaf = _leaf(exc)
         what = self.describe()
         if isinstance(leaf, OSError) and isinstance(self.config, StdioServer):
-            return f"could not start: the command {what!r} failed: {_describe(leaf)}"
+            return self._redact(f"could not start: the command {what!r} failed: {_describe(leaf)}")
         tail = self._stderr.tail() if self._stderr is not None else ""
         said = f"; its stderr ends: {tail}" if tail else ""
-        return f"could not start ({what}): {_describe(leaf)}{said}"
+        return self._redact(f"could not start ({what}): {_describe(leaf)}{said}")
 
     @contextlib.asynccontextmanager
     async def _client_context(self) -> AsyncIterator[Client]:
@@ -415,6 +446,7 @@ class McpConnection:
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:  # the server answered with an error
                 text = f"MCP server {self.name!r} refused the call: {exc.error.message}"
+                text = self._redact(text)
                 return adapt_result({"content": [{"type": "text", "text": text}], "isError": True})
             reason = f"closed the connection during the call of {remote_name!r} (crashed?)"
             self._broken_later("call", self._with_stderr(reason))
@@ -424,14 +456,29 @@ class McpConnection:
             self._broken_later("call", self._with_stderr(reason))
             raise McpServerError(self.name, self._with_stderr(reason)) from None
         self.failures = 0
-        return adapt_result(result.model_dump(mode="json", by_alias=True))
+        adapted = adapt_result(result.model_dump(mode="json", by_alias=True))
+        if not adapted.is_error or not self._secrets:
+            return adapted
+        blocks = tuple(
+            TextContent(text=self._redact(b.text)) if isinstance(b, TextContent) else b
+            for b in adapted.content
+        )
+        return McpResult(content=blocks, details=adapted.details, is_error=True)
 
     def _named(self, reason: str) -> str:
         return str(McpServerError(self.name, reason))
 
     def _with_stderr(self, reason: str) -> str:
         tail = self._stderr.tail() if self._stderr is not None else ""
-        return f"{reason}; its stderr ends: {tail}" if tail else reason
+        return self._redact(f"{reason}; its stderr ends: {tail}" if tail else reason)
+
+    def _redact(self, text: str) -> str:
+        """``text`` without the server's configured secrets: a server may print its
+        environment when it crashes, or echo a header in an error, and these messages are
+        stored in the session and shown."""
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
 
     async def refresh(self) -> bool:
         """List the tools again when the server said they changed; True if it did. A
@@ -448,7 +495,9 @@ class McpConnection:
                 McpServerErrorEvent(
                     server=self.name,
                     phase="list",
-                    error=self._named(f"could not list its tools again: {_describe(exc)}"),
+                    error=self._redact(
+                        self._named(f"could not list its tools again: {_describe(exc)}")
+                    ),
                     restarts_left=self.restarts_left,
                 )
             )

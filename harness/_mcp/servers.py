@@ -21,7 +21,7 @@ from repos import CustomEntry, Entry
 
 from .._tools.base import Tool, ToolResult, ToolRun
 from .config import HttpServer, SseServer, StdioServer, check_server_name
-from .errors import McpNotInstalledError, McpServerError
+from .errors import McpConfigError, McpNotInstalledError, McpServerError
 from .options import McpOptions
 
 __all__ = ["MCP_OFFER_TYPE", "McpServerStatus", "McpServers", "offered_servers", "require_sdk"]
@@ -107,8 +107,14 @@ class McpServers:
 
         self._emit = emit
         self._connections = {}
+        lowered: set[str] = set()
         for name, config in servers.items():
             check_server_name(name)
+            if name.lower() in lowered:  # rules compare names without case
+                raise McpConfigError(
+                    "code", name, "a server name must differ from the others in more than case"
+                )
+            lowered.add(name.lower())
             if not isinstance(config, StdioServer | HttpServer | SseServer) and (
                 not is_server_object(config)
             ):

@@ -124,9 +124,13 @@ class Rule:
         if name.startswith("mcp__") and called.startswith("mcp__"):
             # Claude Code's MCP rules: ``mcp__server`` and ``mcp__server__*`` name every
             # tool of that server (tool names are ``mcp__<server>__<tool>``).
-            server = name.removesuffix("__*")
-            if "__" not in server.removeprefix("mcp__"):
-                return called.startswith(server + "__")
+            # The server is what comes before the first ``__`` after the prefix (a server's
+            # name has no ``__`` and does not end in ``_``), compared whole: a rule for
+            # ``mcp__a_`` never covers ``mcp__a___x``, server ``a``'s tool ``_x``.
+            server = name.removesuffix("__*").removeprefix("mcp__")
+            if "__" not in server:
+                called_server, sep, _ = called.removeprefix("mcp__").partition("__")
+                return bool(sep) and called_server == server
         return name == called
 
     def allows(self, tool_name: str, command: SimpleCommand) -> bool:

@@ -68,6 +68,7 @@ from .._errors import MissingApiKeyError, ProviderError
 from .base import (
     LlmMessage,
     ModelRequest,
+    ReplyBudget,
     StreamDelta,
     StreamDone,
     StreamError,
@@ -76,10 +77,12 @@ from .base import (
     StreamStart,
     ThinkingLevel,
     ToolSpec,
+    client_secrets,
     is_context_overflow,
     is_transport_timeout,
     priced_usage,
     retry_after_s,
+    server_error,
     status_retryable,
 )
 from .registry import ModelRegistry
@@ -361,9 +364,14 @@ class AnthropicModel:
         messages = body.get("messages")
         base_messages: list[Any] = list(messages) if isinstance(messages, list) else []
         options = _sdk_options(request.options)
+        # A server may echo what it was sent: errors never carry the credentials.
+        secrets = client_secrets(
+            self._client, self._client.default_headers, request.options.headers
+        )
         builder = _ReplyBuilder(model=self._id, registry=self._registry)
         started = False
         continuations = 0
+        budget = ReplyBudget(what="the Anthropic server")  # over every continuation
         while True:
             try:
                 sdk_stream = await self._client.post(
@@ -375,7 +383,7 @@ class AnthropicModel:
                     stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
                 )
             except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-                error = _request_error(exc)
+                error = server_error(_request_error(exc), secrets)
                 if not started:
                     if isinstance(exc, anthropic.APIStatusError):
                         headers = dict(exc.response.headers)
@@ -398,11 +406,25 @@ class AnthropicModel:
                     except StopAsyncIteration:
                         break
                     except Exception as exc:  # SDK/transport failure while reading the body
-                        error = _stream_error(exc)
+                        error = server_error(_stream_error(exc), secrets)
                         yield StreamError(message=builder.failed(error), error=error)
                         return
-                    for delta in builder.apply(event):
+                    try:
+                        deltas = list(builder.apply(event))
+                    except MalformedEventError as exc:
+                        bad = ProviderError(
+                            f"Anthropic stream sent a malformed event: {exc}",
+                            retryable=False,
+                            error_type="invalid_response",
+                        )
+                        yield StreamError(message=builder.failed(bad), error=bad)
+                        return
+                    for delta in deltas:
                         yield delta
+                    over = budget.spend(deltas)
+                    if over is not None:
+                        yield StreamError(message=builder.failed(over), error=over)
+                        return
             finally:
                 # A failed close leaves nothing to report or undo (cancellation still propagates).
                 with contextlib.suppress(Exception):
@@ -608,6 +630,26 @@ def _plain_value(value: JSONValue) -> JSONValue:
     return value
 
 
+_MAX_COUNT = 10**12  # a token count past this is nonsense from the server
+
+
+class MalformedEventError(ValueError):
+    """A stream event holds a value of the wrong type (the SDK does not check them)."""
+
+
+def _index(event: object) -> int:
+    index = getattr(event, "index", None)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise MalformedEventError(f"a block index that is not an integer: {index!r:.40}")
+    return index
+
+
+def _string(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedEventError(f"a {name} that is not text: {value!r:.40}")
+    return value
+
+
 # --- stream accumulation ----------------------------------------------------------------------
 
 _BlockKind = Literal["text", "thinking", "redacted", "tool", "server_tool", "opaque"]
@@ -632,11 +674,14 @@ class _Block:
         return self.cached
 
     def _render(self) -> AssistantContent:
+        if self.kind in ("text", "thinking"):
+            joined = "".join(self.parts)
+            self.parts[:] = [joined] if joined else []  # the next partial joins two parts, not all
         if self.kind == "text":
-            return TextContent(text="".join(self.parts))
+            return TextContent(text=joined)
         if self.kind == "thinking":
             signature = "".join(self.signature) or None
-            return ThinkingContent(thinking="".join(self.parts), thinking_signature=signature)
+            return ThinkingContent(thinking=joined, thinking_signature=signature)
         if self.kind == "redacted":
             data = str(self.raw.get("data", ""))
             return ThinkingContent(
@@ -750,15 +795,12 @@ class _ReplyBuilder:
 
     def apply(self, event: object) -> Iterator[StreamDelta]:
         """Fold one SDK stream event in; yield a delta if visible content grew."""
+        # The SDK builds events without checking types: every value is checked here, before
+        # it changes anything (a wrong one raises MalformedEventError).
         if isinstance(event, RawMessageStartEvent):
-            usage = event.message.usage
-            self._set_usage(
-                input=usage.input_tokens,
-                output=usage.output_tokens,
-                cache_read=usage.cache_read_input_tokens,
-                cache_write=usage.cache_creation_input_tokens,
-            )
+            self._take_usage(getattr(getattr(event, "message", None), "usage", None))
         elif isinstance(event, RawContentBlockStartEvent):
+            _index(event)
             raw = _raw_dict(event.content_block)
             kind = _BLOCK_KINDS.get(str(raw.get("type")), "opaque")
             block = _Block(kind=kind, raw=raw, content_index=len(self._order))
@@ -773,39 +815,36 @@ class _ReplyBuilder:
             self._blocks[event.index] = block
             self._order.append(block)
         elif isinstance(event, RawContentBlockDeltaEvent):
-            growing = self._blocks.get(event.index)
+            growing = self._blocks.get(_index(event))
             if growing is not None:
                 yield from self._apply_delta(growing, event.delta)
         elif isinstance(event, RawContentBlockStopEvent):
-            stopping = self._blocks.get(event.index)
+            stopping = self._blocks.get(_index(event))
             if stopping is not None:
                 stopping.close()
         elif isinstance(event, RawMessageDeltaEvent):
-            if event.delta.stop_reason is not None:
-                self._stop_reason = event.delta.stop_reason
-            if event.delta.stop_details is not None:
-                self._stop_details = _raw_dict(event.delta.stop_details)
-            counts = event.usage
+            delta = getattr(event, "delta", None)
+            stop_reason = getattr(delta, "stop_reason", None)
+            if stop_reason is not None:
+                self._stop_reason = _string(stop_reason, "stop_reason")
+            stop_details = getattr(delta, "stop_details", None)
+            if stop_details is not None:
+                self._stop_details = _raw_dict(stop_details)
             # Cumulative counts: a field present here replaces message_start's.
-            self._set_usage(
-                input=counts.input_tokens,
-                output=counts.output_tokens,
-                cache_read=counts.cache_read_input_tokens,
-                cache_write=counts.cache_creation_input_tokens,
-            )
+            self._take_usage(getattr(event, "usage", None))
         elif isinstance(event, RawMessageStopEvent):
             self._stopped = True
 
     def _apply_delta(self, block: _Block, delta: object) -> Iterator[StreamDelta]:
         if isinstance(delta, TextDelta) and block.kind == "text":
-            yield from self._grow(block, "text", delta.text)
+            yield from self._grow(block, "text", _string(delta.text, "text"))
         elif isinstance(delta, ThinkingDelta) and block.kind == "thinking":
-            yield from self._grow(block, "thinking", delta.thinking)
+            yield from self._grow(block, "thinking", _string(delta.thinking, "thinking"))
         elif isinstance(delta, SignatureDelta) and block.kind == "thinking":
-            block.signature.append(delta.signature)
+            block.signature.append(_string(delta.signature, "signature"))
             block.cached = None
         elif isinstance(delta, InputJSONDelta) and block.kind in ("tool", "server_tool"):
-            block.parts.append(delta.partial_json)
+            block.parts.append(_string(delta.partial_json, "partial_json"))
             if block.kind == "tool" and delta.partial_json:
                 yield self._delta("toolcall", block, delta.partial_json)
         # citations_delta and unknown deltas carry nothing we store yet.
@@ -825,10 +864,21 @@ class _ReplyBuilder:
             kind=kind, content_index=block.content_index, delta=text, partial=self.partial()
         )
 
-    def _set_usage(self, **counts: int | None) -> None:
+    def _take_usage(self, usage: object) -> None:
+        self._set_usage(
+            input=getattr(usage, "input_tokens", None),
+            output=getattr(usage, "output_tokens", None),
+            cache_read=getattr(usage, "cache_read_input_tokens", None),
+            cache_write=getattr(usage, "cache_creation_input_tokens", None),
+        )
+
+    def _set_usage(self, **counts: object) -> None:
+        """Take the counts that are counts: the SDK builds events without checking types, and
+        a server may send a negative, huge or non-numeric count (a cost must never go below
+        zero nor a sum crash): a non-integer is ignored, the rest clamped to 0..10**12."""
         for name, value in counts.items():
-            if value is not None:
-                self._usage[name] = value
+            if isinstance(value, int) and not isinstance(value, bool):
+                self._usage[name] = min(max(value, 0), _MAX_COUNT)
 
     # messages
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
 
-from attrs import field, frozen
+from attrs import define, field, frozen
 
 from hooks import (
     AssistantMessage,
@@ -30,9 +30,14 @@ from .._errors import ProviderError
 from .registry import ModelRegistry, cost_of
 
 __all__ = [
+    "MAX_ERROR_CHARS",
+    "MAX_REPLY_BLOCKS",
+    "MAX_REPLY_CHARS",
+    "MAX_REPLY_EVENTS",
     "LlmMessage",
     "Model",
     "ModelRequest",
+    "ReplyBudget",
     "StreamDelta",
     "StreamDone",
     "StreamError",
@@ -42,10 +47,12 @@ __all__ = [
     "SupportsOutputSchema",
     "ThinkingLevel",
     "ToolSpec",
+    "client_secrets",
     "is_context_overflow",
     "is_transport_timeout",
     "priced_usage",
     "retry_after_s",
+    "server_error",
     "status_retryable",
     "supports_output_schema",
 ]
@@ -273,6 +280,85 @@ def is_transport_timeout(exc: BaseException) -> bool:
     """Whether ``exc`` is the HTTP library's timeout (httpx, or the fork newer SDKs ship),
     matched by class name rather than importing a transitive dependency."""
     return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
+
+
+MAX_REPLY_CHARS = 4_000_000
+"""Characters of text, thinking and tool arguments one reply may stream (about 1M tokens, far
+past any model's output limit)."""
+MAX_REPLY_EVENTS = 200_000
+"""Stream events one reply may have (a reply of 128k tokens, the largest output limit, has
+fewer)."""
+MAX_REPLY_BLOCKS = 4_096
+"""Content blocks one reply may have."""
+
+
+@define
+class ReplyBudget:
+    """What one reply has streamed so far, against the caps above: a server that streams for
+    ever, or sends enormous or countless pieces, ends its reply with an error instead of
+    holding the run and filling memory."""
+
+    what: str
+    chars: int = 0
+    events: int = 0
+
+    def spend(self, deltas: Iterable[StreamDelta]) -> ProviderError | None:
+        """Count one stream event and the deltas it made; the error once a cap is passed."""
+        self.events += 1
+        blocks = 0
+        for delta in deltas:
+            self.chars += len(delta.delta)
+            blocks = len(delta.partial.content)
+        if self.chars > MAX_REPLY_CHARS:
+            over = f"more than {MAX_REPLY_CHARS:,} characters"
+        elif self.events > MAX_REPLY_EVENTS:
+            over = f"more than {MAX_REPLY_EVENTS:,} events"
+        elif blocks > MAX_REPLY_BLOCKS:
+            over = f"more than {MAX_REPLY_BLOCKS:,} content blocks"
+        else:
+            return None
+        return ProviderError(
+            f"{self.what} sent {over} in one reply: it was ended there",
+            retryable=False,
+            error_type="reply_too_large",
+        )
+
+
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.I)
+_MIN_SECRET_CHARS = 8  # shorter values (a placeholder key) would blank ordinary words
+
+
+def client_secrets(client: object, *headers: Mapping[str, object]) -> tuple[str, ...]:
+    """What an SDK client sends that must never be shown or stored: its API key and token,
+    the password of its base URL, and the values of credential-like ``headers``."""
+    found = [getattr(client, "api_key", None), getattr(client, "auth_token", None)]
+    found.append(getattr(getattr(client, "base_url", None), "password", None))
+    for name, value in (item for mapping in headers for item in mapping.items()):
+        if _SECRET_HEADER.search(name) and isinstance(value, str):
+            found.append(value)
+            found.append(value.partition(" ")[2])  # "Bearer <token>": the token alone too
+    return tuple(s for s in found if isinstance(s, str) and len(s) >= _MIN_SECRET_CHARS)
+
+
+MAX_ERROR_CHARS = 2_000
+"""An error message from a server is cut to this many characters."""
+
+
+def server_error(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
+    """``error`` as it may be stored and shown: each of ``secrets`` in its message replaced by
+    ``[redacted]`` (a server may echo the key it was sent: "Incorrect API key provided:
+    sk-..."), and the message cut to :data:`MAX_ERROR_CHARS` (a server's error text is stored
+    in the session with every failed reply)."""
+    message = error.message
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, "[redacted]")
+    if len(message) > MAX_ERROR_CHARS:
+        cut = len(message) - MAX_ERROR_CHARS
+        message = f"{message[:MAX_ERROR_CHARS]}… ({cut} more characters)"
+    if message != error.message:
+        error.message = message
+        error.args = (message,)
+    return error
 
 
 def priced_usage(

@@ -28,17 +28,20 @@ from attrs import evolve
 from .._errors import MissingApiKeyError, ProviderError
 from .base import (
     ModelRequest,
+    ReplyBudget,
     StreamError,
     StreamEvent,
     StreamResponse,
     StreamStart,
+    client_secrets,
     is_context_overflow,
     is_transport_timeout,
     retry_after_s,
+    server_error,
     status_retryable,
 )
 from .openai_chat import CHAT_API, ChatFolder, chat_body
-from .openai_reply import ReplyBuilder, mapping, text
+from .openai_reply import ReplyBuilder, mapping, origin_of, text
 from .openai_responses import RESPONSES_API, ResponsesFolder, responses_body
 from .registry import ModelInfo, ModelRegistry
 
@@ -146,6 +149,7 @@ class OpenAIModel:
             )
         )
         self._shown_url = shown_url(str(self._client.base_url))
+        self._origin = origin_of(str(self._client.base_url))
         # max_completion_tokens is OpenAI's own name; compatible servers read max_tokens.
         self._official = client is None and not custom_url
         self._max_tokens = max_tokens
@@ -203,7 +207,7 @@ class OpenAIModel:
             request = evolve(request, output_schema=None)
         if self._api == "chat":
             return chat_body(request, official=self._official, **common)
-        return responses_body(request, **common)
+        return responses_body(request, origin=self._origin, **common)
 
     async def stream(
         self, request: ModelRequest, *, payload: Mapping[str, Any] | None = None
@@ -231,7 +235,11 @@ class OpenAIModel:
         body = dict(payload) if payload is not None else self.build_payload(request)
         body["stream"] = True
         builder = ReplyBuilder(
-            api=self.api, provider=self._provider, model=self._id, registry=self._registry
+            api=self.api,
+            provider=self._provider,
+            model=self._id,
+            registry=self._registry,
+            origin=self._origin if self._api == "responses" else "",
         )
         folder = ChatFolder(builder) if self._api == "chat" else ResponsesFolder(builder)
         options: openai.RequestOptions = {}
@@ -239,6 +247,10 @@ class OpenAIModel:
             options["timeout"] = request.options.timeout_s
         if request.options.headers:
             options["headers"] = dict(request.options.headers)
+        # A server may echo what it was sent: errors never carry the credentials.
+        secrets = client_secrets(
+            self._client, self._client.default_headers, request.options.headers
+        )
         try:
             sdk_stream = await self._client.post(
                 _PATHS[self._api],
@@ -249,13 +261,14 @@ class OpenAIModel:
                 stream_cls=openai.AsyncStream[object],
             )
         except Exception as exc:  # the SDK boundary: whatever it raises is a failed request
-            error = _request_error(exc, self._shown_url)
+            error = server_error(_request_error(exc, self._shown_url), secrets)
             if isinstance(exc, openai.APIStatusError):
                 yield StreamResponse(status=exc.status_code, headers=dict(exc.response.headers))
             yield StreamStart(partial=builder.partial())
             yield StreamError(message=builder.failed(error), error=error)
             return
         events = sdk_stream.__aiter__()
+        budget = ReplyBudget(what="the OpenAI server")
         try:
             response = sdk_stream.response
             yield StreamResponse(status=response.status_code, headers=dict(response.headers))
@@ -266,11 +279,16 @@ class OpenAIModel:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:  # SDK/transport failure while reading the body
-                    error = _stream_error(exc)
+                    error = server_error(_stream_error(exc), secrets)
                     yield StreamError(message=builder.failed(error), error=error)
                     return
-                for delta in folder.apply(event):
+                deltas = list(folder.apply(event))
+                for delta in deltas:
                     yield delta
+                over = budget.spend(deltas)
+                if over is not None:
+                    yield StreamError(message=builder.failed(over), error=over)
+                    return
         finally:
             # A failed close leaves nothing to report or undo (cancellation still propagates).
             with contextlib.suppress(Exception):

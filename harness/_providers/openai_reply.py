@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import orjson
 from attrs import define, field
@@ -33,6 +34,24 @@ __all__ = ["PartKind", "ReplyBuilder", "count", "mapping", "text"]
 PartKind = Literal["text", "thinking", "tool"]
 
 _MAX_COUNT = 10**12  # a token count past this is nonsense from the server
+ORIGIN_KEY = "reasoningOrigin"
+"""Key in a thinking block's ``extra``: the origin (``scheme://host:port``) of the server that
+sent its reasoning item. The item goes back only to that origin (a session that moves to
+another ``base_url`` keeps its encrypted reasoning from the new server)."""
+OFFICIAL_ORIGIN = "https://api.openai.com:443"
+"""The origin of a reasoning item without ``ORIGIN_KEY`` (a session older than the key, or
+pi's): OpenAI's own API, the only server that made such items."""
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host:port`` of ``url``, lower-cased, the port always written."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:  # a port that is not a number: an origin nothing else has
+        return url
+    return f"{scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def mapping(value: object) -> Mapping[str, Any]:
@@ -67,6 +86,8 @@ class Part:
     arguments: dict[str, Any] | None = None
     refusal: bool = False
     cached: AssistantContent | None = None
+    origin: str = ""
+    """thinking: the origin of the server that sent its reasoning item (``ORIGIN_KEY``)."""
 
     def render(self) -> AssistantContent:
         if self.cached is None:
@@ -75,11 +96,13 @@ class Part:
 
     def _render(self) -> AssistantContent:
         joined = "".join(self.pieces)
+        self.pieces[:] = [joined] if joined else []  # the next partial joins two pieces, not all
         if self.kind == "text":
             extra = {"textSignature": self.signature} if self.signature else {}
             return TextContent(text=joined, extra=extra)
         if self.kind == "thinking":
-            return ThinkingContent(thinking=joined, thinking_signature=self.signature)
+            extra = {ORIGIN_KEY: self.origin} if self.origin and self.signature else {}
+            return ThinkingContent(thinking=joined, thinking_signature=self.signature, extra=extra)
         return ToolCall(id=self.call_id, name=self.name, arguments=self.arguments or {})
 
     def close(self) -> None:
@@ -113,9 +136,16 @@ class ReplyBuilder:
     :class:`AssistantMessage` (pi's fields: ``api``, ``provider``, ``model``)."""
 
     def __init__(
-        self, *, api: str, provider: str, model: str, registry: ModelRegistry | None
+        self,
+        *,
+        api: str,
+        provider: str,
+        model: str,
+        registry: ModelRegistry | None,
+        origin: str = "",
     ) -> None:
         self._api, self._provider, self._model = api, provider, model
+        self._origin = origin
         self._registry = registry
         self._timestamp = now_ms()
         self.parts: list[Part] = []
@@ -126,7 +156,7 @@ class ReplyBuilder:
         """An error the stream itself reported (an error event)."""
 
     def add(self, kind: PartKind) -> Part:
-        part = Part(kind=kind, content_index=len(self.parts))
+        part = Part(kind=kind, content_index=len(self.parts), origin=self._origin)
         self.parts.append(part)
         return part
 

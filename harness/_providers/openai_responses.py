@@ -38,7 +38,7 @@ from hooks import (
 
 from .._errors import ProviderError
 from .base import ModelRequest, StreamDelta, is_context_overflow
-from .openai_reply import Part, ReplyBuilder, count, mapping, text
+from .openai_reply import OFFICIAL_ORIGIN, ORIGIN_KEY, Part, ReplyBuilder, count, mapping, text
 from .registry import ModelInfo
 from .transform import foreign_content, is_native, sanitized_id
 
@@ -68,8 +68,12 @@ def responses_body(
     info: ModelInfo | None,
     max_tokens: int | None,
     temperature: float | None,
+    origin: str = OFFICIAL_ORIGIN,
 ) -> dict[str, Any]:
     """The ``POST /v1/responses`` body for ``request`` (without ``stream``).
+
+    ``origin``: the server it goes to; a reasoning item goes back only to the origin that sent
+    it (``ORIGIN_KEY``).
 
     ``instructions`` carries the system prompt; tools are function tools (``strict: false``,
     parallel calls allowed). A thinking level other than ``off`` sends ``reasoning.effort``
@@ -81,7 +85,9 @@ def responses_body(
     images = info is None or "image" in info.input
     body: dict[str, Any] = {
         "model": model_id,
-        "input": _input(request, model_id=model_id, provider=provider, images=images),
+        "input": _input(
+            request, model_id=model_id, provider=provider, images=images, origin=origin
+        ),
         "store": False,
     }
     if request.system_prompt:
@@ -133,7 +139,7 @@ def _call_id(tool_call_id: str) -> str:
 
 
 def _input(
-    request: ModelRequest, *, model_id: str, provider: str, images: bool
+    request: ModelRequest, *, model_id: str, provider: str, images: bool, origin: str
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in request.messages:
@@ -161,7 +167,9 @@ def _input(
                     }
                 )
         else:
-            items.extend(_assistant_items(message, model_id=model_id, provider=provider))
+            items.extend(
+                _assistant_items(message, model_id=model_id, provider=provider, origin=origin)
+            )
     return items
 
 
@@ -179,7 +187,7 @@ def _user_parts(content: str | tuple[UserContent, ...], *, images: bool) -> list
 
 
 def _assistant_items(
-    message: AssistantMessage, *, model_id: str, provider: str
+    message: AssistantMessage, *, model_id: str, provider: str, origin: str
 ) -> list[dict[str, Any]]:
     native = is_native(message, api=RESPONSES_API, provider=provider, model_id=model_id)
     content = message.content if native else foreign_content(message, _call_id)
@@ -189,7 +197,10 @@ def _assistant_items(
     skipped_reasoning = False
     for block in content:
         if isinstance(block, ThinkingContent):
+            made_by = block.extra.get(ORIGIN_KEY, OFFICIAL_ORIGIN)
             item = _reasoning_item(block.thinking_signature) if replay else None
+            if made_by != origin:  # encrypted reasoning never goes to another server
+                item = None
             if item is None:
                 skipped_reasoning = True
             else:

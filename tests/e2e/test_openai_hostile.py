@@ -4,18 +4,28 @@ grant a permission (docs/security.md, "Model providers")."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anthropic_streams
 import openai_streams as streams
 import pytest
+from attrs import evolve
 from replay_server import ReplayServer, SseReply
 
 from harness import AgentHarness, JsonlSessionRepo, ToolResultMessage, bash_tool
-from harness._providers.base import ModelRequest, StreamDone, StreamError
+from harness._providers.anthropic import AnthropicModel
+from harness._providers.base import (
+    MAX_REPLY_BLOCKS,
+    MAX_REPLY_CHARS,
+    ModelRequest,
+    StreamDone,
+    StreamError,
+)
 from harness._providers.openai import OpenAIModel
 from hooks import UserMessage
 
@@ -133,3 +143,77 @@ def test_terminal_controls_from_the_server_are_escaped(
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\x9b" not in proc.stdout
     assert "Done." in proc.stdout and "\\x1b]52" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("provider", "body", "repeat"),
+    [
+        ("chat", streams.chunk({"role": "assistant"}), streams.chunk({"content": "x" * 65536})),
+        ("chat", streams.chunk({"role": "assistant"}), streams.chunk({})),  # events, no text
+        (
+            "anthropic",
+            anthropic_streams._start("msg_1", 5, 1)
+            + anthropic_streams._block_start(0, {"type": "text", "text": ""}),
+            anthropic_streams._delta(0, {"type": "text_delta", "text": "x" * 65536}),
+        ),
+        (
+            "anthropic",
+            anthropic_streams._start("msg_1", 5, 1),
+            anthropic_streams._block_start(0, {"type": "text", "text": ""})
+            + anthropic_streams._delta(0, {"type": "text_delta", "text": "x"}),
+        ),
+    ],
+    ids=["chat-huge-deltas", "chat-empty-chunks", "anthropic-huge-deltas", "anthropic-blocks"],
+)
+async def test_a_server_that_streams_for_ever_ends_its_reply_with_an_error(
+    provider: str, body: bytes, repeat: bytes, replay_server: ReplayServer
+) -> None:
+    # Without a cap the reply grows until memory runs out and the run never ends.
+    replay_server.enqueue(SseReply(body=body, repeat=repeat))
+    model: Any = (
+        AnthropicModel("claude-x", api_key="k", base_url=replay_server.url)
+        if provider == "anthropic"
+        else OpenAIModel("m", api=provider, api_key="k", base_url=replay_server.url + "/v1")
+    )
+    request = ModelRequest(system_prompt="", messages=[UserMessage(content="hi")])
+    last = None
+    async with asyncio.timeout(600):  # a guard against hanging the suite, not a speed check
+        async for event in model.stream(request):  # each delta's partial is kept only so long
+            last = event
+    await model.aclose()
+    assert isinstance(last, StreamError) and last.error.error_type == "reply_too_large"
+    assert "in one reply" in last.error.message
+    assert len(last.message.content) <= MAX_REPLY_BLOCKS + 1
+    assert sum(len(getattr(b, "text", "")) for b in last.message.content) <= MAX_REPLY_CHARS + 65536
+
+
+async def test_encrypted_reasoning_goes_back_only_to_the_server_that_sent_it(
+    replay_server: ReplayServer,
+) -> None:
+    # A session that moves to another base URL (same provider name and model id) must not
+    # hand the new server the reasoning the old one encrypted, nor the other way round.
+    replay_server.enqueue(SseReply(body=streams.responses_reasoning_then_call()))
+    here = replay_server.url + "/v1"
+    model = OpenAIModel("gpt-5", api="responses", api_key="k", base_url=here)
+    hello = UserMessage(content="hi")
+    done = [e async for e in model.stream(ModelRequest(system_prompt="", messages=[hello]))][-1]
+    await model.aclose()
+    assert isinstance(done, StreamDone)
+    reply = done.message
+    request = ModelRequest(system_prompt="", messages=[hello, reply])
+
+    def reasoning_sent(base_url: str | None, message: Any = reply) -> bool:
+        target = OpenAIModel("gpt-5", api="responses", api_key="k", base_url=base_url)
+        body = target.build_payload(evolve(request, messages=[hello, message]))
+        return any(item.get("type") == "reasoning" for item in body["input"])
+
+    assert reasoning_sent(here)  # the same server gets its own reasoning back
+    assert not reasoning_sent("http://127.0.0.1:9/v1")  # another port is another server
+    assert not reasoning_sent(None)  # nor does OpenAI's own API get a local server's items
+    # An item recorded without its origin (an older or a pi session) was made by OpenAI.
+    unbound = evolve(
+        reply,
+        content=tuple(evolve(b, extra={}) if hasattr(b, "thinking") else b for b in reply.content),
+    )
+    assert reasoning_sent(None, unbound)
+    assert not reasoning_sent(here, unbound)

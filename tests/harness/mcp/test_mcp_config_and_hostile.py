@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_servers import ESC, SCRIPT, build, build_hostile, stdio, wait_gone
@@ -21,6 +22,7 @@ from harness import (
     McpConfigError,
     McpOptions,
     MemorySessionRepo,
+    PermissionRules,
     SecuritySupervisor,
     SseServer,
     StdioServer,
@@ -286,3 +288,228 @@ def test_server_rules_name_that_server_only(tmp_path: Path) -> None:
         call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
         found = [r for r in rules.deny if r.matches(call, how="any")]
         assert bool(found) is denied, name
+
+
+async def test_a_server_name_ending_in_an_underscore_is_refused(tmp_path: Path) -> None:
+    # Server "a_"'s tool "x" would be mcp__a___x, the name of server "a"'s tool "_x": one
+    # would replace the other, and a rule for one server would name the other's tool.
+    session = await MemorySessionRepo().create(str(tmp_path))
+    with pytest.raises(McpConfigError, match="not ending in '_'"):
+        AgentHarness(session=session, mcp_servers={"a": build(), "a_": build()}, resources=None)
+    write(tmp_path / ".mcp.json", {"mcpServers": {"files_": {"command": "srv"}}})
+    config = load_mcp_config(tmp_path, trust_project=True, user_settings=tmp_path / "none.json")
+    assert config.servers == {} and [s.name for s in config.skipped] == ["files_"]
+
+
+def test_a_server_rule_never_names_a_tool_of_a_server_whose_name_extends_it(
+    tmp_path: Path,
+) -> None:
+    from permission_requests import request
+
+    from harness import PermissionRules, Tool
+
+    async def nothing(input: object, run: object) -> str:
+        return ""
+
+    for rule, name, covered in (
+        ("mcp__a_", "mcp__a___x", False),  # server a's tool _x, not a server "a_"
+        ("mcp__a_", "mcp__a_b__x", False),
+        ("mcp__a", "mcp__a___x", True),
+        ("mcp__a__*", "mcp__a___x", True),
+        ("mcp__a_b", "mcp__a_b__x", True),
+    ):
+        rules = PermissionRules(deny=[rule])
+        call = request(tmp_path, Tool(name=name, description="", execute=nothing))  # type: ignore[arg-type]
+        assert bool([r for r in rules.deny if r.matches(call, how="any")]) is covered, (rule, name)
+
+
+def _schema_bomb(levels: int) -> dict[str, object]:
+    """1.6 KB at 24 levels: each definition is any of two references to the next, so
+    validating one value follows 2**levels references."""
+    defs: dict[str, object] = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string", "minLength": 5}
+    return {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+async def test_a_schema_bomb_cannot_hang_the_check_of_the_models_input(tmp_path: Path) -> None:
+    from mcp.server.lowlevel import Server
+    from mcp_types import CallToolResult, ListToolsResult, Tool
+    from mcp_types import TextContent as McpText
+
+    loop = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/d"}},
+        "$defs": {"d": {"$ref": "#/$defs/d"}},
+    }
+    fine = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/word"}},
+        "$defs": {"word": {"type": "string"}},
+        "required": ["a"],
+    }
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[
+                Tool(name="bomb", input_schema=_schema_bomb(40)),
+                Tool(name="loop", input_schema=loop),
+                Tool(name="fine", input_schema=fine),
+            ]
+        )
+
+    async def call_tool(ctx: object, params: Any) -> CallToolResult:
+        return CallToolResult(content=[McpText(type="text", text=f"{params.name} ran")])
+
+    server: Server[object] = Server("s", on_list_tools=list_tools, on_call_tool=call_tool)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [("bomb", {"a": "x"}), ("loop", {"a": "x"}), ("fine", {"a": 3})]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(
+            [
+                FauxReply(
+                    tool_calls=[FauxToolCall(name=f"mcp__s__{n}", arguments=a) for n, a in calls]
+                ),
+                "done",
+            ]
+        ),
+        mcp_servers={"s": server},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=(), rules=PermissionRules(allow=["mcp__s"])),
+    )
+    (status,) = await harness.start_mcp_servers()
+    tools = harness.turn_settings().tools
+    for name in ("bomb", "loop"):
+        assert "$ref" not in json.dumps(tools[f"mcp__s__{name}"].parameters)
+        assert any(f"'{name}'" in n and "were dropped" in n for n in status.notes)
+    assert tools["mcp__s__fine"].parameters == fine  # a schema that expands little keeps them
+    await harness.prompt("go")  # the bomb is checked in linear time: the run ends
+    bomb, looped, fine_result = _results(harness)
+    assert (bomb.text, looped.text) == ("bomb ran", "loop ran")
+    assert fine_result.is_error and "invalid arguments" in fine_result.text
+    await harness.shutdown()
+
+
+async def test_the_images_of_one_result_are_bounded_in_all(tmp_path: Path) -> None:
+    # Each image is under the 5 MB limit; 16 of them would be stored in the session and sent
+    # with every later request.
+    import base64
+
+    from mcp.server.lowlevel import Server
+    from mcp_types import CallToolResult, ImageContent, ListToolsResult, Tool
+
+    image = base64.b64encode(b"\x89PNG" + b"\0" * (4 * 1024 * 1024)).decode()
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="pictures", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: object, params: object) -> CallToolResult:
+        blocks = [ImageContent(type="image", data=image, mime_type="image/png")] * 16
+        return CallToolResult(content=list(blocks))
+
+    server: Server[object] = Server("s", on_list_tools=list_tools, on_call_tool=call_tool)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=[FauxToolCall(name="mcp__s__pictures")]), "ok"]),
+        mcp_servers={"s": server},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=(), rules=PermissionRules(allow=["mcp__s"])),
+    )
+    await harness.prompt("go")
+    (result,) = _results(harness)
+    kept = [b for b in result.content if not isinstance(b, TextContent)]
+    assert len(kept) == 2 and len(result.content) == 16
+    assert sum(len(b.data) * 3 // 4 for b in kept) <= 10 * 1024 * 1024  # type: ignore[union-attr]
+    assert "over 10485760 bytes in all" in result.text
+    await harness.shutdown()
+
+
+async def test_a_servers_configured_secrets_never_reach_its_errors(tmp_path: Path) -> None:
+    # A server may echo its token in an error or print its environment when it crashes; the
+    # message is stored in the session and shown.
+    token = "tok-0123456789abcdef"
+    server = StdioServer(sys.executable, [str(SCRIPT), "--hostile"], env={"HOSTILE_TOKEN": token})
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [FauxToolCall(name=f"mcp__evil__{n}") for n in ("leak_error", "leak_crash")]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls[:1]), FauxReply(tool_calls=calls[1:]), "ok"]),
+        mcp_servers={"evil": server},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(
+            setting_sources=(), rules=PermissionRules(allow=["mcp__evil"])
+        ),
+    )
+    await harness.prompt("go")
+    echoed, crashed = _results(harness)
+    assert echoed.is_error and "bad token [redacted]" in echoed.text
+    assert crashed.is_error and "HOSTILE_TOKEN=[redacted]" in crashed.text
+    (status,) = harness.mcp_servers
+    for text in (echoed.text, crashed.text, status.error or ""):
+        assert token not in text
+    await harness.shutdown()
+
+
+async def test_requests_from_a_server_are_refused_and_its_uris_never_read(tmp_path: Path) -> None:
+    # Sampling would spend the user's model on the server's prompt, elicitation ask the user
+    # for what the server wants, roots name the user's folders: none is configured, so each
+    # is refused. A URI a server names is a string: the file it names is never opened.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the-content-of-a-local-file")
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [
+        FauxToolCall(name="mcp__evil__ask_client"),
+        FauxToolCall(name="mcp__evil__local_file", arguments={"path": str(secret)}),
+    ]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        mcp_servers={"evil": stdio("--hostile")},
+        resources=None,
+        cwd=tmp_path,
+        supervisor=SecuritySupervisor(setting_sources=()),
+    )
+    await harness.prompt("go")
+    asked, linked = _results(harness)
+    assert "GRANTED" not in asked.text
+    for what in ("sampling", "roots", "elicitation"):
+        assert f"{what} refused" in asked.text
+    assert secret.as_uri() in linked.text
+    assert "the-content-of-a-local-file" not in linked.text
+    await harness.shutdown()
+
+
+async def test_names_that_differ_only_in_case_are_refused(tmp_path: Path) -> None:
+    # Rules compare names without case: an allow rule for server "docs" (or tool "read")
+    # would also run server "Docs"'s tools (or tool "READ").
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool
+
+    session = await MemorySessionRepo().create(str(tmp_path))
+    with pytest.raises(McpConfigError, match="more than case"):
+        AgentHarness(session=session, mcp_servers={"docs": build(), "Docs": build()})
+    user = tmp_path / "user.json"
+    write(user, {"mcpServers": {"docs": {"command": "a"}}})
+    write(tmp_path / ".mcp.json", {"mcpServers": {"Docs": {"command": "b"}}})
+    config = load_mcp_config(tmp_path, user_settings=user, trust_project=True)
+    assert list(config.servers) == ["docs"]
+    assert [(s.name, "only in case" in s.reason) for s in config.skipped] == [("Docs", True)]
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[Tool(name=n, input_schema={"type": "object"}) for n in ("read", "READ")]
+        )
+
+    server: Server[object] = Server("s", on_list_tools=list_tools)
+    harness = AgentHarness(session=session, mcp_servers={"s": server}, resources=None, cwd=tmp_path)
+    (status,) = await harness.start_mcp_servers()
+    assert status.tools == ("mcp__s__read",)
+    assert any("'READ'" in n and "is taken" in n for n in status.notes)
+    await harness.shutdown()
