@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 import orjson
 from attrs import field, frozen
-from wcmatch import glob
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
+from .._globs import path_matches
 from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
 from .shell import SimpleCommand, compile_spec, parse_command
@@ -62,7 +62,6 @@ PERMISSION_MODES: tuple[PermissionMode, ...] = (
 OPERATION_RULES: Mapping[str, str] = {"read": "read", "write": "edit", "edit": "edit"}
 """Rule names that name an operation, not one tool: the tool kind each covers."""
 _RULE = re.compile(r"(?P<tool>[\w.-]+(?:__\*)?)(?:\((?P<spec>.*)\))?", re.S)
-_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
 
 
 @frozen
@@ -170,19 +169,19 @@ class Rule:
             full = path
             if not os.path.isabs(path) and cwd is not None:
                 full = os.path.normpath(os.path.join(cwd, path))
-            if os.path.isabs(full) and glob.globmatch(full, pattern, flags=_GLOB_FLAGS):
+            if os.path.isabs(full) and path_matches(full, pattern):
                 return True
             return (
                 how != "all"
                 and spec.startswith("/")
                 and not spec.startswith("//")
                 and not os.path.isabs(path)
-                and glob.globmatch(path, spec[1:], flags=_GLOB_FLAGS)
+                and path_matches(path, spec[1:])
             )
         if spec.startswith("./"):
             spec = spec[2:]
         candidate = path.lstrip("/") if os.path.isabs(path) else path
-        return glob.globmatch(candidate, spec, flags=_GLOB_FLAGS)
+        return path_matches(candidate, spec)
 
 
 def _tool_name(name: str) -> str:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from wcmatch import fnmatch, glob
-
 from hooks import JSONValue
 
 from .._errors import ToolError
+from .._globs import name_matches, path_matches
 from ._files import locate, tool_error
 from ._walk import walk
 from .base import Tool, ToolResult, ToolRun, safe_text
@@ -29,9 +28,6 @@ _PARAMETERS: dict[str, JSONValue] = {
     "required": ["pattern"],
     "additionalProperties": False,
 }
-
-_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
-_NAME_FLAGS = fnmatch.DOTMATCH | fnmatch.BRACE
 
 
 def find_tool(*, default_limit: int = 1000) -> Tool:
@@ -81,11 +77,7 @@ def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str],
     found: list[str] = []
     hidden = 0
     for item in walk(locate(run, path)):
-        hit = (
-            fnmatch.fnmatch(item.name, pattern, flags=_NAME_FLAGS)
-            if by_name
-            else glob.globmatch(item.rel, pattern, flags=_GLOB_FLAGS)
-        )
+        hit = name_matches(item.name, pattern) if by_name else path_matches(item.rel, pattern)
         if hit and run.hidden is not None and run.hidden(item.rel):  # a deny/ask read rule's
             hidden += 1
         elif hit:

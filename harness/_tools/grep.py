@@ -17,12 +17,12 @@ from typing import Any
 
 import re2
 from attrs import define, field
-from wcmatch import fnmatch, glob
 
 from hooks import JSONValue
 
 from .._errors import ToolError
 from .._fs import FileRefusedError, open_regular, open_regular_at
+from .._globs import name_matches, path_matches
 from ._files import locate, tool_error
 from ._walk import walk
 from .base import Tool, ToolResult, ToolRun, safe_text
@@ -224,8 +224,8 @@ def _grep(run: ToolRun, path: str, search: _Search, file_glob: str | None) -> _F
 
 def _glob_hit(rel: str, name: str, pattern: str) -> bool:
     if "/" in pattern:
-        return glob.globmatch(rel, pattern, flags=glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE)
-    return fnmatch.fnmatch(name, pattern, flags=fnmatch.DOTMATCH | fnmatch.BRACE)
+        return path_matches(rel, pattern)
+    return name_matches(name, pattern)
 
 
 def _search(data: bytes, shown: str, search: _Search, found: _Found) -> None:
