@@ -40,6 +40,7 @@ import json
 import mmap
 import os
 import platform
+import random
 import re
 import secrets
 import shutil
@@ -297,6 +298,11 @@ def floor_fork(ix: LazyIndex, mid: bytes, dest: Path, *, fsync: bool) -> int:
     return len(ids)
 
 
+# Entry ids as ours makes them: a seeded PRNG, not a system call per id (they need to be
+# unique in their file, not secret).
+_ids = random.Random(secrets.randbits(64))
+
+
 def floor_append(dest: Path, messages: list[dict[str, Any]], *, fsync_every: int) -> None:
     """One ``orjson.dumps`` + one ``write`` per entry on an O_APPEND descriptor; ``fsync_every``
     0 never fsyncs."""
@@ -304,7 +310,7 @@ def floor_append(dest: Path, messages: list[dict[str, Any]], *, fsync_every: int
     try:
         parent = None
         for n, message in enumerate(messages, 1):
-            eid = secrets.token_hex(4)
+            eid = _ids.getrandbits(32).to_bytes(4, "big").hex()
             entry = {
                 "type": "message",
                 "id": eid,
@@ -333,7 +339,7 @@ def floor_create(folder: Path, cwd: str, user: Any, assistant: Any, *, fsync: bo
         os.write(fd, orjson.dumps(header) + b"\n")
         parent = None
         for message in (user, assistant):
-            eid = secrets.token_hex(4)
+            eid = _ids.getrandbits(32).to_bytes(4, "big").hex()
             entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": _iso_now()}
             entry["message"] = message
             os.write(fd, orjson.dumps(entry) + b"\n")
@@ -415,6 +421,9 @@ def worker(kind: str, target: str, expect: int) -> dict[str, Any]:
         if count != expect:
             raise SystemExit(f"list gave {count} sessions, expected {expect}")
         return {"ms": ms}
+    if kind.startswith("append-calls-"):
+        append_calls(kind.removeprefix("append-calls-"), path, expect)
+        return {}
     if kind == "list-head":
         start = time.perf_counter()
         count = len(floor_list_head(path))
@@ -474,6 +483,77 @@ def run_worker(
         raise RuntimeError(f"worker {kind} failed: {tail[0]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+# --- system calls per append (strace) -------------------------------------------------------------
+
+APPEND_PATHS = {
+    "single": "ours: append_message, one per call",
+    "batch": "ours: append_messages, 8 per call (a tool batch)",
+    "floor": "floor: orjson.dumps + write",
+}
+_BATCH = 8
+
+
+def append_calls(mode: str, folder: Path, n: int) -> None:
+    """Append ``n`` messages (``mode``: one of :data:`APPEND_PATHS`) to a new session in
+    ``folder``; run under strace, with n = 0 as the baseline."""
+    from hooks import UserMessage
+    from repos import JsonlSessionRepo
+
+    messages = [UserMessage(content=f"message {i}") for i in range(n)]
+    if mode == "floor":
+        raw = [{"role": "user", "content": m.content, "timestamp": m.timestamp} for m in messages]
+        floor_append(folder / "floor.jsonl", raw, fsync_every=0)
+        return
+
+    async def run() -> None:
+        with await JsonlSessionRepo(folder, fsync="never").create("/bench") as session:
+            session.append_message(UserMessage(content="first"))  # the file's descriptors open
+            if mode == "single":
+                for m in messages:
+                    session.append_message(m)
+            else:
+                for i in range(0, n, _BATCH):
+                    session.append_messages(messages[i : i + _BATCH])
+
+    asyncio.run(run())
+
+
+_STRACE_TOTAL = re.compile(r"^\S+\s+\S+\s+(?:\S+\s+)?(\d+)(?:\s+\d+)?\s+total$")
+
+
+def syscalls_per_append(work: Path, n: int) -> dict[str, float] | str:
+    """System calls per append of each of :data:`APPEND_PATHS` (strace -c -f, the difference
+    between ``n`` appends and none, over ``n``), or why they were not counted."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return "strace not found"
+    out: dict[str, float] = {}
+    for mode in APPEND_PATHS:
+        totals = []
+        for count in (0, n):
+            folder = work / f"calls-{mode}-{count}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            report = folder / "strace.txt"
+            cmd = [strace, "-f", "-c", "-o", str(report), sys.executable]
+            cmd += [str(Path(__file__).resolve()), "--worker", f"append-calls-{mode}"]
+            cmd += [str(folder), "--expect", str(count)]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                return f"strace failed: {tail[0]}"
+            total = None
+            for line in report.read_text().splitlines():
+                m = _STRACE_TOTAL.match(line.strip())
+                if m:
+                    total = int(m.group(1))
+            if total is None:
+                return "strace printed no total"
+            totals.append(total)
+        out[mode] = (totals[1] - totals[0]) / n
+    return out
 
 
 # --- measuring -----------------------------------------------------------------------------------
@@ -623,6 +703,7 @@ class Bench:
         self.fig = Figures()
         self.work = data / f"work-{os.getpid()}"
         self.growth: list[dict[str, Any]] = []
+        self.calls: dict[str, float] | str = "not run"
 
     def file(self, name: str) -> Path:
         return self.data / self.manifest["sessions"][name]["file"]
@@ -1019,6 +1100,8 @@ class Bench:
             log("memory and growth (fresh processes)")
             self.bench_growth()
             self.bench_memory_floors()
+            log("system calls per append (strace)")
+            self.calls = syscalls_per_append(self.work, 2000)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -1426,6 +1509,16 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     meta["load_end"] = _load()
     rows = build_rows(bench.fig, sizes, pi)
     print(render(rows, bench.growth, sizes, pi_reason, meta))
+    print()
+    print("System calls per append (strace -c -f: n = 2,000 appends minus none, over n)")
+    print()
+    if isinstance(bench.calls, str):
+        print(f"not counted: {bench.calls}")
+    else:
+        print("| append path | system calls per append |")
+        print("|---|---|")
+        for mode, what in APPEND_PATHS.items():
+            print(f"| {what} | {bench.calls[mode]:.2f} |")
     report = {
         "meta": meta,
         "pi_reason": pi_reason,
@@ -1434,6 +1527,7 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "spread": bench.fig.spread,
         "errors": bench.fig.errors,
         "growth": bench.growth,
+        "syscalls_per_append": bench.calls,
         "pi": {"version": pi.version, "node": pi.node_version} if pi else None,
     }
     return (1 if bench.fig.errors else 0), report

@@ -502,6 +502,19 @@ class Session:
         """Append a message (user, assistant, toolResult, bashExecution, custom)."""
         return self._append(_encode_message, message)
 
+    def append_messages(self, messages: Sequence[Message]) -> list[MessageEntry]:
+        """Append several messages in a row, each parented on the one before (a tool batch's
+        results): what as many :meth:`append_message` calls store, in one transaction, so the
+        store's lock, its check that the lines are still this session's and the torn-tail
+        check are paid once, and ``fsync="always"`` syncs once, after the last line.
+
+        Every message is encoded before anything is written: one that cannot be stored
+        (``InvalidEntryError``) leaves the session unchanged. Each line is written whole; a
+        write that fails (disk full) raises with the lines before it stored, as separate
+        appends would have.
+        """
+        return self._append_all(_encode_message, messages)
+
     def append_model_change(self, provider: str, model_id: str) -> ModelChangeEntry:
         return self._append_made(
             lambda b: ModelChangeEntry(**b, provider=provider, model_id=model_id)
@@ -747,10 +760,18 @@ class Session:
         """Append the entry ``encode(a new id, the leaf, now, arg)`` gives: its line and the
         entry as that line reads back. Whatever ``encode`` raises (``InvalidEntryError`` for
         a value that cannot be stored) propagates with nothing written."""
+        return self._append_all(encode, (arg,))[0]
+
+    def _append_all(
+        self, encode: Callable[[str, str | None, str, A], tuple[bytes, E]], args: Sequence[A]
+    ) -> list[E]:
+        """:meth:`_append` of each of ``args`` in turn, in one store transaction; every entry
+        is encoded before the first line is written."""
         with self._lock:
             if self._closed:
                 raise SessionClosedError()
             store, tree = self._store, self._tree
+            written: list[tuple[Row, E]] = []
             catch_up = store.begin_append()
             try:
                 if catch_up.lines or catch_up.torn_offset is not None:
@@ -760,15 +781,31 @@ class Session:
                 # The session keeps, and returns, what the line holds (equal to decoding it back,
                 # sharing nothing mutable with the caller's objects); a line that would not read
                 # back (a field of the wrong type) is refused before anything is written.
-                line, fresh = encode(self._new_id(), tree.leaf_id, iso_now(), arg)
-                stored = store.write(line)
+                encoded: list[tuple[bytes, E]] = []
+                parent, now, taken = tree.leaf_id, iso_now(), set[str]()
+                for arg in args:
+                    entry_id = self._new_id()
+                    while entry_id in taken:  # unique within the batch too
+                        entry_id = self._new_id()
+                    taken.add(entry_id)
+                    encoded.append(encode(entry_id, parent, now, arg))
+                    parent = entry_id
+                for line, fresh in encoded:
+                    stored = store.write(line)
+                    span = (stored.offset, len(line) - 1)
+                    written.append(
+                        (Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+                    )
             finally:
+                # Ending the transaction may fail (a database's commit): then nothing is stored
+                # and nothing is indexed. Else the lines written so far are indexed, even when a
+                # later write failed (its error then goes on).
                 store.end_append()
-            span = (stored.offset, len(line) - 1)
-            tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+                for row, fresh in written:
+                    tree.add(row, fresh)
             if self._fsync == "always":
                 store.sync()
-            return fresh
+            return [fresh for _, fresh in written]
 
     def _absorb(self, catch_up: CatchUpLike) -> None:
         if catch_up.torn_offset is not None:

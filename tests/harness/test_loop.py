@@ -434,3 +434,35 @@ def test_duplicate_tool_names_are_refused(tmp_path: Path) -> None:
     session = asyncio.run(JsonlSessionRepo(tmp_path).create(str(tmp_path)))
     with pytest.raises(ValueError, match="echo"):
         AgentHarness(session=session, tools=[recording_tool(), recording_tool()])
+
+
+async def test_a_tool_batchs_results_are_stored_together_before_their_events(
+    session: Session,
+) -> None:
+    """Issue 24: the results of one batch go to the store in one transaction
+    (``Session.append_messages``): when the first result's ``message_start`` fires, every
+    result of the batch is already in the session, in call order, each parented on the one
+    before."""
+    seen: list[int] = []
+
+    def on_start(sender: object, event: Any) -> None:
+        if isinstance(event.message, ToolResultMessage):
+            stored = [
+                e
+                for e in (session.get_entry(i) for i in session.path_ids(session.leaf_id))
+                if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+            ]
+            seen.append(len(stored))
+
+    h = AgentHarness(
+        session=session,
+        model=FauxModel(
+            [FauxReply(tool_calls=[FauxToolCall(name="echo", arguments={"x": "a"})] * 3), "ok"]
+        ),
+        tools=[recording_tool()],
+    )
+    h.connect("message_start", on_start)
+    await h.prompt("x")
+    assert seen == [3, 3, 3]
+    results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
+    assert [r.text for r in results] == ["echo:a"] * 3
