@@ -1,12 +1,15 @@
 """How long the harness takes to start (issue 24, point 6).
 
-Run: .venv/bin/python bench/bench_start.py [--rounds N] [--sessions N]   (numbers go in
-bench/README.md)
+Run: .venv/bin/python bench/bench_start.py [--rounds N] [--sessions N] [--before DIR]
+(numbers go in bench/README.md)
 
 Each command runs in a fresh interpreter, in interleaved rounds (one of each per round, so
-load from other work falls on all alike); the table prints the median wall time and the median
+load from other work falls on all alike); the table prints the median wall time, CPU time
+(user + system of the child: less moved by other work on the machine than wall time) and the
 import time ``python -X importtime`` reports (the sum of its top-level modules' cumulative
-times), beside a bare interpreter (``python -c pass``) as the floor. ``harness sessions list``
+times), beside a bare interpreter (``python -c pass``) as the floor. ``--before DIR``: also
+time the source tree ``DIR`` (e.g. ``git archive`` of an older commit, put first on
+``PYTHONPATH``) in the same rounds. ``harness sessions list``
 lists a folder of ``--sessions`` small sessions with the list cache warm, as a user's second
 ``list`` is.
 """
@@ -17,6 +20,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,17 +50,30 @@ def import_us(stderr: str) -> int:
     return total
 
 
-def run_once(args: list[str], env: dict[str, str]) -> tuple[float, int]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall seconds and CPU seconds of one plain run, and import µs of one run under
+    ``-X importtime`` (apart: its logging costs time of its own)."""
+    cmd = [sys.executable, *args]
+    cpu = _cpu()
     start = time.perf_counter()
+    # cwd: a folder holding no package (with -c, the cwd comes first on sys.path).
+    subprocess.run(cmd, capture_output=True, env=env, cwd="/", timeout=120, check=True)
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu
     done = subprocess.run(
         [sys.executable, "-X", "importtime", *args],
         capture_output=True,
         text=True,
         env=env,
+        cwd="/",
         timeout=120,
         check=True,
     )
-    return time.perf_counter() - start, import_us(done.stderr)
+    return wall, cpu, import_us(done.stderr)
 
 
 async def make_sessions(root: Path, n: int) -> None:
@@ -71,28 +88,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--before", type=Path, help="an older source tree to time too")
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "sessions"
         asyncio.run(make_sessions(root, ns.sessions))
         env = dict(os.environ, HARNESS_SESSIONS_DIR=str(root), HARNESS_CACHE_DIR=str(Path(tmp)))
         env.pop("PYTHONPROFILEIMPORTTIME", None)
+        trees = {"now": env}
+        if ns.before is not None:
+            trees["before"] = dict(env, PYTHONPATH=str(ns.before.resolve()))
         run_once(COMMANDS["harness sessions list"], env)  # fills the list cache
-        wall: dict[str, list[float]] = {k: [] for k in COMMANDS}
-        imports: dict[str, list[int]] = {k: [] for k in COMMANDS}
+        rows = [(tree, name) for name in COMMANDS for tree in trees]
+        samples: dict[tuple[str, str], list[tuple[float, float, int]]] = {r: [] for r in rows}
         for _ in range(ns.rounds):
-            for name, args in COMMANDS.items():
-                seconds, us = run_once(args, env)
-                wall[name].append(seconds)
-                imports[name].append(us)
+            for tree, name in rows:
+                samples[tree, name].append(run_once(COMMANDS[name], trees[tree]))
     print(f"{ns.rounds} interleaved rounds, {ns.sessions:,} sessions for list; medians")
     print()
-    print("| command | wall s | imports s (-X importtime) |")
-    print("|---|---|---|")
-    for name in COMMANDS:
-        w = statistics.median(wall[name])
-        i = statistics.median(imports[name]) / 1e6
-        print(f"| {name} | {w:.3f} | {i:.3f} |")
+    print("| command | code | wall s | CPU s | imports s (-X importtime) |")
+    print("|---|---|---|---|---|")
+    for tree, name in rows:
+        got = samples[tree, name]
+        wall, cpu, us = (statistics.median(s[k] for s in got) for k in range(3))
+        print(f"| {name} | {tree} | {wall:.3f} | {cpu:.3f} | {us / 1e6:.3f} |")
 
 
 if __name__ == "__main__":
