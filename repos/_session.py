@@ -760,7 +760,21 @@ class Session:
         """Append the entry ``encode(a new id, the leaf, now, arg)`` gives: its line and the
         entry as that line reads back. Whatever ``encode`` raises (``InvalidEntryError`` for
         a value that cannot be stored) propagates with nothing written."""
-        return self._append_all(encode, (arg,))[0]
+        with self._lock:
+            store, tree = self._begin_append(), self._tree
+            try:
+                # The session keeps, and returns, what the line holds (equal to decoding it back,
+                # sharing nothing mutable with the caller's objects); a line that would not read
+                # back (a field of the wrong type) is refused before anything is written.
+                line, fresh = encode(self._new_id(), tree.leaf_id, iso_now(), arg)
+                stored = store.write(line)
+            finally:
+                store.end_append()
+            span = (stored.offset, len(line) - 1)
+            tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+            if self._fsync == "always":
+                store.sync()
+            return fresh
 
     def _append_all(
         self, encode: Callable[[str, str | None, str, A], tuple[bytes, E]], args: Sequence[A]
@@ -768,26 +782,15 @@ class Session:
         """:meth:`_append` of each of ``args`` in turn, in one store transaction; every entry
         is encoded before the first line is written."""
         with self._lock:
-            if self._closed:
-                raise SessionClosedError()
-            store, tree = self._store, self._tree
+            store, tree = self._begin_append(), self._tree
             written: list[tuple[Row, E]] = []
-            catch_up = store.begin_append()
             try:
-                if catch_up.lines or catch_up.torn_offset is not None:
-                    self._absorb(catch_up)
-                if not self._prepared:
-                    self._prepare()
-                # The session keeps, and returns, what the line holds (equal to decoding it back,
-                # sharing nothing mutable with the caller's objects); a line that would not read
-                # back (a field of the wrong type) is refused before anything is written.
                 encoded: list[tuple[bytes, E]] = []
-                parent, now, taken = tree.leaf_id, iso_now(), set[str]()
+                parent, now = tree.leaf_id, iso_now()
                 for arg in args:
                     entry_id = self._new_id()
-                    while entry_id in taken:  # unique within the batch too
+                    while any(fresh.id == entry_id for _, fresh in encoded):  # unique in the batch
                         entry_id = self._new_id()
-                    taken.add(entry_id)
                     encoded.append(encode(entry_id, parent, now, arg))
                     parent = entry_id
                 for line, fresh in encoded:
@@ -806,6 +809,23 @@ class Session:
             if self._fsync == "always":
                 store.sync()
             return [fresh for _, fresh in written]
+
+    def _begin_append(self) -> SessionStore:
+        """Start the store's append transaction (under ``self._lock``): take in what others
+        appended, set a torn tail aside, migrate an old file; the caller ends it."""
+        if self._closed:
+            raise SessionClosedError()
+        store = self._store
+        catch_up = store.begin_append()
+        try:
+            if catch_up.lines or catch_up.torn_offset is not None:
+                self._absorb(catch_up)
+            if not self._prepared:
+                self._prepare()
+        except BaseException:
+            store.end_append()
+            raise
+        return store
 
     def _absorb(self, catch_up: CatchUpLike) -> None:
         if catch_up.torn_offset is not None:
