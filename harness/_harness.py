@@ -808,8 +808,8 @@ class AgentHarness:
             )
             if submitted.blocked:
                 raise PromptBlockedError(submitted.reason or "no reason given")
-            for message in initial_history:
-                self._session.append_message(message)
+            if initial_history:  # one store transaction for the whole history
+                self._session.append_messages(initial_history)
             await self._emit_restore_events()
             await self._start_mcp()
             await self._offer_skills()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from harness import (
     FauxModel,
     FauxReply,
     FauxToolCall,
+    InvalidEntryError,
     JsonlSessionRepo,
     MessageEntry,
     ModelRequest,
@@ -466,3 +468,15 @@ async def test_a_tool_batchs_results_are_stored_together_before_their_events(
     assert seen == [3, 3, 3]
     results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
     assert [r.text for r in results] == ["echo:a"] * 3
+
+
+async def test_an_initial_history_holding_a_message_that_cannot_be_stored_stores_none(
+    session: Session,
+) -> None:
+    """The history is stored in one transaction (``append_messages``): a message that cannot
+    be stored (NaN is no JSON) refuses the whole history, not just itself and what follows."""
+    bad = ToolResultMessage(tool_call_id="c", tool_name="t", content=[], details=math.nan)
+    h = AgentHarness(session=session, model=FauxModel(["ok"]))
+    with pytest.raises(InvalidEntryError):
+        await h.prompt("x", initial_history=[UserMessage(content="earlier"), bad])
+    assert len(session) == 0
