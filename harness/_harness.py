@@ -731,7 +731,8 @@ class AgentHarness:
                 ``before_provider_request`` hooks see it) and given to the scope resolver as
                 ``SkillContext.metadata``.
             initial_history: messages written to a new, empty session before this prompt
-                (no message events), to hydrate it from elsewhere.
+                (no message events), to hydrate it from elsewhere; in one transaction, so a
+                message that cannot be stored (``InvalidEntryError``) stores none of them.
             max_turns, max_tokens, max_cost_usd: this run's limits, over the harness's (see
                 the constructor); None keeps the harness's.
             output_schema: the final answer must be JSON matching this JSON Schema (a dict),
