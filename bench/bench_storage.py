@@ -13,9 +13,16 @@ Run from the repository root:
   ``../shared/bench/pi_bench.mjs`` on the same files, installed with npm into
   ``~/.cache/jsonl-harness-bench/pi-0.73.1`` when missing.
 * Every figure is the median of ``--runs`` runs (small operations: of at least 21), each after
-  one untimed call (whichever row ran first in the process paid for its memory). What depends
-  on process state (first ``list`` call, memory, the growth table) runs in a fresh subprocess
-  per run and is timed inside it (interpreter start and imports excluded); the rest runs here.
+  one untimed call (whichever row ran first in the process paid for its memory). Each of ours,
+  its floors and pi take turns, round by round (``timed_rounds``): a ratio compares calls made
+  seconds apart, never minutes. pi runs one ``pi_bench.mjs --only OP --reps 1`` per round and
+  reports its own timing. What depends on process state (``list`` in a fresh process, memory,
+  the growth table) runs in a fresh subprocess per run and is timed inside it (interpreter start
+  and imports excluded); the rest runs here.
+* ``list`` is timed cold (a fresh process, no persistent list cache: every file is read), warm
+  (a fresh process, the persistent cache filled) and repeated in one process.
+* Floors do the work ours does and nothing more: the context floor reads the bodies it needs
+  from memory (the file mapped), as ours may, not with one ``pread`` per entry.
 * ``--quick`` is a smoke run on small sizes (1k-5k entries, 100 sessions), without pi.
 
 Exit status 1 when one of our operations failed (its row says why); targets missed do not
@@ -30,8 +37,10 @@ import gc
 import importlib.util
 import inspect
 import json
+import mmap
 import os
 import platform
+import random
 import re
 import secrets
 import shutil
@@ -39,7 +48,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +62,7 @@ PI_VERSION = "0.73.1"
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_DIR = Path.home() / ".cache" / "jsonl-harness-bench" / f"pi-{PI_VERSION}"
 MIB = 1048576
+CACHE_ENV = "HARNESS_CACHE_DIR"  # where JsonlSessionRepo keeps its persistent list cache
 DASH, TIMES = "\u2013", "\u00d7"  # en dash (nothing to show), times sign (ratios)
 
 
@@ -105,8 +115,9 @@ def row_names(quick: bool = False) -> list[str]:
         f"append {n}, no fsync",
         f"append {n}, fsync each",
         f"append {n}, fsync every 100",
-        f"list {folder}, first call in a fresh process",
-        f"list {folder}, repeat call",
+        f"list {folder}, cold: fresh process, no persistent cache",
+        f"list {folder}, warm: fresh process, persistent cache",
+        f"list {folder}, repeat call in one process",
         f"fork at mid-path, {big}, from an open Session",
         f"fork at mid-path, {big}, from a path",
         "create + first 2 messages",
@@ -145,16 +156,17 @@ _HEAD = re.compile(rb'\{"type":"([^"]+)","id":"([^"]+)","parentId":(?:"([^"]+)"|
 @dataclass
 class LazyIndex:
     """id -> (parent id, type, offset, length) of its line; ids and types stay bytes. Bodies
-    are read back by span (``os.pread``), as an index that holds no bodies does."""
+    are read back by span from the file mapped into memory (no system call per entry: ours
+    may read them from memory too)."""
 
     path: Path
     header: dict[str, Any]
     rows: dict[bytes, tuple[bytes | None, bytes, int, int]]
     leaf: bytes | None
 
-    def read(self, fd: int, entry_id: bytes) -> bytes:
+    def read(self, view: memoryview, entry_id: bytes) -> memoryview:
         _, _, offset, length = self.rows[entry_id]
-        return os.pread(fd, length, offset)
+        return view[offset : offset + length]
 
 
 class _GcPaused:
@@ -212,8 +224,8 @@ _CONTEXT_TYPES = (b"message", b"custom_message", b"branch_summary")
 def floor_lazy_context(ix: LazyIndex) -> tuple[list[Any], dict[str, Any]]:
     """The path from the leaf, settings from the few model/thinking entries on it, and the
     bodies from the latest compaction's first kept entry on (only those are read and parsed)."""
-    fd = os.open(ix.path, os.O_RDONLY)
-    try:
+    with open(ix.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
         with _GcPaused():
             rows, loads, read = ix.rows, orjson.loads, ix.read
             path: list[bytes] = []
@@ -229,19 +241,18 @@ def floor_lazy_context(ix: LazyIndex) -> tuple[list[Any], dict[str, Any]]:
                 if kind == b"compaction":
                     compaction_at = i
                 elif kind == b"model_change" or kind == b"thinking_level_change":
-                    settings[kind.decode()] = loads(read(fd, eid))
+                    settings[kind.decode()] = loads(read(view, eid))
             messages: list[Any] = []
             body = path
             if compaction_at is not None:
-                compaction = loads(read(fd, path[compaction_at]))
+                compaction = loads(read(view, path[compaction_at]))
                 messages.append({"role": "compactionSummary", "summary": compaction["summary"]})
                 kept = path.index(compaction["firstKeptEntryId"].encode(), 0, compaction_at)
                 body = path[kept:compaction_at] + path[compaction_at + 1 :]
             for eid in body:
                 if rows[eid][1] in _CONTEXT_TYPES:
-                    messages.append(loads(read(fd, eid)))
-    finally:
-        os.close(fd)
+                    messages.append(loads(read(view, eid)))
+        view.release()
     return messages, settings
 
 
@@ -287,6 +298,11 @@ def floor_fork(ix: LazyIndex, mid: bytes, dest: Path, *, fsync: bool) -> int:
     return len(ids)
 
 
+# Entry ids as ours makes them: a seeded PRNG, not a system call per id (they need to be
+# unique in their file, not secret).
+_ids = random.Random(secrets.randbits(64))
+
+
 def floor_append(dest: Path, messages: list[dict[str, Any]], *, fsync_every: int) -> None:
     """One ``orjson.dumps`` + one ``write`` per entry on an O_APPEND descriptor; ``fsync_every``
     0 never fsyncs."""
@@ -294,7 +310,7 @@ def floor_append(dest: Path, messages: list[dict[str, Any]], *, fsync_every: int
     try:
         parent = None
         for n, message in enumerate(messages, 1):
-            eid = secrets.token_hex(4)
+            eid = _ids.getrandbits(32).to_bytes(4, "big").hex()
             entry = {
                 "type": "message",
                 "id": eid,
@@ -323,7 +339,7 @@ def floor_create(folder: Path, cwd: str, user: Any, assistant: Any, *, fsync: bo
         os.write(fd, orjson.dumps(header) + b"\n")
         parent = None
         for message in (user, assistant):
-            eid = secrets.token_hex(4)
+            eid = _ids.getrandbits(32).to_bytes(4, "big").hex()
             entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": _iso_now()}
             entry["message"] = message
             os.write(fd, orjson.dumps(entry) + b"\n")
@@ -405,6 +421,9 @@ def worker(kind: str, target: str, expect: int) -> dict[str, Any]:
         if count != expect:
             raise SystemExit(f"list gave {count} sessions, expected {expect}")
         return {"ms": ms}
+    if kind.startswith("append-calls-"):
+        append_calls(kind.removeprefix("append-calls-"), path, expect)
+        return {}
     if kind == "list-head":
         start = time.perf_counter()
         count = len(floor_list_head(path))
@@ -449,15 +468,92 @@ def worker(kind: str, target: str, expect: int) -> dict[str, Any]:
     }
 
 
-def run_worker(kind: str, target: Path, expect: int) -> dict[str, Any]:
+def run_worker(
+    kind: str, target: Path, expect: int, *, cache: Path | None = None
+) -> dict[str, Any]:
+    """``worker`` in a fresh interpreter; ``cache``: the list cache folder it uses."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(target)]
     cmd += ["--expect", str(expect)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    env = dict(os.environ)
+    if cache is not None:
+        env[CACHE_ENV] = str(cache)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
         raise RuntimeError(f"worker {kind} failed: {tail[0]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+# --- system calls per append (strace) -------------------------------------------------------------
+
+APPEND_PATHS = {
+    "single": "ours: append_message, one per call",
+    "batch": "ours: append_messages, 8 per call (a tool batch)",
+    "floor": "floor: orjson.dumps + write",
+}
+_BATCH = 8
+
+
+def append_calls(mode: str, folder: Path, n: int) -> None:
+    """Append ``n`` messages (``mode``: one of :data:`APPEND_PATHS`) to a new session in
+    ``folder``; run under strace, with n = 0 as the baseline."""
+    from hooks import UserMessage
+    from repos import JsonlSessionRepo
+
+    messages = [UserMessage(content=f"message {i}") for i in range(n)]
+    if mode == "floor":
+        raw = [{"role": "user", "content": m.content, "timestamp": m.timestamp} for m in messages]
+        floor_append(folder / "floor.jsonl", raw, fsync_every=0)
+        return
+
+    async def run() -> None:
+        with await JsonlSessionRepo(folder, fsync="never").create("/bench") as session:
+            session.append_message(UserMessage(content="first"))  # the file's descriptors open
+            if mode == "single":
+                for m in messages:
+                    session.append_message(m)
+            else:
+                for i in range(0, n, _BATCH):
+                    session.append_messages(messages[i : i + _BATCH])
+
+    asyncio.run(run())
+
+
+_STRACE_TOTAL = re.compile(r"^\S+\s+\S+\s+(?:\S+\s+)?(\d+)(?:\s+\d+)?\s+total$")
+
+
+def syscalls_per_append(work: Path, n: int) -> dict[str, float] | str:
+    """System calls per append of each of :data:`APPEND_PATHS` (strace -c -f, the difference
+    between ``n`` appends and none, over ``n``), or why they were not counted."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return "strace not found"
+    out: dict[str, float] = {}
+    for mode in APPEND_PATHS:
+        totals = []
+        for count in (0, n):
+            folder = work / f"calls-{mode}-{count}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            report = folder / "strace.txt"
+            cmd = [strace, "-f", "-c", "-o", str(report), sys.executable]
+            cmd += [str(Path(__file__).resolve()), "--worker", f"append-calls-{mode}"]
+            cmd += [str(folder), "--expect", str(count)]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                return f"strace failed: {tail[0]}"
+            total = None
+            for line in report.read_text().splitlines():
+                m = _STRACE_TOTAL.match(line.strip())
+                if m:
+                    total = int(m.group(1))
+            if total is None:
+                return "strace printed no total"
+            totals.append(total)
+        out[mode] = (totals[1] - totals[0]) / n
+    return out
 
 
 # --- measuring -----------------------------------------------------------------------------------
@@ -512,6 +608,14 @@ async def atimed_runs(
 Series = tuple[Callable[[Any], Any], Callable[[], Any] | None, Callable[[Any], Any] | None]
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a series' call returns when the time was taken where the work ran (a fresh
+    process, pi's own script): that time, not the call's, is the sample."""
+
+    ms: float
+
+
 async def timed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[float] | Exception]:
     """:func:`timed_runs` of several (fn, setup, teardown) series taking turns: one untimed
     call of each, then ``runs`` rounds of one timed call of each; any of the three may be a
@@ -535,6 +639,8 @@ async def timed_rounds(runs: int, series: dict[str, Series]) -> dict[str, list[f
                 start = time.perf_counter()
                 result = await call(fn, ctx)
                 took = (time.perf_counter() - start) * 1e3
+                if isinstance(result, Measured):
+                    took = result.ms
                 if teardown:
                     await call(teardown, result)
             except Exception as exc:
@@ -552,7 +658,6 @@ class Figures:
     values: dict[str, float | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     spread: dict[str, tuple[float, float]] = field(default_factory=dict)
-    unsupported: dict[str, str] = field(default_factory=dict)
 
     def put(self, key: str, samples: list[float]) -> float:
         value = statistics.median(samples)
@@ -588,7 +693,8 @@ def fmt(value: float | None, unit: str = "") -> str:
 
 
 class Bench:
-    def __init__(self, data: Path, sizes: Sizes, runs: int) -> None:
+    def __init__(self, data: Path, sizes: Sizes, runs: int, pi: Pi | None) -> None:
+        self.pi = pi
         self.data = data
         self.sizes = sizes
         self.runs = runs
@@ -597,6 +703,7 @@ class Bench:
         self.fig = Figures()
         self.work = data / f"work-{os.getpid()}"
         self.growth: list[dict[str, Any]] = []
+        self.calls: dict[str, float] | str = "not run"
 
     def file(self, name: str) -> Path:
         return self.data / self.manifest["sessions"][name]["file"]
@@ -623,8 +730,16 @@ class Bench:
         except Exception as exc:
             self.fig.fail(key, exc)
 
-    async def attempt_rounds(self, series: dict[str, Series]) -> None:
-        for key, got in (await timed_rounds(self.runs, series)).items():
+    async def attempt_rounds(
+        self, series: dict[str, Series], *, runs: int = 0, pi_keys: Collection[str] = ()
+    ) -> None:
+        """:func:`timed_rounds` of ``series``, with pi's operations ``pi_keys`` (pi_bench.mjs
+        keys, recorded as ``pi.KEY``) taking their turns too when pi is available."""
+        series = dict(series)
+        if self.pi is not None:
+            for key in sorted(pi_keys):
+                series[f"pi.{key}"] = self.pi.series(key)
+        for key, got in (await timed_rounds(runs or self.runs, series)).items():
             if isinstance(got, Exception):
                 self.fig.fail(key, got)
             else:
@@ -673,7 +788,9 @@ class Bench:
             )
         series[f"ours.context.{n}"] = (context, open_it, close)
         series[f"floor.context.{n}"] = (floor_lazy_context, lambda: floor_lazy_index(path), None)
-        await self.attempt_rounds(series)
+        await self.attempt_rounds(
+            series, pi_keys=(f"open_{n}", f"context_{n}") if whole else (f"context_{n}",)
+        )
         if whole:
             self.attempt(
                 f"floor.full.{n}", lambda: timed_runs(runs, lambda _: floor_full_parse(path))
@@ -751,7 +868,8 @@ class Bench:
                     None,
                     lambda _: dest.unlink(),
                 ),
-            }
+            },
+            pi_keys=(f"append_{n}",) if key == "nofsync" else (),
         )
 
     # --- list ---
@@ -763,28 +881,42 @@ class Bench:
         root = self.data / folder["root"]
         count = folder["sessions"]
         n = f"{count}"
-        runs = self.runs
+        warm_cache = self.work / "list-cache-warm"
+        run_worker("list", root, count, cache=warm_cache)  # fills the persistent cache
+        cold_caches = iter(range(1 << 30))
 
-        def fresh(kind: str) -> list[float]:
-            return [run_worker(kind, root, count)["ms"] for _ in range(runs)]
+        def cold(_: Any) -> Measured:
+            # A cache folder never used: every file is read, as on a first list ever.
+            empty = self.work / f"list-cache-cold-{next(cold_caches)}"
+            return Measured(run_worker("list", root, count, cache=empty)["ms"])
 
-        self.attempt(f"ours.list_first.{n}", lambda: fresh("list"))
-        self.attempt(f"floor.list_head.{n}", lambda: fresh("list-head"))
+        series: dict[str, Series] = {
+            f"ours.list_cold.{n}": (cold, None, None),
+            f"floor.list_head.{n}": (
+                lambda _: Measured(run_worker("list-head", root, count)["ms"]),
+                None,
+                None,
+            ),
+            f"ours.list_warm.{n}": (
+                lambda _: Measured(run_worker("list", root, count, cache=warm_cache)["ms"]),
+                None,
+                None,
+            ),
+        }
+        await self.attempt_rounds(series, pi_keys={f"list_{n}"})
         repo = JsonlSessionRepo(root, fsync="never")
+        if len(await repo.list()) != count:
+            raise RuntimeError("list missed sessions")
 
-        async def repeat() -> list[float]:
-            if len(await repo.list()) != count:
-                raise RuntimeError("list missed sessions")
+        async def again(_: Any) -> None:
+            await repo.list()
 
-            async def once(_: Any) -> None:
-                await repo.list()
-
-            return await atimed_runs(max(runs, 5), once)
-
-        await self.aattempt(f"ours.list_repeat.{n}", repeat)
-        self.attempt(
-            f"floor.list_stat.{n}",
-            lambda: timed_runs(max(runs, 5), lambda _: floor_list_stat(root)),
+        await self.attempt_rounds(
+            {
+                f"ours.list_repeat.{n}": (again, None, None),
+                f"floor.list_stat.{n}": (lambda _: floor_list_stat(root), None, None),
+            },
+            runs=max(self.runs, 5),
         )
 
     # --- fork ---
@@ -799,7 +931,6 @@ class Bench:
         expected = facts["active_path_len"] - facts["active_path_len"] // 2
         folder = self.scratch("fork")
         repo = JsonlSessionRepo(folder, fsync="never")
-        runs = self.runs
 
         async def drop(fork: Any) -> None:
             if len(fork) < expected:
@@ -807,56 +938,37 @@ class Bench:
             fork.close()
             os.unlink(fork.path)
 
-        source = open_session(path, fsync="never")
-        try:
-
-            async def measure_session() -> list[float]:
-                times = []
-                for i in range(runs + 1):  # the first untimed, as in timed_runs
-                    gc.collect()
-                    start = time.perf_counter()
-                    fork = await repo.fork(source, entry_id=mid, position="at")
-                    if i:
-                        times.append((time.perf_counter() - start) * 1e3)
-                    await drop(fork)
-                return times
-
-            key = f"ours.fork_session.{n}"
-            try:
-                self.fig.put(key, await measure_session())
-            except (AttributeError, TypeError) as exc:
-                # repo.fork(ref) resolving a Session as if it were an id or a path
-                self.fig.values[key] = None
-                self.fig.unsupported[key] = "repo.fork does not take a Session yet"
-                log(f"  {key:<34} not supported ({type(exc).__name__}: {exc})")
-            except Exception as exc:
-                self.fig.fail(key, exc)
-        finally:
-            source.close()
-
-        async def measure_path() -> list[float]:
-            times = []
-            for i in range(runs + 1):  # the first untimed, as in timed_runs
-                gc.collect()
-                start = time.perf_counter()
-                fork = await repo.fork(path, entry_id=mid, position="at")
-                if i:
-                    times.append((time.perf_counter() - start) * 1e3)
-                await drop(fork)
-            return times
-
-        await self.aattempt(f"ours.fork_path.{n}", measure_path)
         ix = floor_lazy_index(path)
         dest = folder / "floor.jsonl"
-        for fsync in (False, True):
 
-            def copy(_: Any, fsync: bool = fsync, ix: LazyIndex = ix) -> None:
+        def copy(fsync: bool) -> Callable[[Any], None]:
+            def run(_: Any) -> None:
                 if floor_fork(ix, mid.encode(), dest, fsync=fsync) != expected:
                     raise RuntimeError("floor fork copied a wrong path")
 
-            key = "fork_copy_fsync" if fsync else "fork_copy"
-            self.attempt(f"floor.{key}.{n}", lambda copy=copy: timed_runs(runs, copy))  # type: ignore[misc]
-        del ix
+            return run
+
+        source = open_session(path, fsync="never")
+        try:
+            await self.attempt_rounds(
+                {
+                    f"ours.fork_session.{n}": (
+                        lambda _: repo.fork(source, entry_id=mid, position="at"),
+                        None,
+                        drop,
+                    ),
+                    f"ours.fork_path.{n}": (
+                        lambda _: repo.fork(path, entry_id=mid, position="at"),
+                        None,
+                        drop,
+                    ),
+                    f"floor.fork_copy.{n}": (copy(False), None, None),
+                    f"floor.fork_copy_fsync.{n}": (copy(True), None, None),
+                },
+                pi_keys={f"fork_{n}"},
+            )
+        finally:
+            source.close()
 
     # --- create ---
 
@@ -877,28 +989,27 @@ class Bench:
             session.append_message(typed[ia])
             return session
 
-        async def measure() -> list[float]:
-            times = []
-            for i in range(reps + 3):
-                gc.collect()
-                start = time.perf_counter()
-                session = await create(None)
-                took = (time.perf_counter() - start) * 1e3
-                session.close()
-                os.unlink(session.path)
-                if i >= 3:
-                    times.append(took)
-            return times
+        def drop(session: Any) -> None:
+            session.close()
+            os.unlink(session.path)
 
-        await self.aattempt("ours.create", measure)
         plain = self.scratch("create-floor")
-        for fsync in (False, True):
 
-            def make(_: Any, fsync: bool = fsync) -> None:
+        def make(fsync: bool) -> Callable[[Any], None]:
+            def run(_: Any) -> None:
                 floor_create(plain, cwd, raw[iu], raw[ia], fsync=fsync).unlink()
 
-            key = "floor.create_fsync" if fsync else "floor.create"
-            self.attempt(key, lambda make=make: timed_runs(reps, make))  # type: ignore[misc]
+            return run
+
+        await self.attempt_rounds(
+            {
+                "ours.create": (create, None, drop),
+                "floor.create": (make(False), None, None),
+                "floor.create_fsync": (make(True), None, None),
+            },
+            runs=reps,
+            pi_keys={"create_1"},
+        )
 
     # --- memory and growth (fresh processes) ---
 
@@ -971,6 +1082,8 @@ class Bench:
 
     async def run_all(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
+        # This process's own list cache lives in the scratch folder, not the user's.
+        os.environ[CACHE_ENV] = str(self.work / "list-cache-here")
         try:
             log("warming the page cache")
             self.warm_page_cache()
@@ -987,6 +1100,8 @@ class Bench:
             log("memory and growth (fresh processes)")
             self.bench_growth()
             self.bench_memory_floors()
+            log("system calls per append (strace)")
+            self.calls = syscalls_per_append(self.work, 2000)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -994,8 +1109,55 @@ class Bench:
 # --- pi ------------------------------------------------------------------------------------------
 
 
-def pi_results(data: Path, runs: int, quick: bool) -> tuple[dict[str, Any] | None, str]:
-    """pi_bench.mjs's results by ``op_size`` key, or None and the reason."""
+@dataclass
+class Pi:
+    """pi's ``SessionManager`` timed by ``pi_bench.mjs``, one operation per call, so that each
+    round of ``timed_rounds`` runs pi beside ours and the floors."""
+
+    node: str
+    script: Path
+    data: Path
+    version: str = ""
+    node_version: str = ""
+    open_mem: dict[str, Any] | None = None
+    """The memory ``pi_bench.mjs`` reports with an ``open_100k`` run (its last)."""
+
+    def once(self, key: str) -> float:
+        out = self.data / f"pi-{os.getpid()}-{key}.json"
+        try:
+            done = subprocess.run(
+                [
+                    *(self.node, "--expose-gc", str(self.script), "--pi", str(PI_DIR)),
+                    *("--data", str(self.data), "--only", key, "--reps", "1"),
+                    *("--json", str(out)),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise RuntimeError(f"pi_bench.mjs --only {key} failed: {tail[0]}")
+            report = json.loads(out.read_text())
+        finally:
+            out.unlink(missing_ok=True)
+        self.version, self.node_version = report["pi_version"], report["node"]
+        found = None
+        for r in report["results"]:
+            if r["op"] == "open_mem":
+                self.open_mem = r
+            elif f"{r['op']}_{r['size']}" == key:
+                found = float(r["median_ms"])
+        if found is None:
+            raise RuntimeError(f"pi_bench.mjs gave no {key}")
+        return found
+
+    def series(self, key: str) -> Series:
+        return (lambda _: Measured(self.once(key)), None, None)
+
+
+def pi_setup(data: Path, quick: bool) -> tuple[Pi | None, str]:
+    """pi, installed with npm when missing, or None and the reason."""
     if quick:
         return None, "--quick: pi_bench.mjs needs the full workload"
     script = SHARED_BENCH / "pi_bench.mjs"
@@ -1020,28 +1182,7 @@ def pi_results(data: Path, runs: int, quick: bool) -> tuple[dict[str, Any] | Non
         if done.returncode != 0 or not package.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             return None, f"npm install failed: {tail[0]}"
-    out = data / f"pi-{os.getpid()}.json"
-    log("pi: running pi_bench.mjs (pi's SessionManager on the same files)")
-    try:
-        done = subprocess.run(
-            [
-                *(node, "--expose-gc", str(script), "--pi", str(PI_DIR), "--data", str(data)),
-                *("--reps", str(runs), "--json", str(out)),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        for line in done.stdout.splitlines():
-            log(f"  pi {line}")
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            return None, f"pi_bench.mjs failed: {tail[0]}"
-        report = json.loads(out.read_text())
-    finally:
-        out.unlink(missing_ok=True)
-    by_key = {f"{r['op']}_{r['size']}": r for r in report["results"]}
-    return {"report": report, "by_key": by_key}, ""
+    return Pi(node, script, data), ""
 
 
 # --- the table -----------------------------------------------------------------------------------
@@ -1058,7 +1199,6 @@ class Row:
     unit: str = "ms"
     error: str = ""
     pi_note: str = ""
-    unsupported: str = ""
 
 
 def ratio(a: float | None, b: float | str | None) -> str:
@@ -1067,16 +1207,17 @@ def ratio(a: float | None, b: float | str | None) -> str:
     return f"{a / b:.2f}{TIMES}"
 
 
-def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason: str) -> list[Row]:
+def build_rows(fig: Figures, sizes: Sizes, pi: Pi | None) -> list[Row]:
     names = row_names(sizes is QUICK)
     big, mid, ap = label(sizes.big), label(sizes.mid), label(sizes.append)
     folder = f"{sizes.folder}"
-    pim = pi["by_key"] if pi else {}
     absent = "not measured" if pi is None else DASH
 
     def p(key: str) -> float | str:
-        r = pim.get(key)
-        return float(r["median_ms"]) if r and r.get("median_ms") is not None else absent
+        value = fig.get(f"pi.{key}")
+        if value is None:
+            return f"error: {fig.errors[f'pi.{key}']}" if f"pi.{key}" in fig.errors else absent
+        return value
 
     def v(key: str) -> float | None:
         return fig.get(key)
@@ -1084,7 +1225,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
     rows: list[Row] = []
 
     def add(
-        i: int,
         ours_key: str,
         floors: list[tuple[str, str]],
         pi_value: float | str,
@@ -1102,7 +1242,7 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
             met = DASH if verdict is None else ("yes" if verdict else "NO")
         rows.append(
             Row(
-                names[i],
+                names[len(rows)],
                 ours,
                 floor_values,
                 pi_value,
@@ -1111,7 +1251,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
                 unit,
                 fig.errors.get(ours_key, ""),
                 pi_note,
-                fig.unsupported.get(ours_key, ""),
             )
         )
 
@@ -1134,7 +1273,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
     if isinstance(p(f"open_{big}"), float) and isinstance(p(f"context_{big}"), float):
         resume_pi = float(p(f"open_{big}")) + float(p(f"context_{big}"))
     add(
-        0,
         f"ours.open.{big}",
         [("lazy index", f"floor.lazy.{big}"), ("full parse", f"floor.full.{big}")],
         p(f"open_{big}"),
@@ -1142,7 +1280,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         vs_floor(1.3),
     )
     add(
-        1,
         f"ours.context.{big}",
         [("lazy", f"floor.context.{big}")],
         p(f"context_{big}"),
@@ -1150,15 +1287,13 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         vs_floor(1.0),
     )
     add(
-        2,
         f"ours.context.{mid}",
         [("lazy", f"floor.context.{mid}")],
         p(f"context_{mid}"),
-        f"≤ 1.1{TIMES} lazy floor",
-        vs_floor(1.1),
+        f"≤ 1.2{TIMES} lazy floor",
+        vs_floor(1.2),
     )
     add(
-        3,
         f"ours.resume.{big}",
         [("lazy", f"floor.resume.{big}")],
         resume_pi,
@@ -1167,15 +1302,13 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         pi_note="pi: open + context",
     )
     add(
-        4,
         f"ours.append_nofsync.{ap}",
         [("orjson.dumps + write", f"floor.append_nofsync.{ap}")],
         p(f"append_{ap}"),
-        f"≤ 1.4{TIMES} floor",
-        vs_floor(1.4),
+        f"≤ 1.5{TIMES} floor",
+        vs_floor(1.5),
     )
     add(
-        5,
         f"ours.append_fsync_each.{ap}",
         [("dumps + write + fsync", f"floor.append_fsync_each.{ap}")],
         "never fsyncs" if pi else absent,
@@ -1183,7 +1316,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         vs_floor(1.1),
     )
     add(
-        6,
         f"ours.append_fsync_100.{ap}",
         [("dumps + write, fsync/100", f"floor.append_fsync_100.{ap}")],
         DASH if pi else absent,
@@ -1191,15 +1323,21 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         vs_floor(1.4),
     )
     add(
-        7,
-        f"ours.list_first.{folder}",
+        f"ours.list_cold.{folder}",
         [("head of each file", f"floor.list_head.{folder}")],
         p(f"list_{folder}"),
         f"≤ 1.5{TIMES} head floor",
         vs_floor(1.5),
+        pi_note="pi: no cache, every call reads every file",
     )
     add(
-        8,
+        f"ours.list_warm.{folder}",
+        [("stat only", f"floor.list_stat.{folder}")],
+        "no cache" if pi else absent,
+        "≤ 20 ms",
+        at_most(20.0),
+    )
+    add(
         f"ours.list_repeat.{folder}",
         [("stat only", f"floor.list_stat.{folder}")],
         "no cache" if pi else absent,
@@ -1207,7 +1345,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         at_most(20.0),
     )
     add(
-        9,
         f"ours.fork_session.{big}",
         [("raw line copy", f"floor.fork_copy.{big}"), ("+ fsync", f"floor.fork_copy_fsync.{big}")],
         p(f"fork_{big}"),
@@ -1216,15 +1353,14 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         pi_note="pi: from an opened session",
     )
     add(
-        10,
         f"ours.fork_path.{big}",
         [("raw line copy", f"floor.fork_copy.{big}"), ("+ fsync", f"floor.fork_copy_fsync.{big}")],
         p(f"fork_{big}"),
-        "(comparison)",
-        lambda _o, _f, _p: None,
+        f"≤ 1.2{TIMES} raw-copy floor",
+        vs_floor(1.2),
+        pi_note="pi: from an opened session",
     )
     add(
-        11,
         "ours.create",
         [("no fsync", "floor.create"), ("+ fsync", "floor.create_fsync")],
         p("create_1"),
@@ -1232,12 +1368,10 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         vs_floor(2.0),
     )
     pi_rss: float | str = absent
-    mem = pim.get(f"open_mem_{big}")
-    if mem is not None:
-        pi_rss = float(mem["rss_mib"])
+    if pi is not None and pi.open_mem is not None:
+        pi_rss = float(pi.open_mem["rss_mib"])
     limit = 300.0 if sizes is FULL else 300.0 * int(big.rstrip("k")) / 100
     add(
-        12,
         f"ours.rss.{big}",
         [("lazy", f"floor.rss_lazy.{big}"), ("full parse", f"floor.rss_full.{big}")],
         pi_rss,
@@ -1247,7 +1381,6 @@ def build_rows(fig: Figures, sizes: Sizes, pi: dict[str, Any] | None, pi_reason:
         pi_note="pi: after open only",
     )
     add(
-        13,
         f"ours.peak.{big}",
         [("file size", f"file.{big}"), ("lazy", f"floor.peak_lazy.{big}")],
         DASH if pi else absent,
@@ -1286,7 +1419,7 @@ def render(
             pi_cell = str(r.pi)
         ours = f"{plus}{fmt(r.ours)}{unit}" if r.ours is not None else f"error: {r.error}"
         if r.ours is None and not r.error:
-            ours = r.unsupported or DASH
+            ours = DASH
         out.append(
             f"| {r.name} | {pi_cell} | {floors} | {ours} | {ratio(r.ours, r.floors[0][1])} | "
             f"{ratio(r.ours, r.pi)} | {r.target} | {r.met} |"
@@ -1361,19 +1494,31 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "data": str(data),
         **machine(),
     }
-    bench = Bench(data, sizes, a.runs)
+    pi_reason = "--no-pi" if a.no_pi else ""
+    pi: Pi | None = None
+    if not a.no_pi:
+        pi, pi_reason = pi_setup(data, a.quick)
+    bench = Bench(data, sizes, a.runs, pi)
     await bench.run_all()
     bench.fig.values[f"file.{label(sizes.big)}"] = bench.facts(sizes.big)["bytes"] / MIB
-    pi_reason = "--no-pi" if a.no_pi else ""
-    pi: dict[str, Any] | None = None
-    if not a.no_pi:
-        pi, pi_reason = pi_results(data, a.runs, a.quick)
     if pi:
-        rep = pi["report"]
-        meta["pi"] = f"{PI_PACKAGE} {rep['pi_version']} on node {rep['node']} (pi_bench.mjs)"
+        meta["pi"] = (
+            f"{PI_PACKAGE} {pi.version} on node {pi.node_version} (pi_bench.mjs, "
+            "one operation per round, in the same rounds as ours)"
+        )
     meta["load_end"] = _load()
-    rows = build_rows(bench.fig, sizes, pi, pi_reason)
+    rows = build_rows(bench.fig, sizes, pi)
     print(render(rows, bench.growth, sizes, pi_reason, meta))
+    print()
+    print("System calls per append (strace -c -f: n = 2,000 appends minus none, over n)")
+    print()
+    if isinstance(bench.calls, str):
+        print(f"not counted: {bench.calls}")
+    else:
+        print("| append path | system calls per append |")
+        print("|---|---|")
+        for mode, what in APPEND_PATHS.items():
+            print(f"| {what} | {bench.calls[mode]:.2f} |")
     report = {
         "meta": meta,
         "pi_reason": pi_reason,
@@ -1381,9 +1526,9 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "figures": bench.fig.values,
         "spread": bench.fig.spread,
         "errors": bench.fig.errors,
-        "unsupported": bench.fig.unsupported,
         "growth": bench.growth,
-        "pi": pi["report"] if pi else None,
+        "syscalls_per_append": bench.calls,
+        "pi": {"version": pi.version, "node": pi.node_version} if pi else None,
     }
     return (1 if bench.fig.errors else 0), report
 

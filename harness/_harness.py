@@ -729,7 +729,8 @@ class AgentHarness:
                 ``before_provider_request`` hooks see it) and given to the scope resolver as
                 ``SkillContext.metadata``.
             initial_history: messages written to a new, empty session before this prompt
-                (no message events), to hydrate it from elsewhere.
+                (no message events), to hydrate it from elsewhere; in one transaction, so a
+                message that cannot be stored (``InvalidEntryError``) stores none of them.
             max_turns, max_tokens, max_cost_usd: this run's limits, over the harness's (see
                 the constructor); None keeps the harness's.
             output_schema: the final answer must be JSON matching this JSON Schema (a dict),
@@ -807,8 +808,8 @@ class AgentHarness:
             )
             if submitted.blocked:
                 raise PromptBlockedError(submitted.reason or "no reason given")
-            for message in initial_history:
-                self._session.append_message(message)
+            if initial_history:  # one store transaction for the whole history
+                self._session.append_messages(initial_history)
             await self._emit_restore_events()
             await self._start_mcp()
             await self._offer_skills()

@@ -742,7 +742,7 @@ async def _run_tools(
                 )
             pending.append(checked)
     except asyncio.CancelledError:
-        _persist_aborted_results(run, reply.tool_calls, pending, set())
+        _persist_aborted_results(run, reply.tool_calls, pending)
         raise
     deferred = [p for p in pending if p.deferred is not None]
     runnable = [p for p in pending if p.deferred is None]
@@ -791,7 +791,7 @@ async def _resume_tools(
                 p.error = INTERRUPTED_TEXT
             pending.append(p)
     except asyncio.CancelledError:
-        _persist_aborted_results(run, calls, pending, set())
+        _persist_aborted_results(run, calls, pending)
         raise
     return await _finish_batch(run, settings, calls, pending, context)
 
@@ -808,24 +808,22 @@ async def _finish_batch(
     try:
         await _execute_batch(run, settings, pending, context)
     except asyncio.CancelledError:
-        _persist_aborted_results(run, calls, pending, set())
+        _persist_aborted_results(run, calls, pending)
         raise
 
     results: list[ToolResultMessage] = []
-    stored: set[str] = set()
-    try:
-        for p in pending:
-            if p.result is None:  # _finish always sets it; guards a broken invariant loudly
-                raise RuntimeError(f"tool call {p.call.id} finished without a result")
-            await notify(run.sender, MessageStartEvent(message=p.result))
-            entry = run.session.append_message(p.result)
-            run.added.append(p.result)
-            stored.add(p.call.id)
-            results.append(p.result)
-            await notify(run.sender, MessageEndEvent(message=p.result, entry_id=entry.id))
-    except asyncio.CancelledError:
-        _persist_aborted_results(run, calls, pending, stored)
-        raise
+    for p in pending:
+        if p.result is None:  # _finish always sets it; guards a broken invariant loudly
+            raise RuntimeError(f"tool call {p.call.id} finished without a result")
+        results.append(p.result)
+    # The results are stored together, in one transaction of the session's store (its lock
+    # and checks paid once), before their events: a receiver cancelled mid-way leaves every
+    # call with its result line.
+    entries = run.session.append_messages(results)
+    run.added.extend(results)
+    for result, entry in zip(results, entries, strict=True):
+        await notify(run.sender, MessageStartEvent(message=result))
+        await notify(run.sender, MessageEndEvent(message=result, entry_id=entry.id))
     fatal = next((p.fatal for p in pending if p.fatal is not None), None)
     if fatal is not None:
         raise fatal  # every call has its result line now
@@ -875,16 +873,12 @@ async def _execute_batch(
             )
 
 
-def _persist_aborted_results(
-    run: Run, calls: Sequence[ToolCall], pending: list[_Pending], stored: set[str]
-) -> None:
-    """On cancellation: every call of the batch (the reply's, or a resumed run's) not yet
-    stored gets its result persisted (what finished keeps its result, the rest an aborted
-    error), synchronously, so every call in the session has its result."""
+def _persist_aborted_results(run: Run, calls: Sequence[ToolCall], pending: list[_Pending]) -> None:
+    """On cancellation before the batch's results are stored: every call of the batch (the
+    reply's, or a resumed run's) gets its result persisted (what finished keeps its result,
+    the rest an aborted error), synchronously, so every call in the session has its result."""
     done = {p.call.id: p.result for p in pending if p.result is not None}
     for call in calls:
-        if call.id in stored:
-            continue
         finished = done.get(call.id)
         run.persist_aborted(
             finished

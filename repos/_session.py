@@ -502,6 +502,19 @@ class Session:
         """Append a message (user, assistant, toolResult, bashExecution, custom)."""
         return self._append(_encode_message, message)
 
+    def append_messages(self, messages: Sequence[Message]) -> list[MessageEntry]:
+        """Append several messages in a row, each parented on the one before (a tool batch's
+        results): what as many :meth:`append_message` calls store, in one transaction, so the
+        store's lock, its check that the lines are still this session's and the torn-tail
+        check are paid once, and ``fsync="always"`` syncs once, after the last line.
+
+        Every message is encoded before anything is written: one that cannot be stored
+        (``InvalidEntryError``) leaves the session unchanged. Each line is written whole; a
+        write that fails (disk full) raises with the lines before it stored, as separate
+        appends would have.
+        """
+        return self._append_all(_encode_message, messages)
+
     def append_model_change(self, provider: str, model_id: str) -> ModelChangeEntry:
         return self._append_made(
             lambda b: ModelChangeEntry(**b, provider=provider, model_id=model_id)
@@ -748,15 +761,8 @@ class Session:
         entry as that line reads back. Whatever ``encode`` raises (``InvalidEntryError`` for
         a value that cannot be stored) propagates with nothing written."""
         with self._lock:
-            if self._closed:
-                raise SessionClosedError()
-            store, tree = self._store, self._tree
-            catch_up = store.begin_append()
+            store, tree = self._begin_append(), self._tree
             try:
-                if catch_up.lines or catch_up.torn_offset is not None:
-                    self._absorb(catch_up)
-                if not self._prepared:
-                    self._prepare()
                 # The session keeps, and returns, what the line holds (equal to decoding it back,
                 # sharing nothing mutable with the caller's objects); a line that would not read
                 # back (a field of the wrong type) is refused before anything is written.
@@ -769,6 +775,57 @@ class Session:
             if self._fsync == "always":
                 store.sync()
             return fresh
+
+    def _append_all(
+        self, encode: Callable[[str, str | None, str, A], tuple[bytes, E]], args: Sequence[A]
+    ) -> list[E]:
+        """:meth:`_append` of each of ``args`` in turn, in one store transaction; every entry
+        is encoded before the first line is written."""
+        with self._lock:
+            store, tree = self._begin_append(), self._tree
+            written: list[tuple[Row, E]] = []
+            try:
+                encoded: list[tuple[bytes, E]] = []
+                parent, now = tree.leaf_id, iso_now()
+                for arg in args:
+                    entry_id = self._new_id()
+                    while any(fresh.id == entry_id for _, fresh in encoded):  # unique in the batch
+                        entry_id = self._new_id()
+                    encoded.append(encode(entry_id, parent, now, arg))
+                    parent = entry_id
+                for line, fresh in encoded:
+                    stored = store.write(line)
+                    span = (stored.offset, len(line) - 1)
+                    written.append(
+                        (Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+                    )
+            finally:
+                # Ending the transaction may fail (a database's commit): then nothing is stored
+                # and nothing is indexed. Else the lines written so far are indexed, even when a
+                # later write failed (its error then goes on).
+                store.end_append()
+                for row, fresh in written:
+                    tree.add(row, fresh)
+            if self._fsync == "always":
+                store.sync()
+            return [fresh for _, fresh in written]
+
+    def _begin_append(self) -> SessionStore:
+        """Start the store's append transaction (under ``self._lock``): take in what others
+        appended, set a torn tail aside, migrate an old file; the caller ends it."""
+        if self._closed:
+            raise SessionClosedError()
+        store = self._store
+        catch_up = store.begin_append()
+        try:
+            if catch_up.lines or catch_up.torn_offset is not None:
+                self._absorb(catch_up)
+            if not self._prepared:
+                self._prepare()
+        except BaseException:
+            store.end_append()
+            raise
+        return store
 
     def _absorb(self, catch_up: CatchUpLike) -> None:
         if catch_up.torn_offset is not None:

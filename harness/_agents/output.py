@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
 import orjson
 from attrs import define, field, frozen
 
@@ -26,6 +25,9 @@ from hooks import AssistantMessage, CustomMessage, JSONValue, Message, ToolResul
 from .._tools.base import Tool, ToolResult, ToolRun
 from .errors import OutputValidationError
 from .schema import check_schema, convert, schema_of
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "DEFAULT_OUTPUT_RETRIES",
@@ -99,6 +101,8 @@ class OutputSpec:
     def errors(self, value: Any) -> list[str]:
         """What is wrong with ``value`` against the wire schema (empty: nothing), one line
         each, the first :data:`_MAX_ERRORS`."""
+        import jsonschema  # here: `import harness` stays fast (issue 24)
+
         validator = jsonschema.validators.validator_for(self.wire)(self.wire)
         found = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
         return [_line(e) for e in found[:_MAX_ERRORS]]

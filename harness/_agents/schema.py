@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import attrs
-import jsonschema
 
 from hooks import JSONValue
 
@@ -30,6 +29,8 @@ _PRIMITIVES: Mapping[type, str] = {str: "string", int: "integer", float: "number
 
 def check_schema(schema: Mapping[str, JSONValue]) -> None:
     """Raise ``ValueError`` when ``schema`` is not a valid JSON Schema (its own metaschema)."""
+    import jsonschema  # here: `import harness` stays fast (issue 24)
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(dict(schema))
     except jsonschema.SchemaError as exc:
@@ -144,6 +145,8 @@ def convert(value: Any, tp: Any) -> Any:
     if origin is Literal:
         return value
     if origin in (Union, types.UnionType):
+        import jsonschema
+
         for member in args:
             validator = jsonschema.validators.validator_for({})(_schema(member, ()))
             if validator.is_valid(value):

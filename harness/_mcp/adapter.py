@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
-import jsonschema
 import orjson
 from attrs import frozen
 
@@ -107,6 +106,8 @@ def _schema_problem(schema: object) -> str | None:
         return f"its input schema nests deeper than {MAX_SCHEMA_NESTING} levels"
     if _remote_ref(schema):
         return "its input schema refers to another document ($ref): nothing is fetched"
+    import jsonschema  # here: `import harness` stays fast (issue 24)
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(dict(schema))
     except jsonschema.exceptions.SchemaError as exc:

@@ -23,8 +23,8 @@ import re
 import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-import pathspec
 from attrs import frozen
 
 from .._fs import (
@@ -199,7 +199,10 @@ def is_dir_at(dir_fd: int, name: str) -> bool:
         return False
 
 
-_Ignores = tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]
+if TYPE_CHECKING:
+    import pathspec
+
+_Ignores: TypeAlias = "tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]"
 
 
 def _descriptors(
@@ -275,6 +278,8 @@ def _ignore_file(
             )
         )
         return ()
+    import pathspec  # here: `import harness` stays fast (issue 24)
+
     # Patterns are rooted at the folder holding the .gitignore, as git does.
     return ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),)
 

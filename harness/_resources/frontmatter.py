@@ -19,8 +19,6 @@ import json
 import re
 from typing import Any
 
-import yaml
-
 __all__ = ["MAX_DEPTH", "FrontmatterError", "split_frontmatter"]
 
 MAX_DEPTH = 32
@@ -34,26 +32,6 @@ _JSON_END = re.compile(r"\A[ \t]*(?:\r?\n)?(?:---[ \t]*(?:\r?\n|\Z))?")
 class FrontmatterError(ValueError):
     """The frontmatter is not valid YAML/JSON, not a mapping, nested deeper than
     :data:`MAX_DEPTH`, or uses YAML aliases."""
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader refusing aliases and nesting past :data:`MAX_DEPTH` while it
-    composes, before its recursive constructor could run out of stack."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise FrontmatterError("YAML aliases (*name) are not allowed in frontmatter")
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise FrontmatterError(f"frontmatter is nested deeper than {MAX_DEPTH} levels")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
@@ -70,16 +48,10 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         end = _YAML_END.search(text, fence.end())
         if end is None:
             raise FrontmatterError("the frontmatter's opening '---' has no closing '---'")
-        try:
-            meta = _load_yaml(text[fence.end() : end.start()])
-        except yaml.YAMLError as exc:
-            raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
-        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
-            # PyYAML's constructors call int(), datetime() and a regex match on the scalar
-            # as written; a value they cannot make is a bad file, not a crash.
-            raise FrontmatterError(
-                f"invalid YAML frontmatter: a value cannot be made: {exc}"
-            ) from None
+        # Imported here, not at the top: `import harness` stays fast (issue 24).
+        from ._yaml import load_bounded
+
+        meta = load_bounded(text[fence.end() : end.start()])
         _check_text(meta)
         return _mapping(meta), text[end.end() :]
     if text.lstrip().startswith("{"):
@@ -100,14 +72,6 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         separator = _JSON_END.match(rest)
         return _mapping(meta), rest[separator.end() if separator else 0 :]
     return {}, text
-
-
-def _load_yaml(text: str) -> Any:
-    loader = _BoundedLoader(text)  # its reader already refuses control characters
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
 
 
 def _check_depth(value: object) -> None:

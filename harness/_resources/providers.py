@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-import yaml
 from attrs import field, frozen
 
 from hooks import JSONValue
@@ -254,6 +253,8 @@ class FileSystemSkillProvider:
         meta: dict[str, object] = {"name": name, "description": " ".join(description.split())}
         if disable_model_invocation:
             meta["disable-model-invocation"] = True
+        import yaml  # here: `import harness` stays fast (issue 24)
+
         text = f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n\n{body}"
         target = root.path / name / SKILL_FILE
         try:

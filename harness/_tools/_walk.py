@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import pathspec
 from attrs import frozen
 
 from .._fs import Location, open_dir, read_regular, read_regular_at
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["WalkedFile", "walk"]
 
@@ -30,6 +33,8 @@ class WalkedFile:
 
 
 def _spec(data: bytes) -> pathspec.GitIgnoreSpec:
+    import pathspec  # here: `import harness` stays fast (issue 24)
+
     return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
 
 

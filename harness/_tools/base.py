@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-import jsonschema
 from attrs import field, frozen
 
 from hooks import JSONValue, TextContent, UserContent
@@ -150,6 +149,8 @@ def tool(
 
 def validate_input(t: Tool, value: Mapping[str, JSONValue]) -> str | None:
     """None if ``value`` matches the tool's schema, else a short message for the model."""
+    import jsonschema  # here, not at the top: `import harness` stays fast (issue 24)
+
     validator_cls = jsonschema.validators.validator_for(t.parameters)
     error = jsonschema.exceptions.best_match(validator_cls(t.parameters).iter_errors(value))
     if error is None:

@@ -189,9 +189,14 @@ class _SqliteStore:
 
     def write(self, line: bytes) -> RawLine:
         raw = line[:-1]
-        seq = self._seen + 1
+        # A later line of one transaction (Session.append_messages) follows the one before
+        # and, if it fails, is taken back alone: the lines before it stay in the transaction.
+        earlier = self._pending
+        seq = (self._seen if earlier is None else earlier) + 1
         facts = line_facts(raw)
         try:
+            if earlier is not None:
+                self._conn.execute("SAVEPOINT line")
             self._conn.execute(
                 "INSERT INTO entries (session_id, seq, id, line) VALUES (?, ?, ?, ?)",
                 (self._sid, seq, entry_id_of(raw), raw),
@@ -217,8 +222,14 @@ class _SqliteStore:
                         self._sid,
                     ),
                 )
+            if earlier is not None:
+                self._conn.execute("RELEASE line")
         except sqlite3.Error as exc:
-            self._conn.rollback()
+            if earlier is None:
+                self._conn.rollback()
+            else:
+                self._conn.execute("ROLLBACK TO line")
+                self._conn.execute("RELEASE line")
             raise SessionWriteError(self.where, 0, len(line)) from exc
         self._pending = seq
         return RawLine(seq, 0, raw)

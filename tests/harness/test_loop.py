@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from harness import (
     FauxModel,
     FauxReply,
     FauxToolCall,
+    InvalidEntryError,
     JsonlSessionRepo,
     MessageEntry,
     ModelRequest,
@@ -434,3 +436,47 @@ def test_duplicate_tool_names_are_refused(tmp_path: Path) -> None:
     session = asyncio.run(JsonlSessionRepo(tmp_path).create(str(tmp_path)))
     with pytest.raises(ValueError, match="echo"):
         AgentHarness(session=session, tools=[recording_tool(), recording_tool()])
+
+
+async def test_a_tool_batchs_results_are_stored_together_before_their_events(
+    session: Session,
+) -> None:
+    """Issue 24: the results of one batch go to the store in one transaction
+    (``Session.append_messages``): when the first result's ``message_start`` fires, every
+    result of the batch is already in the session, in call order, each parented on the one
+    before."""
+    seen: list[int] = []
+
+    def on_start(sender: object, event: Any) -> None:
+        if isinstance(event.message, ToolResultMessage):
+            stored = [
+                e
+                for e in (session.get_entry(i) for i in session.path_ids(session.leaf_id))
+                if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+            ]
+            seen.append(len(stored))
+
+    h = AgentHarness(
+        session=session,
+        model=FauxModel(
+            [FauxReply(tool_calls=[FauxToolCall(name="echo", arguments={"x": "a"})] * 3), "ok"]
+        ),
+        tools=[recording_tool()],
+    )
+    h.connect("message_start", on_start)
+    await h.prompt("x")
+    assert seen == [3, 3, 3]
+    results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
+    assert [r.text for r in results] == ["echo:a"] * 3
+
+
+async def test_an_initial_history_holding_a_message_that_cannot_be_stored_stores_none(
+    session: Session,
+) -> None:
+    """The history is stored in one transaction (``append_messages``): a message that cannot
+    be stored (NaN is no JSON) refuses the whole history, not just itself and what follows."""
+    bad = ToolResultMessage(tool_call_id="c", tool_name="t", content=[], details=math.nan)
+    h = AgentHarness(session=session, model=FauxModel(["ok"]))
+    with pytest.raises(InvalidEntryError):
+        await h.prompt("x", initial_history=[UserMessage(content="earlier"), bad])
+    assert len(session) == 0
