@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from repos import MessageEntry, ThinkingLevelChangeEntry, open_session
+from repos import CustomEntry, MessageEntry, ThinkingLevelChangeEntry, open_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,6 +143,21 @@ def test_max_turns_ends_the_run_with_error_max_turns(root: Path, work: Path) -> 
     with open_session(next(root.glob("*/*.jsonl"))) as session:
         roles = [e.message.role for e in session.entries() if isinstance(e, MessageEntry)]
     assert roles == ["user", "assistant", "toolResult"]  # the turn finished; no second request
+
+
+def test_max_turns_is_the_json_outputs_stop_reason_and_the_sessions_last_entry(
+    root: Path, work: Path
+) -> None:
+    proc = harness(
+        "run", "!echo once", "--offline", "--root", root, "--output", "json",
+        "--mode", "bypass", "--max-turns", "1", cwd=work,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["stop_reason"] == "max_turns"
+    with open_session(next(root.glob("*/*.jsonl"))) as session:
+        last = list(session.entries())[-1]
+    assert isinstance(last, CustomEntry) and last.custom_type == "harness.run.stop"
+    assert last.data["stopReason"] == "max_turns"
 
 
 def test_json_prints_the_result_record(root: Path, work: Path) -> None:
