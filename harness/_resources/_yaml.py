@@ -42,7 +42,11 @@ def load_bounded(text: str) -> Any:
         FrontmatterError: a YAML syntax error, an alias, nesting deeper than
             :data:`MAX_DEPTH`, or a value PyYAML cannot make (a 5,000-digit integer, month 13).
     """
-    loader = _BoundedLoader(text)  # its reader already refuses control characters
+    try:
+        # Its reader refuses control characters already here, in the constructor.
+        loader = _BoundedLoader(text)
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
     try:
         return loader.get_single_data()
     except yaml.YAMLError as exc:
