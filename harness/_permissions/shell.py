@@ -175,19 +175,28 @@ class _CodeOptions:
     starts: tuple[str, ...] = ()
     words: frozenset[str] = frozenset()
     safe: frozenset[str] = frozenset()
+    values: str = ""
+    """Letters that take the rest of a ``-abc`` word as their value (``-oUserKnownHostsFile``
+    holds no ``-F``)."""
     unknown: bool = True
 
 
 def _opts(
-    long: str = "", short: str = "", starts: str = "", words: str = "", safe: str = ""
+    long: str = "",
+    short: str = "",
+    starts: str = "",
+    words: str = "",
+    safe: str = "",
+    values: str = "",
 ) -> _CodeOptions:
     return _CodeOptions(
         frozenset(long.split()), short, tuple(starts.split()), frozenset(words.split()),
-        frozenset(safe.split()),
+        frozenset(safe.split()), values,
     )  # fmt: skip
 
 
-_SSH = _opts(short="F")
+_SSH_VALUES = "BbcDEeFIiJLlmOoPpQRSWw"  # ssh, scp and sftp options that take a value
+_SSH = _opts(short="F", values=_SSH_VALUES)
 _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "tar": _opts(
         "checkpoint-action use-compress-program to-command info-script new-volume-script"
@@ -200,8 +209,8 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "gmake": _opts("eval file makefile directory", "fCE"),
     "rsync": _opts("rsh rsync-path", "e"),
     "ssh": _SSH,
-    "scp": _opts(short="FS"),
-    "sftp": _opts(short="FS"),
+    "scp": _opts(short="FS", values=_SSH_VALUES),
+    "sftp": _opts(short="FS", values=_SSH_VALUES),
     "find": _opts(words="-exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls -delete"),
     "sort": _opts("compress-program output", "o"),
     "less": _opts("log-file LOG-FILE", "oO"),
@@ -278,13 +287,18 @@ def _finds_option(options: _CodeOptions, args: tuple[Word, ...]) -> str | None:
             given = value[2:].partition("=")[0]
             if given not in options.safe and any(o.startswith(given) for o in options.long):
                 return value
-        elif (
-            value.startswith("-")
-            and not options.words
-            and any(c in options.short for c in value[1:])
-        ):
+        elif value.startswith("-") and not options.words and _short_code(options, value[1:]):
             return value
     return None
+
+
+def _short_code(options: _CodeOptions, letters: str) -> bool:
+    for c in letters:
+        if c in options.short:
+            return True
+        if c in options.values:
+            return False  # the rest of the word is this option's value
+    return False
 
 
 def _git_code_option(args: tuple[Word, ...]) -> str | None:

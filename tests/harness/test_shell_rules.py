@@ -1052,6 +1052,7 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         ("make:*", "make -j4 test"),
         ("sort:*", "sort -u f.txt"),
         ("ssh:*", "ssh -o StrictHostKeyChecking=no h ls"),
+        ("ssh:*", "ssh -oUserKnownHostsFile=/dev/null h ls"),  # a value, not -F
         ("find:*", "find . -name '*.py'"),
         ("less:*", "less -R f.txt"),
     ],
