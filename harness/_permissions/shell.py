@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeAlias
 
 import re2
 import tree_sitter_bash
-from attrs import frozen
+from attrs import evolve, frozen
 from tree_sitter import Language, Node, Parser, Tree
 
 __all__ = [
@@ -72,6 +72,9 @@ class SimpleCommand:
 
     words: tuple[Word, ...]
     assignments: int = 0
+    runs_other: str | None = None
+    """Why it may run another program (a wrapper, ``bash -c``, an option such as ``tar
+    --to-command``): only a rule naming every word approves it."""
 
     @property
     def vanish_from(self) -> int:
@@ -126,21 +129,217 @@ class ParsedCommand:
 # starting at every later word.
 _WRAPPERS = frozenset(
     {
-        "builtin", "busybox", "caffeinate", "chroot", "chrt", "command", "coproc", "doas",
-        "env", "exec", "firejail", "flock", "ionice", "ltrace", "nice", "nohup", "nsenter",
-        "parallel", "proxychains", "proxychains4", "runuser", "script", "setsid", "sshpass",
-        "stdbuf", "strace", "su", "sudo", "systemd-run", "taskset", "time", "timeout",
-        "torsocks", "unbuffer", "unshare", "valgrind", "watch", "xargs",
+        "aa-exec", "builtin", "busybox", "bwrap", "caffeinate", "catchsegv", "cgexec",
+        "chpst", "chroot", "chrt", "command", "coproc", "cpulimit", "daemonize", "dbus-launch",
+        "dbus-run-session", "doas", "dumb-init", "eatmydata", "env", "envdir", "exec",
+        "fakechroot", "fakeroot", "faketime", "firejail", "flatpak-spawn", "flock", "gdb",
+        "heaptrack", "i386", "ionice", "linux32", "linux64", "lldb", "ltrace", "nice",
+        "nocache", "nohup", "nsenter", "numactl", "parallel", "perf", "pkexec", "prlimit",
+        "proxychains", "proxychains4", "rr", "runcon", "runuser", "schroot", "script", "setarch",
+        "setpriv", "setsid", "setuidgid", "sg", "softlimit", "ssh-agent", "sshpass", "stdbuf",
+        "strace", "su", "sudo", "systemd-nspawn", "systemd-run", "taskset", "time", "timeout",
+        "tini", "torify", "torsocks", "trickle", "tsocks", "unbuffer", "unshare", "valgrind",
+        "watch", "x86_64", "xargs", "xvfb-run",
     }
 )  # fmt: skip
 # Tools whose subcommand runs any command: `uv run touch P`.
 _RUNNERS = frozenset(
     {
-        ("conda", "run"), ("hatch", "run"), ("mamba", "run"), ("npm", "exec"), ("pdm", "run"),
-        ("pipx", "run"), ("pixi", "run"), ("pnpm", "dlx"), ("pnpm", "exec"), ("poetry", "run"),
-        ("uv", "run"), ("yarn", "dlx"), ("yarn", "exec"), ("bun", "x"),
+        ("asdf", "exec"), ("bundle", "exec"), ("conda", "run"), ("direnv", "exec"),
+        ("hatch", "run"), ("mamba", "run"), ("mise", "exec"), ("npm", "exec"), ("pdm", "run"),
+        ("pipenv", "run"), ("pipx", "run"), ("pixi", "run"), ("pnpm", "dlx"), ("pnpm", "exec"),
+        ("poetry", "run"), ("pyenv", "exec"), ("rbenv", "exec"), ("uv", "run"), ("yarn", "dlx"),
+        ("yarn", "exec"), ("bun", "x"),
     }
 )  # fmt: skip
+# Wrappers that run the string after -c (or --command) as shell code: `sg root -c 'touch P'`.
+_DASH_C = frozenset({"flock", "runuser", "script", "sg", "su"})
+# Debugger options that run debugger commands (gdb's `shell touch P`, `!touch P`): hidden code.
+_DEBUGGER_CODE = re.compile(
+    r"-{1,2}(?:i?ex|i?x|batch|(?:init-)?eval-command|(?:init-)?command|source|one-line[-a-z]*"
+    r"|[oskSK])(?:=[\s\S]*)?"
+)
+
+
+@frozen
+class _CodeOptions:
+    """The options of one program (or git subcommand) that run another program or write a
+    file: an allow rule for the program does not approve them (docs/permissions.md lists
+    them). ``long``: long option names, also as the abbreviations getopt accepts (any prefix
+    that is not itself in ``safe``); ``short``: option letters, anywhere in a ``-abc`` word;
+    ``starts``: word beginnings; ``words``: whole words; ``unknown``: a computed word may be
+    one of them."""
+
+    long: frozenset[str] = frozenset()
+    short: str = ""
+    starts: tuple[str, ...] = ()
+    words: frozenset[str] = frozenset()
+    safe: frozenset[str] = frozenset()
+    values: str = ""
+    """Letters that take the rest of a ``-abc`` word as their value (``-oUserKnownHostsFile``
+    holds no ``-F``)."""
+    unknown: bool = True
+
+
+def _opts(
+    long: str = "",
+    short: str = "",
+    starts: str = "",
+    words: str = "",
+    safe: str = "",
+    values: str = "",
+) -> _CodeOptions:
+    return _CodeOptions(
+        frozenset(long.split()), short, tuple(starts.split()), frozenset(words.split()),
+        frozenset(safe.split()), values,
+    )  # fmt: skip
+
+
+_SSH_VALUES = "BbcDEeFIiJLlmOoPpQRSWw"  # ssh, scp and sftp options that take a value
+_SSH = _opts(short="F", values=_SSH_VALUES)
+_CODE_OPTIONS: dict[str, _CodeOptions] = {
+    "tar": _opts(
+        "checkpoint-action use-compress-program to-command info-script new-volume-script"
+        " rsh-command rmt-command",
+        "IF",
+        safe="checkpoint to-stdout",
+    ),
+    "zip": _opts("unzip-command", starts="-TT"),
+    "make": _opts("eval file makefile directory", "fCE"),
+    "gmake": _opts("eval file makefile directory", "fCE"),
+    "rsync": _opts("rsh rsync-path", "e"),
+    "ssh": _SSH,
+    "scp": _opts(short="FS", values=_SSH_VALUES),
+    "sftp": _opts(short="FS", values=_SSH_VALUES),
+    "find": _opts(words="-exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls -delete"),
+    "sort": _opts("compress-program output", "o"),
+    "less": _opts("log-file LOG-FILE", "oO"),
+    "man": _opts("pager html", "PH"),
+    "wget": _opts("use-askpass execute", "e"),
+    "cargo": _opts("config"),
+    "npm": _opts("script-shell"),
+    "pnpm": _opts("script-shell"),
+    "yarn": _opts("script-shell"),
+}
+_GIT_DIFFS = _opts("ext-diff output textconv")
+_GIT_REMOTE = _opts("upload-pack receive-pack exec", "u")
+_GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
+    **dict.fromkeys(
+        ("diff", "log", "show", "whatchanged", "format-patch", "diff-tree", "diff-files",
+         "diff-index", "range-diff", "blame", "annotate", "stash"),
+        _GIT_DIFFS,
+    ),
+    **dict.fromkeys(("fetch", "clone", "ls-remote", "archive"), _GIT_REMOTE),
+    "pull": _opts("upload-pack receive-pack exec"),
+    "push": _opts("receive-pack exec"),
+    "grep": _opts("open-files-in-pager", "O"),
+    "rebase": _opts("exec", "x"),
+    "difftool": _opts("extcmd tool", "xt"),
+    "mergetool": _opts("tool", "t"),
+    "bisect": _opts(words="run"),
+    "submodule": _opts(words="foreach"),
+}  # fmt: skip
+_GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+_MAKE_ASSIGNMENT = re.compile(r"[^-=][^=]*=")  # make VAR=value overrides a recipe's variables
+_SSH_CODE = ("command", "match", "include")  # ProxyCommand, LocalCommand, Match exec, Include
+
+
+def _code_option(argv: tuple[Word, ...]) -> str | None:
+    """Why the command ``argv`` (from its command word) may run another program through an
+    option of its own (``git fetch --upload-pack=…``, ``tar -I …``); None when it cannot."""
+    if not argv or argv[0].value is None:
+        return None
+    name = _basename(argv[0].value)
+    args = argv[1:]
+    if name == "git":
+        return _git_code_option(args)
+    if name == "less" and any(
+        a.value is None or (a.value[:1] == "+" and ("!" in a.value or "|" in a.value)) for a in args
+    ):
+        return "less +! (it runs a shell command)"
+    if name in ("make", "gmake") and any(
+        a.value is not None and _MAKE_ASSIGNMENT.match(a.value) for a in args
+    ):
+        return "make VAR=value (it overrides the recipes' variables, SHELL too)"
+    if name in ("ssh", "scp", "sftp") and _ssh_code(args):
+        return f"{name} -o ProxyCommand/LocalCommand/Match (it runs a local command)"
+    options = _CODE_OPTIONS.get(name)
+    if options is None:
+        return None
+    if name == "tar" and args and args[0].value is not None and args[0].value[:1] != "-":
+        args = (Word("-" + args[0].value), *args[1:])  # tar cIf …: old-style bundled options
+    found = _finds_option(options, args)
+    return f"{name} {found}" if found else None
+
+
+def _finds_option(options: _CodeOptions, args: tuple[Word, ...]) -> str | None:
+    for arg in args:
+        value = arg.value
+        if value is None:
+            if options.unknown:
+                return "and a computed word (it may be an option that runs a program)"
+            continue
+        if value == "--":
+            break
+        if value in options.words or (options.starts and value.startswith(options.starts)):
+            return value
+        if value.startswith("--") and len(value) > 2:
+            given = value[2:].partition("=")[0]
+            if given not in options.safe and any(o.startswith(given) for o in options.long):
+                return value
+        elif value.startswith("-") and not options.words and _short_code(options, value[1:]):
+            return value
+    return None
+
+
+def _short_code(options: _CodeOptions, letters: str) -> bool:
+    for c in letters:
+        if c in options.short:
+            return True
+        if c in options.values:
+            return False  # the rest of the word is this option's value
+    return False
+
+
+def _git_code_option(args: tuple[Word, ...]) -> str | None:
+    i = 0
+    while i < len(args):
+        value = args[i].value
+        if value is None:
+            return "git and a computed word before its subcommand"
+        if value in ("-c", "--config-env") or value.startswith(
+            ("-c", "--config-env=", "--exec-path")
+        ):
+            return f"git {value} (configuration runs programs: core.pager, alias.x=!…)"
+        if not value.startswith("-"):
+            break
+        i += 2 if value in _GIT_GLOBAL_VALUES else 1
+    if i >= len(args):
+        return None
+    options = _GIT_CODE_OPTIONS.get(args[i].value or "")
+    if options is None:
+        return None
+    found = _finds_option(options, args[i + 1 :])
+    return f"git {args[i].value} {found}" if found else None
+
+
+def _ssh_code(args: tuple[Word, ...]) -> bool:
+    for i, arg in enumerate(args):
+        value = arg.value
+        if value is None:
+            return True
+        if value.startswith("-") and not value.startswith("--") and "o" in value:
+            rest = value[value.index("o") + 1 :]
+            if not rest:
+                nxt = args[i + 1].value if i + 1 < len(args) else ""
+                if nxt is None:
+                    return True
+                rest = nxt
+            if any(k in rest.lower() for k in _SSH_CODE):
+                return True
+    return False
+
+
 _SHELLS = frozenset(
     {"ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "posh", "rbash", "sh", "tcsh", "yash",
      "zsh"}
@@ -837,7 +1036,17 @@ class _Analysis:
         options = [w.value or "-pf" for w in argv[1:] if (w.value or "-").startswith("-")]
         if first in ("hash", "enable") and any("p" in o or "f" in o for o in options):
             self.hide("hash -p or enable -f makes a name run another program")
+        marks = (len(self.views), len(self.possible), len(self.hidden))
         self.unwrap(command, self.views)
+        heads = (0, command.assignments)
+        why = _code_option(argv)
+        if why is None and (
+            any(v is not command or s not in heads for v, s in self.views[marks[0] :])
+            or (len(self.possible), len(self.hidden)) != marks[1:]
+        ):
+            why = "it runs another command (a wrapper, bash -c, xargs, find -exec, ...)"
+        if why is not None:  # allow rules look through it as deny rules do (Spec.allows)
+            self.commands[self.commands.index(command)] = evolve(command, runs_other=why)
 
     # -- what a command runs --
 
@@ -858,6 +1067,12 @@ class _Analysis:
             if (name in _WRAPPERS or runner) and open_after is None:
                 open_after = s
                 self.wrapped_code(words[s + 1 :])  # later wrappers' arguments are among these
+            if name in _DASH_C:
+                self.dash_c(words[s + 1 :])
+            if name in ("gdb", "lldb") and any(
+                w.value is None or _DEBUGGER_CODE.fullmatch(w.value) for w in words[s + 1 :]
+            ):
+                self.hide("a debugger runs commands given in its options (gdb -ex 'shell …')")
             derived = len(words) - s if name in ("xargs", "find") else 0
             if name not in _RUNS_CODE or not self.spend(derived):
                 continue  # each costs one from the budget: a line of 10,000 "bash" stays cheap
@@ -886,6 +1101,24 @@ class _Analysis:
         for arg in args:
             if arg.value is not None and _CODE_CHARS.search(arg.value):
                 self.nested(arg.value, certain=False)
+
+    def dash_c(self, args: tuple[Word, ...]) -> None:
+        """``su -c CODE``, ``sg GROUP -c CODE``, ``flock F -c CODE``: CODE runs in a shell."""
+        for i, arg in enumerate(args):
+            value = arg.value
+            code: Word | None = None
+            if value in ("-c", "--command"):
+                code = args[i + 1] if i + 1 < len(args) else None
+            elif value is not None and value.startswith("--command="):
+                code = Word(value.partition("=")[2])
+            elif value is not None and value.startswith("-c") and len(value) > 2:
+                code = Word(value[2:])
+            else:
+                continue
+            if code is None or code.value is None:
+                self.hide("it runs a shell on code the harness cannot read")
+            else:
+                self.nested(code.value, certain=True)
 
     def shell(self, words: tuple[Word, ...], start: int) -> None:
         """``bash -c CODE`` runs CODE; ``bash`` without a script (or with ``-s``, ``-``) runs
@@ -1245,6 +1478,10 @@ class Spec:
         head = command.assignments + 1
         if not self.words:
             return self.rest
+        if command.runs_other is not None and (
+            self.rest or any(r.literal is None for r in self.words)
+        ):
+            return False  # what it runs decides: only a rule naming every word approves it
         if len(self.words) < head:
             return False
         for rule, word in zip(self.words[:head], words[:head], strict=False):

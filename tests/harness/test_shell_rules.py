@@ -674,7 +674,9 @@ def test_words_are_compared_never_re_joined() -> None:
     assert not spec.allows(one_word)
     assert spec.allows(parse_command("git 'status' x").commands[0])
     assert not compile_spec("git:*").allows(parse_command("$g status").commands[0])
-    assert compile_spec("git log:*").allows(parse_command("git log $x").commands[0])
+    assert compile_spec("git status:*").allows(parse_command("git status $x").commands[0])
+    # $x may be --output=~/.bashrc: a computed word where an option could run a program
+    assert not compile_spec("git log:*").allows(parse_command("git log $x").commands[0])
     assert not compile_spec("npm test").allows(parse_command("npm $x").commands[0])
     assert not compile_spec("git status:*").allows(parse_command("X=1 git status").commands[0])
     assert compile_spec("X=1 git status:*").allows(parse_command("X=1 git status").commands[0])
@@ -842,3 +844,242 @@ asyncio.run(main())
 )
 def test_wildcards_still_match_on_re2(spec: str, command: str, found: str) -> None:
     assert compile_spec(spec).finds(parse_command(command)) == found
+
+
+# --- review 3: wrappers, and options that run programs (findings 01 and 09) ----------------
+
+# Programs that run the command in their arguments, missing from the wrapper list before; each
+# runs touch here (as root in the test image, for su, runuser, sg and unshare).
+WRAPPED_SPELLINGS = [
+    "prlimit --nofile=100 touch P",
+    "setpriv touch P",
+    "setarch x86_64 touch P",
+    "linux64 touch P",
+    "linux32 touch P",
+    "fakeroot touch P",
+    "dbus-run-session -- touch P",
+    "sg root -c 'touch P'",
+    "gdb -batch -ex 'shell touch P'",
+    "perf stat -o /dev/null touch P",
+    "perf record -o /dev/null touch P",
+    "unshare touch P",
+    "chroot --skip-chdir / touch P",
+    "runuser -u root -- touch P",
+    "su -c 'touch P'",
+    "ionice -c 3 touch P",
+    "chrt --other 0 touch P",
+    "stdbuf -oL touch P",
+    "valgrind -q touch P",
+    "strace -o /dev/null touch P",
+    "script -qc 'touch P' /dev/null",
+]
+
+
+@pytest.mark.parametrize("command", WRAPPED_SPELLINGS)
+async def test_a_deny_rule_sees_through_more_wrappers(tmp_path: Path, command: str) -> None:
+    program = command.split()[0]
+    if shutil.which(program) is None:
+        pytest.skip(f"no {program} here")
+    work = tmp_path / "work"
+    work.mkdir()
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [  # wrappers not installed here: the parser's view only
+        "doas touch P",
+        "firejail --quiet touch P",
+        "systemd-run --user touch P",
+        "flatpak-spawn --host touch P",
+        "torsocks touch P",
+        "proxychains4 -q touch P",
+        "catchsegv touch P",
+        "ltrace -o /dev/null touch P",
+        "su root -c 'touch P'",
+        "flock lk -c 'touch P'",
+        "runuser -u x --command='touch P'",
+    ],
+)
+def test_a_deny_rule_finds_the_command_wrappers_run(command: str) -> None:
+    assert compile_spec("touch:*").finds(parse_command(command)) == "yes"
+
+
+# (allow rule for the wrapper, what it must not approve)
+WRAPPER_ALLOWS = [
+    ("bash(env:*)", "env touch P"),
+    ("bash(timeout:*)", "timeout 5 touch P"),
+    ("bash(nice:*)", "nice touch P"),
+    ("bash(stdbuf:*)", "stdbuf -oL touch P"),
+    ("bash(prlimit:*)", "prlimit --nofile=100 touch P"),
+    ("bash(setarch:*)", "setarch x86_64 touch P"),
+    ("bash(sg:*)", "sg root -c 'touch P'"),
+    ("bash(gdb:*)", "gdb -batch -ex 'shell touch P'"),
+    ("bash(bash:*)", "bash -c 'touch P'"),
+    ("bash(xargs:*)", "xargs touch P </dev/null"),
+]
+
+
+@pytest.mark.parametrize(("rule", "command"), WRAPPER_ALLOWS)
+async def test_an_allow_rule_for_a_wrapper_never_approves_what_it_wraps(
+    tmp_path: Path, rule: str, command: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert makes_file(command, "P", work), "the command must really run touch"
+    results, decisions = await run_bash(
+        work, [command], supervisor("dont_ask", rules={"allow": [rule, "bash(true:*)"]})
+    )
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
+
+
+async def test_a_rule_naming_every_word_still_approves_a_wrapped_command(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    rules = {"allow": ["bash(timeout 5 echo hi)", "bash(env X=1 echo hi)"]}
+    results, decisions = await run_bash(
+        work,
+        ["timeout 5 echo hi", "env X=1 echo hi", "timeout 5 echo ho"],
+        supervisor("dont_ask", rules=rules),
+    )
+    assert decisions == ["approve", "approve", "deny"]
+    assert results[0].text.strip() == "hi"
+
+
+# (allow rule, command whose option runs a program or writes a file: P)
+CODE_OPTIONS = [
+    ("bash(git fetch:*)", "git fetch --upload-pack='touch P; git-upload-pack' ."),
+    ("bash(git fetch:*)", "git fetch --upload-p='touch P; git-upload-pack' ."),  # abbreviated
+    ("bash(git ls-remote:*)", "git ls-remote --upload-pack='touch P; git-upload-pack' ."),
+    ("bash(git grep:*)", "git grep -O'touch P' xyz"),
+    ("bash(git grep:*)", "git grep -nO'touch P' xyz"),
+    ("bash(git grep:*)", "git grep --open-files-in-pager='touch P' xyz"),
+    ("bash(git:*)", "git -c alias.x='!touch P' x"),
+    ("bash(git log:*)", "git log --output=P"),
+    ("bash(git diff:*)", "git diff HEAD --output=P"),
+    ("bash(tar:*)", "tar -cf /dev/null f.txt --checkpoint=1 --checkpoint-action=exec='touch P'"),
+    ("bash(tar:*)", "tar -cf x.tar -I 'sh -c \"touch P; gzip\"' f.txt"),
+    ("bash(tar:*)", "tar -cf x.tar --use-compress-program='sh -c \"touch P; gzip\"' f.txt"),
+    ("bash(tar:*)", "tar -xf t.tar --to-command='touch P'"),
+    ("bash(tar:*)", "tar -xf t.tar --to-c='touch P'"),
+    ("bash(zip:*)", "zip x.zip f.txt -T -TT 'sh -c \"touch P\"'"),
+    ("bash(make:*)", "make --eval='$(shell touch P)'"),
+    ("bash(make:*)", "make SHELL=/usr/bin/touch .SHELLFLAGS=P"),
+    ("bash(make:*)", "make -f evil.mk"),
+    ("bash(sort:*)", "sort -o P f.txt"),
+    ("bash(find:*)", "find . -name f.txt -exec touch P \\;"),
+    ("bash(find:*)", "find . -name f.txt -fprint P"),
+    ("bash(ssh:*)", "ssh -o ProxyCommand='touch P' x"),
+    ("bash(ssh:*)", "ssh -oProxyCommand='touch P' x"),
+]
+
+
+def _project(work: Path) -> None:
+    """A git repository with a file, a tar archive, a Makefile and a makefile that touches P."""
+    work.mkdir()
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "init", "-q", "."], cwd=work, check=True, timeout=20)
+    (work / "f.txt").write_text("xyz\n")
+    subprocess.run([*git, "add", "f.txt"], cwd=work, check=True, timeout=20)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=work, check=True, timeout=20)
+    subprocess.run(["tar", "-cf", "t.tar", "f.txt"], cwd=work, check=True, timeout=20)
+    (work / "Makefile").write_text("all:\n\t@true\n")
+    (work / "evil.mk").write_text("all:\n\ttouch P\n")
+
+
+@pytest.mark.parametrize(("rule", "command"), CODE_OPTIONS)
+async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
+    tmp_path: Path, rule: str, command: str
+) -> None:
+    program = command.split()[0]
+    if shutil.which(program) is None:
+        pytest.skip(f"no {program} here")
+    work = tmp_path / "work"
+    _project(work)
+    assert makes_file(command, "P", work), "the option must really run touch (or write P)"
+    results, decisions = await run_bash(
+        work, [command], supervisor("dont_ask", rules={"allow": [rule]})
+    )
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [  # programs not installed here, or that need a terminal: the parser's view only
+        ("rsync:*", "rsync -e 'sh -c \"touch P\"' a h:b"),
+        ("rsync:*", "rsync -avze 'touch P' a h:b"),
+        ("rsync:*", "rsync --rsh='touch P' a h:b"),
+        ("less:*", "less -+E +'!touch P' f.txt"),
+        ("sort:*", "sort --compress-program='touch P' f.txt"),
+        ("git diff:*", "git diff --ext-diff"),
+        ("git:*", "git --config-env=core.pager=X log"),
+        ("git rebase:*", "git rebase -x 'touch P' HEAD~1"),
+        ("git fetch:*", "git fetch $opts ."),  # $opts may be --upload-pack=…
+        ("tar:*", "tar cIf 'touch P' x.tar f.txt"),  # old-style bundled options
+        ("zip:*", "zip x.zip f.txt --unzip-command 'touch P'"),
+        ("make:*", "make -sf evil.mk"),
+        ("make:*", "make -C /tmp"),
+        ("scp:*", "scp -S ./evil a h:b"),
+        ("ssh:*", "ssh -F ./evil.conf h"),
+        ("ssh:*", "ssh -o 'LocalCommand touch P' -o PermitLocalCommand=yes h"),
+        ("man:*", "man -P 'touch P' ls"),
+        ("find:*", "find . -delete"),
+        ("wget:*", "wget --use-askpass='touch P' http://127.0.0.1:9/"),
+    ],
+)
+def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
+    (simple,) = parse_command(command).commands
+    assert simple.runs_other is not None
+    assert not compile_spec(rule).allows(simple)
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("git fetch:*", "git fetch origin"),
+        ("git grep:*", "git grep -n xyz"),
+        ("git status:*", "git status $x"),
+        ("git log:*", "git log --oneline -n 3"),
+        ("tar:*", "tar -cf x.tar f.txt"),
+        ("tar:*", "tar --checkpoint=1 -cf x.tar f.txt"),
+        ("zip:*", "zip -r x.zip d -T"),
+        ("make:*", "make -j4 test"),
+        ("sort:*", "sort -u f.txt"),
+        ("ssh:*", "ssh -o StrictHostKeyChecking=no h ls"),
+        ("ssh:*", "ssh -oUserKnownHostsFile=/dev/null h ls"),  # a value, not -F
+        ("find:*", "find . -name '*.py'"),
+        ("less:*", "less -R f.txt"),
+    ],
+)
+def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None:
+    (simple,) = parse_command(command).commands
+    assert compile_spec(rule).allows(simple)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "docker run alpine true",
+        "docker exec c ls",
+        "podman run alpine true",
+        "podman exec c ls",
+        "kubectl exec p -- ls",
+        "kubectl run x --image=alpine",
+        "go run .",
+        "cargo run",
+        "dotnet run",
+        "npm exec x",
+        "npx x",
+        "uv run pytest",
+        "poetry run pytest",
+        "pipx run x",
+    ],
+)
+def test_runners_get_exact_keys(command: str) -> None:
+    assert command_key("bash", command) == f"bash({command})"
