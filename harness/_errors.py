@@ -87,6 +87,7 @@ class ProviderError(HarnessError):
             fit the model's context window), ``connection_error`` (no connection, or it dropped
             mid-stream), ``timeout`` (no response or no data within the request timeout),
             ``incomplete_stream`` (the body ended without ``message_stop``),
+            ``stream_stalled`` (no content for ``stream_idle_timeout_s``; both providers),
             ``invalid_tool_input`` (a tool call whose input JSON is unfinished or invalid),
             ``invalid_response`` (a body that cannot be read) and ``client_error`` (the request
             could not be sent, e.g. no API key). The faux provider uses ``faux_error``.

@@ -110,6 +110,7 @@ class SseReply:
             close abruptly. For cancellation tests.
         repeat: bytes sent again and again after the body, until the client goes away or the
             server closes (a server that streams for ever).
+        repeat_every_s: the pause between two ``repeat`` sends (keep-alives every second).
     """
 
     body: bytes
@@ -121,6 +122,7 @@ class SseReply:
     ending: Literal["complete", "abrupt"] = "complete"
     hold_after: int | None = None
     repeat: bytes = b""
+    repeat_every_s: float = 0.0
 
     @classmethod
     def fixture(cls, name: str, *, terminate_last_event: bool = True, **kwargs: Any) -> SseReply:
@@ -280,6 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunks(body + reply.append, reply.chunk_size)
         while reply.repeat and not self.server.released.is_set():
             self._write_chunks(reply.repeat, len(reply.repeat))  # OSError once the client left
+            if reply.repeat_every_s:
+                self.server.released.wait(reply.repeat_every_s)
         if reply.ending == "abrupt":
             self._close_abruptly()
             return

@@ -6,7 +6,16 @@ its settings the same way), so a model in ``accept_edits``, ``bypass`` or ``dont
 
 Paths are compared component by component without case (a case-insensitive file system opens
 ``.GIT/HOOKS`` as ``.git/hooks``), on both the path as written (normalised, so ``..`` is gone)
-and the path with symlinks resolved. Commands are matched on their text with quotes and
+and the path with symlinks resolved.
+
+The harness's own folders are protected too, wherever the working folder is (the user's home
+holds them all): the user config, data, state and cache folders, the sessions store
+(``$HARNESS_SESSIONS_DIR``, or the ``store_folders`` the supervisor was given: ``--root``) and
+its checkpoint store. A write there could replace an earlier session or a checkpoint's blob.
+Reading a store (:func:`private_path`: sessions, checkpoints, ``approvals.key``) is asked as
+well: it holds what every other project's tools read.
+
+Commands are matched on their text with quotes and
 backslashes removed (redirections and arguments alike); a name bash computes at run time
 (``$d/config``, ``$'\\x2egit'``) is not seen.
 """
@@ -16,11 +25,22 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
-from platformdirs import user_config_path
+from platformdirs import user_cache_path, user_config_path, user_data_path, user_state_path
 
-__all__ = ["protected_command", "protected_path"]
+from repos import InvalidStoreUrlError, parse_store_url
+
+from .signing import approval_key_path
+
+__all__ = [
+    "harness_folders",
+    "private_path",
+    "protected_command",
+    "protected_path",
+    "store_folders",
+]
 
 # (folder, what beneath it): None protects the folder and everything in it.
 _FOLDERS: dict[str, tuple[str, ...] | None] = {
@@ -44,6 +64,72 @@ def _user_folder() -> str:
     return os.path.realpath(user_config_path("harness"))
 
 
+def _both(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """Each path absolute and normalised, and with symlinks resolved (a link to the store is
+    the store)."""
+    out: list[str] = []
+    for p in paths:
+        absolute = os.path.normpath(os.path.abspath(os.path.expanduser(os.fspath(p))))
+        for form in (absolute, os.path.realpath(absolute)):
+            if form not in out:
+                out.append(form)
+    return tuple(out)
+
+
+def store_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, ...]:
+    """Where sessions and checkpoints are: the user data folder (the default sessions store
+    and checkpoint store), ``$HARNESS_SESSIONS_DIR`` (a folder, or an SQLite file) and
+    ``extra`` (the store in use, its checkpoint store)."""
+    found: list[str | os.PathLike[str]] = [user_data_path("harness"), *extra]
+    env = os.environ.get("HARNESS_SESSIONS_DIR")
+    if env:
+        try:
+            url = parse_store_url(env)
+        except InvalidStoreUrlError:
+            url = None  # the store cannot be opened either
+        if url is not None and url.scheme in ("jsonl", "sqlite"):
+            found.append(url.location)
+    return _both(found)
+
+
+def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, ...]:
+    """Every folder of the harness's own: :func:`store_folders`, and the user config, state
+    (chat history) and cache (``$HARNESS_CACHE_DIR``: the list cache) folders."""
+    cache = os.environ.get("HARNESS_CACHE_DIR")
+    return (
+        *store_folders(extra),
+        *_both(
+            [
+                user_config_path("harness"),
+                user_state_path("harness"),
+                user_cache_path("harness"),
+                *([cache] if cache else []),
+            ]
+        ),
+    )
+
+
+def _inside(path: str, folders: Iterable[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _resolved(path: str, cwd: Path) -> tuple[str, str]:
+    absolute = os.path.normpath(os.path.join(os.path.abspath(cwd), os.path.expanduser(path)))
+    return absolute, os.path.realpath(absolute)
+
+
+def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()) -> str | None:
+    """Why reading ``path`` is asked in every mode (the approvals key, a sessions or
+    checkpoint store), or None."""
+    forms = _resolved(path, cwd)
+    key = os.path.realpath(approval_key_path())
+    if key in forms:
+        return "it reads the key that signs this user's approvals"
+    if any(_inside(f, store_folders(extra)) for f in forms):
+        return "it reads the sessions or checkpoints store (every project's sessions)"
+    return None
+
+
 def _protected_parts(parts: list[str]) -> bool:
     folded = [p.casefold() for p in parts if p not in ("", ".")]
     for i, part in enumerate(folded):
@@ -63,12 +149,17 @@ def _protected_parts(parts: list[str]) -> bool:
     return False
 
 
-def protected_path(path: str, cwd: Path) -> str | None:
-    """Why ``path`` (relative to ``cwd``, or absolute) is protected, or None."""
+def protected_path(
+    path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()
+) -> str | None:
+    """Why ``path`` (relative to ``cwd``, or absolute) is protected, or None; ``extra``: more
+    store folders (:func:`store_folders`)."""
     absolute = os.path.normpath(os.path.join(os.path.abspath(cwd), path))
     user = _user_folder()
     if absolute == user or absolute.startswith(user.rstrip("/") + "/"):
         return "it is in the user's harness settings folder"
+    if any(_inside(f, harness_folders(extra)) for f in _resolved(path, cwd)):
+        return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
     # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
     if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
         absolute.split("/")
@@ -80,14 +171,22 @@ def protected_path(path: str, cwd: Path) -> str | None:
     return None
 
 
-def protected_command(command: str) -> str | None:
+def protected_command(
+    command: str, cwd: Path | None = None, extra: Iterable[str | os.PathLike[str]] = ()
+) -> str | None:
     """Why ``command`` may change a protected path (it names one, in any word or redirection,
-    or runs ``git config`` to write), or None."""
+    or runs ``git config`` to write), or None. With ``cwd``, a word naming one of the
+    harness's own folders (:func:`harness_folders`, ``extra`` too), something in it, or a
+    folder holding a sessions or checkpoint store (``rm -r .local``) counts, relative to
+    ``cwd`` or absolute; the working folder itself (``.``) and ``/`` do not."""
     text = _QUOTES.sub("", command)
     if _git_config_writes(text):
         return "it may change .git/config (git config), which can make git run commands"
     user = _user_folder()
     home = os.path.expanduser("~")
+    folders = harness_folders(extra) if cwd is not None else ()
+    stores = store_folders(extra) if cwd is not None else ()
+    here = os.path.normpath(os.path.abspath(cwd)) if cwd is not None else ""
     for word in _WORD_BREAK.split(text):
         if not word:
             continue
@@ -96,6 +195,12 @@ def protected_command(command: str) -> str | None:
             expanded.rstrip("/") == user or expanded.startswith(user.rstrip("/") + "/")
         ):
             return "it names the user's harness settings folder"
+        if cwd is not None and not word.startswith("-"):
+            named = os.path.normpath(os.path.join(here, expanded))
+            if _inside(named, folders):
+                return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
+            if named not in (here, "/") and any(_inside(s, [named]) for s in stores):
+                return f"it names {word!r}, which holds the sessions or checkpoints store"
         parts = word.split("/")
         if _protected_parts(parts) or _glob_hits(parts):
             return (

@@ -22,7 +22,7 @@ from .decisions import (
     PermissionRequest,
     answered,
 )
-from .protected import protected_command, protected_path
+from .protected import private_path, protected_command, protected_path, store_folders
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
 from .signing import approval_key_path
@@ -106,9 +106,12 @@ class SecuritySupervisor:
     3a. a call that may change a **protected path** (``.harness/settings*.json``,
        ``.harness/hooks``, ``.harness/agents``, the same under ``.claude``, ``.mcp.json``,
        anything under ``.git``, ``.gitconfig``, ``.config/git``, the user's harness settings
-       folder; an ``edit`` tool's path or
-       a bash command naming one, or running ``git config`` to write): asked, whatever the
-       mode, hooks or allow rules say (``dont_ask`` and no approver deny it);
+       folder, the harness's data (sessions, checkpoints), state and cache folders and the
+       ``store_folders``; an ``edit`` tool's path or
+       a bash command naming one, or running ``git config`` to write), or a ``read`` of
+       ``approvals.key`` or of a sessions or checkpoint store: asked, whatever the
+       mode, hooks or allow rules say (``dont_ask`` and no approver deny it); a folder walk
+       (``grep``, ``find``, ``ls``) leaves those out;
     3b. a ``tool_call`` hook's ``Ask`` (``request.hook_decision``): asked; its ``Allow``:
        approved (Claude Code's order: a hook's allow skips neither deny nor ask rules);
     4. the **mode**: ``bypass`` approves; ``accept_edits`` approves ``edit`` tools whose path
@@ -147,6 +150,9 @@ class SecuritySupervisor:
             rules are ignored and logged. Claude Code asks the user to trust a folder for the
             same reason. ``True`` trusts the project of every request's working folder; a path
             trusts that folder only (what the CLI's ``--trust-project`` passes).
+        store_folders: the sessions store in use and its checkpoint store when they are not
+            the defaults (the CLI passes ``--root``'s): writing, or reading, there is asked in
+            every mode (step 3a), like the user data folder and ``$HARNESS_SESSIONS_DIR``.
 
     Raises:
         ValueError: an unknown mode, or a rule from code that does not parse.
@@ -161,6 +167,7 @@ class SecuritySupervisor:
         setting_sources: Iterable[SettingSource] = ("user", "project"),
         user_settings: Path | None = None,
         trust_project: bool | str | os.PathLike[str] = False,
+        store_folders: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         if isinstance(rules, dict):
             rules = PermissionRules(**rules)
@@ -173,6 +180,7 @@ class SecuritySupervisor:
             trust_project if isinstance(trust_project, bool) else os.path.realpath(trust_project)
         )
         self._warned: set[tuple[Path, str]] = set()
+        self._stores = tuple(os.fspath(f) for f in store_folders)
 
     @property
     def rules(self) -> PermissionRules:
@@ -293,7 +301,7 @@ class SecuritySupervisor:
                 "computed, or it runs code the harness cannot read, or it does not parse"
             )
             return await self._ask(request, policy, why)
-        if (protected := _protected(request)) is not None:
+        if (protected := _protected(request, self._stores)) is not None:
             return await self._ask(
                 request, policy, f"{protected}; a protected path is always asked", hint=False
             )
@@ -323,6 +331,7 @@ class SecuritySupervisor:
         """
         if request.kind != "read" or not request.paths:
             return None
+        private = self._private_beneath(request)
         try:
             settings = self._settings(request.cwd)
         except ValueError:  # decide() denied the call already; hide all if it ever gets here
@@ -334,13 +343,36 @@ class SecuritySupervisor:
             r for r in (*rules.deny, *rules.ask) if r.spec is not None and r.covers_tool(request)
         ]
         if not relevant:
-            return None
+            return private
         starts = tuple(p.rstrip("/") for p in request.paths)
 
         def hidden(rel: str) -> bool:
+            if private is not None and private(rel):
+                return True
             for start in starts:
                 path = rel if start in ("", ".") else f"{start}/{rel}"
                 if any(r.matches_path(path, cwd=request.cwd) for r in relevant):
+                    return True
+            return False
+
+        return hidden
+
+    def _private_beneath(self, request: PermissionRequest) -> Callable[[str], bool] | None:
+        """For a walk of a folder holding a sessions or checkpoint store or the approvals
+        key (``grep -r`` from the home folder): those paths, which a read is asked for
+        (:func:`private_path`), relative to the walked folder. None when none lies beneath."""
+        starts = [
+            os.path.normpath(os.path.join(os.path.abspath(request.cwd), p)) for p in request.paths
+        ]
+        keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
+        stores = store_folders(self._stores)
+        if not any(f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys)):
+            return None
+
+        def hidden(rel: str) -> bool:
+            for start in starts:
+                path = os.path.normpath(os.path.join(start, rel))
+                if path in keys or any(path == f or path.startswith(f + "/") for f in stores):
                     return True
             return False
 
@@ -433,20 +465,29 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
     return found[0] if all(found) else None
 
 
-def _protected(request: PermissionRequest) -> str | None:
+def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
     if request.kind == "read":
-        # The secret that signs approvals: whoever reads it can sign a session's approvals.
-        key = os.path.realpath(approval_key_path())
-        if any(os.path.realpath(request.cwd / p) == key for p in request.paths):
-            return "it reads the key that signs this user's approvals"
-        return None
+        # The secret that signs approvals (whoever reads it can sign a session's approvals),
+        # and every project's sessions and checkpointed files.
+        return next(
+            (
+                why
+                for p in request.paths
+                if (why := private_path(p, request.cwd, stores)) is not None
+            ),
+            None,
+        )
     if request.kind == "edit":
         return next(
-            (why for p in request.paths if (why := protected_path(p, request.cwd)) is not None),
+            (
+                why
+                for p in request.paths
+                if (why := protected_path(p, request.cwd, stores)) is not None
+            ),
             None,
         )
     if request.kind == "execute" and request.target is not None:
-        return protected_command(request.target)
+        return protected_command(request.target, request.cwd, stores)
     return None
 
 

@@ -66,6 +66,8 @@ from hooks import (
 
 from .._errors import MissingApiKeyError, ProviderError
 from .base import (
+    DEFAULT_STREAM_IDLE_TIMEOUT_S,
+    IdleDeadline,
     LlmMessage,
     ModelRequest,
     ReplyBudget,
@@ -163,6 +165,13 @@ def _api_schema(schema: Mapping[str, JSONValue]) -> dict[str, Any]:
         return plain
 
 
+# What resets the idle deadline besides a non-empty delta (an empty delta does not: a server
+# could send those for ever).
+_CONTENT_EVENTS = frozenset(
+    {"message_start", "content_block_start", "content_block_stop", "message_delta", "message_stop"}
+)
+
+
 def _env_credentials() -> bool:
     return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
@@ -195,6 +204,11 @@ class AnthropicModel:
             ``output_config.format`` (the API's structured outputs; the schema is adapted
             with the SDK's ``transform_schema``). False for a model that does not take it:
             the harness then offers a ``respond`` tool instead.
+        stream_idle_timeout_s: a reply that gets no content (a block's start, delta or stop,
+            a ``message_delta``) for this many seconds ends as an error (``error_type=
+            "stream_stalled"``, retryable), keeping what arrived: ``ping`` events do not count
+            (the SDK's timeout is per read, so pings could hold a run for ever). None: no
+            limit but the SDK's.
     """
 
     def __init__(
@@ -210,7 +224,13 @@ class AnthropicModel:
         max_pause_continuations: int = 5,
         registry: ModelRegistry | None = None,
         structured_output: bool = True,
+        stream_idle_timeout_s: float | None = DEFAULT_STREAM_IDLE_TIMEOUT_S,
     ) -> None:
+        if stream_idle_timeout_s is not None and not stream_idle_timeout_s > 0:
+            raise ValueError(
+                f"stream_idle_timeout_s must be more than 0 or None, got {stream_idle_timeout_s}"
+            )
+        self._idle_timeout_s = stream_idle_timeout_s
         if max_pause_continuations < 0:
             raise ValueError(
                 f"max_pause_continuations must be 0 or more, got {max_pause_continuations}"
@@ -392,6 +412,7 @@ class AnthropicModel:
                 yield StreamError(message=builder.failed(error), error=error)
                 return
             events = sdk_stream.__aiter__()
+            idle = IdleDeadline(self._idle_timeout_s, "the Anthropic server")
             try:
                 if not started:
                     response = sdk_stream.response
@@ -402,9 +423,12 @@ class AnthropicModel:
                     started = True
                 while True:
                     try:
-                        event = await anext(events)
+                        event = await idle.next(events)
                     except StopAsyncIteration:
                         break
+                    except ProviderError as stalled:  # only keep-alive pings for too long
+                        yield StreamError(message=builder.failed(stalled), error=stalled)
+                        return
                     except Exception as exc:  # SDK/transport failure while reading the body
                         error = server_error(_stream_error(exc), secrets)
                         yield StreamError(message=builder.failed(error), error=error)
@@ -419,6 +443,8 @@ class AnthropicModel:
                         )
                         yield StreamError(message=builder.failed(bad), error=bad)
                         return
+                    if deltas or getattr(event, "type", None) in _CONTENT_EVENTS:
+                        idle.content()
                     for delta in deltas:
                         yield delta
                     over = budget.spend(deltas)

@@ -7,12 +7,13 @@ report :class:`~harness.ProviderError` only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email.utils
 import re
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from attrs import define, field, frozen
 
@@ -30,10 +31,12 @@ from .._errors import ProviderError
 from .registry import ModelRegistry, cost_of
 
 __all__ = [
+    "DEFAULT_STREAM_IDLE_TIMEOUT_S",
     "MAX_ERROR_CHARS",
     "MAX_REPLY_BLOCKS",
     "MAX_REPLY_CHARS",
     "MAX_REPLY_EVENTS",
+    "IdleDeadline",
     "LlmMessage",
     "Model",
     "ModelRequest",
@@ -321,6 +324,53 @@ class ReplyBudget:
             f"{self.what} sent {over} in one reply: it was ended there",
             retryable=False,
             error_type="reply_too_large",
+        )
+
+
+DEFAULT_STREAM_IDLE_TIMEOUT_S = 300.0
+"""How long a reply may go without content (``stream_idle_timeout_s`` of the model classes):
+the SDKs' timeout is per read, so keep-alive comments or ``ping`` events would hold a run for
+ever. Long enough for a slow local model's first token."""
+
+_T = TypeVar("_T")
+
+
+class IdleDeadline:
+    """The idle-content deadline of one reply: :meth:`next` waits for the stream's next event
+    at most until ``timeout_s`` after the last content (:meth:`content`), whatever else the
+    server sends meanwhile (keep-alives, pings, empty events); None waits as long as the SDK."""
+
+    def __init__(self, timeout_s: float | None, what: str) -> None:
+        self.timeout_s = timeout_s
+        self.what = what
+        self._last = time.monotonic()
+
+    def content(self) -> None:
+        """Content arrived: the deadline starts again."""
+        self._last = time.monotonic()
+
+    async def next(self, events: AsyncIterator[_T]) -> _T:
+        """The next event.
+
+        Raises:
+            StopAsyncIteration: the stream ended.
+            ProviderError: no content for ``timeout_s`` (``error_type="stream_stalled"``,
+                retryable as a timeout is).
+        """
+        if self.timeout_s is None:
+            return await anext(events)
+        deadline = asyncio.timeout(max(0.0, self._last + self.timeout_s - time.monotonic()))
+        try:
+            async with deadline:
+                return await anext(events)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the SDK's own
+        raise ProviderError(
+            f"{self.what} sent no content for {self.timeout_s:g} s (only keep-alives, pings or "
+            "empty events): the reply was ended there (stream_idle_timeout_s)",
+            retryable=True,
+            error_type="stream_stalled",
         )
 
 

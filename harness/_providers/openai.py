@@ -27,6 +27,8 @@ from attrs import evolve
 
 from .._errors import MissingApiKeyError, ProviderError
 from .base import (
+    DEFAULT_STREAM_IDLE_TIMEOUT_S,
+    IdleDeadline,
     ModelRequest,
     ReplyBudget,
     StreamError,
@@ -95,6 +97,11 @@ class OpenAIModel:
             ``text.format``, Chat Completions: ``response_format``, both ``json_schema`` with
             ``strict: false``). False for a server that does not take it: the harness then
             offers a ``respond`` tool instead.
+        stream_idle_timeout_s: a reply that gets no content (a text, reasoning or tool-input
+            delta, an output item's start or end, the last chunk) for this many seconds ends
+            as an error (``error_type="stream_stalled"``, retryable), keeping what arrived:
+            keep-alive comments and empty chunks do not count (the SDK's timeout is per read,
+            so a server sending them could hold a run for ever). None: no limit but the SDK's.
 
     Raises:
         MissingApiKeyError: no key, no client and no ``base_url`` (code ``missing_api_key``,
@@ -117,9 +124,15 @@ class OpenAIModel:
         max_retries: int = 0,
         temperature: float | None = None,
         structured_output: bool = True,
+        stream_idle_timeout_s: float | None = DEFAULT_STREAM_IDLE_TIMEOUT_S,
     ) -> None:
         if api not in _APIS:
             raise ValueError(f"api must be 'responses' or 'chat', got {api!r}")
+        if stream_idle_timeout_s is not None and not stream_idle_timeout_s > 0:
+            raise ValueError(
+                f"stream_idle_timeout_s must be more than 0 or None, got {stream_idle_timeout_s}"
+            )
+        self._idle_timeout_s = stream_idle_timeout_s
         custom_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if client is None and custom_url:
             _check_url(custom_url, "base_url" if base_url else "OPENAI_BASE_URL")
@@ -269,20 +282,26 @@ class OpenAIModel:
             return
         events = sdk_stream.__aiter__()
         budget = ReplyBudget(what="the OpenAI server")
+        idle = IdleDeadline(self._idle_timeout_s, "the OpenAI server")
         try:
             response = sdk_stream.response
             yield StreamResponse(status=response.status_code, headers=dict(response.headers))
             yield StreamStart(partial=builder.partial())
             while builder.error is None:
                 try:
-                    event = await anext(events)
+                    event = await idle.next(events)
                 except StopAsyncIteration:
                     break
+                except ProviderError as stalled:  # only keep-alives for too long
+                    yield StreamError(message=builder.failed(stalled), error=stalled)
+                    return
                 except Exception as exc:  # SDK/transport failure while reading the body
                     error = server_error(_stream_error(exc), secrets)
                     yield StreamError(message=builder.failed(error), error=error)
                     return
                 deltas = list(folder.apply(event))
+                if deltas or _structural(event):
+                    idle.content()
                 for delta in deltas:
                     yield delta
                 over = budget.spend(deltas)
@@ -297,6 +316,34 @@ class OpenAIModel:
                 await sdk_stream.close()
         what = "OpenAI Responses stream" if self._api == "responses" else "OpenAI chat stream"
         yield builder.finish(what)
+
+
+# Responses events that start or end a part of the reply (what resets the idle deadline
+# besides a delta).
+_STRUCTURE_EVENTS = frozenset(
+    {
+        "response.created",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.completed",
+        "response.incomplete",
+    }
+)
+
+
+def _structural(event: object) -> bool:
+    """A Responses event starting or ending a part, or a chat chunk that says how the reply
+    ends (``finish_reason``)."""
+    if not isinstance(event, dict):
+        return False
+    if event.get("type") in _STRUCTURE_EVENTS:
+        return True
+    choices = event.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and c.get("finish_reason") for c in choices
+    )
 
 
 # --- errors -----------------------------------------------------------------------------------

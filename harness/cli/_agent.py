@@ -49,6 +49,7 @@ from harness import (
     read_tool,
     write_tool,
 )
+from repos import JsonlSessionRepo, SqliteSessionRepo
 from repos.claude_code import is_claude_code
 
 from .._agents import AgentDefinition, load_agents
@@ -219,14 +220,19 @@ class AgentOptions:
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--allowed-tools") from None
 
-    def supervisor(self, cwd: Path, approver: Approver | None = None) -> SecuritySupervisor:
+    def supervisor(
+        self, cwd: Path, approver: Approver | None = None, *, store_folders: Sequence[Path] = ()
+    ) -> SecuritySupervisor:
         """The supervisor of every tool call: the mode, the command line's rules, the settings
-        files' (a project's may only restrict unless ``--trust-project``) and ``approver``."""
+        files' (a project's may only restrict unless ``--trust-project``) and ``approver``;
+        ``store_folders``: the sessions store in use and its checkpoint store (the model's
+        tools may not change them unasked)."""
         return SecuritySupervisor(
             mode=self.mode,
             rules=self.rules(),
             approver=approver,
             trust_project=cwd if self.trust_project else False,
+            store_folders=store_folders,
         )
 
     def system_prompt_text(self) -> str:
@@ -498,10 +504,15 @@ class Agents:
         self.cwd = cwd
         self.choice = choice
         self.command_hooks = command_hooks
-        self.supervisor = opts.supervisor(cwd, approver)
-        self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trust_project)
         # The store of the user's sessions store, wherever a session's file lies.
         self._store = CheckpointStore.for_repo(repo)
+        stores = [self._store.root]
+        if isinstance(repo, JsonlSessionRepo):
+            stores.append(repo.root)
+        elif isinstance(repo, SqliteSessionRepo):
+            stores.append(repo.path)
+        self.supervisor = opts.supervisor(cwd, approver, store_folders=stores)
+        self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trust_project)
         self.checkpoints: CheckpointStore | Literal[False] = (
             self._store if opts.use_checkpoints() else False
         )

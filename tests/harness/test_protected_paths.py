@@ -30,6 +30,8 @@ from harness import (
     Tool,
     bash_tool,
     edit_tool,
+    find_tool,
+    grep_tool,
     read_tool,
     write_tool,
 )
@@ -232,3 +234,174 @@ async def test_the_approval_key_is_never_read_unasked(cwd: Path) -> None:
     assert isinstance(await s.decide(make_request(cwd, read_tool(), path="k")), Deny)
     bash = await s.decide(request(cwd, "bash", command=f"cat {key}"))
     assert isinstance(bash, Deny)
+
+
+# --- the harness's own folders (adversarial review 3, finding 04) ---------------------------
+#
+# Reproduction: working in the home folder, ``--mode accept_edits`` approved the model's write
+# over an earlier session file of the default store (``~/.local/share/harness/sessions``), and a
+# ``grep`` of ``.`` read every other project's sessions.
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder holding the harness's folders at their default places; the working
+    folder of the calls."""
+    home = tmp_path / "home"
+    for name, sub in [
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_CONFIG_HOME", ".config"),
+    ]:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv(name, str(home / sub))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("HARNESS_SESSIONS_DIR", raising=False)
+    earlier = home / SESSION
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"type":"session","id":"s1"} precious\n')
+    return home
+
+
+SESSION = ".local/share/harness/sessions/--home-me-proj--/2026_s1.jsonl"
+STORE_PATHS = [
+    SESSION,
+    ".local/share/harness/checkpoints/objects/ab/cdef",  # a checkpoint's blob
+    ".local/share/harness/sessions",
+    ".local/state/harness/chat_history",
+    ".cache/harness/list-cache.json",
+]
+
+
+@pytest.mark.parametrize(("mode", "rules"), PERMISSIVE)
+@pytest.mark.parametrize("path", STORE_PATHS)
+async def test_the_sessions_and_checkpoint_stores_are_never_written_unasked(
+    home: Path, mode: Any, rules: Any, path: str
+) -> None:
+    s = SecuritySupervisor(mode=mode, rules=rules, setting_sources=())
+    for target in (path, str(home / path)):
+        for name, input in [
+            ("write", {"path": target, "content": "gone\n"}),
+            ("edit", {"path": target, "oldText": "precious", "newText": "gone"}),
+        ]:
+            decided = await s.decide(request(home, name, **input))
+            assert isinstance(decided, Deny), (name, target, decided)
+            assert "protected path" in decided.reason
+
+
+STORE_COMMANDS = [
+    f"rm {SESSION}",
+    f"echo gone > {SESSION}",
+    "rm -rf .local",
+    "rm -rf .local/share/harness",
+    "mv ~/.local/share /tmp/x",
+    "rm -r .local/share/harness/checkpoints/objects",
+    "cat .config/harness/approvals.key",
+]
+
+
+@pytest.mark.parametrize("command", STORE_COMMANDS)
+@pytest.mark.parametrize(("mode", "rules"), PERMISSIVE[1:])
+async def test_a_command_naming_the_stores_is_asked(
+    home: Path, mode: Any, rules: Any, command: str
+) -> None:
+    s = SecuritySupervisor(
+        mode=mode, rules={"allow": ["bash(rm:*)", "bash(mv:*)", "bash(cat:*)"]}, setting_sources=()
+    )
+    decided = await s.decide(request(home, "bash", command=command))
+    assert isinstance(decided, Deny), decided
+
+
+async def test_commands_elsewhere_in_the_home_folder_keep_bypass(home: Path) -> None:
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for command in ["ls", "ls .", "rm -rf proj/build", "cat .local/share/other/x", "ls -la"]:
+        assert isinstance(await s.decide(request(home, "bash", command=command)), Approve)
+    assert isinstance(
+        await s.decide(request(home, "write", path="proj/a.py", content="x")), Approve
+    )
+
+
+async def test_a_store_given_to_the_supervisor_and_the_environment_s_are_protected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--root DIR`` (``store_folders``) and ``$HARNESS_SESSIONS_DIR``: wherever the store
+    lies, inside the working folder it is protected."""
+    work = tmp_path / "work"
+    (work / "store" / "--p--").mkdir(parents=True)
+    (work / "env-store").mkdir()
+    monkeypatch.setenv("HARNESS_SESSIONS_DIR", str(work / "env-store"))
+    plain = SecuritySupervisor(mode="bypass", setting_sources=())
+    given = SecuritySupervisor(mode="bypass", setting_sources=(), store_folders=[work / "store"])
+    path = "store/--p--/s.jsonl"
+    assert isinstance(await plain.decide(request(work, "write", path=path, content="x")), Approve)
+    for decided in [
+        await given.decide(request(work, "write", path=path, content="x")),
+        await given.decide(request(work, "bash", command="rm -r store")),
+        await given.decide(make_request(work, read_tool(), path=path)),
+        await plain.decide(request(work, "write", path="env-store/--p--/s.jsonl", content="x")),
+    ]:
+        assert isinstance(decided, Deny), decided
+        assert "protected path" in decided.reason
+
+
+async def test_reading_a_session_of_the_store_is_asked(home: Path) -> None:
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for target in (SESSION, str(home / SESSION), ".local/share/harness/sessions"):
+        decided = await s.decide(make_request(home, read_tool(), path=target))
+        assert isinstance(decided, Deny) and "sessions or checkpoints" in decided.reason
+    yes = Yes()
+    asking = SecuritySupervisor(setting_sources=(), approver=yes)
+    assert isinstance(await asking.decide(make_request(home, read_tool(), path=SESSION)), Approve)
+    assert yes.asked == [f"read({SESSION})"]
+
+
+async def test_a_walk_of_the_home_folder_leaves_the_stores_out(home: Path) -> None:
+    """``grep``/``find`` of ``.`` from the home folder, through a real harness: the session
+    file's text and the approvals key are not found; a file beside them is."""
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True)
+    key.write_text("precious-key\n")
+    (home / "notes.txt").write_text("precious notes\n")
+    calls = [
+        FauxToolCall(name="grep", arguments={"pattern": "precious", "path": "."}),
+        FauxToolCall(name="find", arguments={"pattern": "*", "path": "."}),
+    ]
+    session = await MemorySessionRepo().create(str(home))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[grep_tool(), find_tool()],
+        cwd=home,
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        resources=None,
+    )
+    await harness.prompt("go")
+    results = [str(m.content) for m in session.build_context().messages if m.role == "toolResult"]
+    assert len(results) == 2
+    grep, find = results
+    assert "notes.txt" in grep
+    assert "precious-key" not in grep and "2026_s1.jsonl" not in grep
+    assert "notes.txt" in find and "2026_s1.jsonl" not in find and "approvals.key" not in find
+
+
+async def test_through_a_real_harness_an_earlier_session_survives(home: Path) -> None:
+    """The finding's reproduction, end to end (accept_edits, working in the home folder)."""
+    before = (home / SESSION).read_text()
+    calls = [
+        FauxToolCall(name="write", arguments={"path": SESSION, "content": "gone\n"}),
+        FauxToolCall(name="bash", arguments={"command": "rm -rf .local/share/harness"}),
+    ]
+    session = await MemorySessionRepo().create(str(home))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[write_tool(), bash_tool()],
+        cwd=home,
+        supervisor=SecuritySupervisor(
+            mode="accept_edits", rules={"allow": ["bash(rm:*)"]}, setting_sources=()
+        ),
+        resources=None,
+    )
+    await harness.prompt("go")
+    assert (home / SESSION).read_text() == before
