@@ -131,8 +131,10 @@ async def test_observers_cannot_change_the_tool_input(tmp_path: Path) -> None:
     assert calls == [{"x": "a"}] and results[0].text == "echo a"
 
 
-async def test_a_result_that_cannot_be_stored_becomes_an_error_result(tmp_path: Path) -> None:
+async def test_a_patched_result_with_a_lone_surrogate_is_stored_replaced(tmp_path: Path) -> None:
+    # Once an error result ("could not be stored"); now the writer's rule for lone surrogates
+    # applies to a hook's patch as to a tool's output: U+FFFD in their place.
     results, _, _ = await run_one(
         tmp_path, "tool_result", lambda s, event: PatchResult(content="bad \udcff surrogate")
-    )
-    assert results[0].is_error and "could not be stored" in results[0].text
+    )  # the results as read back from the session file
+    assert not results[0].is_error and results[0].text == "bad \ufffd surrogate"

@@ -160,8 +160,9 @@ async def test_values_passed_to_a_message_append_are_copied_read_only(tmp_path: 
 
 @pytest.mark.parametrize(
     "arguments",
-    [{"x": float("nan")}, {"x": [float("inf")]}, {"x": {1, 2}}, {"x": "\ud800"}, {"x": 2**70}],
-    ids=["nan", "inf", "set", "lone-surrogate", "65-bit-int"],
+    # (a lone surrogate is stored as U+FFFD instead: tests/harness/test_lone_surrogates.py)
+    [{"x": float("nan")}, {"x": [float("inf")]}, {"x": {1, 2}}, {"x": 2**70}],
+    ids=["nan", "inf", "set", "65-bit-int"],
 )
 async def test_a_message_that_is_not_json_is_refused_and_nothing_is_stored(
     tmp_path: Path, arguments: dict[str, Any]
