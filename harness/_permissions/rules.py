@@ -154,7 +154,10 @@ class Rule:
         if self._matches_text(" ".join(command.split())):
             return True
         found = spec.finds(parsed)
-        return found == "yes" or (how == "maybe" and found == "maybe")
+        if found == "yes":
+            return True
+        # The words the rule names, written anywhere in the command: possibly run (asked).
+        return how == "maybe" and (found == "maybe" or spec.mentioned_in(command))
 
     def _matches_text(self, text: str) -> bool:
         """The specifier against the command's text, blanks squeezed: deny and ask rules catch

@@ -1325,6 +1325,9 @@ def parse_command(command: str) -> ParsedCommand:
 # --- rule specifiers -----------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
+# Spec.mentioned_in's tokens: runs of what is none of blanks, quotes, backslashes, the shell's
+# operators and the characters options and assignments join words with.
+_TOKEN = re.compile(r"[^\s'\"`\\;&|()<>{}$=,!]+")
 # The commands an approve-always generalises to a prefix rule (``bash(git status:*)``): each
 # reads and prints and nothing else, whatever arguments follow (no option writes a file, runs a
 # program or prints a file's content). Every other command is approved always exactly as it was
@@ -1416,6 +1419,28 @@ class Spec:
         ):
             best = "maybe"
         return best
+
+    def mentioned_in(self, command: str) -> bool:
+        """Whether the rule's words (those that are not ``*``) appear, in order, among the
+        tokens of ``command``'s text: its words split at blanks, quotes, backslashes and the
+        shell's operators (``(``, ``;``, ``=``, ...), a token with ``/`` also by its last part.
+
+        The safety net under :meth:`finds` for deny and ask rules: however bash is made to run
+        a program (a wrapper no list names, a builtin's callback, an option that takes a
+        command, a program's global options before a subcommand), its name is written in the
+        command unless it is computed, and a computed word already makes rules ask. A rule
+        mentioned so possibly matches: the call is asked, never silently run. The cost is a
+        question where the name is data (``echo touch`` under a ``touch`` deny rule)."""
+        words = [w for w in self.words if not w.star]
+        if not words:
+            return False
+        i = 0
+        for token in _TOKEN.findall(command):
+            if words[i].matches(token) or ("/" in token and words[i].matches(_basename(token))):
+                i += 1
+                if i == len(words):
+                    return True
+        return False
 
     def _finds_in(self, command: SimpleCommand, starts: set[int]) -> Found:
         """The rule against ``command`` from each of ``starts`` at once (one pass, however many

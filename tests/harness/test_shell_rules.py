@@ -1083,3 +1083,58 @@ def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None
 )
 def test_runners_get_exact_keys(command: str) -> None:
     assert command_key("bash", command) == f"bash({command})"
+
+
+# --- review 4: a deny rule's words written anywhere in the command make it ask -------------
+
+# Each really runs touch, and no analysis of the parsed command saw it before the rule's words
+# counted wherever they are written (a callback, a program's own option, `--` before code,
+# an unnormalised /dev/stdin, a subscript evaluated later).
+MENTIONED_SPELLINGS = [
+    "mapfile -C 'touch P' -c 1 a <<< x",
+    "readarray -C 'touch P' -c 1 a <<< x",
+    "compgen -C 'touch P' x",
+    "eval -- 'touch P'",
+    "source -- /dev/stdin <<< 'touch P'",
+    ". -- /dev/stdin <<< 'touch P'",
+    "source /dev/./stdin <<< 'touch P'",
+    "bash //dev/stdin <<< 'touch P'",
+    "x=$(printf 'a\\x5b\\x24(touch P)]'); a[x]=1",
+    "x=$(printf 'a\\x5b\\x24(touch P)]'); let y=x",
+    "capsh -- -c 'touch P'",
+]
+
+
+@pytest.mark.parametrize("command", MENTIONED_SPELLINGS)
+async def test_a_deny_rules_words_anywhere_in_the_command_make_it_ask(
+    tmp_path: Path, command: str
+) -> None:
+    program = command.split()[0]
+    builtins = {".", "source", "eval", "mapfile", "readarray", "compgen", "bash"}
+    if "=" not in program and program not in builtins and shutil.which(program) is None:
+        pytest.skip(f"no {program} here")
+    work = tmp_path / "work"
+    work.mkdir()
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
+
+
+@pytest.mark.parametrize(
+    "command", ["git -C . push", "git -c x.y=z push origin", "git --no-pager push", "git -P push"]
+)
+async def test_a_subcommand_deny_rule_sees_past_the_programs_global_options(
+    tmp_path: Path, command: str
+) -> None:
+    s = supervisor("bypass", rules={"deny": ["bash(git push:*)"]})
+    assert isinstance(await s.decide(request(tmp_path, command)), Deny), command
+
+
+@pytest.mark.parametrize("command", ["echo hi", "git status", "ls -la", "git pull"])
+async def test_commands_that_do_not_mention_the_rule_keep_bypass(
+    tmp_path: Path, command: str
+) -> None:
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)", "bash(git push:*)"]})
+    assert isinstance(await s.decide(request(tmp_path, command)), Approve), command
