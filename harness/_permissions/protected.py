@@ -23,6 +23,8 @@ backslashes removed (redirections and arguments alike); a name bash computes at 
 from __future__ import annotations
 
 import fnmatch
+import glob
+import itertools
 import os
 import re
 from collections.abc import Iterable
@@ -56,7 +58,16 @@ _INSIDE_SAMPLES = ("settings.json", "settings.local.json", "hooks", "agents")
 _QUOTES = re.compile(r"['\"\\]")
 _WORD_BREAK = re.compile(r"[\s;&|()<>`=]+")
 # ``git config`` that may write (anything but a read: --get*, -l/--list, get, list).
-_GIT_CONFIG = re.compile(r"(?:^|[\s;&|(`])git(?:\s+-\S+(?:\s+\S+)?)*\s+config\b([^;&|\n]*)")
+_GIT_CONFIG = re.compile(
+    r"(?:^|[\s;&|(`])(?:\S*/)?git(?:\s+-\S+(?:\s+\S+)?)*\s+config\b([^;&|\n]*)"
+)  # git by any path too (/usr/bin/git config ...)
+# Globs in a word are expanded as bash would, against the folders, at most this many names;
+# a word with more wildcard components than _GLOB_PARTS is taken as naming anything.
+_GLOB_NAMES = 256
+_GLOB_PARTS = 4
+_GLOB_WORDS = 16  # glob words per command expanded
+_GLOB_CHARS = 1024  # a longer glob word is not expanded
+_CD = re.compile(r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`]+)")
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 
 
@@ -182,31 +193,76 @@ def protected_command(
     text = _QUOTES.sub("", command)
     if _git_config_writes(text):
         return "it may change .git/config (git config), which can make git run commands"
-    user = _user_folder()
     home = os.path.expanduser("~")
-    folders = harness_folders(extra) if cwd is not None else ()
-    stores = store_folders(extra) if cwd is not None else ()
-    here = os.path.normpath(os.path.abspath(cwd)) if cwd is not None else ""
+    here = os.path.normpath(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    # A path may be split by a cd (`cd ~/.config && cat harness/approvals.key`): each word is
+    # judged from the working folder and from every folder the command changes to.
+    bases = [here]
+    for m in _CD.finditer(text):
+        target = _home(m.group(1), home)
+        bases += [os.path.normpath(os.path.join(b, target)) for b in list(bases)[:8]]
+    globs = 0
     for word in _WORD_BREAK.split(text):
         if not word:
             continue
-        expanded = home + word[1:] if word.startswith("~/") or word == "~" else word
-        if os.path.isabs(expanded) and (
-            expanded.rstrip("/") == user or expanded.startswith(user.rstrip("/") + "/")
-        ):
-            return "it names the user's harness settings folder"
-        if cwd is not None and not word.startswith("-"):
-            named = os.path.normpath(os.path.join(here, expanded))
-            if _inside(named, folders):
-                return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
-            if named not in (here, "/") and any(_inside(s, [named]) for s in stores):
-                return f"it names {word!r}, which holds the sessions or checkpoints store"
-        parts = word.split("/")
-        if _protected_parts(parts) or _glob_hits(parts):
-            return (
-                f"it names {word!r}, which grants permissions or runs code the next time "
-                "the harness, Claude Code or git starts"
-            )
+        expanded = _home(word, home)
+        wild = any(c in "*?[" for c in expanded)
+        globs += wild
+        for base in bases:
+            names = [expanded]
+            if wild:
+                far = globs > _GLOB_WORDS or len(expanded) > _GLOB_CHARS
+                found = None if far else _globbed(expanded, base)
+                if found is None:  # past the caps: it could name anything (asked, not stalled)
+                    return f"it names {word!r}, a glob too wide to check for protected paths"
+                names += found
+            for name in names:
+                why = _names_protected(word, name, base, cwd is not None, extra)
+                if why is not None:
+                    return why
+    return None
+
+
+def _home(word: str, home: str) -> str:
+    return home + word[1:] if word.startswith("~/") or word == "~" else word
+
+
+def _globbed(pattern: str, base: str) -> list[str] | None:
+    """The names bash's glob ``pattern`` expands to from ``base`` (dot names included, as
+    with ``shopt -s dotglob``), at most :data:`_GLOB_NAMES`; None for a pattern with more
+    wildcard components than :data:`_GLOB_PARTS` or one glob cannot read."""
+    parts = [p for p in pattern.split("/") if any(c in "*?[" for c in p)]
+    if len(parts) > _GLOB_PARTS:
+        return None
+    try:
+        found = glob.iglob(pattern, root_dir=base, include_hidden=True)
+        return list(itertools.islice(found, _GLOB_NAMES))
+    except (OSError, ValueError, re.error):
+        return None
+
+
+def _names_protected(
+    word: str, name: str, here: str, stores_too: bool, extra: Iterable[str | os.PathLike[str]]
+) -> str | None:
+    """Why the path ``name`` (``word`` as written, expanded), from the folder ``here``, is
+    protected, or None."""
+    user = _user_folder()
+    named = os.path.normpath(os.path.join(here, name))
+    if named == user or named.startswith(user.rstrip("/") + "/"):
+        return "it names the user's harness settings folder"
+    if named == os.path.realpath(approval_key_path()):
+        return "it names the key that signs this user's approvals"
+    if stores_too and not word.startswith("-"):
+        if _inside(named, harness_folders(extra)):
+            return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
+        if named not in (here, "/") and any(_inside(s, [named]) for s in store_folders(extra)):
+            return f"it names {word!r}, which holds the sessions or checkpoints store"
+    parts = name.split("/")
+    if _protected_parts(parts) or _glob_hits(parts) or _protected_parts(named.split("/")):
+        return (
+            f"it names {word!r}, which grants permissions or runs code the next time "
+            "the harness, Claude Code or git starts"
+        )
     return None
 
 

@@ -405,3 +405,43 @@ async def test_through_a_real_harness_an_earlier_session_survives(home: Path) ->
     )
     await harness.prompt("go")
     assert (home / SESSION).read_text() == before
+
+
+# --- review 4, findings 03 and 07: globs, a cd that splits the path, git by its path --------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ~/.config/harn*/approvals.key",
+        "cat ~/.config/h?rness/approvals.key",
+        "cat ~/.config/harnes[s]/approvals.key",
+        "echo '{}' > ~/.config/h?rness/settings.json",
+        "cd ~/.config && cat harness/approvals.key",
+        "cd ~/.config; echo x > harness/settings.json",
+        "shopt -s dotglob; cp pre-commit */hooks/",
+        "cp pre-commit ?git/hooks/",
+        "/usr/bin/git config core.fsmonitor 'touch P'",
+        "/usr/bin/git config --global core.hooksPath /tmp/h",
+        "./git config core.hooksPath /tmp/h",
+    ],
+)
+async def test_a_protected_path_named_through_a_glob_a_cd_or_gits_path_is_asked(
+    home: Path, command: str
+) -> None:
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    (key.parent / "settings.json").write_text("{}")
+    (home / ".git" / "hooks").mkdir(parents=True)
+    s = SecuritySupervisor(mode="bypass", setting_sources=(), rules={"allow": ["bash(cat:*)"]})
+    decided = await s.decide(request(home, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
+
+
+async def test_globs_that_name_nothing_protected_keep_bypass(home: Path) -> None:
+    (home / "src").mkdir()
+    (home / "src" / "a.py").write_text("")
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for command in ("ls src/*.py", "cat ~/src/?.py", "wc -l src/[ab].py"):
+        assert isinstance(await s.decide(request(home, "bash", command=command)), Approve)
