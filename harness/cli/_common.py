@@ -83,7 +83,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 APPROVAL_GUTTER = "│ "
 """Starts every line of a command shown to the person who approves it."""
-_BLANK_RUN = re.compile(r" {8,}")
+# Characters a terminal shows as blank (spaces of every width, zero-width ones, the braille
+# blank, Hangul fillers): bash reads the non-ASCII ones as word characters, so a run of them can
+# push a command out of sight while running (``touch P;<10,000 x U+2800>echo hi``).
+_BLANK_RUN = re.compile(
+    "[ \u00a0\u115f\u1160\u1680\u2000-\u200d\u202f\u205f\u2060\u2800\u3000\u3164"
+    "\ufeff\uffa0]{8,}"
+)
 
 
 def gutter_lines(text: str) -> list[str]:

@@ -9,10 +9,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from harness.cli._common import gutter_lines
 from harness.cli._escape import (
     html_text,
     html_token,
@@ -171,3 +173,11 @@ def test_no_command_prints_around_the_terminal_sink() -> None:
     # JSON shown inside text: tool arguments in a page, in Markdown and in `show`'s lines,
     # escaped with the text around them. Every JSON output uses `_escape.json_line`.
     assert set(found) <= {("_export.py", "json.dumps"), ("_render.py", "orjson.dumps")}, found
+
+
+@pytest.mark.parametrize("blank", [" ", "\u00a0", "\u3000", "\u2800", "\u3164", "\u200b", "\u2003"])
+def test_a_run_of_blanks_of_any_kind_is_counted_in_the_approval_gutter(blank: str) -> None:
+    # Review 4, finding 06: 300 NBSPs pushed "; touch NB" out of sight, where 300 spaces were
+    # shown as a count; bash reads the non-ASCII ones as word characters.
+    (line,) = gutter_lines("echo hi" + blank * 300 + "; touch NB")
+    assert line == "│ echo hi⟨300 blanks⟩; touch NB"
