@@ -287,8 +287,9 @@ def tool_location(
 ) -> Location:
     """Where a built-in tool's ``path`` goes (see ``ToolRun``).
 
-    Confined: beneath ``cwd``. Approved outside it: exactly ``approved_path`` (the path the
-    supervisor resolved when it decided), through no symlink; with no ``approved_path`` (a
+    Confined: beneath ``cwd``; with ``approved_path`` (the path the supervisor resolved when
+    it decided) inside ``cwd``, exactly that path, through no symlink. Approved outside it:
+    exactly ``approved_path``, through no symlink; with no ``approved_path`` (a
     supervisor that does not give one), the path made absolute and normalised lexically, again
     through no symlink.
 
@@ -306,6 +307,14 @@ def tool_location(
                 "leaving it)",
                 path,
             )
+        if approved_path is not None:
+            # The file the supervisor judged, through no symlink: one swapped in after the
+            # decision (a folder turned into a link to .git or to a denied folder) is refused
+            # rather than followed.
+            real = os.path.realpath(cwd)
+            decided = relative_to(Path(real), approved_path)
+            if decided is not None and decided != ".":
+                return Location(real, decided, "inside")
         return Location(os.fspath(cwd), rel)
     if approved_path is not None:
         return no_symlinks(approved_path)

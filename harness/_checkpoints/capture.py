@@ -33,9 +33,10 @@ T = TypeVar("T")
 
 
 def recorded_path(loc: Location) -> str | None:
-    """How a change names the file at ``loc``: relative to the working folder beneath it, the
-    absolute path outside it; None for the folder itself."""
-    if loc.rule == "beneath":
+    """How a change names the file at ``loc``: relative to the working folder beneath it (as
+    resolved when the call was decided, for an ``inside`` location), the absolute path outside
+    it; None for the folder itself."""
+    if loc.rule in ("beneath", "inside"):
         return None if loc.rel == "." else loc.rel
     return loc.path
 

@@ -74,7 +74,8 @@ class GateResult:
     ``leaves_cwd`` whether the approved call may go outside the working folder, ``input`` a
     fresh copy of exactly the input the supervisor was shown (nobody else holds it: the tool
     runs with it), and ``approved_path`` the absolute path, symlinks resolved when the call was
-    decided, that an approval outside the folder covers (None inside it)."""
+    decided: the tool opens exactly it, through no symlink, inside the folder or outside (None
+    for a call with no path)."""
 
     denied: str | None
     leaves_cwd: bool
@@ -219,7 +220,7 @@ class Gate:
             denied=denied,
             leaves_cwd=request.leaves_cwd,
             input=orjson.loads(snapshot),
-            approved_path=target.resolved if request.leaves_cwd else None,
+            approved_path=target.resolved,
             hidden=hidden,
             operation_key=request.operation_key,
         )

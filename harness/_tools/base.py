@@ -58,10 +58,10 @@ class ToolRun:
         context: the harness's ``tool_context`` for this turn (application state), or None.
         confined: True unless the supervisor approved this call going outside ``cwd``; the
             built-in file tools then refuse any path that resolves outside it.
-        approved_path: for a call approved outside ``cwd``, the absolute path (symlinks
-            resolved when the supervisor decided) that the approval covers. The built-in file
-            tools then open exactly that path and follow no symlink on it, so a symlink
-            swapped in after the decision cannot redirect them; with ``confined`` False and
+        approved_path: the absolute path (symlinks resolved when the supervisor decided) the
+            decision covers, inside ``cwd`` or (approved) outside it. The built-in file tools
+            then open exactly that path and follow no symlink on it, so a symlink swapped in
+            after the decision cannot redirect them; with ``confined`` False and
             no ``approved_path``, they open the given path made absolute and normalised
             lexically, again through no symlink.
         hidden: for a call that walks a folder (``grep``, ``find``, ``ls``), whether a path

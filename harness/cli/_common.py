@@ -87,8 +87,7 @@ APPROVAL_GUTTER = "│ "
 # blank, Hangul fillers): bash reads the non-ASCII ones as word characters, so a run of them can
 # push a command out of sight while running (``touch P;<10,000 x U+2800>echo hi``).
 _BLANK_RUN = re.compile(
-    "[ \u00a0\u115f\u1160\u1680\u2000-\u200d\u202f\u205f\u2060\u2800\u3000\u3164"
-    "\ufeff\uffa0]{8,}"
+    "[ \u00a0\u115f\u1160\u1680\u2000-\u200d\u202f\u205f\u2060\u2800\u3000\u3164\ufeff\uffa0]{8,}"
 )
 
 
