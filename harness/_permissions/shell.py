@@ -382,6 +382,21 @@ def _subscript_code(text: str) -> bool:
     return False
 
 
+def _subscript_name(text: str) -> bool:
+    """Whether ``text`` holds a ``[`` followed, before any ``]``, by a letter or ``_``: a
+    subscript naming a variable, which bash evaluates arithmetically (its value may be
+    ``a[$(cmd)]``). One pass, as :func:`_subscript_code`."""
+    open_bracket = False
+    for c in text:
+        if c == "[":
+            open_bracket = True
+        elif c == "]":
+            open_bracket = False
+        elif open_bracket and (c == "_" or (c.isascii() and c.isalpha())):
+            return True
+    return False
+
+
 # Builtins that take variable names (and so expand a subscript in one): given a computed word,
 # the name may be ``a[$(cmd)]`` built at run time (``"a[$_"``). With the option that makes them
 # take a name, for those that take one only so.
@@ -849,6 +864,8 @@ class _Analysis:
                 self.hide("it sets a variable a shell runs as code (BASH_ENV, BASH_CMDS, ...)")
             if _subscript_code(_text(src, node)):  # declare -i x; x='a[$(…)]'
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
+            if _subscript_name(_text(src, node)):  # a[x]=1, a+=([x]=1): x's value evaluated
+                self.evaluates("a subscript naming a variable, whose value bash evaluates")
         elif t == "expansion":
             if any(c.type in ("=", ":=") for c in node.children):
                 self.construct("an expansion that assigns (${x=…})")
@@ -1024,9 +1041,14 @@ class _Analysis:
             and (name_options is None or any(w.value in name_options for w in args))
         ):
             self.evaluates("a builtin given a computed variable name (a[$(…)] built at run time)")
+        if first == "let" and len(args) > 0:
+            self.evaluates("let, whose arithmetic evaluates variables' values as code")
         for word in command.words:
             if word.value is not None and _subscript_code(word.value):
                 self.evaluates("a word bash may read as a subscript it expands (a[$(…)])")
+            if first in _NAME_BUILTINS and word.value is not None and _subscript_name(word.value):
+                # read "a[x]", printf -v "a[x]": the name's subscript evaluates x's value
+                self.evaluates("a subscript naming a variable, whose value bash evaluates")
             if word.value is not None and (
                 _CODE_VARIABLES.match(word.value)
                 or word.value.startswith(("BASH_CMDS", "BASH_ALIASES"))  # read BASH_CMDS[ls]

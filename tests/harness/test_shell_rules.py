@@ -1138,3 +1138,34 @@ async def test_commands_that_do_not_mention_the_rule_keep_bypass(
 ) -> None:
     s = supervisor("bypass", rules={"deny": ["bash(touch:*)", "bash(git push:*)"]})
     assert isinstance(await s.decide(request(tmp_path, command)), Approve), command
+
+
+# Review 4, finding 04: a subscript naming a variable evaluates its value (here built without
+# the word the rule names, so only the analysis can see it).
+SUBSCRIPT_SPELLINGS = [
+    "x=$(printf 'a\\x5b\\x24(\\x74ouch P)]'); a[x]=1",
+    "x=$(printf 'a\\x5b\\x24(\\x74ouch P)]'); a[x]+=1",
+    "x=$(printf 'a\\x5b\\x24(\\x74ouch P)]'); declare a[x]=1",
+    "x=$(printf 'a\\x5b\\x24(\\x74ouch P)]'); read \"a[x]\" <<< 1",
+    "x=$(printf 'a\\x5b\\x24(\\x74ouch P)]'); printf -v \"a[x]\" 1",
+    "x=$(printf 'a\\x5b\\x24(\\x74ouch P)]'); let y=x",
+]
+
+
+@pytest.mark.parametrize("command", SUBSCRIPT_SPELLINGS)
+async def test_a_subscript_naming_a_variable_makes_deny_rules_ask(
+    tmp_path: Path, command: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
+
+
+@pytest.mark.parametrize("command", ["a[1]=2", "ls [a-z]*.py", "x=1; echo $x"])
+async def test_literal_subscripts_and_globs_keep_bypass(tmp_path: Path, command: str) -> None:
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    assert isinstance(await s.decide(request(tmp_path, command)), Approve), command
