@@ -30,10 +30,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from platformdirs import user_cache_path, user_config_path, user_data_path, user_state_path
-
 from repos import InvalidStoreUrlError, parse_store_url
 
+from .folders import user_folder
 from .signing import approval_key_path
 
 __all__ = [
@@ -72,7 +71,7 @@ _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 
 
 def _user_folder() -> str:
-    return os.path.realpath(user_config_path("harness"))
+    return os.path.realpath(user_folder("config"))
 
 
 def _both(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -91,7 +90,7 @@ def store_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, ..
     """Where sessions and checkpoints are: the user data folder (the default sessions store
     and checkpoint store), ``$HARNESS_SESSIONS_DIR`` (a folder, or an SQLite file) and
     ``extra`` (the store in use, its checkpoint store)."""
-    found: list[str | os.PathLike[str]] = [user_data_path("harness"), *extra]
+    found: list[str | os.PathLike[str]] = [user_folder("data"), *extra]
     env = os.environ.get("HARNESS_SESSIONS_DIR")
     if env:
         try:
@@ -111,9 +110,9 @@ def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
         *store_folders(extra),
         *_both(
             [
-                user_config_path("harness"),
-                user_state_path("harness"),
-                user_cache_path("harness"),
+                user_folder("config"),
+                user_folder("state"),
+                user_folder("cache"),
                 *([cache] if cache else []),
             ]
         ),

@@ -296,6 +296,14 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
             ``permissions.allow[2]``).
     """
     try:
+        # Most decisions find no settings file: a lstat says so for a fraction of the open's
+        # cost (a path missing through every symlink is missing beneath the root too).
+        os.lstat(path)
+    except FileNotFoundError:
+        return Settings()
+    except OSError:
+        pass  # the read below says what is wrong
+    try:
         raw = read_regular_file(path, max_bytes=SETTINGS_MAX_BYTES, root=root)
         if raw is None:
             return Settings()

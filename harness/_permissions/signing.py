@@ -24,9 +24,10 @@ from contextlib import suppress
 from pathlib import Path
 
 import orjson
-import platformdirs
 
 from hooks import JSONValue
+
+from .folders import user_folder
 
 __all__ = ["APPROVAL_KEY_FILE", "ApprovalSigner", "approval_key_path"]
 
@@ -40,7 +41,7 @@ _log = logging.getLogger("harness")
 
 def approval_key_path() -> Path:
     """``approvals.key`` in the user config folder (``$XDG_CONFIG_HOME/harness`` on Linux)."""
-    return platformdirs.user_config_path("harness") / APPROVAL_KEY_FILE
+    return user_folder("config") / APPROVAL_KEY_FILE
 
 
 def _message(session_id: str, data: Mapping[str, JSONValue]) -> bytes:

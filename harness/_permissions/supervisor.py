@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Literal
 
 from attrs import evolve, frozen
-from platformdirs import user_config_path
 
 from .claude_code import ModeName, permission_mode
 from .decisions import (
@@ -22,6 +21,7 @@ from .decisions import (
     PermissionRequest,
     answered,
 )
+from .folders import user_folder
 from .protected import private_path, protected_command, protected_path, store_folders
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
@@ -40,7 +40,7 @@ SettingSource = Literal["user", "project"]
 def user_settings_path() -> Path:
     """``settings.json`` in the user config folder (``platformdirs.user_config_path("harness")``,
     e.g. ``~/.config/harness/settings.json`` on Linux, honouring ``XDG_CONFIG_HOME``)."""
-    return user_config_path("harness") / "settings.json"
+    return user_folder("config") / "settings.json"
 
 
 @frozen
