@@ -67,6 +67,7 @@ _GLOB_PARTS = 4
 _GLOB_WORDS = 16  # glob words per command expanded
 _GLOB_CHARS = 1024  # a longer glob word is not expanded
 _CD = re.compile(r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`]+)")
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 
 
@@ -189,7 +190,7 @@ def protected_command(
     harness's own folders (:func:`harness_folders`, ``extra`` too), something in it, or a
     folder holding a sessions or checkpoint store (``rm -r .local``) counts, relative to
     ``cwd`` or absolute; the working folder itself (``.``) and ``/`` do not."""
-    text = _QUOTES.sub("", command)
+    text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, command).replace('$"', '"'))
     if _git_config_writes(text):
         return "it may change .git/config (git config), which can make git run commands"
     home = os.path.expanduser("~")
@@ -222,6 +223,15 @@ def protected_command(
     return None
 
 
+def _ansi_c(m: re.Match[str]) -> str:
+    """A ``$'…'`` word's text as bash makes it (``$'.git'`` is ``.git``, ``$'\x2egit'`` too);
+    text Python's decoder refuses is kept as written."""
+    try:
+        return m.group(1).encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return m.group(1)
+
+
 def _home(word: str, home: str) -> str:
     return home + word[1:] if word.startswith("~/") or word == "~" else word
 
@@ -249,8 +259,12 @@ def _names_protected(
     named = os.path.normpath(os.path.join(here, name))
     if named == user or named.startswith(user.rstrip("/") + "/"):
         return "it names the user's harness settings folder"
-    if named == os.path.realpath(approval_key_path()):
+    key = os.path.realpath(approval_key_path())
+    if named == key:
         return "it names the key that signs this user's approvals"
+    if named != "/" and key.startswith(named.rstrip("/") + "/"):
+        # grep -r, find, tar, cp -r of a folder holding it read the key as well
+        return f"it names {word!r}, a folder holding the key that signs this user's approvals"
     if stores_too and not word.startswith("-"):
         if _inside(named, harness_folders(extra)):
             return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"

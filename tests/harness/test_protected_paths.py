@@ -445,3 +445,32 @@ async def test_globs_that_name_nothing_protected_keep_bypass(home: Path) -> None
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     for command in ("ls src/*.py", "cat ~/src/?.py", "wc -l src/[ab].py"):
         assert isinstance(await s.decide(request(home, "bash", command=command)), Approve)
+
+
+# --- review 4, findings 10 (the bash side) and 11 -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -r -a -h -E '^[0-9a-f]{64}$' ~/.config",
+        "grep -r key .config/harness",
+        "tar cf /tmp/x.tar .config",
+        "cp x $'.git/hooks/'",
+        "cp x $'\\x2egit/config'",
+        'cp cfg $".git/config"',
+        "echo x > ~/$'.config/harness/settings.json'",
+    ],
+)
+async def test_a_folder_holding_the_key_or_a_quoted_protected_name_is_asked(
+    home: Path, command: str
+) -> None:
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    s = SecuritySupervisor(
+        mode="default", setting_sources=(), rules={"allow": ["bash(grep:*)", "bash(cp:*)"]}
+    )
+    assert isinstance(await s.decide(request(home, "bash", command=command)), Deny), command
+    bypass = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await bypass.decide(request(home, "bash", command=command)), Deny), command
