@@ -315,8 +315,10 @@ async def test_a_command_naming_the_stores_is_asked(
 
 async def test_commands_elsewhere_in_the_home_folder_keep_bypass(home: Path) -> None:
     s = SecuritySupervisor(mode="bypass", setting_sources=())
-    for command in ["ls", "ls .", "rm -rf proj/build", "cat .local/share/other/x", "ls -la"]:
+    for command in ["ls", "rm -rf proj/build", "cat .local/share/other/x", "ls -la"]:
         assert isinstance(await s.decide(request(home, "bash", command=command)), Approve)
+    # The home folder holds the approvals key: a command naming it (grep -r x .) is asked.
+    assert isinstance(await s.decide(request(home, "bash", command="ls .")), Deny)
     assert isinstance(
         await s.decide(request(home, "write", path="proj/a.py", content="x")), Approve
     )
