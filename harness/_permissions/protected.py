@@ -27,6 +27,7 @@ import glob
 import itertools
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -171,6 +172,8 @@ def protected_path(
         return "it is in the user's harness settings folder"
     if any(_inside(f, harness_folders(extra)) for f in _resolved(path, cwd)):
         return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
+    if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
+        return f"{path!r} is in the git folder a .git file names (hooks, config)"
     # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
     if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
         absolute.split("/")
@@ -201,6 +204,7 @@ def protected_command(
     for m in _CD.finditer(text):
         target = _home(m.group(1), home)
         bases += [os.path.normpath(os.path.join(b, target)) for b in list(bases)[:8]]
+    gits = {base: git_dirs(base) for base in bases}
     globs = 0
     for word in _WORD_BREAK.split(text):
         if not word:
@@ -217,10 +221,38 @@ def protected_command(
                     return f"it names {word!r}, a glob too wide to check for protected paths"
                 names += found
             for name in names:
-                why = _names_protected(word, name, base, cwd is not None, extra)
+                why = _names_protected(word, name, base, cwd is not None, extra, gits[base])
                 if why is not None:
                     return why
     return None
+
+
+def git_dirs(cwd: Path | str) -> tuple[str, ...]:
+    """The folders a ``.git`` *file* (``gitdir: X``, as ``git init --separate-git-dir`` and
+    worktrees write) in ``cwd`` or a folder above it names: git runs their hooks and config as
+    it would a ``.git`` folder's. At most 4 KiB of each file is read, and only regular files."""
+    found: list[str] = []
+    folder = os.path.abspath(cwd)
+    while True:
+        dot_git = os.path.join(folder, ".git")
+        try:
+            fd = os.open(dot_git, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    text = os.read(fd, 4096).decode("utf-8", "replace")
+                    if text.startswith("gitdir:"):
+                        named = text[len("gitdir:") :].strip().splitlines()[0:1]
+                        if named:
+                            found.append(os.path.realpath(os.path.join(folder, named[0])))
+            finally:
+                os.close(fd)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return tuple(found)
+        folder = parent
 
 
 def _ansi_c(m: re.Match[str]) -> str:
@@ -251,7 +283,12 @@ def _globbed(pattern: str, base: str) -> list[str] | None:
 
 
 def _names_protected(
-    word: str, name: str, here: str, stores_too: bool, extra: Iterable[str | os.PathLike[str]]
+    word: str,
+    name: str,
+    here: str,
+    stores_too: bool,
+    extra: Iterable[str | os.PathLike[str]],
+    gits: tuple[str, ...],
 ) -> str | None:
     """Why the path ``name`` (``word`` as written, expanded), from the folder ``here``, is
     protected, or None."""
@@ -270,6 +307,8 @@ def _names_protected(
             return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
         if named not in (here, "/") and any(_inside(s, [named]) for s in store_folders(extra)):
             return f"it names {word!r}, which holds the sessions or checkpoints store"
+    if gits and _inside(os.path.realpath(named), gits):
+        return f"it names {word!r}, in the git folder a .git file names (hooks, config)"
     parts = name.split("/")
     if _protected_parts(parts) or _glob_hits(parts) or _protected_parts(named.split("/")):
         return (

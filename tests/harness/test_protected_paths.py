@@ -476,3 +476,19 @@ async def test_a_folder_holding_the_key_or_a_quoted_protected_name_is_asked(
     assert isinstance(await s.decide(request(home, "bash", command=command)), Deny), command
     bypass = SecuritySupervisor(mode="bypass", setting_sources=())
     assert isinstance(await bypass.decide(request(home, "bash", command=command)), Deny), command
+
+
+async def test_the_git_folder_a_dot_git_file_names_is_protected(tmp_path: Path) -> None:
+    # Review 4, finding 12: with `.git` a file (`gitdir: gd`, git init --separate-git-dir),
+    # gd/config and gd/hooks are what git runs; they were approved as plain files.
+    (tmp_path / "gd" / "hooks").mkdir(parents=True)
+    (tmp_path / "gd" / "config").write_text("[core]\n")
+    (tmp_path / ".git").write_text("gitdir: gd\n")
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    edit = await s.decide(make_request(tmp_path, edit_tool(), path="gd/config", edits=[]))
+    assert isinstance(edit, Deny), edit
+    bypass = SecuritySupervisor(mode="bypass", setting_sources=())
+    command = request(tmp_path, "bash", command="cp pre-commit gd/hooks/")
+    assert isinstance(await bypass.decide(command), Deny)
+    elsewhere = await s.decide(make_request(tmp_path, write_tool(), path="src/a.py", content="x"))
+    assert isinstance(elsewhere, Approve)
