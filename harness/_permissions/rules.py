@@ -41,7 +41,7 @@ from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .._globs import GlobError, compile_glob
 from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
-from .shell import SimpleCommand, compile_spec, parse_command
+from .shell import SimpleCommand, compile_spec, names_code_variable, parse_command
 
 __all__ = [
     "OPERATION_RULES",
@@ -157,7 +157,9 @@ class Rule:
         if found == "yes":
             return True
         # The words the rule names, written anywhere in the command: possibly run (asked).
-        return how == "maybe" and (found == "maybe" or spec.mentioned_in(command))
+        return how == "maybe" and (
+            found == "maybe" or spec.mentioned_in(command) or names_code_variable(command)
+        )
 
     def _matches_text(self, text: str) -> bool:
         """The specifier against the command's text, blanks squeezed: deny and ask rules catch

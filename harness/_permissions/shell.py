@@ -1347,6 +1347,20 @@ def parse_command(command: str) -> ParsedCommand:
 # --- rule specifiers -----------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
+
+
+def names_code_variable(command: str) -> bool:
+    """Whether a variable bash (or the loader) runs as code is named anywhere in ``command``,
+    with or without ``=``: ``read PS4``, ``printf -v BASH_ENV``, ``export BASH_ENV``, ``for PS4
+    in``, ``mapfile PS4`` set it without the ``NAME=`` an assignment has (review 4, finding 15);
+    deny and ask rules then possibly match (asked)."""
+    return any(_CODE_VARIABLE_NAME.fullmatch(token) for token in _TOKEN.findall(command))
+
+
+_CODE_VARIABLE_NAME = re.compile(
+    r"BASH_ENV|ENV|PS[0-4]|PROMPT_COMMAND|BASH_FUNC_\S*|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT"
+    r"|LD_LIBRARY_PATH|BASH_CMDS|BASH_ALIASES|BASH_LOADABLES_PATH"
+)
 # Spec.mentioned_in's tokens: runs of what is none of blanks, quotes, backslashes, the shell's
 # operators and the characters options and assignments join words with.
 _TOKEN = re.compile(r"[^\s'\"`\\;&|()<>{}$=,!]+")

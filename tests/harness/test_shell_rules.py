@@ -1169,3 +1169,28 @@ async def test_a_subscript_naming_a_variable_makes_deny_rules_ask(
 async def test_literal_subscripts_and_globs_keep_bypass(tmp_path: Path, command: str) -> None:
     s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
     assert isinstance(await s.decide(request(tmp_path, command)), Approve), command
+
+
+# Review 4, finding 15: a code variable set by a builtin, with no `NAME=` (envf holds the code).
+CODE_VARIABLE_SPELLINGS = [
+    "read -r BASH_ENV <<< envf; export BASH_ENV; bash -c :",
+    "printf -v BASH_ENV '%s' envf; export BASH_ENV; bash -c :",
+    "read -r PS4 < ps4f; set -x; :",
+    "mapfile -t PS4 < ps4f; set -x; :",
+    'for PS4 in "$(cat ps4f)"; do set -x; :; done',
+]
+
+
+@pytest.mark.parametrize("command", CODE_VARIABLE_SPELLINGS)
+async def test_a_code_variable_set_without_an_assignment_makes_deny_rules_ask(
+    tmp_path: Path, command: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "envf").write_text("touch P\n")
+    (work / "ps4f").write_text("$(touch P)\n")
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
