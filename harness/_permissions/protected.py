@@ -209,21 +209,26 @@ def protected_command(
     for word in _WORD_BREAK.split(text):
         if not word:
             continue
-        expanded = _home(word, home)
-        wild = any(c in "*?[" for c in expanded)
-        globs += wild
-        for base in bases:
-            names = [expanded]
-            if wild:
-                far = globs > _GLOB_WORDS or len(expanded) > _GLOB_CHARS
-                found = None if far else _globbed(expanded, base)
-                if found is None:  # past the caps: it could name anything (asked, not stalled)
-                    return f"it names {word!r}, a glob too wide to check for protected paths"
-                names += found
-            for name in names:
-                why = _names_protected(word, name, base, cwd is not None, extra, gits[base])
-                if why is not None:
-                    return why
+        # A short option's attached value (`cp -t.git/hooks x`) and each brace alternative
+        # (`~/.config/{harness,x}/approvals.key`) are paths too.
+        attached = word[2:] if word.startswith("-") and not word.startswith("--") else ""
+        forms = [word, attached] if attached else [word]
+        for form in [alt for f in forms for alt in _braces(f)]:
+            expanded = _home(form, home)
+            wild = any(c in "*?[" for c in expanded)
+            globs += wild
+            for base in bases:
+                names = [expanded]
+                if wild:
+                    far = globs > _GLOB_WORDS or len(expanded) > _GLOB_CHARS
+                    found = None if far else _globbed(expanded, base)
+                    if found is None:  # past the caps: it could name anything (asked)
+                        return f"it names {word!r}, a glob too wide to check for protected paths"
+                    names += found
+                for name in names:
+                    why = _names_protected(word, name, base, cwd is not None, extra, gits[base])
+                    if why is not None:
+                        return why
     return None
 
 

@@ -462,6 +462,9 @@ async def test_globs_that_name_nothing_protected_keep_bypass(home: Path) -> None
         "cp x $'\\x2egit/config'",
         'cp cfg $".git/config"',
         "echo x > ~/$'.config/harness/settings.json'",
+        "cp -t.git/hooks pre-commit",
+        "cat ~/.config/{harness,x}/approvals.key",
+        "cp x .{git,y}/config",
     ],
 )
 async def test_a_folder_holding_the_key_or_a_quoted_protected_name_is_asked(
