@@ -16,7 +16,9 @@ import contextlib
 import logging
 import os
 import re
+import select
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +71,8 @@ class _Stderr:
         self.file = os.fdopen(write_fd, "w")
         self._tail: collections.deque[str] = collections.deque(maxlen=20)
         self._server = server
+        self._fd = read_fd
+        self._lines = 0
         threading.Thread(target=self._drain, args=(read_fd,), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
@@ -76,7 +80,22 @@ class _Stderr:
             for line in pipe:
                 text = line[:_STDERR_TAIL].decode("utf-8", "replace").rstrip()
                 self._tail.append(text)
+                self._lines += 1
                 _log.debug("MCP server %r stderr: %r", self._server, text)
+
+    def settle(self, within_s: float = 0.5) -> None:
+        """Wait, at most ``within_s`` seconds, until what the server wrote before it died has
+        been read: a crash's last words (its stderr) are the message's point."""
+        deadline = time.monotonic() + within_s
+        seen = -1
+        while time.monotonic() < deadline:
+            try:
+                pending = select.select([self._fd], [], [], 0.02)[0]
+            except (OSError, ValueError):  # the drain closed it: all was read
+                return
+            if not pending and seen == self._lines:
+                return
+            seen = self._lines
 
     def close(self) -> None:
         """Close our end of the pipe (the server keeps its own until it exits)."""
@@ -469,6 +488,8 @@ class McpConnection:
         return str(McpServerError(self.name, reason))
 
     def _with_stderr(self, reason: str) -> str:
+        if self._stderr is not None:
+            self._stderr.settle()
         tail = self._stderr.tail() if self._stderr is not None else ""
         return self._redact(f"{reason}; its stderr ends: {tail}" if tail else reason)
 
