@@ -21,6 +21,7 @@ from ._context import (
     SessionContext,
     build_context,
     entry_message,
+    iso_ms,
     normalize_messages,
 )
 from ._copy import CopyReport, LineStore, copy_sessions
@@ -133,6 +134,7 @@ __all__ = [
     "encode_header",
     "encode_message",
     "entry_message",
+    "iso_ms",
     "line_store",
     "nested_deeper",
     "normalize_messages",

@@ -12,8 +12,7 @@ from collections.abc import Iterable, Sequence
 from attrs import field, frozen
 
 from hooks import CompactionSummaryMessage, Message, ToolResultMessage
-from repos import BranchSummaryEntry, CompactionEntry, Entry, Session, entry_message
-from repos._context import iso_ms
+from repos import BranchSummaryEntry, CompactionEntry, Entry, Session, entry_message, iso_ms
 
 from .._tokens import estimate_tokens
 from .files import DEFAULT_FILE_TOOLS, FileOps, FileTools, format_file_lists
