@@ -53,6 +53,7 @@ _load("step_count", TESTS / "fixtures" / "step_count.py")
 _load("workspaces", TESTS / "fixtures" / "workspaces.py")
 _load("rich_session", TESTS / "fixtures" / "rich_session.py")
 _load("web_server", TESTS / "fixtures" / "web_server.py")
+_load("rpc_process", TESTS / "fixtures" / "rpc_process.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402

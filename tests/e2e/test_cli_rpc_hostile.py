@@ -8,85 +8,15 @@ the partial reply saved. Run for real, as a subprocess, on the offline model."""
 from __future__ import annotations
 
 import json
-import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from rpc_process import Rpc
 
 from hooks import AssistantMessage, ToolResultMessage
 from repos import CustomEntry, JsonlSessionRepo, MessageEntry, open_session
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-WAIT_S = 60
-
-
-class Rpc:
-    """One ``harness rpc`` process: :meth:`send` a line, :meth:`until` a record comes."""
-
-    def __init__(self, work: Path, root: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(
-            PYTHONPATH=str(REPO_ROOT),
-            HARNESS_SESSIONS_DIR=str(work.parent / "default-root"),
-            XDG_CONFIG_HOME=str(work.parent / "config"),
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "rpc", "--offline", "--root", str(root), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=work,
-        )
-        self.seen: list[dict[str, Any]] = []
-        self._lines: queue.Queue[bytes] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-
-    def send(self, line: bytes | str | dict[str, Any]) -> None:
-        if isinstance(line, dict):
-            line = json.dumps(line)
-        data = line.encode() if isinstance(line, str) else line
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
-
-    def until(self, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        while True:
-            record = json.loads(self._lines.get(timeout=WAIT_S))  # every stdout line is JSON
-            self.seen.append(record)
-            if match(record):
-                return record
-
-    def response(self, id_: str) -> dict[str, Any]:
-        return self.until(lambda r: r["type"] == "response" and r.get("id") == id_)
-
-    def call(self, command: dict[str, Any]) -> dict[str, Any]:
-        self.send(command)
-        return self.response(command["id"])
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        if not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        code = self.proc.wait(timeout=WAIT_S)
-        self._reader.join(timeout=WAIT_S)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
-        return code
 
 
 @pytest.fixture
