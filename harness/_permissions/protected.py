@@ -49,8 +49,16 @@ _FOLDERS: dict[str, tuple[str, ...] | None] = {
     ".git": None,  # hooks, config (core.hooksPath, core.fsmonitor, aliases), or a swapped .git
     ".harness": ("settings*.json", "hooks", "agents"),
     ".claude": ("settings*.json", "hooks", "agents"),
+    ".husky": None,  # husky's git hooks (git runs them through core.hooksPath)
 }
-_FILES = (".mcp.json", ".gitconfig")  # the user's git config: hooksPath, aliases, pagers
+_FILES = (
+    ".mcp.json",
+    ".gitconfig",  # the user's git config: hooksPath, aliases, pagers
+    # Hook managers' configs: commands their installed git hook runs at the next commit.
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".lefthook.yml",
+)
 
 # What the second component of a glob under .harness or .claude is tried against.
 _INSIDE_SAMPLES = ("settings.json", "settings.local.json", "hooks", "agents")
@@ -173,7 +181,7 @@ def protected_path(
     if any(_inside(f, harness_folders(extra)) for f in _resolved(path, cwd)):
         return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
     if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
-        return f"{path!r} is in the git folder a .git file names (hooks, config)"
+        return f"{path!r} is in a folder git runs code from (hooks, config)"
     # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
     if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
         absolute.split("/")
@@ -233,31 +241,119 @@ def protected_command(
 
 
 def git_dirs(cwd: Path | str) -> tuple[str, ...]:
-    """The folders a ``.git`` *file* (``gitdir: X``, as ``git init --separate-git-dir`` and
-    worktrees write) in ``cwd`` or a folder above it names: git runs their hooks and config as
-    it would a ``.git`` folder's. At most 4 KiB of each file is read, and only regular files."""
+    """The folders outside a ``.git`` folder from which git runs code for ``cwd``, protected
+    as ``.git`` is: those a ``.git`` *file* (``gitdir: X``, as ``git init --separate-git-dir``
+    and worktrees write) in ``cwd`` or a folder above it names (their hooks and config), and
+    the hooks folder ``core.hooksPath`` sets (husky's ``.husky/_``, a ``.githooks`` folder) in
+    the nearest repository's config or the user's and system's git config. At most
+    :data:`_CONFIG_BYTES` of each file is read, and only regular files; ``include`` lines are
+    not followed."""
     found: list[str] = []
+    hooks: list[str] = []
+    configs: list[tuple[str, str]] = []  # (config file, the work tree its relative paths use)
     folder = os.path.abspath(cwd)
     while True:
         dot_git = os.path.join(folder, ".git")
-        try:
-            fd = os.open(dot_git, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            fd = -1
-        if fd >= 0:
-            try:
-                if stat.S_ISREG(os.fstat(fd).st_mode):
-                    text = os.read(fd, 4096).decode("utf-8", "replace")
-                    if text.startswith("gitdir:"):
-                        named = text[len("gitdir:") :].strip().splitlines()[0:1]
-                        if named:
-                            found.append(os.path.realpath(os.path.join(folder, named[0])))
-            finally:
-                os.close(fd)
+        text = _read_regular(dot_git, 4096)
+        if text is not None and text.startswith("gitdir:"):
+            named = text[len("gitdir:") :].strip().splitlines()[0:1]
+            if named:
+                target = os.path.realpath(os.path.join(folder, named[0]))
+                found.append(target)
+                if not configs:
+                    common = (_read_regular(os.path.join(target, "commondir"), 4096) or "").strip()
+                    configs.append((os.path.join(target, "config"), folder))
+                    if common:
+                        configs.append((os.path.join(target, common, "config"), folder))
+        elif not configs and os.path.isdir(dot_git):
+            configs.append((os.path.join(dot_git, "config"), folder))
         parent = os.path.dirname(folder)
         if parent == folder:
-            return tuple(found)
+            break
         folder = parent
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    tree = configs[0][1] if configs else os.path.abspath(cwd)
+    for user_config in (
+        os.path.join(home, ".gitconfig"),
+        os.path.join(xdg, "git", "config"),
+        "/etc/gitconfig",
+    ):
+        configs.append((user_config, tree))
+    for config, work_tree in configs:
+        value = _hooks_path(_read_regular(config, _CONFIG_BYTES) or "")
+        if not value:
+            continue
+        hooks_dir = os.path.realpath(os.path.join(work_tree, _home(value, home)))
+        # A file (hooksPath=/dev/null turns hooks off) runs nothing; the work tree itself or a
+        # folder above it would protect every file (only its hook names could run).
+        if (os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir)) or _inside(
+            os.path.realpath(work_tree), [hooks_dir]
+        ):
+            continue
+        hooks.append(hooks_dir)
+    return tuple(found + hooks)
+
+
+_CONFIG_BYTES = 1 << 16
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)\s*("(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$')
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.*)$", re.IGNORECASE)
+
+
+def _hooks_path(config: str) -> str | None:
+    """The last ``core.hooksPath`` in the git config text ``config`` (git's last one wins),
+    or None. Git's syntax: sections and keys are case-insensitive, a value may be quoted and
+    is cut at an unquoted ``#`` or ``;``; ``[core] hooksPath = x`` on one line counts too."""
+    found: str | None = None
+    section = ""
+    for raw in config.splitlines():
+        line = raw
+        header = _SECTION.match(line)
+        if header is not None:
+            section = header.group(1).casefold() + ("" if header.group(2) is None else " sub")
+            line = header.group(3)
+        m = _HOOKS_PATH.match(line)
+        if m is not None and section == "core":
+            found = _config_value(m.group(1))
+    return found or None
+
+
+def _config_value(text: str) -> str:
+    """A git config value as git reads it: quotes removed, cut at an unquoted comment."""
+    out: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(text[i + 1], text[i + 1]))
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c in "#;" and not quoted:
+            break
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out).strip()
+
+
+def _read_regular(path: str, limit: int) -> str | None:
+    """At most ``limit`` bytes of ``path`` as text, None unless it is a regular file (no
+    symlink followed at its last component, no FIFO opened for long)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _ansi_c(m: re.Match[str]) -> str:
@@ -313,7 +409,7 @@ def _names_protected(
         if named not in (here, "/") and any(_inside(s, [named]) for s in store_folders(extra)):
             return f"it names {word!r}, which holds the sessions or checkpoints store"
     if gits and _inside(os.path.realpath(named), gits):
-        return f"it names {word!r}, in the git folder a .git file names (hooks, config)"
+        return f"it names {word!r}, in a folder git runs code from (hooks, config)"
     parts = name.split("/")
     if _protected_parts(parts) or _glob_hits(parts) or _protected_parts(named.split("/")):
         return (

