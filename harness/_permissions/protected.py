@@ -78,6 +78,12 @@ _GLOB_CHARS = 1024  # a longer glob word is not expanded
 _CD = re.compile(r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`]+)")
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
+# Other ways git writes its config or hooks: git's own `git-config` program, an alias (which
+# may be `config`) defined by -c, --config-env or GIT_CONFIG_* variables, a config file named
+# by GIT_CONFIG*, and a template (`git init --template`, GIT_TEMPLATE_DIR) copying its hooks.
+_GIT_OTHER_WRITES = re.compile(r"git-config\b|GIT_CONFIG|GIT_TEMPLATE_DIR", re.IGNORECASE)
+_GIT_CALL = re.compile(r"(?:^|[\s;&|(`])(?:\S*/)?git\s([^;&|\n]*)")
+_GIT_CALL_WRITES = re.compile(r"alias\.|--config-env|--template|--separate-git-dir", re.I)
 
 
 def _user_folder() -> str:
@@ -203,7 +209,10 @@ def protected_command(
     ``cwd`` or absolute; the working folder itself (``.``) and ``/`` do not."""
     text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, command).replace('$"', '"'))
     if _git_config_writes(text):
-        return "it may change .git/config (git config), which can make git run commands"
+        return (
+            "it may change a git config or hooks (git config, an alias, a template), which "
+            "can make git run commands"
+        )
     home = os.path.expanduser("~")
     here = os.path.normpath(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     # A path may be split by a cd (`cd ~/.config && cat harness/approvals.key`): each word is
@@ -420,6 +429,13 @@ def _names_protected(
 
 
 def _git_config_writes(text: str) -> bool:
+    """Whether ``text`` (a command, quotes removed) may make git write a config or a hook:
+    ``git config`` but a read, or any spelling in :data:`_GIT_OTHER_WRITES` and
+    :data:`_GIT_CALL_WRITES` (review 5, finding 01)."""
+    if _GIT_OTHER_WRITES.search(text):
+        return True
+    if any(_GIT_CALL_WRITES.search(m.group(1)) for m in _GIT_CALL.finditer(text)):
+        return True
     return any(
         not _GIT_CONFIG_READS.match(m.group(1)) and m.group(1).strip()
         for m in _GIT_CONFIG.finditer(text)

@@ -159,9 +159,29 @@ PROTECTED_COMMANDS = [
     "cp x ~/.config/harness/settings.json",
     "echo '[core] hooksPath = /tmp/h' >> ~/.gitconfig",
     "cp x ~/.config/git/config",
+    # Review 5, finding 01: git writes its config or hooks without `git config` spelled out.
+    "git -c alias.x=config x core.hooksPath /tmp/evil",
+    'X=config git --config-env=alias.c=X c core.fsmonitor "touch P"',
+    "git init -q --template=t .",
+    "/usr/lib/git-core/git-config core.hooksPath h",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.c GIT_CONFIG_VALUE_0=config git c core.hooksPath h",
+    "git -c Alias.X=config X core.pager evil",
+    "git --config-env alias.c=X c",
+    "GIT_TEMPLATE_DIR=t git init",
+    "git clone --template t https://example.invalid/r .",
+    "git init --separate-git-dir=/tmp/gd .",
+    "env GIT_CONFIG_PARAMETERS=\"'alias.c'='config'\" git c core.hooksPath h",
 ]
 
-FREE_COMMANDS = ["git status", "cat .gitignore", "ls .github", "git config --get user.name", "ls"]
+FREE_COMMANDS = [
+    "git status",
+    "cat .gitignore",
+    "ls .github",
+    "git config --get user.name",
+    "ls",
+    "git -c color.ui=always log --oneline",
+    "git init",
+]
 
 
 @pytest.mark.parametrize("command", PROTECTED_COMMANDS)
