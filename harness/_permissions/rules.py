@@ -41,7 +41,14 @@ from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .._globs import GlobError, compile_glob
 from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
-from .shell import SimpleCommand, compile_spec, names_code_variable, parse_command
+from .shell import (
+    ParsedCommand,
+    SimpleCommand,
+    Spec,
+    compile_spec,
+    names_code_variable,
+    parse_command,
+)
 
 __all__ = [
     "OPERATION_RULES",
@@ -100,7 +107,7 @@ class Rule:
         if request.target is None:
             return False
         if request.kind == "execute":
-            return self._matches_command(request.target, how)
+            return self._matches_command(request.target, how, request.cwd)
         hits = [self.matches_path(p, how=how, cwd=request.cwd) for p in request.paths]
         return bool(hits) and (all(hits) if how == "all" else any(hits))
 
@@ -140,7 +147,9 @@ class Rule:
             return False
         return self.spec is None or compile_spec(self.spec).allows(command)
 
-    def _matches_command(self, command: str, how: Literal["any", "maybe", "all"]) -> bool:
+    def _matches_command(
+        self, command: str, how: Literal["any", "maybe", "all"], cwd: Path | None = None
+    ) -> bool:
         spec = compile_spec(self.spec or "")
         if spec.exact is not None and spec.exact == command:
             return True  # the command the rule names, byte for byte (an approve-always key)
@@ -158,7 +167,10 @@ class Rule:
             return True
         # The words the rule names, written anywhere in the command: possibly run (asked).
         return how == "maybe" and (
-            found == "maybe" or spec.mentioned_in(command) or names_code_variable(command)
+            found == "maybe"
+            or spec.mentioned_in(command)
+            or names_code_variable(command)
+            or (cwd is not None and _runs_through_a_link(spec, parsed, cwd))
         )
 
     def _matches_text(self, text: str) -> bool:
@@ -403,3 +415,22 @@ def add_project_rule(cwd: Path, rule: str) -> Path:
     except ValueError as exc:  # JSONDecodeError too
         raise ValueError(f"{path}: {exc}; not changed") from None
     return path
+
+
+def _runs_through_a_link(spec: Spec, parsed: ParsedCommand, cwd: Path) -> bool:
+    """Whether a command word that is a path (``bin/t``, ``./t``) is a symlink to a program the
+    rule names (``bin/t -> /usr/bin/touch`` under ``bash(touch:*)``, a link a project ships):
+    bash runs the link's target (review 5, finding 06). Only words with a ``/`` are paths;
+    a bare name is looked up on ``PATH``."""
+    for command, start in (*parsed.views, *parsed.possible):
+        word = command.words[start].value if start < len(command.words) else None
+        if word is None or "/" not in word:
+            continue
+        real = os.path.realpath(os.path.join(cwd, os.path.expanduser(word)))
+        target = os.path.basename(real)
+        if target == os.path.basename(word.rstrip("/")):
+            continue
+        rest = " ".join(w.value for w in command.words[start + 1 :] if w.value is not None)
+        if spec.mentioned_in(f"{target} {rest}"):
+            return True
+    return False

@@ -10,6 +10,7 @@ many rules look at it.
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import functools
 import os
 import re
@@ -774,9 +775,12 @@ def _basename(value: str) -> str:
 class _Analysis:
     """Collects one command line's simple commands, constructs, views and hidden code."""
 
-    def __init__(self, depth: int, budget: list[int]) -> None:
+    def __init__(self, depth: int, budget: list[int], git_environment: bool) -> None:
         self.depth = depth
         self.budget = budget  # [analyses, characters] left, shared with nested analyses
+        # GIT_CONFIG*/GIT_EXEC_PATH named in the line or a line that runs this one: git may
+        # take aliases or programs from the environment (see git_views)
+        self.git_environment = git_environment
         self.commands: list[SimpleCommand] = []
         self.constructs: dict[str, None] = {}
         self.views: list[View] = []
@@ -1085,6 +1089,8 @@ class _Analysis:
             if value is None:
                 continue  # a computed command word: matching says "maybe"
             name = _basename(value)
+            if name.startswith("git") and self.git_views(command, s, into):
+                continue
             runner = s + 1 < len(words) and (name, words[s + 1].value) in _RUNNERS
             if (name in _WRAPPERS or runner) and open_after is None:
                 open_after = s
@@ -1116,6 +1122,31 @@ class _Analysis:
                 script = words[s + 1] if s + 1 < len(words) else None
                 if script is None or script.value is None or _STDIN_SCRIPTS.fullmatch(script.value):
                     self.hide("it sources code the harness cannot read")
+
+    def git_views(self, command: SimpleCommand, s: int, into: list[View]) -> bool:
+        """The views of the git command at ``command.words[s]``; True when it is one.
+
+        ``git-push`` (git's program for a subcommand, by any path) is ``git push``; a git whose
+        aliases or programs may come from elsewhere (``-c``, ``--config-env``, ``--exec-path``
+        before the subcommand, or ``GIT_CONFIG*``/``GIT_EXEC_PATH`` anywhere in the line) may
+        run any subcommand: every rule on git possibly matches (review 5, finding 02)."""
+        words = command.words
+        name = _basename(words[s].value or "")
+        if name.startswith("git-") and len(name) > 4:
+            into.append((SimpleCommand((Word("git"), Word(name[4:]), *words[s + 1 :])), 0))
+            return True
+        if name != "git":
+            return False
+        i = s + 1
+        while i < len(words) and (words[i].value or "").startswith("-"):
+            option = words[i].value or ""
+            if option.startswith(("-c", "--config-env", "--exec-path")):
+                self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
+                break
+            i += 2 if option in _GIT_GLOBAL_VALUES else 1
+        if self.git_environment:
+            self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
+        return False
 
     def wrapped_code(self, args: tuple[Word, ...]) -> None:
         """A wrapper's literal argument that reads as shell code (``watch 'touch P'``, ``su -c
@@ -1281,7 +1312,7 @@ class _Analysis:
         (``certain``) or as possible views, and its hidden code hides in this one too."""
         if not self.spend(len(code)):
             return
-        inner = _analyse(code, self.depth + 1, self.budget)
+        inner = _analyse(code, self.depth + 1, self.budget, self.git_environment)
         if certain:
             self.views.extend(inner.views)
             self.possible.extend(inner.possible)
@@ -1300,13 +1331,20 @@ class _Analysis:
         return False
 
 
-def _analyse(command: str, depth: int, budget: list[int]) -> ParsedCommand:
+_GIT_ENVIRONMENT = re.compile(r"GIT_CONFIG|GIT_EXEC_PATH", re.IGNORECASE)
+
+
+def _analyse(
+    command: str, depth: int, budget: list[int], git_environment: bool = False
+) -> ParsedCommand:
     parsed = _parse(command)
     if parsed is None:
         why = "it is too long or holds characters bash cannot be given"
         return ParsedCommand((), (why,), (), (), (why,), plain=False)
     src, tree = parsed
-    analysis = _Analysis(depth, budget)
+    analysis = _Analysis(
+        depth, budget, git_environment or _GIT_ENVIRONMENT.search(command) is not None
+    )
     analysis.walk(tree.root_node, src)
     if len(analysis.commands) > 1 and analysis.state_changes():
         analysis.construct("a builtin that changes the shell (export, read, …) with other commands")
@@ -1364,6 +1402,18 @@ _CODE_VARIABLE_NAME = re.compile(
 # Spec.mentioned_in's tokens: runs of what is none of blanks, quotes, backslashes, the shell's
 # operators and the characters options and assignments join words with.
 _TOKEN = re.compile(r"[^\s'\"`\\;&|()<>{}$=,!]+")
+_QUOTING = re.compile(r"['\"\\]")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _glob_names(token: str, word: _RuleWord) -> bool:
+    """Whether the glob ``token`` (with a character that is not a wildcard) may expand to the
+    rule's literal ``word``."""
+    if word.literal is None or not _GLOB_CHARS.search(token) or not _GLOB_CHARS.sub("", token):
+        return False
+    return fnmatch.fnmatchcase(word.literal, token)
+
+
 # The commands an approve-always generalises to a prefix rule (``bash(git status:*)``): each
 # reads and prints and nothing else, whatever arguments follow (no option writes a file, runs a
 # program or prints a file's content). Every other command is approved always exactly as it was
@@ -1470,12 +1520,20 @@ class Spec:
         words = [w for w in self.words if not w.star]
         if not words:
             return False
-        i = 0
-        for token in _TOKEN.findall(command):
-            if words[i].matches(token) or ("/" in token and words[i].matches(_basename(token))):
-                i += 1
-                if i == len(words):
-                    return True
+        # Also with quotes and backslashes removed (`touc\\h`, `to''uch` are `touch`); a glob
+        # token (`/usr/bin/tou?h`, `t*h`) counts when it could name the rule's word.
+        for text in dict.fromkeys((command, _QUOTING.sub("", command))):
+            i = 0
+            for token in _TOKEN.findall(text):
+                last = _basename(token)
+                if (
+                    words[i].matches(token)
+                    or ("/" in token and words[i].matches(last))
+                    or _glob_names(last, words[i])
+                ):
+                    i += 1
+                    if i == len(words):
+                        return True
         return False
 
     def _finds_in(self, command: SimpleCommand, starts: set[int]) -> Found:

@@ -1132,6 +1132,32 @@ async def test_a_subcommand_deny_rule_sees_past_the_programs_global_options(
     assert isinstance(await s.decide(request(tmp_path, command)), Deny), command
 
 
+# Review 5, finding 02: git takes an alias (which may be `push`) from --config-env or the
+# GIT_CONFIG_* variables, and runs git-push as git push; the rule's words are not in order.
+GIT_ALIAS_SPELLINGS = [
+    "X=push git --config-env=alias.p=X p origin HEAD:main",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p origin main",
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; git p origin",
+    "GIT_CONFIG_PARAMETERS=\"'alias.p'='push'\" git p origin main",
+    "/usr/lib/git-core/git-push origin HEAD:main",
+    "git-push origin main",
+    "X=push git --config-env alias.p=X p",
+    "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p",
+    "GIT_CONFIG_GLOBAL=./g git p",
+    "GIT_EXEC_PATH=./bin git p",
+    "git --exec-path=./bin p",
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; bash -c 'git p'",
+]
+
+
+@pytest.mark.parametrize("command", GIT_ALIAS_SPELLINGS)
+async def test_a_git_subcommand_deny_rule_sees_aliases_from_the_environment(
+    tmp_path: Path, command: str
+) -> None:
+    s = supervisor("bypass", rules={"deny": ["bash(git push:*)"]})
+    assert isinstance(await s.decide(request(tmp_path, command)), Deny), command
+
+
 @pytest.mark.parametrize("command", ["echo hi", "git status", "ls -la", "git pull"])
 async def test_commands_that_do_not_mention_the_rule_keep_bypass(
     tmp_path: Path, command: str
@@ -1194,3 +1220,47 @@ async def test_a_code_variable_set_without_an_assignment_makes_deny_rules_ask(
     results, decisions = await run_bash(work, [command], s)
     assert decisions == ["deny"] and results[0].is_error
     assert not (work / "P").exists()
+
+
+# Review 5, finding 06: the denied program run under another name, a copy made with a glob or
+# a backslash in its path, or a symlink (a project can ship `bin/t -> /usr/bin/touch`).
+RENAMED_SPELLINGS = [
+    "cp /usr/bin/tou?h t3 && ./t3 P",
+    "cp /usr/bin/touc\\h t3 && ./t3 P",
+    "cp /usr/bin/to''uch t3 && ./t3 P",
+    'cp /usr/bin/to"u"ch t3 && ./t3 P',
+    "ln -s /usr/bin/to?ch t5 && ./t5 P",
+    "cp /usr/bin/[t]ouch t6 && ./t6 P",
+    'cd /usr/bin && cp t?uch "$OLDPWD/t7" && cd - && ./t7 P',
+    "bin/t P",
+    "./bin/t P",
+    "env bin/t P",
+    "nice -n 1 ./bin/t P",
+]
+
+
+@pytest.mark.parametrize("command", RENAMED_SPELLINGS)
+async def test_a_deny_rule_sees_the_program_under_another_name(
+    tmp_path: Path, command: str
+) -> None:
+    if shutil.which("touch") != "/usr/bin/touch":
+        pytest.skip("touch is not /usr/bin/touch here")
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    (work / "bin" / "t").symlink_to("/usr/bin/touch")
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error, command
+    assert not (work / "P").exists()
+
+
+@pytest.mark.parametrize("command", ["ls *.py", "cat bin/readme", "echo t?", "./run.sh"])
+async def test_globs_and_paths_that_cannot_name_the_program_keep_bypass(
+    tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "readme").write_text("x")
+    (tmp_path / "run.sh").symlink_to("bin/readme")
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    assert isinstance(await s.decide(request(tmp_path, command)), Approve), command
