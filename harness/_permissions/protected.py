@@ -75,7 +75,13 @@ _GLOB_NAMES = 256
 _GLOB_PARTS = 4
 _GLOB_WORDS = 16  # glob words per command expanded
 _GLOB_CHARS = 1024  # a longer glob word is not expanded
-_CD = re.compile(r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`]+)")
+_CD = re.compile(
+    r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`]+)"
+    # a program's folder option: env -C/--chdir, git/make/tar -C, make --directory, sudo -D,
+    # systemd-run --working-directory, unshare --wd, bwrap --chdir
+    r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=]+)"
+)
+_BASES = 64  # folders a command's words are judged from; past that it is asked
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 # Other ways git writes its config or hooks: git's own `git-config` program, an alias (which
@@ -215,12 +221,23 @@ def protected_command(
         )
     home = os.path.expanduser("~")
     here = os.path.normpath(os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    # A path may be split by a cd (`cd ~/.config && cat harness/approvals.key`): each word is
-    # judged from the working folder and from every folder the command changes to.
+    # A path may be split by a cd (`cd ~/.config && cat harness/approvals.key`) or a program's
+    # folder option (`env -C .. env -C ../.config cat harness/approvals.key`, `git -C`): each
+    # word is judged from the working folder and from every folder the command may be in after
+    # each change, from any earlier one (a change that fails leaves the folder as it was).
     bases = [here]
     for m in _CD.finditer(text):
-        target = _home(m.group(1), home)
-        bases += [os.path.normpath(os.path.join(b, target)) for b in list(bases)[:8]]
+        target = _home(m.group(1) or m.group(2), home)
+        targets = [target]
+        if any(c in "*?[" for c in target):
+            found = [_globbed(target, b) for b in bases]
+            if any(f is None for f in found):
+                return f"it changes to {target!r}, a glob too wide to check for protected paths"
+            targets = [name for f in found for name in (f or ())]
+        more = [os.path.normpath(os.path.join(b, t)) for b in bases for t in targets]
+        bases = list(dict.fromkeys([*bases, *more]))
+        if len(bases) > _BASES:
+            return "it changes folders in more ways than the harness follows for protected paths"
     gits = {base: git_dirs(base) for base in bases}
     globs = 0
     for word in _WORD_BREAK.split(text):
@@ -402,8 +419,26 @@ def _names_protected(
 ) -> str | None:
     """Why the path ``name`` (``word`` as written, expanded), from the folder ``here``, is
     protected, or None."""
-    user = _user_folder()
     named = os.path.normpath(os.path.join(here, name))
+    why = _names_protected_at(word, name, named, here, stores_too, extra, gits)
+    real = os.path.realpath(named)
+    if why is None and real != named:
+        # a symlink on the way (`h -> .git/hooks`, `notes.txt -> ~/.config/harness/...`, which
+        # a project can ship): the path it reaches counts as well (review 5, findings 03, 04)
+        why = _names_protected_at(word, real, real, here, stores_too, extra, gits)
+    return why
+
+
+def _names_protected_at(
+    word: str,
+    name: str,
+    named: str,
+    here: str,
+    stores_too: bool,
+    extra: Iterable[str | os.PathLike[str]],
+    gits: tuple[str, ...],
+) -> str | None:
+    user = _user_folder()
     if named == user or named.startswith(user.rstrip("/") + "/"):
         return "it names the user's harness settings folder"
     key = os.path.realpath(approval_key_path())

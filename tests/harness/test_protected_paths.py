@@ -569,3 +569,64 @@ async def test_hooks_turned_off_with_a_file_or_set_to_the_work_tree_protect_noth
         assert isinstance(await s.decide(command), Approve), value
         write = await s.decide(make_request(work, write_tool(), path="src/a.py", content="x"))
         assert isinstance(write, Approve), value
+
+
+# Review 5, findings 03, 04, 07 and 08: a symlink a project ships (`h -> .git/hooks`,
+# `notes.txt -> ~/.config/harness/approvals.key`), folder changes past the old cap of 8, and
+# programs' folder options (`env -C`, `git -C`) led bash words to protected paths unseen.
+REACHED_COMMANDS = [
+    "cp payload h/pre-commit",
+    "echo x > d/config",
+    "cp x d/hooks/pre-commit",
+    "cp -r x d",
+    "echo x > sub/hh/settings.json",
+    "cat notes.txt",
+    "cat cfg/approvals.key",
+    "cd .; cd .; cd .; cd ..; cd ..; cd ../.con[f]ig; cat harness/approvals.key",
+    "cd .; cd .; cd .; cd ..; cd ..; cd ../.con[f]ig; echo '{}' > harness/settings.json",
+    "env -C .. env -C ../.config cat harness/approvals.key",
+    'env -C .. sh -c "cd ../.con[f]ig && cat harness/approvals.key"',
+    "env -C .. env -C ../.local rm -rf share/harness/sessions",
+    "env --chdir=.. env --chdir ../.config cat harness/approvals.key",
+    "git -C .. -C ../.config cat-file -p x harness/approvals.key",
+    "env -C .. find ../.local -delete",
+    "cd a1; cd a2; cd a3; cd a4; cd a5; cd a6; cd a7; cat x",  # more changes than followed
+]
+
+
+@pytest.mark.parametrize("command", REACHED_COMMANDS)
+async def test_a_protected_path_reached_through_a_symlink_or_a_folder_change_is_asked(
+    home: Path, command: str
+) -> None:
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    work = home / "a" / "b"
+    (work / ".git" / "hooks").mkdir(parents=True)
+    (work / ".harness").mkdir()
+    (work / "sub").mkdir()
+    (work / "h").symlink_to(".git/hooks")
+    (work / "d").symlink_to(".git")
+    (work / "sub" / "hh").symlink_to("../.harness")
+    (work / "notes.txt").symlink_to(key)
+    (work / "cfg").symlink_to(key.parent)
+    s = SecuritySupervisor(
+        mode="bypass", setting_sources=(), rules={"allow": ["bash(cat:*)", "bash(cp:*)"]}
+    )
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cd src && cat a.py", "cd src; cd ..; ls", "git -C . status", "grep -C 3 x a.py", "cat link"],
+)
+async def test_folder_changes_and_links_that_stay_clear_keep_bypass(
+    tmp_path: Path, command: str
+) -> None:
+    work = tmp_path / "a" / "b"
+    (work / "src").mkdir(parents=True)
+    (work / "link").symlink_to("src")
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Approve), (command, decided)
