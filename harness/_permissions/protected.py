@@ -230,10 +230,10 @@ def protected_command(
         target = _home(m.group(1) or m.group(2), home)
         targets = [target]
         if any(c in "*?[" for c in target):
-            found = [_globbed(target, b) for b in bases]
-            if any(f is None for f in found):
+            expansions = [_globbed(target, b) for b in bases]
+            if any(e is None for e in expansions):
                 return f"it changes to {target!r}, a glob too wide to check for protected paths"
-            targets = [name for f in found for name in (f or ())]
+            targets = [name for e in expansions for name in (e or ())]
         more = [os.path.normpath(os.path.join(b, t)) for b in bases for t in targets]
         bases = list(dict.fromkeys([*bases, *more]))
         if len(bases) > _BASES:
