@@ -1264,3 +1264,34 @@ async def test_globs_and_paths_that_cannot_name_the_program_keep_bypass(
     (tmp_path / "run.sh").symlink_to("bin/readme")
     s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
     assert isinstance(await s.decide(request(tmp_path, command)), Approve), command
+
+
+# Review 5, findings 11 and 14: bash runs substitutions in an unquoted here-document's body;
+# the parser did not show backticks there, nor `$(…)` in a <<- body.
+HEREDOC_SUBSTITUTIONS = [
+    "ls <<EOF\n`touch P`\nEOF",
+    "ls <<-EOF\n\t$(touch P)\n\tEOF",
+    "ls <<-EOF\n\t`touch P`\n\tEOF",
+    "ls <<EOF\nx ${x:-`touch P`}\nEOF",
+    "ls <<EOF <<EOG\nok\nEOF\n`touch P`\nEOG",
+    "ls <<EOF\n$((`touch P`))\nEOF",
+    "ls <<EOF\n`tou''ch P`\nEOF",
+    "ls <<'EOF'\n`touch P`\nEOF",  # a quoted delimiter: the body is text, not run
+]
+
+
+@pytest.mark.parametrize("command", HEREDOC_SUBSTITUTIONS)
+async def test_substitutions_in_a_here_document_are_never_allowed_and_deny_rules_see_them(
+    tmp_path: Path, command: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    runs = makes_file(command, "P", work)
+    assert runs == ("'EOF'" not in command), "bash runs the body's code unless quoted"
+    allow = supervisor("default", rules={"allow": ["bash(ls:*)"]})
+    results, decisions = await run_bash(work, [command], allow)
+    assert decisions == (["deny"] if runs else ["approve"]), command
+    assert not (work / "P").exists()
+    if runs:
+        deny = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+        assert isinstance(await deny.decide(request(work, command)), Deny), command
