@@ -1289,7 +1289,7 @@ async def test_substitutions_in_a_here_document_are_never_allowed_and_deny_rules
     runs = makes_file(command, "P", work)
     assert runs == ("'EOF'" not in command), "bash runs the body's code unless quoted"
     allow = supervisor("default", rules={"allow": ["bash(ls:*)"]})
-    results, decisions = await run_bash(work, [command], allow)
+    _, decisions = await run_bash(work, [command], allow)
     assert decisions == (["deny"] if runs else ["approve"]), command
     assert not (work / "P").exists()
     if runs:
