@@ -22,14 +22,18 @@ backslashes removed (redirections and arguments alike); a name bash computes at 
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import glob
 import itertools
 import os
+import pwd
 import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+
+from attrs import frozen
 
 from repos import InvalidStoreUrlError, parse_store_url
 
@@ -82,6 +86,14 @@ _CD = re.compile(
     r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=]+)"
 )
 _BASES = 64  # folders a command's words are judged from; past that it is asked
+# Protected names anywhere in a command's text, glued to other characters or not (`.git/`
+# after any character; a bare `.git` only as a name of its own, so `repo.git` URLs stay free).
+_GLUED = re.compile(
+    r"\.git/|(?<![\w.-])\.git(?![\w.-])|\.mcp\.json|\.gitconfig|\.config/(?:git|harness)\b"
+    r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.husky\b"
+    r"|\.pre-commit-config\.yaml|lefthook\.yml",
+    re.IGNORECASE,
+)
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 # Other ways git writes its config or hooks: git's own `git-config` program, an alias (which
@@ -214,6 +226,14 @@ def protected_command(
     folder holding a sessions or checkpoint store (``rm -r .local``) counts, relative to
     ``cwd`` or absolute; the working folder itself (``.``) and ``/`` do not."""
     text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, command).replace('$"', '"'))
+    glued = _GLUED.search(text)
+    if glued is not None:
+        # A protected name inside a word (sed's `w.git/config`, `x,.mcp.json`, a path in
+        # python -c or awk code): named in the text, so asked (review 5, finding 12).
+        return (
+            f"it names {glued.group(0)!r} in its text, which grants permissions or runs code "
+            "the next time the harness, Claude Code or git starts"
+        )
     if _git_config_writes(text):
         return (
             "it may change a git config or hooks (git config, an alias, a template), which "
@@ -227,43 +247,102 @@ def protected_command(
     # each change, from any earlier one (a change that fails leaves the folder as it was).
     bases = [here]
     for m in _CD.finditer(text):
-        target = _home(m.group(1) or m.group(2), home)
-        targets = [target]
-        if any(c in "*?[" for c in target):
-            expansions = [_globbed(target, b) for b in bases]
-            if any(e is None for e in expansions):
-                return f"it changes to {target!r}, a glob too wide to check for protected paths"
-            targets = [name for e in expansions for name in (e or ())]
-        more = [os.path.normpath(os.path.join(b, t)) for b in bases for t in targets]
+        written = m.group(1) or m.group(2)
+        more: list[str] = []
+        for base in bases:
+            target = _expand(written, home, base)
+            if target is None:
+                return f"it changes to {written!r}, a folder the harness cannot tell"
+            targets = [target]
+            if any(c in "*?[" for c in target):
+                expansions = _globbed(target, base)
+                if expansions is None:
+                    return f"it changes to {target!r}, a glob too wide to check for protected paths"
+                targets = expansions
+            more += [os.path.normpath(os.path.join(base, t)) for t in targets]
         bases = list(dict.fromkeys([*bases, *more]))
         if len(bases) > _BASES:
             return "it changes folders in more ways than the harness follows for protected paths"
+    words = [w for w in dict.fromkeys(_WORD_BREAK.split(text)) if w]
+    if len(words) * len(bases) > _CHECKS:
+        return "it has more words than the harness checks for protected paths"
+    seen = _Seen.now(extra, cwd is not None)
     gits = {base: git_dirs(base) for base in bases}
     globs = 0
-    for word in _WORD_BREAK.split(text):
-        if not word:
-            continue
+    for word in words:
         # A short option's attached value (`cp -t.git/hooks x`) and each brace alternative
         # (`~/.config/{harness,x}/approvals.key`) are paths too.
         attached = word[2:] if word.startswith("-") and not word.startswith("--") else ""
         forms = [word, attached] if attached else [word]
         for form in [alt for f in forms for alt in _braces(f)]:
-            expanded = _home(form, home)
-            wild = any(c in "*?[" for c in expanded)
-            globs += wild
             for base in bases:
+                expanded = _expand(form, home, base)
+                if expanded is None:
+                    return f"it names {word!r}, a folder the harness cannot tell"
                 names = [expanded]
-                if wild:
-                    far = globs > _GLOB_WORDS or len(expanded) > _GLOB_CHARS
+                if any(c in "*?[" for c in expanded):
+                    globs += 1
+                    far = globs > _GLOB_WORDS * len(bases) or len(expanded) > _GLOB_CHARS
                     found = None if far else _globbed(expanded, base)
                     if found is None:  # past the caps: it could name anything (asked)
                         return f"it names {word!r}, a glob too wide to check for protected paths"
                     names += found
                 for name in names:
-                    why = _names_protected(word, name, base, cwd is not None, extra, gits[base])
+                    why = _names_protected(word, name, base, seen, gits[base])
                     if why is not None:
                         return why
     return None
+
+
+_CHECKS = 20_000  # words times folders judged per command; past that it is asked
+_TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
+_HOME_VARIABLE = re.compile(r"\$(?:HOME\b|\{HOME\})")
+_PWD_VARIABLE = re.compile(r"\$(?:PWD\b|\{PWD\})")
+_UNKNOWN_FOLDER = re.compile(r"^~-|\$(?:OLDPWD\b|\{OLDPWD\})|^\$(?:DIRSTACK|\{DIRSTACK)")
+
+
+def _expand(word: str, home: str, base: str) -> str | None:
+    """``word`` with the folders bash knows statically put in: ``~``, ``~/``, ``~+`` (the
+    folder the word runs in, ``base``), ``~user`` (that user's home), ``$HOME``/``${HOME}``
+    and ``$PWD``/``${PWD}`` anywhere in it (review 5, finding 17); None for a word starting
+    with a folder the harness cannot tell (``~-``, ``$OLDPWD``), which is asked."""
+    if _UNKNOWN_FOLDER.search(word):
+        return None
+    if word == "~+" or word.startswith("~+/"):
+        word = base + word[2:]
+    elif word == "~" or word.startswith("~/"):
+        word = home + word[1:]
+    else:
+        m = _TILDE_USER.match(word)
+        if m is not None:
+            with contextlib.suppress(KeyError):  # bash keeps an unknown user's ~name as written
+                word = pwd.getpwnam(m.group(1)).pw_dir + word[m.end() :]
+    if "$" in word:
+        word = _PWD_VARIABLE.sub(lambda _: base, _HOME_VARIABLE.sub(lambda _: home, word))
+    return word
+
+
+@frozen
+class _Seen:
+    """What a command's words are compared with, looked up once per command (a long command
+    once paid these lookups for every word: review 5, finding 15)."""
+
+    user: str
+    key: str
+    harness: tuple[str, ...]
+    stores: tuple[str, ...]
+    stores_too: bool
+
+    @classmethod
+    def now(cls, extra: Iterable[str | os.PathLike[str]], stores_too: bool) -> _Seen:
+        extra = tuple(extra)
+        return cls(
+            user=_user_folder(),
+            key=os.path.realpath(approval_key_path()),
+            harness=harness_folders(extra),
+            stores=store_folders(extra),
+            stores_too=stores_too,
+        )
 
 
 def git_dirs(cwd: Path | str) -> tuple[str, ...]:
@@ -410,47 +489,34 @@ def _globbed(pattern: str, base: str) -> list[str] | None:
 
 
 def _names_protected(
-    word: str,
-    name: str,
-    here: str,
-    stores_too: bool,
-    extra: Iterable[str | os.PathLike[str]],
-    gits: tuple[str, ...],
+    word: str, name: str, here: str, seen: _Seen, gits: tuple[str, ...]
 ) -> str | None:
     """Why the path ``name`` (``word`` as written, expanded), from the folder ``here``, is
     protected, or None."""
     named = os.path.normpath(os.path.join(here, name))
-    why = _names_protected_at(word, name, named, here, stores_too, extra, gits)
+    why = _names_protected_at(word, name, named, here, seen, gits)
     real = os.path.realpath(named)
     if why is None and real != named:
         # a symlink on the way (`h -> .git/hooks`, `notes.txt -> ~/.config/harness/...`, which
         # a project can ship): the path it reaches counts as well (review 5, findings 03, 04)
-        why = _names_protected_at(word, real, real, here, stores_too, extra, gits)
+        why = _names_protected_at(word, real, real, here, seen, gits)
     return why
 
 
 def _names_protected_at(
-    word: str,
-    name: str,
-    named: str,
-    here: str,
-    stores_too: bool,
-    extra: Iterable[str | os.PathLike[str]],
-    gits: tuple[str, ...],
+    word: str, name: str, named: str, here: str, seen: _Seen, gits: tuple[str, ...]
 ) -> str | None:
-    user = _user_folder()
-    if named == user or named.startswith(user.rstrip("/") + "/"):
+    if named == seen.user or named.startswith(seen.user.rstrip("/") + "/"):
         return "it names the user's harness settings folder"
-    key = os.path.realpath(approval_key_path())
-    if named == key:
+    if named == seen.key:
         return "it names the key that signs this user's approvals"
-    if named != "/" and key.startswith(named.rstrip("/") + "/"):
+    if named != "/" and seen.key.startswith(named.rstrip("/") + "/"):
         # grep -r, find, tar, cp -r of a folder holding it read the key as well
         return f"it names {word!r}, a folder holding the key that signs this user's approvals"
-    if stores_too and not word.startswith("-"):
-        if _inside(named, harness_folders(extra)):
+    if seen.stores_too and not word.startswith("-"):
+        if _inside(named, seen.harness):
             return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
-        if named not in (here, "/") and any(_inside(s, [named]) for s in store_folders(extra)):
+        if named not in (here, "/") and any(_inside(s, [named]) for s in seen.stores):
             return f"it names {word!r}, which holds the sessions or checkpoints store"
     if gits and _inside(os.path.realpath(named), gits):
         return f"it names {word!r}, in a folder git runs code from (hooks, config)"

@@ -630,3 +630,103 @@ async def test_folder_changes_and_links_that_stay_clear_keep_bypass(
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     decided = await s.decide(request(work, "bash", command=command))
     assert isinstance(decided, Approve), (command, decided)
+
+
+# Review 5, finding 12: a protected name glued to other characters in a word (sed's `w`
+# command, a comma, code of another language) was not seen.
+GLUED_COMMANDS = [
+    "sed -n 'w.git/config' p",
+    "sed -n 's/^/x/w.git/config' p",
+    'awk \'BEGIN{print "{}" > ".mcp.json"}\'',
+    "python3 -c \"open('.mcp.json','w').write('{}')\"",
+    "python3 -c \"import shutil;shutil.copy('p','.mcp.json')\"",
+    "python3 -c \"open('.harness/settings.json','w').write('{}')\"",
+    "node -e \"require('fs').writeFileSync('.mcp.json','{}')\"",
+    'ruby -e \'File.write(".mcp.json","{}")\'',
+    "perl -e \"open(F,'>','.mcp.json')\"",
+    "cp p x,.mcp.json",
+    "sed -n 'w.GIT/hooks/pre-commit' p",
+    "python3 -c \"open('.claude/settings.local.json','w')\"",
+]
+
+
+@pytest.mark.parametrize("command", GLUED_COMMANDS)
+async def test_a_protected_name_glued_to_other_text_is_asked(cwd: Path, command: str) -> None:
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(cwd, "bash", command=command)), Deny), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git clone https://example.invalid/repo.git",
+        "cat .gitignore .gitattributes",
+        "ls .github/workflows",
+        "python3 -c \"print('settings.json')\"",
+    ],
+)
+async def test_names_that_only_resemble_protected_ones_keep_bypass(cwd: Path, command: str) -> None:
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(cwd, "bash", command=command)), Approve), command
+
+
+# Review 5, finding 17: bash expands `~+` (the working folder), `~user`, `$HOME` and `$PWD`
+# statically; the check kept them as folder names, one level off.
+EXPANDED_COMMANDS = [
+    "cat ~+/../.con[f]ig/harness/approvals.key",
+    "echo '{}' > ~+/../.config/har[n]ess/settings.json",
+    "rm -rf ~+/../.local/share/harness",
+    "cd ~+/..; cat .con[f]ig/harness/approvals.key",
+    "cat ~+/../.con*/har*/appr*",
+    "cat ~-/.con[f]ig/harness/approvals.key",
+    "rm -rf ~+/../.lo[c]al",
+    "rm -rf $HOME/.local/share/harness",
+    'rm -rf "$HOME/.local"',
+    "cat ${HOME}/.con[f]ig/harness/approvals.key",
+    "cat $PWD/../.con[f]ig/harness/approvals.key",
+    "cat $OLDPWD/x",
+]
+
+
+@pytest.mark.parametrize("command", EXPANDED_COMMANDS)
+async def test_tilde_prefixes_and_home_variables_are_expanded_as_bash_does(
+    home: Path, command: str
+) -> None:
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    (key.parent / "settings.json").write_text("{}")
+    work = home / "a"
+    work.mkdir()
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
+
+
+@pytest.mark.parametrize("command", ["ls ~+", "cat $HOME/notes.txt", "cd ~+/src && ls"])
+async def test_expanded_folders_that_stay_clear_keep_bypass(tmp_path: Path, command: str) -> None:
+    work = tmp_path / "a"
+    (work / "src").mkdir(parents=True)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(work, "bash", command=command)), Approve), command
+
+
+def test_a_long_command_is_decided_promptly(tmp_path: Path) -> None:
+    # Review 5, finding 15: 1.3 KB of `cd`s and words took 116 s, 100 KB hours (every word
+    # from every folder, the harness's folders looked up again for each). Past the caps the
+    # command is asked; below them each word is judged once per folder.
+    import asyncio
+    import concurrent.futures
+
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    many = (
+        "".join(f"cd d{i}; " for i in range(50))
+        + "echo "
+        + " ".join(f"w{i}" for i in range(12_000))
+    )
+    few = "cd a; cd b; cd c; echo " + " ".join(f"w{i}" for i in range(2_000))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        for command, asked in [(many, True), (few, False)]:
+            decided = pool.submit(asyncio.run, s.decide(request(tmp_path, "bash", command=command)))
+            result = decided.result(timeout=60)  # was minutes to hours: a hang fails here
+            assert isinstance(result, Deny if asked else Approve), result
