@@ -173,6 +173,16 @@ class AgentOptions:
         if self.tools is not None and self.no_tools:
             raise click.UsageError("give at most one of --tools and --no-tools")
 
+    def trusts(self, cwd: Path) -> bool:
+        """Whether ``--trust-project`` trusts the project in ``cwd``: only the folder the
+        command started in (``--cwd``, else the current folder), never one a session names
+        and the user chose to work in (docs/security.md: trust is per folder; review 5,
+        finding 13)."""
+        if not self.trust_project:
+            return False
+        started = self.work_dir if self.work_dir is not None else Path.cwd()
+        return os.path.realpath(cwd) == os.path.realpath(started)
+
     @property
     def ref(self) -> str | None:
         """The session named by ``--session`` or ``--resume ID``."""
@@ -197,7 +207,7 @@ class AgentOptions:
             api=self.api,
             fallback_model_id=self.fallback_model_id,
             cwd=cwd,
-            trust_project=self.trust_project,
+            trust_project=self.trusts(cwd),
         )
 
     def tool_list(self) -> list[Tool]:
@@ -231,7 +241,7 @@ class AgentOptions:
             mode=self.mode,
             rules=self.rules(),
             approver=approver,
-            trust_project=cwd if self.trust_project else False,
+            trust_project=cwd if self.trusts(cwd) else False,
             store_folders=store_folders,
         )
 
@@ -512,11 +522,11 @@ class Agents:
         elif isinstance(repo, SqliteSessionRepo):
             stores.append(repo.path)
         self.supervisor = opts.supervisor(cwd, approver, store_folders=stores)
-        self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trust_project)
+        self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trusts(cwd))
         self.checkpoints: CheckpointStore | Literal[False] = (
             self._store if opts.use_checkpoints() else False
         )
-        self.agents = agent_files(cwd, opts.trust_project)
+        self.agents = agent_files(cwd, opts.trusts(cwd))
         self._system_prompt = opts.system_prompt_text()
 
     def make(

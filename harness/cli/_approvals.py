@@ -130,7 +130,7 @@ def _answer(
         cwd = working_folder(session, here if opts.work_dir is not None else None)
         choice = opts.model_choice(cwd)
         model, level = (offline_model(), None) if choice is None else choice.model(session)
-        hooks = load_command_hooks(cwd, trust_project=opts.trust_project)
+        hooks = load_command_hooks(cwd, trust_project=opts.trusts(cwd))
         harness = Agents(opts, cwd, repo=repo, choice=choice, command_hooks=hooks).make(
             session, model, level
         )

@@ -287,7 +287,7 @@ async def _main(opts: AgentOptions, repo: SessionRepo, here: Path) -> None:
     # A model that cannot be made (no API key, an unknown name) fails before a session file
     # is written; so do broken hook settings.
     model, level = first_model(opts, choice, paced=True)
-    command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
+    command_hooks = load_command_hooks(here, trust_project=opts.trusts(here))
     session = await pick_session(opts, repo, here)
     created = opts.new_session
     warn_diagnostics(session)
@@ -295,7 +295,7 @@ async def _main(opts: AgentOptions, repo: SessionRepo, here: Path) -> None:
         ask = _confirm if terminal else None
         cwd = working_folder(session, here if opts.work_dir is not None else None, ask=ask)
         if cwd != here:  # the session's recorded folder, chosen by the user: its hooks
-            command_hooks = load_command_hooks(cwd, trust_project=opts.trust_project)
+            command_hooks = load_command_hooks(cwd, trust_project=opts.trusts(cwd))
         given = model is not None and choice is not None and choice.given
         if model is None:
             model, level = session_model(choice, session, level)

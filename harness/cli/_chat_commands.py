@@ -223,7 +223,7 @@ async def _permissions(chat: ChatHost, args: str) -> None:
         chat.view.line(f"mode: {chat.agents.supervisor.mode_for(h.cwd)}")
     except ValueError as exc:
         chat.view.line(f"mode: unknown, every call is denied ({one_line(str(exc))})")
-    trusted = chat.agents.opts.trust_project
+    trusted = chat.agents.opts.trusts(h.cwd)
     sources: list[tuple[str, PermissionRules, bool]] = [
         ("command line", chat.agents.supervisor.rules, True),
         (str(user_settings_path()), load_settings(user_settings_path()).rules, True),

@@ -878,7 +878,7 @@ RpcServer._HANDLERS = {
 async def _main(opts: AgentOptions, repo: SessionRepo, here: Path, timeout_s: float) -> None:
     choice = opts.model_choice(here)
     model, level = first_model(opts, choice, paced=True)
-    command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
+    command_hooks = load_command_hooks(here, trust_project=opts.trusts(here))
     session = await pick_session(opts, repo, here)
     try:
         warn_diagnostics(session)

@@ -322,7 +322,7 @@ def run(
     choice = opts.model_choice(here)
     model, level = first_model(opts, choice, paced=False)
     # Broken hook settings fail before a session file is written (run works in `here`).
-    command_hooks = load_command_hooks(here, trust_project=opts.trust_project)
+    command_hooks = load_command_hooks(here, trust_project=opts.trusts(here))
     with run_async(pick_session(opts, repo, here)) as session:
         warn_diagnostics(session)
         seen = len(session.diagnostics)

@@ -10,6 +10,7 @@ library, and on ``harness sessions verify``.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -645,3 +646,58 @@ def test_piped_chat_shows_the_whole_command_before_asking(
     before = proc.stdout[: proc.stdout.index("allow bash")]
     assert "bash wants to run:" in before
     assert "│ echo ok⟨200 blanks⟩; echo hidden" in before
+
+
+def test_trust_project_stays_with_the_folder_the_chat_started_in(
+    env: dict[str, str], work: Path, root: Path, tmp_path: Path
+) -> None:
+    # Review 5, finding 13: after the user chose to work in the folder a session file names,
+    # --trust-project applied to that folder: its hooks ran and its allow rules applied.
+    other = tmp_path / "other-project"
+    (other / ".harness").mkdir(parents=True)
+    marker = tmp_path / "hook-ran"
+    hook = {"hooks": [{"type": "command", "command": f"touch {marker}"}]}
+    (other / ".harness" / "settings.json").write_text(
+        json.dumps({"hooks": {"SessionStart": [hook]}, "permissions": {"allow": ["Bash(*)"]}})
+    )
+    session = tmp_path / "given" / "s.jsonl"
+    session.parent.mkdir()
+    session.write_text(
+        json.dumps(
+            {
+                "type": "session",
+                "version": 3,
+                "id": "aaaaaaaa-2222-3333-4444-555555555555",
+                "timestamp": "2026-12-02T14:09:10.200Z",
+                "cwd": str(other),
+            }
+        )
+        + "\n"
+    )
+    args = ["-m", "harness.cli", "chat", "--offline", "--trust-project", "--root", str(root)]
+    child = pexpect.spawn(
+        sys.executable,
+        [*args, "--session", str(session)],
+        env=env,
+        cwd=str(work),
+        dimensions=(40, 200),
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+    )
+    try:
+        chat = Terminal(child)
+        chat.expect("Work in the recorded folder?")
+        child.sendline("y")
+        chat.expect("Ctrl-D or /exit ends")
+        chat.prompt()
+        child.sendline(f"!touch {tmp_path / 'ran'}")
+        chat.expect("? [y]es / [n]o / [a]lways:")  # asked: that project's allow rule is not used
+        child.sendline("n")
+        chat.prompt()
+        child.sendeof()
+        assert chat.wait_exit() == 0
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    assert not (tmp_path / "ran").exists()
+    assert not marker.exists()  # its SessionStart hook did not run
