@@ -512,7 +512,8 @@ ROUND_TRIPS = [
     ("ls | grep a*b", ["ls | grep axb", "ls | grep a; touch b"]),
     ("echo a:*", ["echo a:x", "echo a: x"]),
     ("echo (", ["echo x", "echo ( "]),
-    ("echo $HOME", ["echo '$HOME'", "echo $HOME; touch P"]),
+    # ($USER: $HOME names the folder holding the approvals key, which is always asked)
+    ("echo $USER", ["echo '$USER'", "echo $USER; touch P"]),
     ("bash -c 'echo hi'", ["bash -c 'touch P'", 'bash -c "echo hi"; touch P']),
     ("cat <<'EOF'\n*\nEOF", ["cat <<'EOF'\nx\nEOF", "cat <<'EOF'\n*\nEOF\ntouch P"]),
     ("echo \\\\*", ["echo \\*", "echo \\\\x"]),
