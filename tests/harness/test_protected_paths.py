@@ -730,3 +730,42 @@ def test_a_long_command_is_decided_promptly(tmp_path: Path) -> None:
             decided = pool.submit(asyncio.run, s.decide(request(tmp_path, "bash", command=command)))
             result = decided.result(timeout=60)  # was minutes to hours: a hang fails here
             assert isinstance(result, Deny if asked else Approve), result
+
+
+# Review 5, finding 20: brace sequences, bash's [^x] and POSIX classes, and extended globs.
+BASH_GLOB_COMMANDS = [
+    "cp p .{g..g}it/config",
+    "tee .mcp.js{o..o}n < m",
+    "cp x .mcp.j{r..t}on",
+    "cp p .gi[^x]/config",
+    "cp p .gi[[:alpha:]]/config",
+    "cp x .mcp.js[^x]n",
+    "cp x .mcp.js[[:alpha:]]n",
+    "shopt -s extglob\ncp p .@(git)/config",
+    "shopt -s extglob; cp p .+(git)/config",
+    "shopt -s extglob; cp x .@(harness)/settings.json",
+    "git con{f..f}ig core.hooksPath /tmp/evil",
+    "git c{o,x}nfig core.hooksPath /tmp/evil",
+    "cp x .{f..h}it/hooks/pre-commit",
+]
+
+
+@pytest.mark.parametrize("command", BASH_GLOB_COMMANDS)
+async def test_brace_sequences_and_bash_glob_syntax_are_seen_through(
+    cwd: Path, command: str
+) -> None:
+    (cwd / ".mcp.json").write_text("{}")
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(cwd, "bash", command=command)), Deny), command
+
+
+@pytest.mark.parametrize(
+    "command", ["echo {1..3}", "ls src/[^.]*", "cp a{1..2}.txt out/", "ls @(x"]
+)
+async def test_braces_and_globs_naming_nothing_protected_keep_bypass(
+    cwd: Path, command: str
+) -> None:
+    (cwd / "src").mkdir()
+    (cwd / "src" / "a.py").write_text("")
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(cwd, "bash", command=command)), Approve), command
