@@ -34,6 +34,7 @@ import errno
 import fcntl
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -52,6 +53,7 @@ __all__ = [
     "open_parent",
     "open_regular",
     "open_regular_at",
+    "program_path",
     "read_capped",
     "read_regular",
     "read_regular_at",
@@ -229,6 +231,17 @@ def expand_home(path: str) -> str:
     if path == "~" or path.startswith("~/"):
         return os.path.expanduser("~") + path[1:]
     return path
+
+
+def program_path(name: str) -> str:
+    """The absolute path of the program ``name`` on ``$PATH``, looked up in its absolute
+    entries only: an empty or relative entry (``PATH=:/usr/bin``, ``.``) would find a program
+    of that name in the working folder, which an untrusted project can ship (a ``bash`` there
+    would run every command instead of bash; review 5, finding 16). ``name`` itself when not
+    found, so starting it fails with the usual error."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    found = shutil.which(name, path=os.pathsep.join(e for e in entries if os.path.isabs(e)))
+    return found if found is not None else name
 
 
 def relative_to(root: str | os.PathLike[str], path: str) -> str | None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -41,6 +40,7 @@ from .._fs import (
     Location,
     beneath,
     open_regular,
+    program_path,
     read_capped,
     read_regular_at,
 )
@@ -155,7 +155,8 @@ class Workspace:
         )
         self._ids: frozenset[tuple[int, int]] = frozenset()
         self._judged: dict[str, bool] = {}
-        self._git_program = shutil.which(git) if git is not None else None
+        program = program_path(git) if git is not None else None
+        self._git_program = program if program is not None and os.path.isabs(program) else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
         self._cache: dict[str, tuple[_StatKey, FileState]] = {}
 

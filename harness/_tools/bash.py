@@ -18,6 +18,7 @@ from typing import BinaryIO, ClassVar
 from hooks import JSONValue
 
 from .._errors import ToolError
+from .._fs import program_path
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["bash_tool"]
@@ -344,7 +345,7 @@ async def _start(
         raise
     try:
         proc = await asyncio.create_subprocess_exec(
-            "bash",
+            program_path("bash"),
             "-c",
             command,
             cwd=cwd,

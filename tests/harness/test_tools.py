@@ -347,3 +347,19 @@ async def test_bash_failing_observer_kills_the_command(tmp_path: Path) -> None:
         assert await _gone(await _read_pid(tmp_path / "child.pid"))
     finally:
         _kill_pid(await _read_pid(tmp_path / "child.pid"))
+
+
+@pytest.mark.parametrize("entry", ["", ".", "./bin/.."])
+async def test_bash_never_runs_a_bash_the_working_folder_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    # Review 5, finding 16: with an empty or relative PATH entry, "bash" was found in the
+    # working folder, which an untrusted project can ship, and ran every command instead.
+    fake = tmp_path / "bash"
+    fake.write_text(f"#!/bin/sh\ntouch {tmp_path / 'fake-ran'}\necho fake\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", entry + os.pathsep + os.environ["PATH"])
+    result = await bash_tool().execute({"command": "echo real"}, make_run(tmp_path))
+    assert isinstance(result, ToolResult) and not result.is_error
+    assert result.content[0].text == "real\n"  # type: ignore[union-attr]
+    assert not (tmp_path / "fake-ran").exists()
