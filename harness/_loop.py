@@ -65,6 +65,7 @@ from repos import (
     MAX_NESTING,
     Session,
     decode_message,
+    dumps_line,
     encode_message,
     nested_deeper,
     normalize_messages,
@@ -896,25 +897,41 @@ _ARGUMENT_NESTING = MAX_NESTING - 4  # a call's arguments sit at level 5 of its 
 
 
 def _within_nesting(reply: AssistantMessage) -> AssistantMessage:
-    """``reply`` with every part that nests past what a session line may hold replaced, so it
-    can be stored: model output is untrusted, and a too-deep reply must cost its calls, never
-    the run (``repos.MAX_NESTING``). A tool call keeps its id and name, its arguments become
-    ``{}`` and a note; an unknown block keeps only its type."""
-    if not any(
-        (isinstance(b, ToolCall) and nested_deeper(b.arguments, _ARGUMENT_NESTING))
-        or (isinstance(b, UnknownContent) and nested_deeper(b.raw, _ARGUMENT_NESTING))
-        for b in reply.content
-    ):
+    """``reply`` with every part a session line cannot hold replaced, so it can be stored:
+    model output is untrusted, and an unstorable reply must cost its calls, never the run. A
+    part nested past ``repos.MAX_NESTING``, or holding a value the session's JSON cannot
+    encode (an integer past 64 bits, which a provider's JSON parser keeps: review 5, finding
+    19), is dropped: a tool call keeps its id and name, its arguments become ``{}`` and a
+    note; an unknown block keeps only its type."""
+    if not any(_unstorable(b) for b in reply.content):
         return reply
-    note = f"the arguments nested deeper than {_ARGUMENT_NESTING} levels and were dropped"
     content = []
     for block in reply.content:
-        if isinstance(block, ToolCall) and nested_deeper(block.arguments, _ARGUMENT_NESTING):
-            block = evolve(block, arguments={}, extra={_TOO_DEEP: note})
-        elif isinstance(block, UnknownContent) and nested_deeper(block.raw, _ARGUMENT_NESTING):
-            block = UnknownContent(raw={"type": block.type, _TOO_DEEP: "nested too deep"})
+        why = _unstorable(block)
+        if why is not None and isinstance(block, ToolCall):
+            block = evolve(block, arguments={}, extra={_TOO_DEEP: why})
+        elif why is not None and isinstance(block, UnknownContent):
+            block = UnknownContent(raw={"type": block.type, _TOO_DEEP: why})
         content.append(block)
     return evolve(reply, content=tuple(content))
+
+
+def _unstorable(block: object) -> str | None:
+    """Why a tool call's arguments or an unknown block cannot be stored, or None."""
+    if isinstance(block, ToolCall):
+        value: object = block.arguments
+        what = "the arguments"
+    elif isinstance(block, UnknownContent):
+        value, what = block.raw, "the block"
+    else:
+        return None
+    if nested_deeper(value, _ARGUMENT_NESTING):
+        return f"{what} nested deeper than {_ARGUMENT_NESTING} levels and were dropped"
+    try:
+        dumps_line({"value": cast(JSONValue, value)})  # what the session's writer will do
+    except ValueError as exc:
+        return f"{what} held a value a session cannot store ({exc}) and were dropped"
+    return None
 
 
 async def _preflight(

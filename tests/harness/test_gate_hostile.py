@@ -259,3 +259,19 @@ async def test_arguments_at_the_cap_are_kept(tmp_path: Path) -> None:
     (tmp_path / "ok.txt").write_text("fine")
     [result] = await _run(tmp_path, [call])
     assert "nested deeper" not in result.text  # refused by the schema, not dropped
+
+
+@pytest.mark.parametrize(
+    "value", [2**64, -(2**63) - 1, 10**30, [1, {"n": 99999999999999999999}], float("nan")]
+)
+async def test_tool_arguments_a_session_cannot_store_cost_the_call_not_the_run(
+    tmp_path: Path, value: Any
+) -> None:
+    # Review 5, finding 19: an integer past 64 bits (which a provider's JSON parser keeps) or
+    # a NaN made the session refuse the reply, and prompt() raised.
+    odd = FauxToolCall(name="read", arguments={"path": "ok.txt", "timeout": value})
+    (tmp_path / "ok.txt").write_text("fine")
+    after = FauxToolCall(name="read", arguments={"path": "ok.txt"})
+    bad, good = await _run(tmp_path, [odd, after])
+    assert bad.is_error and "cannot store" in bad.text
+    assert not good.is_error and good.text == "fine"
