@@ -57,6 +57,7 @@ _FOLDERS: dict[str, tuple[str, ...] | None] = {
 }
 _FILES = (
     ".mcp.json",
+    ".claude.json",  # Claude Code's user and local MCP servers and tool approvals
     ".gitconfig",  # the user's git config: hooksPath, aliases, pagers
     # Hook managers' configs: commands their installed git hook runs at the next commit.
     ".pre-commit-config.yaml",
@@ -86,10 +87,15 @@ _CD = re.compile(
     r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=]+)"
 )
 _BASES = 64  # folders a command's words are judged from; past that it is asked
+_BARE_CD = re.compile(r"(?:^|[\s;&|(`])cd(?:\s+-[LPe@]*|\s+--)*\s*(?=$|[;&|)`\n])")
+_UNKNOWN_CD = re.compile(
+    r"(?:^|[\s;&|(`])(?:cd(?:\s+-[LPe@]+)*\s+-(?=$|[\s;&|)`])|popd\b|pushd\s*(?=$|[;&|)`\n])|pushd\s+[+-]\d)"
+)
 # Protected names anywhere in a command's text, glued to other characters or not (`.git/`
 # after any character; a bare `.git` only as a name of its own, so `repo.git` URLs stay free).
 _GLUED = re.compile(
-    r"\.git/|(?<![\w.-])\.git(?![\w.-])|\.mcp\.json|\.gitconfig|\.config/(?:git|harness)\b"
+    r"\.git/|(?<![\w.-])\.git(?![\w.-])|\.mcp\.json|\.claude\.json|\.gitconfig"
+    r"|\.config/(?:git|harness)\b"
     r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.husky\b"
     r"|\.pre-commit-config\.yaml|lefthook\.yml",
     re.IGNORECASE,
@@ -227,7 +233,10 @@ def protected_command(
     harness's own folders (:func:`harness_folders`, ``extra`` too), something in it, or a
     folder holding a sessions or checkpoint store (``rm -r .local``) counts, relative to
     ``cwd`` or absolute; the working folder itself (``.``) and ``/`` do not."""
-    text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, command).replace('$"', '"'))
+    # bash joins a line continuation before anything else (`.gi\⏎t/config` is .git/config:
+    # review 5, finding 26)
+    joined = command.replace("\\\n", "")
+    text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, joined).replace('$"', '"'))
     glued = _GLUED.search(text)
     if glued is not None:
         # A protected name inside a word (sed's `w.git/config`, `x,.mcp.json`, a path in
@@ -248,6 +257,10 @@ def protected_command(
     # word is judged from the working folder and from every folder the command may be in after
     # each change, from any earlier one (a change that fails leaves the folder as it was).
     bases = [here]
+    if _UNKNOWN_CD.search(text):
+        return "it changes to a folder the harness cannot tell (cd -, popd, pushd alone)"
+    if _BARE_CD.search(text):  # `cd` alone goes home (review 5, finding 23)
+        bases.append(os.path.normpath(home))
     for m in _CD.finditer(text):
         written = m.group(1) or m.group(2)
         more: list[str] = []

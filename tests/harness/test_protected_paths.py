@@ -769,3 +769,41 @@ async def test_braces_and_globs_naming_nothing_protected_keep_bypass(
     (cwd / "src" / "a.py").write_text("")
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     assert isinstance(await s.decide(request(cwd, "bash", command=command)), Approve), command
+
+
+# Review 5, findings 22, 23 and 26: a bare `cd` goes home; a line continuation inside a name;
+# Claude Code's ~/.claude.json (its MCP servers and tool approvals).
+HOME_COMMANDS = [
+    "cd; rm -rf .local/share/harness",
+    "cd; cat .con[f]ig/harness/approvals.key",
+    "cd && rm -rf .lo[c]al/share/harness",
+    "cd -- ; cat .con[f]ig/harness/approvals.key",
+    "cd\ncat .con[f]ig/harness/approvals.key",
+    "cd -; cat x",
+    "pushd /tmp; popd; cat x",
+    "cp p .gi\\\nt/config",
+    "echo '{}' > .mcp.js\\\non",
+    "git config \\\ncore.fsmonitor x",
+    "cp x ~/.claude.json",
+    "echo {} > .claude.json",
+]
+
+
+@pytest.mark.parametrize("command", HOME_COMMANDS)
+async def test_a_bare_cd_a_line_continuation_and_claude_json_are_seen(
+    home: Path, command: str
+) -> None:
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    work = home / "a"
+    (work / ".git").mkdir(parents=True)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
+
+
+async def test_claude_json_is_protected_for_the_write_tool(home: Path) -> None:
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    write = await s.decide(make_request(home, write_tool(), path=".claude.json", content="{}"))
+    assert isinstance(write, Deny), write
