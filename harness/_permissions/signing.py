@@ -92,7 +92,7 @@ class ApprovalSigner:
         if key is None:
             return False
         expected = hmac.new(key, _message(session_id, data), hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, signature)
+        return _same(expected, signature)
 
     def sign_entry(
         self, purpose: str, session_id: str, data: Mapping[str, JSONValue]
@@ -120,7 +120,7 @@ class ApprovalSigner:
         except TypeError:  # not JSON (a float NaN, a huge int): nothing signed it
             return False
         expected = hmac.new(key, message, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, signature)
+        return _same(expected, signature)
 
     def _key(self, *, create: bool) -> bytes | None:
         path = self._key_path or approval_key_path()
@@ -179,3 +179,10 @@ def _create_key(path: Path) -> bytes:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
     return key
+
+
+def _same(expected: str, signature: str) -> bool:
+    """``signature`` (a session file's, untrusted) equals ``expected`` (lowercase hex), in
+    constant time. Compared as UTF-8 bytes: ``hmac.compare_digest`` raises on a ``str`` with
+    non-ASCII characters, which crashed every reader of such a file (review 5, finding 24)."""
+    return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "surrogatepass"))

@@ -467,7 +467,9 @@ def working_folder(
         return given
     here = Path.cwd()
     recorded = session.cwd
-    if not recorded or os.path.realpath(recorded) == os.path.realpath(here):
+    if not recorded or "\0" in recorded:  # a NUL names no folder (review 5, finding 24)
+        return here
+    if os.path.realpath(recorded) == os.path.realpath(here):
         return here
     if not os.path.isdir(recorded):
         return here

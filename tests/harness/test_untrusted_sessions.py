@@ -326,3 +326,37 @@ def test_cwd_with_dot_dot_finds_the_folders_sessions(places: dict[str, Path]) ->
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert len(list(places["sessions"].rglob("*.jsonl"))) == 1  # continued, not a new one
+
+
+@pytest.mark.parametrize("signature", ["\u00e9", "\ud800", "00" * 31 + "\u00e9"])
+def test_a_signature_that_is_not_ascii_is_refused_not_a_crash(
+    tmp_path: Path, signature: str
+) -> None:
+    # Review 5, finding 24: hmac.compare_digest raised TypeError on such a str, and every
+    # reader of the file (sessions show, run, chat) crashed once this user had a key.
+    key = tmp_path / "approvals.key"
+    signer = ApprovalSigner(key)
+    data = {"operationKey": "bash(*)", "decision": "approve_always"}
+    assert signer.sign("s", data) is not None  # the key exists now
+    forged = {**data, "signature": signature}
+    assert signer.verify("s", forged) is False
+    assert signer.verify_entry("harness-pending/1", "s", forged) is False
+
+
+@pytest.mark.parametrize("how", ["signature", "cwd"])
+def test_readers_of_a_hostile_session_file_report_no_traceback(
+    places: dict[str, Path], how: str
+) -> None:
+    # Review 5, finding 24: a non-ASCII signature, or a header cwd holding a NUL, ended
+    # `sessions show` and `run --session` in a traceback.
+    signer = ApprovalSigner(places["config"] / "harness" / "approvals.key")
+    assert signer.sign("s", {}) is not None
+    cwd = str(places["elsewhere"]) + ("\0x" if how == "cwd" else "")
+    extra = {"signature": "\u00e9"} if how == "signature" else {}
+    mailed = _write(places["mail"] / "s.jsonl", _header(cwd), _permission("bash(*)", **extra))
+    cli = {"cwd": places["here"], "config": places["config"], "sessions": places["sessions"]}
+    shown = _cli("sessions", "show", mailed, **cli)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+    ran = _cli("run", "--offline", "--session", mailed, "hi", **cli)
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    assert "(offline) You said: hi" in ran.stdout
