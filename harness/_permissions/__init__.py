@@ -20,6 +20,7 @@ from .decisions import (
     Supervisor,
 )
 from .gate import PERMISSION_ENTRY, Gate, GateResult, remembered_approvals
+from .protected import protected_path
 from .rules import (
     OPERATION_RULES,
     PERMISSION_MODES,
@@ -61,6 +62,7 @@ __all__ = [
     "claude_code_mode",
     "load_settings",
     "permission_mode",
+    "protected_path",
     "remembered_approvals",
     "user_settings_path",
 ]

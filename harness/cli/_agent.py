@@ -523,6 +523,7 @@ class Agents:
             stores.append(repo.root)
         elif isinstance(repo, SqliteSessionRepo):
             stores.append(repo.path)
+        self.store_folders: tuple[Path, ...] = tuple(stores)
         self.supervisor = opts.supervisor(cwd, approver, store_folders=stores)
         self.mcp_servers = {} if opts.no_tools else configured_mcp_servers(cwd, opts.trusts(cwd))
         self.checkpoints: CheckpointStore | Literal[False] = (

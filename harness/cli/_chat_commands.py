@@ -437,8 +437,7 @@ def _write_export(session: Session, fmt: str, name: str | None) -> tuple[Path, i
     path = Path(name).expanduser() if name else default_export_path(session, fmt)
     data = _EXPORTERS[fmt](session)
     payload = data.encode() if isinstance(data, str) else data
-    write_export(path, payload)
-    return path, len(payload)
+    return write_export(path, payload, new=not name), len(payload)
 
 
 async def _help(chat: ChatHost, args: str) -> None:

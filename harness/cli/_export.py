@@ -19,6 +19,7 @@ it cannot become raw HTML or a script link. No format lets a terminal control th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -275,6 +276,7 @@ def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> 
         )
     fmt = fmt or by_suffix or "html"
     with opened(open_repo(root), ref) as session:
+        named = output is not None
         if output is None and fmt != "md" and sys.stdout.isatty():
             # A page (or JSONL) is no reading for a terminal: it goes to a file, said so.
             output = default_export_path(session, fmt)
@@ -285,7 +287,7 @@ def export(root: str | None, ref: str, fmt: str | None, output: Path | None) -> 
             return
         with progress(f"exporting {fmt}", _entries_to_render(session, fmt)) as advance:
             data = _render(session, fmt, advance)
-        write_export(output, data)
+        output = write_export(output, data, new=not named)
         echo(f"wrote {output} ({fmt}, {len(data)} bytes)", err=True)
 
 
@@ -302,16 +304,34 @@ def default_export_path(session: Session, fmt: str) -> Path:
     return Path(f"{name}.{fmt}")
 
 
-def write_export(path: Path, data: bytes) -> None:
+def write_export(path: Path, data: bytes, *, new: bool = False) -> Path:
     """Write an export to ``path``, replacing a regular file there but never following a
-    symlink (a link planted where the default name lands must not redirect the write).
+    symlink (a link planted where the default name lands must not redirect the write). With
+    ``new`` (a default name, which comes from the session file's id: untrusted), an existing
+    file is never replaced: ``<stem>-2<suffix>``, ``-3``, ... is written instead (an id
+    ``index`` or ``AGENTS`` replaced the user's ``index.html`` or ``AGENTS.md``: review 5,
+    finding 21). Returns the path written.
 
     Raises:
-        OSError: the path is a symlink (``ELOOP``), a folder, or not writable.
+        OSError: the path is a symlink (``ELOOP``), a folder, or not writable; with ``new``,
+            100 names taken.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    candidates = [path]
+    if new:
+        flags |= os.O_EXCL
+        candidates += [path.with_name(f"{path.stem}-{n}{path.suffix}") for n in range(2, 101)]
+    else:
+        flags |= os.O_TRUNC
+    for candidate in candidates:
+        try:
+            fd = os.open(candidate, flags, 0o666)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        return candidate
+    raise FileExistsError(errno.EEXIST, "100 export names taken", str(path))
 
 
 _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".jsonl": "jsonl"}

@@ -69,7 +69,7 @@ from harness import (
     make_model,
 )
 
-from .._permissions import Gate
+from .._permissions import Gate, protected_path
 from ._agent import AgentOptions, Agents, agent_options, pick_session, working_folder
 from ._common import describe_store, find_ref, open_ref, run_async
 from ._escape import echo, json_line
@@ -771,7 +771,9 @@ class RpcServer:
         given = _str(command, "outputPath", optional=True)
         name = given or f"session-{self.session.id}.html"
         data = session_html(self.session).encode()
-        path = await asyncio.to_thread(_export_to, self.agents.cwd, name, data)
+        path = await asyncio.to_thread(
+            _export_to, self.agents.cwd, name, data, self.agents.store_folders
+        )
         return {"path": str(path)}
 
     _HANDLERS: ClassVar[dict[str, Callable[[RpcServer, Mapping[str, Any]], Awaitable[object]]]]
@@ -816,16 +818,24 @@ def _beneath(path: Path, root: Path) -> bool:
         return False
 
 
-def _export_to(cwd: Path, name: str, data: bytes) -> Path:
-    """Write an export at ``name`` (relative to ``cwd``), which must lie in ``cwd``.
+def _export_to(cwd: Path, name: str, data: bytes, stores: tuple[Path, ...]) -> Path:
+    """Write an export at ``name`` (relative to ``cwd``): a ``.html`` file in ``cwd`` that is
+    no protected path (``.git/config``, settings, a file of a store ``stores`` names: an rpc
+    line is untrusted and replaced them; review 5, finding 5).
 
     Raises:
-        CommandError: the path leads out of the working folder.
+        CommandError: the path leads out of the working folder, does not end in ``.html``, or
+            is protected.
     """
     target = Path(name).expanduser()
     target = target if target.is_absolute() else cwd / target
     if not _beneath(target.parent, cwd) or target.name in ("", ".", ".."):
         raise CommandError(f"{name!r}: export_html writes inside the working folder {cwd} only")
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise CommandError(f"{name!r}: export_html writes a .html file")
+    why = protected_path(str(target), cwd, stores)
+    if why is not None:
+        raise CommandError(f"{name!r}: export_html does not write there ({why})")
     _write_replacing(target, data)
     return target
 

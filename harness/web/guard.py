@@ -95,7 +95,10 @@ class Guard:
                     await _plain(send, 401, "wrong token")
                     return
                 rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-                where = quote(scope.get("path", "/")) + (f"?{rest}" if rest else "")
+                # One leading slash: `//evil.example/x` (or `/\evil`) is another host to a
+                # browser, an open redirect from the token URL (review 5, finding 9).
+                path = "/" + str(scope.get("path", "/")).lstrip("/\\")
+                where = quote(path) + (f"?{rest}" if rest else "")
                 await _redirect(send, where, cookie=self.token)
                 return
             if not self._authorised(headers):

@@ -187,9 +187,45 @@ def test_export_on_a_terminal_never_follows_a_link_at_its_default_name(
     )
     child.expect(pexpect.EOF)
     child.close()
-    assert child.exitstatus != 0
-    assert target.read_text() == "kept"
-    assert "Traceback" not in str(child.before)
+    assert child.exitstatus == 0, child.before
+    assert target.read_text() == "kept"  # neither followed nor replaced: a name beside it
+    assert "<html" in (work / f"{sid}-2.html").read_text()
+    assert f"wrote {sid}-2.html" in str(child.before)
+
+
+@pytest.mark.parametrize(("hostile_id", "name"), [("index", "index.html"), ("AGENTS", "AGENTS.md")])
+def test_a_session_files_id_never_replaces_a_file_at_the_default_name(
+    work: Path, tmp_path: Path, hostile_id: str, name: str
+) -> None:
+    # Review 5, finding 21: an id `index` replaced the user's index.html, and chat's
+    # `/export md` of an id `AGENTS` the AGENTS.md every later session reads as context.
+    root = tmp_path / "s"
+    sid = _session(work, root)
+    (source,) = root.rglob(f"*{sid}.jsonl")
+    lines = source.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["id"] = hostile_id
+    downloaded = tmp_path / "downloaded.jsonl"
+    downloaded.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    (work / name).write_text("mine")
+    fmt = name.rsplit(".", 1)[1]
+    if fmt == "html":
+        shown = _export_on_a_terminal(work, downloaded)
+    else:
+        chat = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "chat", "--offline", "--session", downloaded],
+            input="/export md\n",
+            capture_output=True,
+            text=True,
+            env=_env(work),
+            cwd=work,
+            timeout=90,
+        )
+        assert chat.returncode == 0, chat.stderr
+        shown = chat.stdout
+    assert (work / name).read_text() == "mine"
+    written = work / f"{hostile_id}-2.{fmt}"
+    assert written.is_file() and f"wrote {written.name}" in shown
 
 
 def test_tree_of_a_claude_code_transcript_names_the_transcript(work: Path) -> None:

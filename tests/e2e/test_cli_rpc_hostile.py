@@ -213,3 +213,23 @@ def test_a_prompt_refused_before_it_starts_gets_an_error_response(
     state = server.call({"id": "2", "type": "get_state"})["data"]
     assert state["messageCount"] == 0 and state["isStreaming"] is False
     assert server.close() == 0
+
+
+@pytest.mark.parametrize(
+    "target", [".git/config", ".harness/settings.json", ".mcp.json", "notes.txt", "sessions/x.html"]
+)
+def test_export_html_never_replaces_a_protected_or_other_file(
+    rpc: Callable[..., Rpc], work: Path, tmp_path: Path, target: str
+) -> None:
+    # Review 5, finding 5: export_html replaced .git/config (git then refused the repository)
+    # and .harness/settings.json; now only a .html file that is no protected path.
+    for folder in (".git", ".harness", "sessions"):
+        (work / folder).mkdir()
+    (work / target).write_text("{}")  # valid settings: the process starts
+    server = rpc() if target != "sessions/x.html" else Rpc(work, work / "sessions")
+    reply = server.call({"id": "1", "type": "export_html", "outputPath": target})
+    assert reply["success"] is False and reply["error"]
+    assert (work / target).read_text() == "{}"
+    made = server.call({"id": "2", "type": "export_html", "outputPath": "page.html"})
+    assert made["success"] is True and "<html" in (work / "page.html").read_text()
+    assert server.close() == 0

@@ -222,3 +222,7 @@ def test_with_a_token_every_request_needs_it(store: Path) -> None:
         with_cookie = server.request("GET", "/", headers={"Cookie": cookie.split(";")[0]})
         assert with_cookie[0] == 200
         assert server.request("GET", "/?token=wrong")[0] == 401
+        # Review 5, finding 9: the token URL redirected `//evil.example/x` to another host.
+        for path in ("//evil.example/x", "///evil.example", "/%2F%2Fevil.example", "/\\evil"):
+            status, headers, _ = server.request("GET", f"{path}?token={token}")
+            assert status == 303 and not headers["location"].startswith(("//", "/\\")), path
