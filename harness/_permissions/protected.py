@@ -161,6 +161,13 @@ def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
     )
 
 
+def _with_journals(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """``paths`` and their SQLite journal files: a SQLite store's ``-wal``, ``-shm`` and
+    ``-journal`` files are the store too (``s.db-wal`` holds its latest lines: review 5,
+    finding 28)."""
+    return (*paths, *(p + suffix for p in paths for suffix in _SQLITE_FILES))
+
+
 def _inside(path: str, folders: Iterable[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
@@ -210,7 +217,7 @@ def protected_path(
     user = _user_folder()
     if absolute == user or absolute.startswith(user.rstrip("/") + "/"):
         return "it is in the user's harness settings folder"
-    if any(_inside(f, harness_folders(extra)) for f in _resolved(path, cwd)):
+    if any(_inside(f, _with_journals(harness_folders(extra))) for f in _resolved(path, cwd)):
         return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
     if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
         return f"{path!r} is in a folder git runs code from (hooks, config)"
@@ -293,8 +300,16 @@ def protected_command(
         # A short option's attached value (`cp -t.git/hooks x`) and each brace alternative
         # (`~/.config/{harness,x}/approvals.key`) are paths too.
         attached = word[2:] if word.startswith("-") and not word.startswith("--") else ""
-        forms = [word, attached] if attached else [word]
-        for form in [alt for f in forms for alt in _braces(f)]:
+        written = [word, attached] if attached else [word]
+        # A parameter expansion may be empty (`${x:+}/home/u/...`): the word without it too.
+        written += [_EXPANSION.sub("", f) for f in written if "$" in f]
+        forms: list[str] = []
+        for f in written:
+            alternatives = _braces(f)
+            if alternatives is None:
+                return f"it names {word!r}, a brace expansion too wide to check for protected paths"
+            forms += alternatives
+        for form in dict.fromkeys(forms):
             for base in bases:
                 expanded = _expand(form, home, base)
                 if expanded is None:
@@ -315,9 +330,12 @@ def protected_command(
 
 
 _CHECKS = 20_000  # words times folders judged per command; past that it is asked
+_SQLITE_FILES = ("-wal", "-shm", "-journal")
 _POSIX_CLASS = re.compile(r"\[[^\]]*\[[:=.]")  # [[:alpha:]], [[=a=]], [[.a.]] inside [...]
 _EXTGLOB = re.compile(r"[@+?*!]\(")
 _TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
+_PROC_SELF = re.compile(r"/+proc/+([^/]+)/+(root|cwd)(?=/|$)")
+_EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
 _HOME_VARIABLE = re.compile(r"\$(?:HOME\b|\{HOME\})")
 _PWD_VARIABLE = re.compile(r"\$(?:PWD\b|\{PWD\})")
 _UNKNOWN_FOLDER = re.compile(r"^~-|\$(?:OLDPWD\b|\{OLDPWD\})|^\$(?:DIRSTACK|\{DIRSTACK)")
@@ -341,6 +359,16 @@ def _expand(word: str, home: str, base: str) -> str | None:
                 word = pwd.getpwnam(m.group(1)).pw_dir + word[m.end() :]
     if "$" in word:
         word = _PWD_VARIABLE.sub(lambda _: base, _HOME_VARIABLE.sub(lambda _: home, word))
+    # Other spellings of one path (review 5, finding 31): `//x` is `/x` on Linux, and
+    # /proc/self/root and /proc/self/cwd are the root and the command's folder.
+    if word.startswith("//"):
+        word = "/" + word.lstrip("/")
+    proc = _PROC_SELF.match(word)
+    if proc is not None:
+        if proc.group(1) not in ("self", "thread-self"):
+            return None  # another process's folders: the harness cannot tell
+        rest = word[proc.end() :]
+        word = ("/" + rest.lstrip("/")) if proc.group(2) == "root" else base + rest
     return word
 
 
@@ -358,11 +386,12 @@ class _Seen:
     @classmethod
     def now(cls, extra: Iterable[str | os.PathLike[str]], stores_too: bool) -> _Seen:
         extra = tuple(extra)
+
         return cls(
             user=_user_folder(),
             key=os.path.realpath(approval_key_path()),
-            harness=harness_folders(extra),
-            stores=store_folders(extra),
+            harness=_with_journals(harness_folders(extra)),
+            stores=_with_journals(store_folders(extra)),
             stores_too=stores_too,
         )
 
@@ -506,9 +535,11 @@ def _globbed(pattern: str, base: str) -> list[str] | None:
     try:
         # bash's [^x] is Python's [!x]
         found = glob.iglob(pattern.replace("[^", "[!"), root_dir=base, include_hidden=True)
-        return list(itertools.islice(found, _GLOB_NAMES))
+        names = list(itertools.islice(found, _GLOB_NAMES + 1))
     except (OSError, ValueError, re.error):
         return None
+    # more than the cap: one past it could be protected (review 5, finding 29), so asked
+    return names if len(names) <= _GLOB_NAMES else None
 
 
 def _names_protected(
@@ -536,7 +567,7 @@ def _names_protected_at(
     if named != "/" and seen.key.startswith(named.rstrip("/") + "/"):
         # grep -r, find, tar, cp -r of a folder holding it read the key as well
         return f"it names {word!r}, a folder holding the key that signs this user's approvals"
-    if seen.stores_too and not word.startswith("-"):
+    if seen.stores_too and not name.startswith("-"):
         if _inside(named, seen.harness):
             return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
         if named not in (here, "/") and any(_inside(s, [named]) for s in seen.stores):
@@ -572,7 +603,10 @@ def _glob_hits(parts: list[str]) -> bool:
     pattern starts with one)."""
     if not any(c in "*?[{" for c in "".join(parts)):
         return False
-    for alternative in _braces("/".join(parts).casefold().replace("[^", "[!")):
+    alternatives = _braces("/".join(parts).casefold().replace("[^", "[!"))
+    if alternatives is None:
+        return True  # too many to tell: it could name one
+    for alternative in alternatives:
         names = [p for p in alternative.split("/") if p not in ("", ".")]
         for i, name in enumerate(names):
             if not name.startswith("."):
@@ -592,13 +626,16 @@ _BRACE_EXPRESSION = re.compile(
 )
 
 
-def _braces(pattern: str, limit: int = 64) -> list[str]:
+def _braces(pattern: str, limit: int = 64) -> list[str] | None:
     """Bash's brace expansion of ``pattern`` (``a{b,c}`` -> ``ab``, ``ac``; sequences
-    ``{g..g}``, ``{1..3}``, ``{a..e..2}`` too: review 5, finding 20), at most ``limit`` results
-    (beyond that the word is taken as it is)."""
+    ``{g..g}``, ``{1..3}``, ``{a..e..2}`` too: review 5, finding 20); None past ``limit``
+    results, which the callers ask about (a cap that kept the rest unexpanded let a third
+    group name `.git`: finding 30)."""
     out = [pattern]
     done: list[str] = []
-    while out and len(out) + len(done) <= limit:
+    while out:
+        if len(out) + len(done) > limit:
+            return None
         item = out.pop()
         m = _BRACE_EXPRESSION.search(item)
         if m is None:
@@ -606,7 +643,7 @@ def _braces(pattern: str, limit: int = 64) -> list[str]:
             continue
         alternatives = m.group(1).split(",") if m.group(1) is not None else _sequence(m, limit)
         out += [item[: m.start()] + alt + item[m.end() :] for alt in alternatives]
-    return done + out
+    return done
 
 
 def _sequence(m: re.Match[str], limit: int) -> list[str]:

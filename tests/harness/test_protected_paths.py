@@ -807,3 +807,55 @@ async def test_claude_json_is_protected_for_the_write_tool(home: Path) -> None:
     s = SecuritySupervisor(mode="accept_edits", setting_sources=())
     write = await s.decide(make_request(home, write_tool(), path=".claude.json", content="{}"))
     assert isinstance(write, Deny), write
+
+
+# Review 5, findings 28-32: a SQLite store's journal files; the glob and brace caps, which
+# dropped names past them instead of asking; `//` and /proc/self spellings of a path; a store
+# path attached to a short option; an empty expansion before an absolute path.
+SPELLED_STORE_COMMANDS = [
+    "rm -rf //{home}/.local/share/harness",
+    "rm -rf /proc/self/root{home}/.local/share/harness",
+    "rm -rf /proc/self/cwd/../.local/share/harness",
+    "rm -rf /proc/1/cwd/x",
+    "cp -t{home}/.local/share/harness/sessions/x evil.jsonl",
+    "tar -xf evil.tar -C{home}/.local/share/harness",
+    "rm -rf ${{x:+}}{home}/.local/share/harness",
+    "cat //{home}/.con[f]ig/harness/approvals.key",
+    "dd if=/dev/zero of={store}-wal bs=1k count=1",
+    "truncate -s 0 {store}-shm",
+]
+
+
+@pytest.mark.parametrize("template", SPELLED_STORE_COMMANDS)
+async def test_other_spellings_of_a_store_or_the_key_are_asked(
+    home: Path, template: str
+) -> None:
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    store = home / "db" / "s.db"
+    store.parent.mkdir()
+    store.write_bytes(b"")
+    work = home / "a"
+    work.mkdir()
+    command = template.format(home=home, store=store)
+    s = SecuritySupervisor(mode="bypass", setting_sources=(), store_folders=[store])
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
+
+
+async def test_glob_and_brace_caps_ask_instead_of_dropping_names(cwd: Path) -> None:
+    for i in range(300):
+        (cwd / f"d{i:03}").mkdir()
+        (cwd / f"d{i:03}" / "config").write_text("")
+    a = ",".join(f"a{i}" for i in range(70))
+    b = ",".join(f"b{i}" for i in range(70))
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for command in [
+        "shopt -s dotglob\ntee */config < p",
+        f"tee {{,{a}}}{{,{b}}}{{.git,x}}/config < p",
+    ]:
+        decided = await s.decide(request(cwd, "bash", command=command))
+        assert isinstance(decided, Deny), (command[:40], decided)
+    few = await s.decide(request(cwd, "bash", command="cat d00?/config"))
+    assert isinstance(few, Approve), few
