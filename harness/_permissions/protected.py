@@ -301,8 +301,13 @@ def protected_command(
         # (`~/.config/{harness,x}/approvals.key`) are paths too.
         attached = word[2:] if word.startswith("-") and not word.startswith("--") else ""
         written = [word, attached] if attached else [word]
-        # A parameter expansion may be empty (`${x:+}/home/u/...`): the word without it too.
+        # A path after curl's `@` or in a file:// URL is read (review 5, finding 32).
+        written += [f[1:] for f in written if f.startswith("@")]
+        written += [f[7:] for f in written if f[:7].casefold() == "file://"]
+        # A parameter expansion may be empty (`${x:+}/home/u/...`) or its default value
+        # (`${x:-.mcp.json}`): the word both ways too.
         written += [_EXPANSION.sub("", f) for f in written if "$" in f]
+        written += [_DEFAULT.sub(r"\1", f) for f in written if "${" in f]
         forms: list[str] = []
         for f in written:
             alternatives = _braces(f)
@@ -336,6 +341,7 @@ _EXTGLOB = re.compile(r"[@+?*!]\(")
 _TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
 _PROC_SELF = re.compile(r"/+proc/+([^/]+)/+(root|cwd)(?=/|$)")
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
+_DEFAULT = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+?]([^}]*)\}")
 _HOME_VARIABLE = re.compile(r"\$(?:HOME\b|\{HOME\})")
 _PWD_VARIABLE = re.compile(r"\$(?:PWD\b|\{PWD\})")
 _UNKNOWN_FOLDER = re.compile(r"^~-|\$(?:OLDPWD\b|\{OLDPWD\})|^\$(?:DIRSTACK|\{DIRSTACK)")

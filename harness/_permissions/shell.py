@@ -1100,6 +1100,8 @@ class _Analysis:
             if value is None:
                 continue  # a computed command word: matching says "maybe"
             name = _basename(value)
+            if _PROC_EXE.fullmatch(value):
+                name = "bash"  # the running program itself: the bash tool's bash (review 5, 10)
             if name.startswith("git") and self.git_views(command, s, into):
                 continue
             runner = s + 1 < len(words) and (name, words[s + 1].value) in _RUNNERS
@@ -1343,6 +1345,7 @@ class _Analysis:
 
 
 _GIT_ENVIRONMENT = re.compile(r"GIT_CONFIG|GIT_EXEC_PATH", re.IGNORECASE)
+_PROC_EXE = re.compile(r".*/proc/+[^/]+/+exe")
 
 
 def _analyse(

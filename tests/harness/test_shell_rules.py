@@ -1296,3 +1296,22 @@ async def test_substitutions_in_a_here_document_are_never_allowed_and_deny_rules
     if runs:
         deny = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
         assert isinstance(await deny.decide(request(work, command)), Deny), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/proc/self/exe -c 'tou\"\"ch P'",
+        "/proc/self/exe <<< 'tou\"\"ch P'",
+        "/proc/thread-self/exe -c 'tou\"\"ch P'",
+    ],
+)
+async def test_the_running_bash_under_proc_is_read_as_bash(tmp_path: Path, command: str) -> None:
+    # Review 5, finding 10: /proc/self/exe is the bash the tool runs; its code was not read.
+    work = tmp_path / "work"
+    work.mkdir()
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error, command
+    assert not (work / "P").exists()
