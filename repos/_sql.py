@@ -362,7 +362,7 @@ def opened(
     add = lines.append
     for seq, kind, line, header, incarnation in rows:
         if kind:
-            add((seq, as_line(line)))  # type: ignore[arg-type]
+            add((seq, line if type(line) is bytes else as_line(line)))  # type: ignore[arg-type]
         else:
             found = (str(header), str(incarnation))
     if found is None:
