@@ -12,7 +12,10 @@ dialect's :meth:`Dialect.sql`.
 
 Resume reads a session in one statement (:data:`OPEN`: the header row and every line, in
 sequence order); the lines it read serve the store's first batch of reads (the first context's
-messages) from memory, so each body is read from the database once and decoded once.
+messages) from memory, so each body is read from the database once and decoded once. Not a
+recursive walk from the leaf up the parent ids: a ``Session`` indexes every line (its entries,
+branches, labels, name and leaf), so the open reads them all anyway, and a walk of the active
+path would read its lines a second time.
 """
 
 from __future__ import annotations
