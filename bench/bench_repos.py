@@ -3,7 +3,8 @@
 
 Run from the repository root:
 
-    .venv/bin/python bench/bench_repos.py [--runs 3] [--quick] [--postgres URL] [--json OUT]
+    .venv/bin/python bench/bench_repos.py [--runs 3] [--quick] [--entries N] [--postgres URL]
+        [--json OUT]
 
 * Ours: ``JsonlSessionRepo``, ``SqliteSessionRepo``, ``PostgresSessionRepo``, each append
   durable when it returns (``fsync="always"``: an fsync per line; ``synchronous=FULL``; the
@@ -42,7 +43,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -115,9 +116,9 @@ def _n(count: int) -> str:
     return f"{count:,}"
 
 
-def row_names(quick: bool = False) -> list[str]:
+def row_names(quick: bool = False, sizes: Sizes | None = None) -> list[str]:
     """The operations of the table, in order (the smoke test checks each is printed)."""
-    s = QUICK if quick else FULL
+    s = sizes or (QUICK if quick else FULL)
     big = _n(s.appends[-1])
     return [
         *(f"append {_n(n)} to one session (total ms)" for n in s.appends),
@@ -425,7 +426,7 @@ class Bench:
         self.cwd: str = self.manifest["cwd"]
         self.stores: dict[str, Any] = {}
         self.absent: dict[str, str] = {}  # column -> why it is not measured
-        self.table: Table = {name: {} for name in row_names(sizes is QUICK)}
+        self.table: Table = {name: {} for name in row_names(sizes=sizes)}
         self.failed = False
 
     # --- workload ---
@@ -506,7 +507,7 @@ class Bench:
 
     async def bench_append(self) -> None:
         big = self.sizes.appends[-1]
-        for n, row in zip(self.sizes.appends, row_names(self.sizes is QUICK), strict=False):
+        for n, row in zip(self.sizes.appends, row_names(sizes=self.sizes), strict=False):
             log(f"{row} ...")
             lg_skip = n > 2_000
             for key in ("langgraph_sqlite", "langgraph_postgres"):
@@ -528,7 +529,7 @@ class Bench:
                 store.source, store.source_len = await store.build_source(big), big
 
     async def bench_reads(self) -> None:
-        names = row_names(self.sizes is QUICK)
+        names = row_names(sizes=self.sizes)
         at_row, open_row, ctx_row, resume_row, fork_row = names[-6:-1]
         keep = self.sizes.appends[-1] - self.sizes.appends[-1] // 2
         for row, op in (
@@ -563,7 +564,7 @@ class Bench:
     async def bench_list(self) -> None:
         from repos import JsonlSessionRepo
 
-        row = row_names(self.sizes is QUICK)[-1]
+        row = row_names(sizes=self.sizes)[-1]
         log(f"{row}: seeding ...")
         files = self.folder_files()
         parsed: list[tuple[str, list[dict[str, Any]]]] | None = None
@@ -681,9 +682,11 @@ async def amain(a: argparse.Namespace, venv_reason: str) -> tuple[int, dict[str,
     from repos import JsonlSessionRepo, SqliteSessionRepo, decode_message
 
     sizes = QUICK if a.quick else FULL
+    if not a.quick and a.entries != FULL.appends[-1]:
+        sizes = replace(FULL, profile=f"full, {_n(a.entries)} entries", appends=(1_000, a.entries))
     gen = _load("gen_workload", HERE / "gen_workload.py")
     log(f"workload: {sizes.profile} (bench/gen_workload.py, seed {a.seed})")
-    data = gen.ensure(sizes.profile, a.seed, a.data)
+    data = gen.ensure("quick" if sizes is QUICK else "full", a.seed, a.data)
     meta: dict[str, Any] = {
         "profile": sizes.profile,
         "runs": a.runs,
@@ -762,12 +765,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--postgres", metavar="URL", help="a PostgreSQL server to use")
     ap.add_argument("--no-compare", action="store_true", help="ours only (no competitor venv)")
     ap.add_argument("--json", metavar="OUT", help="also write every figure to OUT")
+    ap.add_argument(
+        "--entries",
+        type=int,
+        default=FULL.appends[-1],
+        help="entries of the session the open/context/resume/fork rows read (default 10,000;"
+        " more than 1,000; not with --quick)",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", type=Path, help="workload folder (default bench/.data/...)")
     args = sys.argv[1:] if argv is None else argv
     a = ap.parse_args(args)
     if a.runs < 1:
         ap.error("--runs must be at least 1")
+    if a.entries <= 1_000:
+        ap.error("--entries must be more than 1,000")
     venv_reason = ""
     if not (a.quick or a.no_compare or os.environ.get(IN_VENV)):
         python, venv_reason = ensure_venv()

@@ -32,44 +32,48 @@ detects a line whose commit did reach the server); each append's commit notifies
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
-from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
-import orjson
 import psycopg
 from psycopg import conninfo as pg_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from hooks import SessionCreatedEvent, SessionDeletedEvent, SessionForkEvent, notify
-
-from .._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header, loads_line
-from .._entries import Entry, SessionHeader
+from .._entries import SessionHeader
 from .._errors import (
-    CorruptSessionError,
-    InvalidSessionIdError,
     SessionExistsError,
     SessionGoneError,
     SessionNotFoundError,
     SessionWriteError,
     StorageError,
 )
-from .._fork import check_fork_allowed, fork_header, fork_plan
-from .._index import Diagnostic, Indexer, RawLine
-from .._jsonl.paths import absolute_cwd, validate_session_id
-from .._listing import Summary, line_facts, ms_of_iso, summarize
-from .._repo import ForkPosition, ForkScope, SessionInfo
-from .._session import FsyncPolicy, Session, header_line, iso_now
-from .._sqlite.repo import _CatchUp, _fork_summary, _utc, entry_id_of
-from .._tree import Row, Tree
-from .schema import ensure_schema
+from .._index import RawLine
+from .._listing import Summary, line_facts, summarize
+from .._session import FsyncPolicy
+from .._sql import (
+    INSERT_ENTRY,
+    INSERT_SESSION,
+    OPEN,
+    SELECT_AFTER,
+    SELECT_ALL,
+    CatchUp,
+    ForkRows,
+    SqlRepo,
+    SqlStore,
+    add_facts,
+    entry_id_of,
+    import_rows,
+    last_seq,
+    opened,
+    session_args,
+    summary_args,
+)
+from .schema import POSTGRES, ensure_schema
 from .watch import SessionWatch
 
 __all__ = ["PostgresSessionRepo"]
@@ -77,22 +81,25 @@ __all__ = ["PostgresSessionRepo"]
 Conn = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
 
-_INSERT = "INSERT INTO entries (session_id, seq, id, line) VALUES (%s, %s, %s, %s)"
 
 # The channel of ``NOTIFY``: the payload is "<session id> <seq>", sent when the transaction
 # commits (session ids hold no space: ``validate_session_id``).
 CHANNEL = "harness_entries"
 
+# psycopg takes a statement as bytes (or a literal): the shared statements, spelt once here.
+_INSERT = POSTGRES.sql(INSERT_ENTRY).encode()
+_OPEN = POSTGRES.sql(OPEN).encode()
+_SELECT_AFTER = POSTGRES.sql(SELECT_AFTER).encode()
+_SELECT_ALL = POSTGRES.sql(SELECT_ALL).encode()
+_INSERT_SESSION = POSTGRES.sql(
+    INSERT_SESSION + " ON CONFLICT (id) DO NOTHING RETURNING id"
+).encode()
+
 # An append's line and its notification in one statement (one round trip).
 _APPEND = (
-    f"WITH added AS ({_INSERT} RETURNING seq)"
+    f"WITH added AS ({POSTGRES.sql(INSERT_ENTRY)} RETURNING seq)"
     f" SELECT pg_notify('{CHANNEL}', %s::text || ' ' || seq::text) FROM added"
-)
-
-
-def _text(value: str | None) -> str | None:
-    """PostgreSQL ``TEXT`` holds no NUL character (a message may: ``"\\u0000"`` in JSON)."""
-    return value.replace("\x00", "") if value is not None else None
+).encode()
 
 
 def _display(conninfo: str) -> str:
@@ -122,7 +129,7 @@ def _rollback(conn: Conn) -> None:
         conn.execute("ROLLBACK")
 
 
-class _PostgresStore:
+class _PostgresStore(SqlStore):
     """One ``Session``'s view of its rows; ``seen`` is the last sequence it has indexed.
 
     Reconnect and retry: an append whose connection is lost (the server restarted, the backend
@@ -136,6 +143,7 @@ class _PostgresStore:
     """
 
     def __init__(self, repo: PostgresSessionRepo, session_id: str, incarnation: str, seen: int):
+        super().__init__()
         self._repo = repo
         self._sid = session_id
         self._incarnation = incarnation
@@ -147,66 +155,23 @@ class _PostgresStore:
         self._closed = False
 
     @property
-    def path(self) -> Path | None:
-        return None
-
-    @property
     def where(self) -> str:
         return f"{self._repo.where}#{self._sid}"
 
-    # --- reads -------------------------------------------------------------------------------
-
-    def read(self, row: Row) -> Entry:
-        lines = self._lines([row.line])
-        if row.line not in lines:
-            raise SessionGoneError(self.where, "deleted")
-        return self._decode(row, lines[row.line])
-
-    def read_many(self, rows: list[Row]) -> list[Entry | CorruptSessionError]:
-        lines = self._lines([r.line for r in rows])
-        out: list[Entry | CorruptSessionError] = []
-        for row in rows:
-            raw = lines.get(row.line)
-            if raw is None:
-                raise SessionGoneError(self.where, "deleted")
-            try:
-                out.append(self._decode(row, raw))
-            except CorruptSessionError as exc:
-                out.append(exc)
-        return out
-
-    def raw(self, row: Row) -> bytes | None:
-        if not row.line:
-            return None
-        lines = self._lines([row.line])
-        return lines[row.line] + b"\n" if row.line in lines else None
-
-    def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
-        lines = self._lines([r.line for r in rows if r.line])
-        return [lines[r.line] + b"\n" if r.line in lines else None for r in rows]
-
-    def _lines(self, seqs: Sequence[int]) -> dict[int, bytes]:
-        if not seqs:
-            return {}
-        query = "SELECT seq, line FROM entries WHERE session_id = %s AND seq = ANY(%s)"
+    def _fetch(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        query = b"SELECT seq, line FROM entries WHERE session_id = %s AND seq = ANY(%s)"
         args = (self._sid, list(seqs))
         with self._lock:
             conn = self._conn
             if conn is not None:  # inside this session's append: its own transaction
-                found = conn.execute(query, args).fetchall()
+                found = conn.execute(query, args, binary=True).fetchall()
             else:
-                found = self._repo._read(lambda c: c.execute(query, args).fetchall())
-        return {seq: bytes(line) for seq, line in found}
-
-    def _decode(self, row: Row, raw: bytes) -> Entry:
-        try:
-            return decode_entry(loads_line(raw))
-        except (orjson.JSONDecodeError, CodecError) as exc:
-            raise CorruptSessionError(self.where, row.line, 0, str(exc)) from exc
+                found = self._repo._read(lambda c: c.execute(query, args, binary=True).fetchall())
+        return dict(found)
 
     # --- the append transaction --------------------------------------------------------------
 
-    def begin_append(self) -> _CatchUp:
+    def begin_append(self) -> CatchUp:
         self._lock.acquire()
         try:
             self._check_open()
@@ -220,7 +185,7 @@ class _PostgresStore:
                     raise self._repo._failed_twice("cannot start an append", first, exc) from exc
             except psycopg.Error as exc:
                 raise StorageError(self.where, f"cannot start an append: {exc}") from exc
-            return _CatchUp(lines=lines)
+            return CatchUp(lines=lines)
         except BaseException:
             self._lock.release()
             raise
@@ -281,43 +246,20 @@ class _PostgresStore:
 
     def _store_line(self, conn: Conn, seq: int, raw: bytes) -> None:
         """Insert, update the ``list`` columns, notify watchers, commit."""
-        facts = line_facts(raw)
+        update = add_facts(POSTGRES, self._sid, line_facts(raw))
         conn.execute(_APPEND, (self._sid, seq, entry_id_of(raw), raw, self._sid))
-        if facts.message or facts.name_set:
-            conn.execute(
-                "UPDATE sessions SET"
-                " message_count = message_count + %s,"
-                " first_message = CASE WHEN first_message = '' AND %s::text IS NOT NULL"
-                "   THEN %s ELSE first_message END,"
-                " last_activity = COALESCE(%s, last_activity),"
-                " modified = COALESCE(%s, modified),"
-                " name = CASE WHEN %s THEN %s ELSE name END"
-                " WHERE id = %s",
-                (
-                    int(facts.message),
-                    _text(facts.first_text),
-                    _text(facts.first_text),
-                    facts.activity_ms,
-                    facts.activity_ms,
-                    facts.name_set,
-                    _text(facts.name),
-                    self._sid,
-                ),
-            )
+        if update is not None:
+            conn.execute(update[0].encode(), update[1])
         conn.execute("COMMIT")
 
     def _write_again(self, conn: Conn, raw: bytes) -> int:
         """The retry of ``write`` on a new connection; returns the line's sequence."""
         conn.execute("BEGIN")
         self._check_same(conn, lock=True)  # waits for the lost transaction's end, if pending
-        rows = conn.execute(
-            "SELECT seq, line FROM entries WHERE session_id = %s AND seq > %s ORDER BY seq",
-            (self._sid, self._seen),
-        ).fetchall()
+        rows = conn.execute(_SELECT_AFTER, (self._sid, self._seen), binary=True).fetchall()
         entry_id = entry_id_of(raw)
         others: list[RawLine] = []
         for seq, stored in rows:
-            stored = bytes(stored)
             if stored == raw:  # the lost commit had reached the server
                 conn.execute("ROLLBACK")
                 self._backlog.extend(others)
@@ -375,6 +317,7 @@ class _PostgresStore:
         conn = self._conn
         assert conn is not None, "rewrite outside begin_append/end_append"
         self._rewrote = True
+        self.forget()
         conn.execute(
             "INSERT INTO session_backups (session_id, suffix, header, lines)"
             " SELECT id, %s, header, COALESCE((SELECT string_agg(line || '\\x0a'::bytea,"
@@ -390,7 +333,7 @@ class _PostgresStore:
             cur.executemany(
                 _INSERT, [(self._sid, n, entry_id_of(raw), raw) for n, raw in enumerate(body, 2)]
             )
-        set_summary(conn, self._sid, summarize(body), header=lines[0][:-1].decode())
+        _set_summary(conn, self._sid, summarize(body), lines[0][:-1].decode())
         self._seen = len(lines)
         return []
 
@@ -400,6 +343,7 @@ class _PostgresStore:
 
     def close(self) -> None:
         with self._lock:
+            self.forget()
             self._closed = True
 
     def _check_open(self) -> None:
@@ -423,11 +367,8 @@ class _PostgresStore:
         after :meth:`_check_same`."""
         self._check_same(conn, lock=lock)
         new = [
-            RawLine(seq, 0, bytes(line))
-            for seq, line in conn.execute(
-                "SELECT seq, line FROM entries WHERE session_id = %s AND seq > %s ORDER BY seq",
-                (self._sid, self._seen),
-            )
+            RawLine(seq, 0, line)
+            for seq, line in conn.execute(_SELECT_AFTER, (self._sid, self._seen), binary=True)
         ]
         if new:
             self._seen = new[-1].number
@@ -435,27 +376,13 @@ class _PostgresStore:
         return new
 
 
-def set_summary(
-    conn: Conn, session_id: str, summary: Summary, *, header: str | None = None
-) -> None:
+def _set_summary(conn: Conn, session_id: str, summary: Summary, header: str | None = None) -> None:
     """Write a whole summary into the session's row (after an import, a fork, a migration)."""
-    conn.execute(
-        "UPDATE sessions SET message_count = %s, first_message = %s, name = %s,"
-        " last_activity = %s, modified = COALESCE(%s, created), header = COALESCE(%s, header)"
-        " WHERE id = %s",
-        (
-            summary.message_count,
-            _text(summary.first_message) or "",
-            _text(summary.name),
-            summary.last_activity_ms,
-            summary.last_activity_ms,
-            header,
-            session_id,
-        ),
-    )
+    sql, args = summary_args(POSTGRES, session_id, summary, header)
+    conn.execute(sql.encode(), args)
 
 
-class PostgresSessionRepo:
+class PostgresSessionRepo(SqlRepo):
     """A :class:`~repos.SessionRepo` in one PostgreSQL database (tables created if missing).
 
     Sessions have no paths (``path`` is None; refer to them by id). Every process on every
@@ -474,6 +401,8 @@ class PostgresSessionRepo:
             for it to come back when a lost connection's retry needs a new one).
         min_size, max_size: the connection pool's bounds.
     """
+
+    _dialect = POSTGRES
 
     def __init__(
         self,
@@ -613,90 +542,7 @@ class PostgresSessionRepo:
             except StorageError as exc:
                 raise self._failed_twice("a write", first.__cause__, exc) from exc
 
-    # --- lifecycle ---------------------------------------------------------------------------
-
-    async def create(
-        self,
-        cwd: str | None = None,
-        *,
-        session_id: str | None = None,
-        parent_session: str | None = None,
-        metadata: dict[str, object] | None = None,
-    ) -> Session:
-        """Create an empty session. Raises like ``JsonlSessionRepo.create``; a taken id is
-        refused by the database itself (``SessionExistsError``), across machines too."""
-        sid = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
-        header = SessionHeader(
-            id=sid,
-            timestamp=iso_now(),
-            cwd=absolute_cwd(cwd),
-            parent_session=parent_session,
-            metadata=metadata,
-        )
-        line = header_line(header)
-        session = await asyncio.to_thread(self._publish, header, line)
-        await notify(
-            self,
-            SessionCreatedEvent(
-                session_id=session.id, path=None, parent_session=header.parent_session
-            ),
-        )
-        return session
-
-    async def open(self, ref: str | Path) -> Session:
-        """Open by id. Raises ``SessionNotFoundError`` / ``InvalidSessionIdError``;
-        ``CorruptSessionError`` in strict mode for a damaged line."""
-        return await asyncio.to_thread(self._open, self._check(ref))
-
-    async def list(
-        self,
-        cwd: str | None = None,
-        *,
-        name: str | None = None,
-        updated_since: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> builtins.list[SessionInfo]:
-        """Sessions newest activity first, from the ``sessions`` table's indexed columns.
-
-        Args:
-            cwd: only sessions whose header has exactly this cwd.
-            name: only sessions whose name contains this text (case-insensitive).
-            updated_since: only sessions whose last activity is at or after this time.
-            limit, offset: one page of the result.
-        """
-        return await asyncio.to_thread(self._list, cwd, name, updated_since, limit, offset)
-
-    async def delete(self, ref: str | Path) -> None:
-        """Delete a session and its lines in one transaction; a missing one is not an error.
-        Sessions open on it refuse further appends (``SessionGoneError``)."""
-        sid = self._check(ref)
-        if await asyncio.to_thread(self._delete, sid):
-            await notify(self, SessionDeletedEvent(session_id=sid, path=None))
-
-    async def fork(
-        self,
-        source: str | Path,
-        *,
-        entry_id: str | None = None,
-        position: ForkPosition | None = None,
-        scope: ForkScope = "branch",
-        cwd: str | None = None,
-        session_id: str | None = None,
-    ) -> Session:
-        """Fork like ``JsonlSessionRepo.fork`` (``parent_session`` is the source's id). The
-        copied lines are copied inside the database (``INSERT ... SELECT``), never through
-        Python; only the few lines a branch fork adds (labels, name, leaf) are sent."""
-        if session_id is not None:
-            validate_session_id(session_id)  # before anything is read
-        src = await self.open(source)
-        with src:
-            await check_fork_allowed(self, src, entry_id=entry_id, position=position, scope=scope)
-            header = fork_header(src, session_id=session_id, cwd=cwd, parent_session=src.id)
-            ids, extra = fork_plan(src, entry_id=entry_id, position=position, scope=scope)
-            fork = await asyncio.to_thread(self._fork, src, header, ids, extra)
-        await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))
-        return fork
+    # --- watching ----------------------------------------------------------------------------
 
     @asynccontextmanager
     async def watch(self, *session_ids: str) -> AsyncIterator[SessionWatch]:
@@ -727,195 +573,63 @@ class PostgresSessionRepo:
         finally:
             await watch.close()
 
-    # --- moving sessions in and out (``harness sessions copy``) ------------------------------
-
-    async def ids(self) -> builtins.list[str]:
-        """Every session id, oldest first."""
-        return await asyncio.to_thread(self._ids)
-
-    async def export_lines(self, session_id: str) -> builtins.list[bytes]:
-        """The session as the lines of its JSONL file (newline-terminated, header first)."""
-        return await asyncio.to_thread(self._export, self._check(session_id))
-
-    async def import_lines(self, lines: Sequence[bytes]) -> int:
-        """Store a session given as the lines of its JSONL file (header first), verbatim; as
-        ``SqliteSessionRepo.import_lines`` (a prefix already there gets only the rest).
-
-        Raises:
-            CorruptSessionError: line 1 is not a session header.
-            SessionExistsError: a session with this id holds different lines.
-        """
-        return await asyncio.to_thread(self._import, lines)
-
     # --- internals ---------------------------------------------------------------------------
 
-    def _check(self, ref: str | Path) -> str:
-        if isinstance(ref, Path):
-            raise InvalidSessionIdError(str(ref), "a database repo has no paths; pass the id")
-        return validate_session_id(ref)
+    @property
+    def _where(self) -> str:
+        return self.where
 
-    def _open(self, sid: str) -> Session:
-        def load(conn: Conn) -> tuple[tuple[Any, ...], builtins.list[tuple[Any, ...]]]:
-            with _snapshot(conn):  # the header and the lines agree
-                found = conn.execute(
-                    "SELECT header, incarnation FROM sessions WHERE id = %s", (sid,)
-                ).fetchone()
-                if found is None:
-                    raise SessionNotFoundError(sid)
-                rows = conn.execute(
-                    "SELECT seq, line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
-                ).fetchall()
-            return found, rows
+    def _rows(self, sql: str, args: Sequence[object]) -> builtins.list[tuple[object, ...]]:
+        query = sql.encode()
+        return self._read(lambda conn: conn.execute(query, args).fetchall())
 
-        found, rows = self._read(load)
-        header_line, incarnation = str(found[0]), str(found[1])
-        seen = rows[-1][0] if rows else 1
-        store = _PostgresStore(self, sid, incarnation, seen)
-        try:
-            return self._session(store, header_line, rows)
-        except BaseException:
-            store.close()
-            raise
+    def _store(self, sid: str, incarnation: str, seen: int) -> _PostgresStore:
+        return _PostgresStore(self, sid, incarnation, seen)
 
-    def _session(
-        self, store: _PostgresStore, header_line: str, rows: Sequence[tuple[int, bytes]]
-    ) -> Session:
-        where = store.where
-        try:
-            header = decode_header(orjson.loads(header_line))
-        except (orjson.JSONDecodeError, CodecError) as exc:
-            raise CorruptSessionError(where, 1, 0, f"no valid session header: {exc}") from exc
-        tree = Tree(load=store.read, load_many=store.read_many)
-        diagnostics: list[Diagnostic] = []
-        indexer = Indexer(where, tree, diagnostics, v1=header.version < 2, strict=self._strict)
-        if rows and all(seq == n for n, (seq, _) in enumerate(rows, start=2)):
-            # Consecutive sequences: index the lines as one buffer, as a file is indexed.
-            indexer.feed_chunk(b"".join(bytes(line) + b"\n" for _, line in rows), 0, 2)
-            indexer.finish()
-        else:
-            indexer.feed(RawLine(seq, 0, bytes(line)) for seq, line in rows)
-        if self._strict:
-            for entry_id in tree.order:
-                tree.get(entry_id)
-        return Session(
-            header=header,
-            tree=tree,
-            store=store,
-            diagnostics=diagnostics,
-            fsync=self._fsync,
-            indexer=indexer,
-            strict=self._strict,
-        )
+    def _load(self, sid: str) -> tuple[_PostgresStore, str, builtins.list[tuple[int, bytes]]]:
+        text, incarnation, rows = self._read(lambda conn: self._read_session(conn, sid))
+        return _PostgresStore(self, sid, incarnation, last_seq(rows)), text, rows
 
-    def _publish(self, header: SessionHeader, header_line: bytes) -> Session:
-        """Insert a new, empty session."""
-        incarnation = uuid.uuid4().hex
-        text = header_line[:-1].decode()
+    @staticmethod
+    def _read_session(conn: Conn, sid: str) -> tuple[str, str, builtins.list[tuple[int, bytes]]]:
+        # One statement: one snapshot, one round trip; binary, so lines come as they are
+        # stored (text would send each byte as two hex digits).
+        return opened(sid, conn.execute(_OPEN, (sid, sid), binary=True))
+
+    def _insert_new(self, header: SessionHeader, text: str, incarnation: str) -> None:
         with self._transaction() as conn:
             self._insert_session(conn, header, text, incarnation)
-        store = _PostgresStore(self, header.id, incarnation, 1)
-        return self._session(store, text, [])
 
     def _insert_session(
         self, conn: Conn, header: SessionHeader, text: str, incarnation: str
     ) -> None:
-        created = ms_of_iso(header.timestamp)
-        found = conn.execute(
-            "INSERT INTO sessions (id, cwd, name, parent, created, modified, message_count,"
-            " first_message, header, incarnation)"
-            " VALUES (%s, %s, NULL, %s, %s, %s, 0, '', %s, %s)"
-            " ON CONFLICT (id) DO NOTHING RETURNING id",
-            (header.id, header.cwd, header.parent_session, created, created, text, incarnation),
-        ).fetchone()
+        found = conn.execute(_INSERT_SESSION, session_args(header, text, incarnation)).fetchone()
         if found is None:
             raise SessionExistsError(header.id)
 
-    def _fork(
-        self, src: Session, header: SessionHeader, ids: Sequence[str], extra: Sequence[bytes]
-    ) -> Session:
-        rows = [src._tree.rows[i] for i in ids]
-        header_line = dumps_line(encode_header(header))
-        text = header_line[:-1].decode()
-        incarnation = uuid.uuid4().hex
-        new_seqs: list[int] = []  # copied in the database: new seq <- source seq
-        src_seqs: list[int] = []
-        sent: list[tuple[int, bytes]] = []  # (new seq, line): lines that must be re-encoded
-        for n, row in enumerate(rows, start=2):
-            if row.derived_ids or not row.line:
-                sent.append((n, src.raw_line(row.id)[:-1]))
-            else:
-                new_seqs.append(n)
-                src_seqs.append(row.line)
-        after = len(rows) + 2
-        sent.extend((n, line[:-1]) for n, line in enumerate(extra, start=after))
-        summary = _fork_summary(src, ids, extra)
+    def _write_fork(
+        self, src_id: str, header: SessionHeader, text: str, incarnation: str, plan: ForkRows
+    ) -> builtins.list[tuple[int, bytes]]:
         with self._transaction() as conn:
             self._insert_session(conn, header, text, incarnation)
-            if new_seqs:
+            if plan.copied:
+                new_seqs, src_seqs = (list(c) for c in zip(*plan.copied, strict=True))
                 done = conn.execute(
                     "INSERT INTO entries (session_id, seq, id, line)"
                     " SELECT %s, m.new_seq, e.id, e.line"
                     " FROM unnest(%s::integer[], %s::integer[]) AS m(new_seq, src_seq)"
                     " JOIN entries AS e ON e.session_id = %s AND e.seq = m.src_seq",
-                    (header.id, new_seqs, src_seqs, src.id),
+                    (header.id, new_seqs, src_seqs, src_id),
                 ).rowcount
-                if done != len(new_seqs):
-                    raise SessionNotFoundError(src.id, "deleted while it was forked")
-            if sent:
+                if done != len(plan.copied):
+                    raise SessionNotFoundError(src_id, "deleted while it was forked")
+            if plan.sent:
                 with conn.cursor() as cur:
                     cur.executemany(
-                        _INSERT, [(header.id, n, entry_id_of(raw), raw) for n, raw in sent]
+                        _INSERT, [(header.id, n, entry_id_of(raw), raw) for n, raw in plan.sent]
                     )
-            set_summary(conn, header.id, summary)
-            lines = conn.execute(
-                "SELECT seq, line FROM entries WHERE session_id = %s ORDER BY seq",
-                (header.id,),
-            ).fetchall()
-        store = _PostgresStore(self, header.id, incarnation, after - 1 + len(extra))
-        return self._session(store, text, lines)
-
-    def _list(
-        self,
-        cwd: str | None,
-        name: str | None,
-        since: datetime | None,
-        limit: int | None,
-        offset: int,
-    ) -> builtins.list[SessionInfo]:
-        where: builtins.list[str] = []
-        args: builtins.list[object] = []
-        if cwd is not None:
-            where.append("cwd = %s")
-            args.append(cwd)
-        if name is not None:
-            where.append("strpos(lower(name), lower(%s)) > 0")
-            args.append(_text(name))
-        if since is not None:
-            where.append("modified >= %s")
-            args.append(round(since.timestamp() * 1000))
-        sql = (
-            "SELECT id, cwd, name, parent, created, modified, message_count, first_message"
-            " FROM sessions"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += ' ORDER BY modified DESC, id COLLATE "C" LIMIT %s OFFSET %s'
-        args.extend([limit, offset])
-        found = self._read(lambda conn: conn.execute(sql.encode(), args).fetchall())
-        return [
-            SessionInfo(
-                id=sid,
-                path=None,
-                cwd=row_cwd,
-                name=row_name,
-                parent_session=parent,
-                created=_utc(created),
-                modified=_utc(modified),
-                message_count=count,
-                first_message=first,
-            )
-            for sid, row_cwd, row_name, parent, created, modified, count, first in found
-        ]
+            _set_summary(conn, header.id, plan.summary)
+            return conn.execute(_SELECT_ALL, (header.id,), binary=True).fetchall()
 
     def _delete(self, sid: str) -> bool:
         return self._idempotent(lambda: self._delete_once(sid))
@@ -932,29 +646,10 @@ class PostgresSessionRepo:
         return self._read(lambda conn: [str(r[0]) for r in conn.execute(query)])
 
     def _export(self, sid: str) -> builtins.list[bytes]:
-        def load(conn: Conn) -> builtins.list[bytes]:
-            with _snapshot(conn):
-                found = conn.execute("SELECT header FROM sessions WHERE id = %s", (sid,)).fetchone()
-                if found is None:
-                    raise SessionNotFoundError(sid)
-                rows = conn.execute(
-                    "SELECT line FROM entries WHERE session_id = %s ORDER BY seq", (sid,)
-                ).fetchall()
-            return [str(found[0]).encode() + b"\n", *(bytes(r[0]) + b"\n" for r in rows)]
+        text, _, rows = self._read(lambda conn: self._read_session(conn, sid))
+        return [text.encode() + b"\n", *(line + b"\n" for _, line in rows)]
 
-        return self._read(load)
-
-    def _import(self, lines: Sequence[bytes]) -> int:
-        if not lines:
-            raise CorruptSessionError("<import>", 1, 0, "no session header")
-        header_line = lines[0]
-        try:
-            header = decode_header(orjson.loads(header_line))
-        except (orjson.JSONDecodeError, CodecError) as exc:
-            raise CorruptSessionError("<import>", 1, 0, f"no valid session header: {exc}") from exc
-        validate_session_id(header.id)
-        text = header_line.rstrip(b"\n").decode()
-        body = [line[:-1] if line.endswith(b"\n") else line for line in lines[1:]]
+    def _import_lines(self, header: SessionHeader, text: str, body: Sequence[bytes]) -> int:
         return self._idempotent(lambda: self._import_once(header, text, body))
 
     def _import_once(self, header: SessionHeader, text: str, body: Sequence[bytes]) -> int:
@@ -966,29 +661,13 @@ class PostgresSessionRepo:
             if found is None:
                 self._insert_session(conn, header, text, uuid.uuid4().hex)
             else:
-                have = [
-                    bytes(r[0])
-                    for r in conn.execute(
-                        "SELECT line FROM entries WHERE session_id = %s ORDER BY seq",
-                        (header.id,),
-                    )
-                ]
+                have = [r[1] for r in conn.execute(_SELECT_ALL, (header.id,), binary=True)]
                 if str(found[0]) != text or body[: len(have)] != have:
                     raise SessionExistsError(header.id)
-            new = body[len(have) :]
-            taken = {i for i in (entry_id_of(raw) for raw in have) if i is not None}
-            rows: builtins.list[tuple[str, int, str | None, bytes]] = []
-            for n, raw in enumerate(new, start=len(have) + 2):
-                entry_id = entry_id_of(raw)
-                if entry_id in taken:
-                    entry_id = None  # a duplicate id, kept verbatim but not indexed
-                elif entry_id is not None:
-                    taken.add(entry_id)
-                rows.append((header.id, n, entry_id, raw))
+            rows = import_rows(header.id, have, body)
             if rows:
                 with conn.cursor() as cur:
                     cur.executemany(_INSERT, rows)
-            if new:
-                set_summary(conn, header.id, summarize(body))
+                _set_summary(conn, header.id, summarize(body))
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{header.id} {len(body) + 1}"))
-        return len(new) + (found is None)  # the header line, when the session is new
+        return len(rows) + (found is None)  # the header line, when the session is new

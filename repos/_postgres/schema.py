@@ -10,43 +10,33 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["SCHEMA_VERSION", "ensure_schema"]
+from .._sql import Dialect
+
+__all__ = ["POSTGRES", "SCHEMA_VERSION", "ensure_schema"]
 
 SCHEMA_VERSION = 1
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id            TEXT PRIMARY KEY,
-    cwd           TEXT NOT NULL,
-    name          TEXT,
-    parent        TEXT,
-    created       BIGINT NOT NULL,           -- header timestamp, Unix ms
-    modified      BIGINT NOT NULL,           -- last user/assistant message, else created
-    last_activity BIGINT,                    -- that message's time, NULL when none
-    message_count INTEGER NOT NULL DEFAULT 0,
-    first_message TEXT NOT NULL DEFAULT '',
-    header        TEXT NOT NULL,             -- line 1 of the file, verbatim (JSON)
-    incarnation   TEXT NOT NULL              -- changes when an id is deleted and reused
-);
-CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions (cwd, modified);
-CREATE INDEX IF NOT EXISTS sessions_modified ON sessions (modified);
-CREATE TABLE IF NOT EXISTS entries (
-    session_id TEXT NOT NULL,
-    seq        INTEGER NOT NULL,             -- the line number in the file (header = 1)
-    id         TEXT,                         -- NULL for lines without an id of their own
-    line       BYTEA NOT NULL,               -- the JSON line, verbatim, without its newline
-    UNIQUE (session_id, seq),
-    UNIQUE (session_id, id)
-);
-CREATE TABLE IF NOT EXISTS session_backups (
-    session_id TEXT NOT NULL,
-    suffix     TEXT NOT NULL,                -- ".v1.bak": the lines before a migration
-    header     TEXT NOT NULL,
-    lines      BYTEA NOT NULL,               -- the old lines, newline-terminated
-    PRIMARY KEY (session_id, suffix)
-);
-CREATE TABLE IF NOT EXISTS harness_schema (version INTEGER NOT NULL)
-"""
+
+def _text(value: str | None) -> str | None:
+    """PostgreSQL ``TEXT`` holds no NUL character (a message may: ``"\\u0000"`` in JSON)."""
+    return value.replace("\x00", "") if value is not None else None
+
+
+POSTGRES = Dialect(
+    mark="%s",
+    contains="strpos",
+    id_order='id COLLATE "C"',
+    no_limit=None,
+    int64="BIGINT",
+    blob="BYTEA",
+    backup_lines="BYTEA",
+    text=_text,
+)
+"""How PostgreSQL spells the shared SQL (``repos/_sql.py``)."""
+
+_SCHEMA = (
+    POSTGRES.schema() + ";\nCREATE TABLE IF NOT EXISTS harness_schema (version INTEGER NOT NULL)"
+)
 
 # Any constant: every process creating the schema at once takes this lock first.
 _SCHEMA_LOCK = 0x68617273

@@ -18,8 +18,16 @@ from functools import cache
 from pathlib import Path
 
 from .._session import FsyncPolicy
+from .._sql import Dialect
 
-__all__ = ["MAX_VALUE_BYTES", "SCHEMA_VERSION", "SchemaError", "connect", "ensure_schema"]
+__all__ = [
+    "MAX_VALUE_BYTES",
+    "SCHEMA_VERSION",
+    "SQLITE",
+    "SchemaError",
+    "connect",
+    "ensure_schema",
+]
 
 MAX_VALUE_BYTES = 256 * 1024 * 1024
 """The largest string or blob read or written (SQLite's ``SQLITE_LIMIT_LENGTH``): a larger
@@ -32,38 +40,18 @@ class SchemaError(sqlite3.DatabaseError):
 
 SCHEMA_VERSION = 1
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id            TEXT PRIMARY KEY,
-    cwd           TEXT NOT NULL,
-    name          TEXT,
-    parent        TEXT,
-    created       INTEGER NOT NULL,          -- header timestamp, Unix ms
-    modified      INTEGER NOT NULL,          -- last user/assistant message, else created
-    last_activity INTEGER,                   -- that message's time, NULL when none
-    message_count INTEGER NOT NULL DEFAULT 0,
-    first_message TEXT NOT NULL DEFAULT '',
-    header        TEXT NOT NULL,             -- line 1 of the file, verbatim (JSON)
-    incarnation   TEXT NOT NULL              -- changes when an id is deleted and reused
-);
-CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions (cwd, modified);
-CREATE INDEX IF NOT EXISTS sessions_modified ON sessions (modified);
-CREATE TABLE IF NOT EXISTS entries (
-    session_id TEXT NOT NULL,
-    seq        INTEGER NOT NULL,             -- the line number in the file (header = 1)
-    id         TEXT,                         -- NULL for lines without an id of their own
-    line       BLOB NOT NULL,                -- the JSON line, verbatim, without its newline
-    UNIQUE (session_id, seq),
-    UNIQUE (session_id, id)
-);
-CREATE TABLE IF NOT EXISTS session_backups (
-    session_id TEXT NOT NULL,
-    suffix     TEXT NOT NULL,                -- ".v1.bak": the lines before a migration
-    header     TEXT NOT NULL,
-    lines      TEXT NOT NULL,                -- JSON array of the old lines
-    PRIMARY KEY (session_id, suffix)
-);
-"""
+SQLITE = Dialect(
+    mark="?",
+    contains="instr",
+    id_order="id",
+    no_limit=-1,
+    int64="INTEGER",
+    blob="BLOB",
+    backup_lines="TEXT",
+)
+"""How SQLite spells the shared SQL (``repos/_sql.py``)."""
+
+_SCHEMA = SQLITE.schema()
 
 
 def connect(path: Path, *, fsync: FsyncPolicy, timeout: float) -> sqlite3.Connection:

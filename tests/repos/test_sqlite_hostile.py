@@ -91,6 +91,62 @@ async def test_our_own_database_still_opens(tmp_path: Path) -> None:
     again.close()
 
 
+# The tables as version 1 wrote them (the text SQLite keeps in ``sqlite_master``), before the
+# schema was shared with PostgreSQL (``repos/_sql.py``): a database written then still opens.
+_V1_TABLES = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id            TEXT PRIMARY KEY,
+    cwd           TEXT NOT NULL,
+    name          TEXT,
+    parent        TEXT,
+    created       INTEGER NOT NULL,          -- header timestamp, Unix ms
+    modified      INTEGER NOT NULL,          -- last user/assistant message, else created
+    last_activity INTEGER,                   -- that message's time, NULL when none
+    message_count INTEGER NOT NULL DEFAULT 0,
+    first_message TEXT NOT NULL DEFAULT '',
+    header        TEXT NOT NULL,             -- line 1 of the file, verbatim (JSON)
+    incarnation   TEXT NOT NULL              -- changes when an id is deleted and reused
+);
+CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions (cwd, modified);
+CREATE INDEX IF NOT EXISTS sessions_modified ON sessions (modified);
+CREATE TABLE IF NOT EXISTS entries (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,             -- the line number in the file (header = 1)
+    id         TEXT,                         -- NULL for lines without an id of their own
+    line       BLOB NOT NULL,                -- the JSON line, verbatim, without its newline
+    UNIQUE (session_id, seq),
+    UNIQUE (session_id, id)
+);
+CREATE TABLE IF NOT EXISTS session_backups (
+    session_id TEXT NOT NULL,
+    suffix     TEXT NOT NULL,                -- ".v1.bak": the lines before a migration
+    header     TEXT NOT NULL,
+    lines      TEXT NOT NULL,                -- JSON array of the old lines
+    PRIMARY KEY (session_id, suffix)
+);
+"""
+
+
+async def test_a_database_written_by_schema_version_1_still_opens(tmp_path: Path) -> None:
+    db = make(tmp_path / "v1.db", "", schema=_V1_TABLES)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "INSERT INTO sessions (id, cwd, created, modified, header, incarnation)"
+        " VALUES ('s1', '/w', 0, 0, ?, 'i')",
+        (
+            '{"type":"session","version":3,"id":"s1","timestamp":"1970-01-01T00:00:00.000Z",'
+            '"cwd":"/w"}',
+        ),
+    )
+    conn.commit()
+    conn.close()
+    repo = SqliteSessionRepo(db)
+    assert [i.id for i in await repo.list()] == ["s1"]
+    with await repo.open("s1") as session:
+        session.append_custom("x", {"a": 1})
+    repo.close()
+
+
 def test_a_path_that_is_no_regular_file_is_refused_before_sqlite_opens_it(
     tmp_path: Path,
 ) -> None:

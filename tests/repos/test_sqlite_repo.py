@@ -155,3 +155,25 @@ async def test_copy_is_idempotent_and_resumable(tmp_path: Path) -> None:
     assert reopened.get_branch()[-1].message.content == "from the database"  # type: ignore[attr-defined]
     reopened.close()
     repo.close()
+
+
+async def test_resume_reads_each_line_once(tmp_path: Path) -> None:
+    """The open reads the header and every line in one statement; the first context is built
+    from those lines without reading them again; after it, reads go to the database."""
+    repo = SqliteSessionRepo(tmp_path / "s.db")
+    s = await repo.create("/p", session_id="r")
+    for n in range(40):
+        s.append_message(_user(f"question {n}"))
+        s.append_message(_assistant(f"answer {n}"))
+    expected = s.build_context().messages
+    s.close()
+    resumed = await repo.open("r")
+    statements: list[str] = []
+    resumed._store._conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+    assert resumed.build_context().messages == expected
+    assert [q for q in statements if "entries" in q] == []
+    resumed._tree.cache.clear()  # decoded again: now from the database
+    assert tuple(e.message for e in resumed.get_branch()) == expected  # type: ignore[attr-defined]
+    assert [q for q in statements if "entries" in q] != []
+    resumed.close()
+    repo.close()
