@@ -3,6 +3,7 @@ into the in-memory tree, so memory never holds what the file does not (pi ``stor
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -67,6 +68,8 @@ __all__ = [
 log = logging.getLogger("repos")
 # Seeded from the OS once per process (and again in a forked child, below).
 _ids = random.Random()
+# A Row without its keyword __new__ (one per append): every field given, in order.
+_row = functools.partial(tuple.__new__, Row)
 os.register_at_fork(after_in_child=_ids.seed)
 
 FsyncPolicy: TypeAlias = Literal["never", "turn", "always"]
@@ -726,6 +729,9 @@ class Session:
         # Called under the store's lock after catch-up: unique among every line in the file.
         # Ids need not be secret, only unique here: a seeded PRNG, not a syscall per id.
         rows = self._tree.rows
+        candidate = _ids.getrandbits(32).to_bytes(4, "big").hex()
+        if candidate not in rows:  # nearly always: no loop set up for it
+            return candidate
         for _ in range(100):
             candidate = _ids.getrandbits(32).to_bytes(4, "big").hex()
             if candidate not in rows:
@@ -771,7 +777,9 @@ class Session:
             finally:
                 store.end_append()
             span = (stored.offset, len(line) - 1)
-            tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+            tree.add(
+                _row((fresh.id, fresh.parent_id, fresh.type, stored.number, span, False)), fresh
+            )
             if self._fsync == "always":
                 store.sync()
             return fresh
