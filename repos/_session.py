@@ -3,6 +3,7 @@ into the in-memory tree, so memory never holds what the file does not (pi ``stor
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -703,6 +704,14 @@ class Session:
             if not self._closed:
                 self._closed = True
                 self._store.close()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[bool]:
+        """Hold off this session's appends, refreshes and close in other threads while the
+        caller reads it whole (a fork of its file taken for someone else). Yields whether the
+        session is open (False: it was closed; nothing to read)."""
+        with self._lock:
+            yield not self._closed
 
     def __enter__(self) -> Self:
         return self

@@ -319,6 +319,7 @@ class JsonlSessionRepo:
         """
         if session_id is not None:
             validate_session_id(session_id)  # before any file is read
+        held = False  # whether src is another owner's session, held while it is copied
         if isinstance(source, Session):
             # An open session forks from what it has indexed: nothing is read again.
             if source.path is None:
@@ -338,6 +339,7 @@ class JsonlSessionRepo:
             )
             if live is not None:
                 src, owned = live, contextlib.nullcontext(live)
+                held = True
             else:
                 src = await asyncio.to_thread(
                     open_session, path, strict=self._strict, fsync=self._fsync
@@ -349,7 +351,13 @@ class JsonlSessionRepo:
                 src, session_id=session_id, cwd=cwd, parent_session=str(path.resolve())
             )
             fork = await asyncio.to_thread(
-                self._publish_fork, src, header, entry_id=entry_id, position=position, scope=scope
+                self._publish_fork,
+                src,
+                header,
+                entry_id=entry_id,
+                position=position,
+                scope=scope,
+                held=path if held else None,
             )
         await notify(
             self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=str(fork.path))
@@ -424,7 +432,22 @@ class JsonlSessionRepo:
         entry_id: str | None,
         position: ForkPosition | None,
         scope: ForkScope,
+        held: Path | None = None,
     ) -> Session:
+        """``held``: ``src`` is a session of this process standing in for the file at that path
+        (another owner's): it is held while it is read and copied, so that its owner neither
+        appends to it nor closes it (its descriptors) meanwhile. Closed already: the file is
+        read instead."""
+        if held is not None:
+            with src.held() as still_open:
+                if still_open:
+                    return self._publish_fork(
+                        src, header, entry_id=entry_id, position=position, scope=scope
+                    )
+            with open_session(held, strict=self._strict, fsync=self._fsync) as src:
+                return self._publish_fork(
+                    src, header, entry_id=entry_id, position=position, scope=scope
+                )
         ids, extra = fork_plan(src, entry_id=entry_id, position=position, scope=scope)
         copied: builtins.list[tuple[Row, int]] = []
 

@@ -934,3 +934,26 @@ async def test_a_fork_by_path_reads_the_file_when_the_open_session_reported_some
     with open_session(path, strict=True):
         (await strict.fork(path, entry_id=last, position="at")).close()
         assert reads == [path, path]  # the strict session's index was used
+
+
+async def test_a_fork_by_path_whose_open_session_is_closed_meanwhile_reads_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hooks import connect
+
+    repo = JsonlSessionRepo(tmp_path / "root")
+    live = await _a_session_of(repo, 3)
+    assert live.path is not None
+    mid = live.entry_ids()[3]
+    reads = _count_reads(monkeypatch)
+    # Its owner closes it after the repository chose it (a hook runs in between): its
+    # descriptors are gone, so the fork reads the file instead of copying through them.
+    disconnect = connect("session_before_fork", lambda s, event: live.close(), sender=repo)
+    try:
+        fork = await repo.fork(live.path, entry_id=mid, position="at")
+    finally:
+        disconnect()
+    assert reads == [live.path]
+    assert fork.get_branch()[-1].id == mid
+    assert fork.labels == {live.entry_ids()[1]: "early"}
+    fork.close()
