@@ -3,6 +3,7 @@
 Run from the repository root:
 
     .venv/bin/python bench/bench_storage.py [--runs 3] [--quick] [--json OUT] [--no-pi]
+        [--only open,append,list,fork,create,memory]
 
 * The workload comes from ``bench/gen_workload.py`` (generated into ``bench/.data/`` on the first
   run, reused afterwards).
@@ -91,6 +92,10 @@ class Sizes:
     append: int
 
 
+# Groups of rows --only can pick (open: open, first context and resume; memory: the RSS rows
+# and the growth table; append: its rows and the system-call count).
+GROUPS = ("open", "append", "list", "fork", "create", "memory")
+
 FULL = Sizes("full", "s100k", "s10k", ("s1k", "s10k", "s100k", "s300k"), "s10k", 1000, 10_000)
 QUICK = Sizes("quick", "s5k", "s1k", ("s1k", "s2k", "s5k"), "s1k", 100, 1000)
 
@@ -119,7 +124,8 @@ def row_names(quick: bool = False) -> list[str]:
         f"list {folder}, warm: fresh process, persistent cache",
         f"list {folder}, repeat call in one process",
         f"fork at mid-path, {big}, from an open Session",
-        f"fork at mid-path, {big}, from a path",
+        f"fork at mid-path, {big}, from a path (the file open in this process)",
+        f"fork at mid-path, {big}, from a path not open in this process",
         "create + first 2 messages",
         f"RSS held after open + first context, {big}",
         f"peak RSS during open, {big}",
@@ -491,6 +497,8 @@ APPEND_PATHS = {
     "single": "ours: append_message, one per call",
     "batch": "ours: append_messages, 8 per call (a tool batch)",
     "floor": "floor: orjson.dumps + write",
+    "single-fsync": 'ours: append_message, fsync="always"',
+    "floor-fsync": "floor: orjson.dumps + write + fsync",
 }
 _BATCH = 8
 
@@ -502,15 +510,17 @@ def append_calls(mode: str, folder: Path, n: int) -> None:
     from repos import JsonlSessionRepo
 
     messages = [UserMessage(content=f"message {i}") for i in range(n)]
-    if mode == "floor":
+    fsync = mode.endswith("-fsync")
+    if mode.startswith("floor"):
         raw = [{"role": "user", "content": m.content, "timestamp": m.timestamp} for m in messages]
-        floor_append(folder / "floor.jsonl", raw, fsync_every=0)
+        floor_append(folder / "floor.jsonl", raw, fsync_every=1 if fsync else 0)
         return
 
     async def run() -> None:
-        with await JsonlSessionRepo(folder, fsync="never").create("/bench") as session:
+        policy = "always" if fsync else "never"
+        with await JsonlSessionRepo(folder, fsync=policy).create("/bench") as session:
             session.append_message(UserMessage(content="first"))  # the file's descriptors open
-            if mode == "single":
+            if mode.startswith("single"):
                 for m in messages:
                     session.append_message(m)
             else:
@@ -693,7 +703,10 @@ def fmt(value: float | None, unit: str = "") -> str:
 
 
 class Bench:
-    def __init__(self, data: Path, sizes: Sizes, runs: int, pi: Pi | None) -> None:
+    def __init__(
+        self, data: Path, sizes: Sizes, runs: int, pi: Pi | None, only: Collection[str] = GROUPS
+    ) -> None:
+        self.only = only
         self.pi = pi
         self.data = data
         self.sizes = sizes
@@ -948,6 +961,10 @@ class Bench:
 
             return run
 
+        # The same bytes under another name and inode: no session of this process holds its
+        # index, so a fork given this path reads and indexes it.
+        cold = folder / "not-open.jsonl"
+        shutil.copyfile(path, cold)
         source = open_session(path, fsync="never")
         try:
             await self.attempt_rounds(
@@ -962,6 +979,11 @@ class Bench:
                         None,
                         drop,
                     ),
+                    f"ours.fork_path_cold.{n}": (
+                        lambda _: repo.fork(cold, entry_id=mid, position="at"),
+                        None,
+                        drop,
+                    ),
                     f"floor.fork_copy.{n}": (copy(False), None, None),
                     f"floor.fork_copy_fsync.{n}": (copy(True), None, None),
                 },
@@ -969,6 +991,7 @@ class Bench:
             )
         finally:
             source.close()
+            cold.unlink()
 
     # --- create ---
 
@@ -1087,21 +1110,29 @@ class Bench:
         try:
             log("warming the page cache")
             self.warm_page_cache()
-            log("open and first context")
-            await self.bench_open_context()
-            log("append")
-            await self.bench_append()
-            log("list")
-            await self.bench_list()
-            log("fork")
-            await self.bench_fork()
-            log("create")
-            await self.bench_create()
-            log("memory and growth (fresh processes)")
-            self.bench_growth()
-            self.bench_memory_floors()
-            log("system calls per append (strace)")
-            self.calls = syscalls_per_append(self.work, 2000)
+            only = self.only
+            if "open" in only:
+                log("open and first context")
+                await self.bench_open_context()
+            if "append" in only:
+                log("append")
+                await self.bench_append()
+            if "list" in only:
+                log("list")
+                await self.bench_list()
+            if "fork" in only:
+                log("fork")
+                await self.bench_fork()
+            if "create" in only:
+                log("create")
+                await self.bench_create()
+            if "memory" in only:
+                log("memory and growth (fresh processes)")
+                self.bench_growth()
+                self.bench_memory_floors()
+            if "append" in only:
+                log("system calls per append (strace)")
+                self.calls = syscalls_per_append(self.work, 2000)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -1199,6 +1230,8 @@ class Row:
     unit: str = "ms"
     error: str = ""
     pi_note: str = ""
+    calls: str = ""
+    """System calls per append (counted under strace, apart from the timed runs)."""
 
 
 def ratio(a: float | None, b: float | str | None) -> str:
@@ -1207,7 +1240,9 @@ def ratio(a: float | None, b: float | str | None) -> str:
     return f"{a / b:.2f}{TIMES}"
 
 
-def build_rows(fig: Figures, sizes: Sizes, pi: Pi | None) -> list[Row]:
+def build_rows(
+    fig: Figures, sizes: Sizes, pi: Pi | None, calls: dict[str, float] | str = "not counted"
+) -> list[Row]:
     names = row_names(sizes is QUICK)
     big, mid, ap = label(sizes.big), label(sizes.mid), label(sizes.append)
     folder = f"{sizes.folder}"
@@ -1308,6 +1343,11 @@ def build_rows(fig: Figures, sizes: Sizes, pi: Pi | None) -> list[Row]:
         f"≤ 1.5{TIMES} floor",
         vs_floor(1.5),
     )
+    if isinstance(calls, dict):
+        rows[-1].calls = (
+            f"{calls['single']:.2f} system calls per append, floor {calls['floor']:.2f}; "
+            f"in batches of 8: {calls['batch']:.2f}"
+        )
     add(
         f"ours.append_fsync_each.{ap}",
         [("dumps + write + fsync", f"floor.append_fsync_each.{ap}")],
@@ -1315,6 +1355,12 @@ def build_rows(fig: Figures, sizes: Sizes, pi: Pi | None) -> list[Row]:
         f"≤ 1.1{TIMES} floor",
         vs_floor(1.1),
     )
+    if isinstance(calls, dict):
+        rows[
+            -1
+        ].calls = (
+            f"{calls['single-fsync']:.2f} system calls per append, floor {calls['floor-fsync']:.2f}"
+        )
     add(
         f"ours.append_fsync_100.{ap}",
         [("dumps + write, fsync/100", f"floor.append_fsync_100.{ap}")],
@@ -1352,14 +1398,18 @@ def build_rows(fig: Figures, sizes: Sizes, pi: Pi | None) -> list[Row]:
         vs_floor(1.2),
         pi_note="pi: from an opened session",
     )
-    add(
-        f"ours.fork_path.{big}",
-        [("raw line copy", f"floor.fork_copy.{big}"), ("+ fsync", f"floor.fork_copy_fsync.{big}")],
-        p(f"fork_{big}"),
-        f"≤ 1.2{TIMES} raw-copy floor",
-        vs_floor(1.2),
-        pi_note="pi: from an opened session",
-    )
+    for key in (f"ours.fork_path.{big}", f"ours.fork_path_cold.{big}"):
+        add(
+            key,
+            [
+                ("raw line copy", f"floor.fork_copy.{big}"),
+                ("+ fsync", f"floor.fork_copy_fsync.{big}"),
+            ],
+            p(f"fork_{big}"),
+            f"≤ 1.2{TIMES} raw-copy floor",
+            vs_floor(1.2),
+            pi_note="pi: from an opened session",
+        )
     add(
         "ours.create",
         [("no fsync", "floor.create"), ("+ fsync", "floor.create_fsync")],
@@ -1420,6 +1470,8 @@ def render(
         ours = f"{plus}{fmt(r.ours)}{unit}" if r.ours is not None else f"error: {r.error}"
         if r.ours is None and not r.error:
             ours = DASH
+        if r.calls:
+            ours += f" ({r.calls})"
         out.append(
             f"| {r.name} | {pi_cell} | {floors} | {ours} | {ratio(r.ours, r.floors[0][1])} | "
             f"{ratio(r.ours, r.pi)} | {r.target} | {r.met} |"
@@ -1498,7 +1550,11 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     pi: Pi | None = None
     if not a.no_pi:
         pi, pi_reason = pi_setup(data, a.quick)
-    bench = Bench(data, sizes, a.runs, pi)
+    only = GROUPS if a.only is None else tuple(a.only.split(","))
+    unknown = set(only) - set(GROUPS)
+    if unknown:
+        raise SystemExit(f"--only: unknown group(s) {sorted(unknown)}; groups: {GROUPS}")
+    bench = Bench(data, sizes, a.runs, pi, only)
     await bench.run_all()
     bench.fig.values[f"file.{label(sizes.big)}"] = bench.facts(sizes.big)["bytes"] / MIB
     if pi:
@@ -1507,10 +1563,13 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
             "one operation per round, in the same rounds as ours)"
         )
     meta["load_end"] = _load()
-    rows = build_rows(bench.fig, sizes, pi)
+    rows = build_rows(bench.fig, sizes, pi, bench.calls)
     print(render(rows, bench.growth, sizes, pi_reason, meta))
     print()
-    print("System calls per append (strace -c -f: n = 2,000 appends minus none, over n)")
+    print(
+        "System calls per append (strace -c -f, in runs of their own, apart from the timed "
+        "ones: n = 2,000 appends minus none, over n)"
+    )
     print()
     if isinstance(bench.calls, str):
         print(f"not counted: {bench.calls}")
@@ -1541,6 +1600,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, no pi: a smoke run")
     ap.add_argument("--json", metavar="OUT", help="also write every figure to OUT")
     ap.add_argument("--no-pi", action="store_true", help="do not run pi_bench.mjs")
+    ap.add_argument(
+        "--only",
+        metavar="GROUPS",
+        help=f"run only these groups of rows, comma-separated (of {','.join(GROUPS)}); "
+        "the other rows print 'not measured'",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", type=Path, help="workload folder (default bench/.data/...)")
     ap.add_argument("--worker", nargs=1, metavar=("KIND"), help=argparse.SUPPRESS)

@@ -1282,72 +1282,73 @@ def _plain_extra(extra: Mapping[str, Any], known: frozenset[str], level: int) ->
 # before calling _plain_extra: a call per value is a good part of an append's cost.
 
 
-def _appended_block(block: Any, assistant: bool) -> tuple[Obj, Any]:
-    """The block's JSON object and the block as it reads back (``block`` itself when equal)."""
-    kind = type(block)
-    if kind is TextContent:
-        text, extra = block.text, block.extra
-        if type(text) is not str:
-            raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TEXT_KEYS, _BLOCK)
-        out: Obj = (
-            {"type": "text", "text": text, **kept} if kept else {"type": "text", "text": text}
-        )
-        return out, block if kept is extra else _text(text, kept)
-    if kind is ToolCall and assistant:
-        call_id, name, arguments, extra = block.id, block.name, block.arguments, block.extra
-        if (
-            type(call_id) is not str
-            or type(name) is not str
-            or (type(arguments) is not dict and type(arguments) is not FrozenDict)
-        ):
-            raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLCALL_KEYS, _BLOCK)
-        args = _plain(arguments, _BLOCK + 1)
-        out = {"type": "toolCall", "id": call_id, "name": name, "arguments": args, **kept}
-        same = kept is extra and args is arguments
-        return out, block if same else _tool_call(call_id, name, args, kept)
-    if kind is ThinkingContent and assistant:
-        thinking, signature, redacted = block.thinking, block.thinking_signature, block.redacted
-        extra = block.extra
-        if (
-            type(thinking) is not str
-            or (signature is not None and type(signature) is not str)
-            or type(redacted) is not bool
-        ):
-            raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _THINKING_KEYS, _BLOCK)
-        out = {"type": "thinking", "thinking": thinking}
-        if signature is not None:
-            out["thinkingSignature"] = signature
-        if redacted:
-            out["redacted"] = True
-        if kept:
-            out.update(kept)
-        return out, block if kept is extra else _thinking(thinking, signature, redacted, kept)
-    if kind is ImageContent and not assistant:
-        data, mime_type, extra = block.data, block.mime_type, block.extra
-        if type(data) is not str or type(mime_type) is not str:
-            raise _General
-        kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _IMAGE_KEYS, _BLOCK)
-        out = {"type": "image", "data": data, "mimeType": mime_type, **kept}
-        return out, block if kept is extra else _image(data, mime_type, kept)
-    raise _General  # unknown blocks, and blocks the decoder reads as unknown in this role
-
-
 def _appended_blocks(blocks: Any, assistant: bool) -> tuple[list[Obj], tuple[Any, ...]]:
+    """The blocks' JSON objects and the blocks as they read back (``blocks`` itself when every
+    block does). One loop, no call per block: that call was a good part of an append's cost."""
     if type(blocks) is not tuple:
         raise _General
     out: list[Obj] = []
-    copies: list[Any] = []
-    same = True
+    copies: list[Any] | None = None  # made at the first block that does not read back as is
+    copy: Any
     for block in blocks:
-        block_out, copy = _appended_block(block, assistant)
-        out.append(block_out)
-        copies.append(copy)
-        if copy is not block:
-            same = False
-    return out, blocks if same else tuple(copies)
+        kind = type(block)
+        if kind is TextContent:
+            text, extra = block.text, block.extra
+            if type(text) is not str:
+                raise _General
+            if extra is _NO_EXTRA:
+                out.append({"type": "text", "text": text})
+                copy = block
+            else:
+                kept = _plain_extra(extra, _TEXT_KEYS, _BLOCK)
+                out.append({"type": "text", "text": text, **kept})
+                copy = block if kept is extra else _text(text, kept)
+        elif kind is ToolCall and assistant:
+            call_id, name, arguments, extra = block.id, block.name, block.arguments, block.extra
+            if (
+                type(call_id) is not str
+                or type(name) is not str
+                or (type(arguments) is not dict and type(arguments) is not FrozenDict)
+            ):
+                raise _General
+            kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _TOOLCALL_KEYS, _BLOCK)
+            args = _plain(arguments, _BLOCK + 1)
+            out.append({"type": "toolCall", "id": call_id, "name": name, "arguments": args, **kept})
+            same = kept is extra and args is arguments
+            copy = block if same else _tool_call(call_id, name, args, kept)
+        elif kind is ThinkingContent and assistant:
+            thinking, signature, redacted = block.thinking, block.thinking_signature, block.redacted
+            extra = block.extra
+            if (
+                type(thinking) is not str
+                or (signature is not None and type(signature) is not str)
+                or type(redacted) is not bool
+            ):
+                raise _General
+            kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _THINKING_KEYS, _BLOCK)
+            obj: Obj = {"type": "thinking", "thinking": thinking}
+            if signature is not None:
+                obj["thinkingSignature"] = signature
+            if redacted:
+                obj["redacted"] = True
+            if kept:
+                obj.update(kept)
+            out.append(obj)
+            copy = block if kept is extra else _thinking(thinking, signature, redacted, kept)
+        elif kind is ImageContent and not assistant:
+            data, mime_type, extra = block.data, block.mime_type, block.extra
+            if type(data) is not str or type(mime_type) is not str:
+                raise _General
+            kept = extra if extra is _NO_EXTRA else _plain_extra(extra, _IMAGE_KEYS, _BLOCK)
+            out.append({"type": "image", "data": data, "mimeType": mime_type, **kept})
+            copy = block if kept is extra else _image(data, mime_type, kept)
+        else:
+            raise _General  # unknown blocks, and blocks the decoder reads as unknown in this role
+        if copies is not None:
+            copies.append(copy)
+        elif copy is not block:
+            copies = [*blocks[: len(out) - 1], copy]
+    return out, blocks if copies is None else tuple(copies)
 
 
 def _appended_user_content(content: Any) -> tuple[str | list[Obj], Any]:
@@ -1382,9 +1383,13 @@ def _appended_cost(cost: Any) -> tuple[Obj, Cost]:
             "cacheWrite": w if w % 1.0 else int(w),
             "total": t if t % 1.0 else int(t),
         }
-        same = kept_extra is extra and (
-            bool(i and o and r and w and t)
-            or all(v or math.copysign(1.0, v) > 0 for v in (i, o, r, w, t))
+        # -0.0 is written 0 and reads back 0.0: the only finite float that does not round-trip.
+        same = kept_extra is extra and not (
+            (not i and math.copysign(1.0, i) < 0)
+            or (not o and math.copysign(1.0, o) < 0)
+            or (not r and math.copysign(1.0, r) < 0)
+            or (not w and math.copysign(1.0, w) < 0)
+            or (not t and math.copysign(1.0, t) < 0)
         )
     else:
         same = False

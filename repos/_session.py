@@ -3,6 +3,8 @@ into the in-memory tree, so memory never holds what the file does not (pi ``stor
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import random
@@ -67,6 +69,8 @@ __all__ = [
 log = logging.getLogger("repos")
 # Seeded from the OS once per process (and again in a forked child, below).
 _ids = random.Random()
+# A Row without its keyword __new__ (one per append): every field given, in order.
+_row = functools.partial(tuple.__new__, Row)
 os.register_at_fork(after_in_child=_ids.seed)
 
 FsyncPolicy: TypeAlias = Literal["never", "turn", "always"]
@@ -701,6 +705,14 @@ class Session:
                 self._closed = True
                 self._store.close()
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[bool]:
+        """Hold off this session's appends, refreshes and close in other threads while the
+        caller reads it whole (a fork of its file taken for someone else). Yields whether the
+        session is open (False: it was closed; nothing to read)."""
+        with self._lock:
+            yield not self._closed
+
     def __enter__(self) -> Self:
         return self
 
@@ -726,6 +738,9 @@ class Session:
         # Called under the store's lock after catch-up: unique among every line in the file.
         # Ids need not be secret, only unique here: a seeded PRNG, not a syscall per id.
         rows = self._tree.rows
+        candidate = _ids.getrandbits(32).to_bytes(4, "big").hex()
+        if candidate not in rows:  # nearly always: no loop set up for it
+            return candidate
         for _ in range(100):
             candidate = _ids.getrandbits(32).to_bytes(4, "big").hex()
             if candidate not in rows:
@@ -771,7 +786,9 @@ class Session:
             finally:
                 store.end_append()
             span = (stored.offset, len(line) - 1)
-            tree.add(Row(fresh.id, fresh.parent_id, fresh.type, stored.number, span), fresh)
+            tree.add(
+                _row((fresh.id, fresh.parent_id, fresh.type, stored.number, span, False)), fresh
+            )
             if self._fsync == "always":
                 store.sync()
             return fresh

@@ -41,7 +41,7 @@ def test_bench_storage_quick_prints_every_row(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     names = _row_names()
-    assert len(names) == 15
+    assert len(names) == 16
     for name in names:
         assert f"| {name} |" in done.stdout, f"row {name!r} missing:\n{done.stdout}"
     assert "pi: not measured (" in done.stdout

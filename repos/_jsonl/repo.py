@@ -57,7 +57,14 @@ from .paths import (
     session_path,
     validate_session_id,
 )
-from .storage import JsonlStore, index_copied, load_file, open_session
+from .storage import (
+    JsonlStore,
+    index_copied,
+    live_session,
+    load_file,
+    open_session,
+    register_live,
+)
 
 __all__ = ["JsonlSessionRepo"]
 
@@ -284,7 +291,11 @@ class JsonlSessionRepo:
 
         Args:
             source: id or path of the session to fork, or an open file ``Session`` (forked from
-                what it has indexed, without reading the file again; left open).
+                what it has indexed, without reading the file again; left open). Given an id or
+                a path with an ``entry_id`` (or ``scope="tree"``), a session of this process
+                open on that file is forked from the same way when its index is what reading
+                the file now would give (it holds every byte, nothing was appended since by
+                others, nothing was reported); otherwise the file is read and indexed.
             entry_id: the entry to cut at; None means the source's current leaf.
             position: ``before`` stops at the entry's parent, ``at`` includes it (default: ``at``
                 for the leaf, ``before`` for a given entry).
@@ -308,6 +319,7 @@ class JsonlSessionRepo:
         """
         if session_id is not None:
             validate_session_id(session_id)  # before any file is read
+        held = False  # whether src is another owner's session, held while it is copied
         if isinstance(source, Session):
             # An open session forks from what it has indexed: nothing is read again.
             if source.path is None:
@@ -317,17 +329,35 @@ class JsonlSessionRepo:
             owned: contextlib.AbstractContextManager[Session] = contextlib.nullcontext(source)
         else:
             path = self.resolve(source)
-            src = await asyncio.to_thread(
-                open_session, path, strict=self._strict, fsync=self._fsync
+            # A session of this process that indexed the file as it is now stands in for
+            # reading it again (the index the file had when last opened). Without a target
+            # entry the fork follows the leaf, which a session moves its own way: read then.
+            live = (
+                live_session(path, strict=self._strict)
+                if entry_id is not None or scope == "tree"
+                else None
             )
-            owned = src
+            if live is not None:
+                src, owned = live, contextlib.nullcontext(live)
+                held = True
+            else:
+                src = await asyncio.to_thread(
+                    open_session, path, strict=self._strict, fsync=self._fsync
+                )
+                owned = src
         with owned:
             await check_fork_allowed(self, src, entry_id=entry_id, position=position, scope=scope)
             header = fork_header(
                 src, session_id=session_id, cwd=cwd, parent_session=str(path.resolve())
             )
             fork = await asyncio.to_thread(
-                self._publish_fork, src, header, entry_id=entry_id, position=position, scope=scope
+                self._publish_fork,
+                src,
+                header,
+                entry_id=entry_id,
+                position=position,
+                scope=scope,
+                held=path if held else None,
             )
         await notify(
             self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=str(fork.path))
@@ -402,7 +432,22 @@ class JsonlSessionRepo:
         entry_id: str | None,
         position: ForkPosition | None,
         scope: ForkScope,
+        held: Path | None = None,
     ) -> Session:
+        """``held``: ``src`` is a session of this process standing in for the file at that path
+        (another owner's): it is held while it is read and copied, so that its owner neither
+        appends to it nor closes it (its descriptors) meanwhile. Closed already: the file is
+        read instead."""
+        if held is not None:
+            with src.held() as still_open:
+                if still_open:
+                    return self._publish_fork(
+                        src, header, entry_id=entry_id, position=position, scope=scope
+                    )
+            with open_session(held, strict=self._strict, fsync=self._fsync) as src:
+                return self._publish_fork(
+                    src, header, entry_id=entry_id, position=position, scope=scope
+                )
         ids, extra = fork_plan(src, entry_id=entry_id, position=position, scope=scope)
         copied: builtins.list[tuple[Row, int]] = []
 
@@ -524,13 +569,14 @@ class JsonlSessionRepo:
             read_fd=fd,
             write_fd=fd,
         )
-        return Session(
+        session = Session(
             header=header,
             tree=Tree(load=store.read, load_many=store.read_many),
             store=store,
             fsync=self._fsync,
             strict=self._strict,
         )
+        return register_live(session, store, strict=self._strict)
 
     def _list(self, cwd: str | None) -> builtins.list[SessionInfo]:
         problems: list[tuple[Path, str]] = []

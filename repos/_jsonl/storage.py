@@ -11,6 +11,7 @@ import errno
 import fcntl
 import logging
 import os
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import cast
@@ -36,7 +37,15 @@ from .._session import Diagnostic, FsyncPolicy, Session
 from .._tree import EAGER_TYPES, Row, Tree
 from .atomic import fsync_dir, publish_atomically
 
-__all__ = ["CatchUp", "JsonlStore", "index_copied", "load_file", "open_session"]
+__all__ = [
+    "CatchUp",
+    "JsonlStore",
+    "index_copied",
+    "live_session",
+    "load_file",
+    "open_session",
+    "register_live",
+]
 
 log = logging.getLogger("repos")
 
@@ -91,6 +100,8 @@ class JsonlStore:
         self._v1_line_ids = v1_line_ids
         self._closed = False
         self._locked = False
+        # The session over this store and whether it is strict (register_live).
+        self._owner: tuple[weakref.ref[Session], bool] | None = None
         self.backup: Path | None = None
         """Where the last :meth:`rewrite` kept the original."""
 
@@ -515,6 +526,46 @@ class JsonlStore:
         self._read_fd = self._write_fd = None
 
 
+# The stores of this process's open file sessions: a fork given a path forks from one of them
+# when its index is the file's as it is now, instead of reading the whole file again.
+_LIVE: weakref.WeakSet[JsonlStore] = weakref.WeakSet()
+
+
+def register_live(session: Session, store: JsonlStore, *, strict: bool) -> Session:
+    """Record ``session`` (over ``store``, opened ``strict`` or not) for :func:`live_session`;
+    returns it. Held weakly: a dropped session is forgotten."""
+    store._owner = (weakref.ref(session), strict)
+    _LIVE.add(store)
+    return session
+
+
+def live_session(path: Path, *, strict: bool) -> Session | None:
+    """An open session of this process whose index is what :func:`open_session` of ``path``
+    would build now (``strict`` or not), or None: it indexed the very file the name leads to,
+    every byte of it (nobody appended since, no torn tail), and met nothing to report (no
+    diagnostic: a fresh read would apply the same rules to the same bytes). A strict read
+    also decodes every body, so only a strict session stands in for one."""
+    try:
+        named = os.stat(path)
+    except OSError:
+        return None
+    identity = (named.st_dev, named.st_ino)
+    for store in list(_LIVE):
+        owner = store._owner
+        if (
+            owner is None
+            or store._closed
+            or store._identity != identity
+            or store._end != named.st_size
+            or (strict and not owner[1])
+        ):
+            continue
+        session = owner[0]()
+        if session is not None and not session.closed and not session.diagnostics:
+            return session
+    return None
+
+
 def open_session(path: Path, *, strict: bool = False, fsync: FsyncPolicy = "turn") -> Session:
     """Read a session file into a :class:`Session` without writing to it.
 
@@ -637,7 +688,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
         if strict:
             for entry_id in tree.order:
                 tree.get(entry_id)  # every body, so a damaged one raises now
-    return Session(
+    session = Session(
         header=header,
         tree=tree,
         store=store,
@@ -646,6 +697,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
         indexer=indexer,
         strict=strict,
     )
+    return register_live(session, store, strict=strict)
 
 
 def index_copied(
@@ -694,7 +746,7 @@ def index_copied(
                 number += 1
             indexer.feed(fed)
         store.set_extent(offset, number - 1)
-        return Session(
+        session = Session(
             header=header,
             tree=tree,
             store=store,
@@ -702,6 +754,7 @@ def index_copied(
             fsync=fsync,
             indexer=indexer,
         )
+        return register_live(session, store, strict=False)
     except BaseException:
         os.close(fd)
         raise

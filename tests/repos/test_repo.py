@@ -828,3 +828,132 @@ async def test_fork_of_an_in_memory_session_object_is_refused(tmp_path: Path) ->
     session = await MemorySessionRepo().create("/w")
     with pytest.raises(InvalidSessionIdError, match="in-memory"):
         await JsonlSessionRepo(tmp_path).fork(session)
+
+
+# --- a fork given a path, while this process has the file open -----------------------------
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths the repository reads and indexes whole (a spy: the real open runs)."""
+    reads: list[Path] = []
+    real = jsonl_repo_module.open_session
+
+    def spy(path: Path, **kwargs: Any) -> Session:
+        reads.append(path)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(jsonl_repo_module, "open_session", spy)
+    return reads
+
+
+async def _a_session_of(repo: JsonlSessionRepo, n: int) -> Session:
+    session = await repo.create("/w")
+    for i in range(n):
+        session.append_message(user(f"q{i}"))
+        session.append_message(reply(f"a{i}"))
+    session.set_label(session.entry_ids()[1], "early")
+    return session
+
+
+async def test_a_fork_by_path_takes_an_open_sessions_index_instead_of_reading_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = JsonlSessionRepo(tmp_path / "root")
+    reads = _count_reads(monkeypatch)
+    live = await _a_session_of(repo, 5)
+    assert live.path is not None
+    mid = live.entry_ids()[4]
+    fast = await repo.fork(live.path, entry_id=mid, position="at")
+    assert reads == []  # the open session's index was used
+    live.close()
+    cold = await repo.fork(live.path, entry_id=mid, position="at")
+    assert reads == [live.path]  # nothing open on it any more: read and indexed
+    assert fast.path is not None and cold.path is not None
+    assert fast.build_context() == cold.build_context()
+    assert fast.labels == cold.labels == {live.entry_ids()[1]: "early"}
+    assert [e.id for e in fast.get_branch()] == [e.id for e in cold.get_branch()]
+    for s in (fast, cold):
+        s.close()
+
+
+async def test_a_fork_by_path_reads_the_file_when_an_open_session_does_not_hold_all_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = JsonlSessionRepo(tmp_path / "root")
+    live = await _a_session_of(repo, 3)
+    assert live.path is not None
+    # Another writer (pi writes without our lock) appended a line this session has not seen.
+    theirs = {
+        "type": "message",
+        "id": "feedbeef",
+        "parentId": live.leaf_id,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "from pi", "timestamp": 1},
+    }
+    with open(live.path, "ab") as f:
+        f.write(orjson.dumps(theirs) + b"\n")
+    reads = _count_reads(monkeypatch)
+    fork = await repo.fork(live.path, entry_id="feedbeef", position="at")
+    assert reads == [live.path]
+    assert fork.get_branch()[-1].id == "feedbeef"
+    fork.close()
+    # A torn tail, then: the open session's index holds every complete line, but not the file.
+    with open(live.path, "ab") as f:
+        f.write(b'{"type":"mess')
+    live.refresh()
+    fork = await repo.fork(live.path, entry_id="feedbeef", position="at")
+    assert reads == [live.path, live.path]
+    fork.close()
+    live.close()
+
+
+async def test_a_fork_by_path_reads_the_file_when_the_open_session_reported_something(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = JsonlSessionRepo(tmp_path / "root")
+    made = await _a_session_of(repo, 2)
+    assert made.path is not None
+    path, last = made.path, made.leaf_id
+    made.close()
+    with open(path, "ab") as f:
+        f.write(b"not json\n")
+    live = open_session(path)
+    assert [d.code for d in live.diagnostics] == ["corrupt_line"]
+    reads = _count_reads(monkeypatch)
+    assert last is not None
+    (await repo.fork(path, entry_id=last, position="at")).close()
+    assert reads == [path]
+    # A strict repository reads the file unless the open session was strict too (every body
+    # decoded at open).
+    live.close()
+    path.write_bytes(path.read_bytes().replace(b"not json\n", b""))
+    strict = JsonlSessionRepo(tmp_path / "root", strict=True)
+    with open_session(path):
+        (await strict.fork(path, entry_id=last, position="at")).close()
+        assert reads == [path, path]
+    with open_session(path, strict=True):
+        (await strict.fork(path, entry_id=last, position="at")).close()
+        assert reads == [path, path]  # the strict session's index was used
+
+
+async def test_a_fork_by_path_whose_open_session_is_closed_meanwhile_reads_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hooks import connect
+
+    repo = JsonlSessionRepo(tmp_path / "root")
+    live = await _a_session_of(repo, 3)
+    assert live.path is not None
+    mid = live.entry_ids()[3]
+    reads = _count_reads(monkeypatch)
+    # Its owner closes it after the repository chose it (a hook runs in between): its
+    # descriptors are gone, so the fork reads the file instead of copying through them.
+    disconnect = connect("session_before_fork", lambda s, event: live.close(), sender=repo)
+    try:
+        fork = await repo.fork(live.path, entry_id=mid, position="at")
+    finally:
+        disconnect()
+    assert reads == [live.path]
+    assert fork.get_branch()[-1].id == mid
+    assert fork.labels == {live.entry_ids()[1]: "early"}
+    fork.close()

@@ -369,6 +369,23 @@ async def test_a_read_only_message_is_shared_and_a_mutable_part_is_copied(tmp_pa
     s.close()
 
 
+async def test_blocks_that_read_back_as_they_are_are_shared_around_one_that_is_copied(
+    tmp_path: Path,
+) -> None:
+    s = await JsonlSessionRepo(tmp_path / "root", fsync="never").create("/w")
+    frozen = decode_message(encode_message(MESSAGES[2])).content  # type: ignore[union-attr]
+    mutable = ToolCall(id="c9", name="run", arguments={"cmd": "ls"})  # a plain dict: copied
+    message = AssistantMessage(
+        content=(frozen[0], frozen[2], mutable, frozen[3]), extra=FrozenDict(), timestamp=1
+    )
+    stored = s.append_message(message).message.content  # type: ignore[union-attr]
+    assert [stored[0], stored[1], stored[3]] == [frozen[0], frozen[2], frozen[3]]
+    assert stored[0] is frozen[0] and stored[1] is frozen[2] and stored[3] is frozen[3]
+    assert stored[2] is not mutable and stored[2] == mutable
+    assert type(stored[2].arguments) is FrozenDict  # type: ignore[union-attr]
+    s.close()
+
+
 async def test_a_create_without_unnamed_files_releases_its_temp_file_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
