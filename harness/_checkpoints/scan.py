@@ -19,20 +19,30 @@ listed as *missed* in the entry.
 
 Every file is read through ``harness._fs`` beneath the working folder: a regular file only, at
 most the store's file cap, never through a symlink that leads out.
+
+A deferred capture (:meth:`Workspace.capture_deferred`, for ``write``/``edit``) reads the file
+on the spot but hashes and stores it on a worker thread (hashing and writing a large content
+release the GIL), returning a :class:`Pending` whose ref the store maps to the blob once it is
+stored (blob first, then the ref). :meth:`Workspace.settle` waits for that work; a plain
+:meth:`Workspace.capture` of a file whose content is still pending waits for it too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
+import secrets
 import shutil
 import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, overload
 
 from attrs import define, frozen
 
@@ -44,10 +54,12 @@ from .._fs import (
     read_capped,
     read_regular_at,
 )
-from .records import Change, FileState, Missed
+from .records import Change, FileState, Missed, Pending
 from .store import CheckpointStore
 
 __all__ = ["DEFAULT_MAX_FILES", "Snapshot", "Unknown", "Workspace", "same_file"]
+
+_log = logging.getLogger("harness")
 
 DEFAULT_MAX_FILES: Final = 10_000
 """The most entries (files, folders, symlinks...) a stat scan (outside git) looks at, or files a
@@ -58,6 +70,9 @@ past it are not read (listed as missed when they change), so a huge folder never
 command wait for all of it."""
 INDEX_MAX_BYTES: Final = 256 * 1024**2
 """The largest git index a scan reads (a 10,000-file repository's is about 1 MB)."""
+DEFER_MAX_BYTES: Final = 64 * 1024**2
+"""The most bytes of contents read for deferred captures and not stored yet, 64 MiB: past it a
+capture waits for the worker first, so memory stays bounded however fast files change."""
 GIT_TIMEOUT_S: Final = 60.0
 _ZERO_SHA: Final = "0" * 40
 # git reads no repository hook or file-system monitor for us: only what it must to compare.
@@ -83,12 +98,13 @@ Seen: TypeAlias = FileState | _GitRef | Unknown | None
 _StatKey: TypeAlias = tuple[int, int, int, int, int, int]
 
 
-def same_file(a: FileState | None, b: FileState | None) -> bool:
+def same_file(a: FileState | Pending | None, b: FileState | Pending | None) -> bool:
     """Whether two states hold the same file: the same content and executable bit (git's
-    notion of a mode; other bits vary with the umask), or both no file."""
-    if a is None or b is None:
-        return a is b
-    return a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)
+    notion of a mode; other bits vary with the umask), or both no file. A pending content is
+    the same only as itself (its digest is not known yet)."""
+    if isinstance(a, FileState) and isinstance(b, FileState):
+        return a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)
+    return a == b
 
 
 @define
@@ -157,7 +173,10 @@ class Workspace:
         self._judged: dict[str, bool] = {}
         self._git_program = shutil.which(git) if git is not None else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
-        self._cache: dict[str, tuple[_StatKey, FileState]] = {}
+        self._cache: dict[str, tuple[_StatKey, FileState | Pending]] = {}
+        self._writer: ThreadPoolExecutor | None = None
+        self._writes: dict[str, tuple[Future[str], int]] = {}  # ref -> (its digest, bytes)
+        self._failed = False  # a deferred store failed: capture on the spot until one works
 
     def _inside(self, real: str) -> str | None:
         if real == self._real:
@@ -229,11 +248,55 @@ class Workspace:
         """The state of the file at ``loc``, its content stored: None when there is none.
 
         A file whose stat (device, inode, size, mtime, ctime, mode) is the one stored last
-        time is not read again.
-        """
-        return self._capture(loc)[0]
+        time is not read again (when that content is still pending, this waits for it).
 
-    def _capture(self, loc: Location) -> tuple[FileState | Unknown | None, int]:
+        Raises:
+            OSError: the store cannot be written.
+        """
+        return self._capture(loc, defer=False)[0]
+
+    def capture_deferred(self, loc: Location) -> FileState | Pending | Unknown | None:
+        """As :meth:`capture`, but a content read now is hashed and stored on the worker
+        thread: a :class:`Pending` until then (:meth:`settle`). After a deferred store failed
+        (logged), captures store on the spot again until one succeeds, so a store that cannot
+        be written fails the next call before it runs.
+
+        Raises:
+            OSError: (after a failure) the store cannot be written.
+        """
+        return self._capture(loc, defer=not self._failed)[0]
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait until every deferred content is stored (or failed: logged, its ref never
+        written).
+
+        Raises:
+            TimeoutError: some are still being stored after ``timeout_s`` seconds.
+        """
+        futures = [future for future, _ in self._writes.values()]
+        _, waiting = wait_all(futures, timeout=timeout_s)
+        if waiting:
+            raise TimeoutError(
+                f"{len(waiting)} checkpoint contents were still being stored after {timeout_s:g} s"
+            )
+        self._writes.clear()
+
+    @property
+    def pending(self) -> int:
+        """How many deferred contents are not stored yet."""
+        return sum(not future.done() for future, _ in self._writes.values())
+
+    @overload
+    def _capture(
+        self, loc: Location, *, defer: Literal[False]
+    ) -> tuple[FileState | Unknown | None, int]: ...
+    @overload
+    def _capture(
+        self, loc: Location, *, defer: bool
+    ) -> tuple[FileState | Pending | Unknown | None, int]: ...
+    def _capture(
+        self, loc: Location, *, defer: bool
+    ) -> tuple[FileState | Pending | Unknown | None, int]:
         """The state and the file's ctime in ns (0 when there is no file)."""
         shown = loc.path
         try:
@@ -246,7 +309,9 @@ class Workspace:
             return Unknown("not a regular file (only regular files are recorded)"), st.st_ctime_ns
         hit = self._cache.get(shown)
         if hit is not None and hit[0] == _key(st):
-            return hit[1], st.st_ctime_ns
+            known = hit[1] if defer else self._stored_state(shown, hit)
+            if known is not None:
+                return known, st.st_ctime_ns
         cap = self.store.max_file_bytes
         if st.st_size > cap:
             return Unknown(f"larger than {cap} bytes, the most stored"), st.st_ctime_ns
@@ -270,9 +335,61 @@ class Workspace:
             return Unknown(f"cannot read: {exc.strerror}"), st.st_ctime_ns
         if self._left is not None:
             self._left -= len(data)
-        state = FileState(self.store.put(data), fst.st_mode & 0o7777, len(data))
+        mode = fst.st_mode & 0o7777
+        state: FileState | Pending
+        if defer:
+            state = Pending(self._defer(shown, data), mode, len(data))
+        else:
+            state = FileState(self.store.put(data), mode, len(data))
+            self._failed = False
         self._cache[shown] = (_key(fst), state)
         return state, fst.st_ctime_ns
+
+    def _stored_state(
+        self, shown: str, hit: tuple[_StatKey, FileState | Pending]
+    ) -> FileState | None:
+        """The cached state of ``shown`` with its content stored (waiting for the worker when
+        it is pending); None when that store failed (the file must be read again)."""
+        key, state = hit
+        if isinstance(state, FileState):
+            return state
+        write = self._writes.get(state.ref)
+        try:
+            digest = write[0].result() if write is not None else self.store.resolve(state.ref)
+        except Exception:  # logged by the worker
+            digest = None
+        if digest is None:
+            del self._cache[shown]
+            return None
+        stored = FileState(digest, state.mode, state.size)
+        self._cache[shown] = (key, stored)
+        return stored
+
+    def _defer(self, shown: str, data: bytes) -> str:
+        """Hand ``data`` to the worker, which stores it and then its ref; the new ref."""
+        for ref in [r for r, (f, _) in self._writes.items() if f.done()]:
+            del self._writes[ref]
+        waiting = sum(size for _, size in self._writes.values())
+        if waiting + len(data) > DEFER_MAX_BYTES and self._writes:
+            wait_all([future for future, _ in self._writes.values()])
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="harness-checkpoints")
+        ref = secrets.token_hex(32)
+        future = self._writer.submit(self._store, ref, shown, data)
+        self._writes[ref] = (future, len(data))
+        return ref
+
+    def _store(self, ref: str, shown: str, data: bytes) -> str:
+        """On the worker: the blob first, then its ref, so a ref never names a blob that
+        was not written."""
+        try:
+            digest = self.store.put(data)
+            self.store.put_ref(ref, digest)
+        except BaseException as exc:
+            self._failed = True
+            _log.warning("checkpoint content of %s could not be stored: %s", shown, exc)
+            raise
+        return digest
 
     def _rel(self, rel: str) -> Location:
         return beneath(self.root, rel)
@@ -608,7 +725,7 @@ class Workspace:
             ref = new_refs.get(path) if index_changed else (snapshot.refs or {}).get(path)
             if ref is not None and ref.sha != _ZERO_SHA:
                 return ref, 0
-        return self._capture(self._rel(path))
+        return self._capture(self._rel(path), defer=False)
 
     def _blobs(self, shas: set[str]) -> dict[str, FileState | Unknown]:
         """Git blobs copied into the store (their mode is the caller's to set), by sha. Sizes
