@@ -181,10 +181,7 @@ class CheckpointStore:
         if len(data) > self.max_file_bytes:
             raise ValueError(f"{len(data)} bytes is more than the store takes per file")
         digest = hashlib.sha256(data).hexdigest()
-        if not self._made:
-            # The user's files live here: nobody else may read them.
-            os.makedirs(self._root, mode=0o700, exist_ok=True)
-            self._made = True
+        self._make()
         lock = self._open_lock()
         try:
             # Shared: puts run side by side; gc's removal of a blob waits for them and sees
@@ -210,6 +207,7 @@ class CheckpointStore:
         """
         if not is_digest(ref) or not is_digest(digest):
             raise ValueError("a ref and a digest are 64 hex characters")
+        self._make()
         folder, name = open_parent(beneath(self._root, f"refs/{ref[:2]}/{ref[2:]}"))
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -238,6 +236,12 @@ class CheckpointStore:
             return None
         digest = data.decode("ascii", "replace")
         return digest if is_digest(digest) else None
+
+    def _make(self) -> None:
+        if not self._made:
+            # The user's files live here: nobody else may read them.
+            os.makedirs(self._root, mode=0o700, exist_ok=True)
+            self._made = True
 
     def _open_lock(self) -> int:
         """A descriptor of the store's ``.lock`` file, created if missing; never through a
