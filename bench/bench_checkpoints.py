@@ -5,11 +5,13 @@ Run: .venv/bin/python bench/bench_checkpoints.py [--rounds 30] [--quick]   (numb
 bench/README.md). Each row times one tool call through the tool alone and through
 ``Checkpoints.run`` (what the agent loop calls with checkpoints on: capture before, the call,
 capture after, the checkpoint entry appended to a JSONL session), alternating, and reports the
-medians and their difference. Every ``write``/``edit`` writes new content to a file of its own
-side (the steady state of an agent editing a file: the content before is the one stored after
-its previous call, the content after is new and must be hashed and stored); the "changed in
-between" rows write one file from both sides, so the content before is new too (a file someone
-else changed since: both contents are hashed and stored).
+medians and their difference, in wall time and in the calling thread's CPU time (contents a
+``write``/``edit`` hands to the store's worker thread are waited for after each call,
+untimed). Every ``write``/``edit`` writes new content to a file of its own side (the steady
+state of an agent editing a file: the content before is the one recorded after its previous
+call, the content after is new and must be read, then hashed and stored on the worker); the
+"changed in between" rows write one file from both sides, so the content before is new too (a
+file someone else changed since: both contents are read on the call's path).
 """
 
 from __future__ import annotations
@@ -53,29 +55,40 @@ async def _pair(
     cwd: Path,
     make_input: Callable[[int, str], Mapping[str, JSONValue]],
     rounds: int,
-) -> tuple[float, float, float]:
-    """Ms per call without and with checkpoints (medians), and the median of the differences
-    of each pair of calls made one after the other (the pair shares the machine's load)."""
+) -> tuple[float, float, float, float]:
+    """Ms per call without and with checkpoints (medians), the median of the differences of
+    each pair of calls made one after the other (the pair shares the machine's load), and the
+    same for the CPU time of the calling thread (what the call itself spends, which the
+    machine's load does not stretch). After each call with checkpoints, the contents it hands
+    to the store's worker are waited for, untimed: in a run the model's next reply comes
+    between two calls, and the worker is done long before."""
     plain: list[float] = []
     checked: list[float] = []
+    plain_cpu: list[float] = []
+    checked_cpu: list[float] = []
     run = _run(cwd)
     for i in range(rounds):
         for side in ("p", "c"):
             value = make_input(i, side)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             if side == "c":
                 await checkpoints.run(
                     tool, value, run, entry_id=None, execute=lambda v=value: tool.execute(v, run)
                 )
                 checked.append(time.perf_counter() - start)
+                checked_cpu.append(time.thread_time() - start_cpu)
+                await checkpoints.settle()
             else:
                 await tool.execute(value, run)
                 plain.append(time.perf_counter() - start)
+                plain_cpu.append(time.thread_time() - start_cpu)
     added = statistics.median(c - p for p, c in zip(plain, checked, strict=True))
+    added_cpu = statistics.median(c - p for p, c in zip(plain_cpu, checked_cpu, strict=True))
     return (
         statistics.median(plain) * 1000,
         statistics.median(checked) * 1000,
         added * 1000,
+        added_cpu * 1000,
     )
 
 
@@ -100,7 +113,7 @@ def _files(root: Path, count: int) -> None:
 async def main(rounds: int, quick: bool) -> None:
     base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     repo = JsonlSessionRepo(base / "sessions")
-    rows: list[tuple[str, float, float, float]] = []
+    rows: list[tuple[str, float, float, float, float]] = []
 
     async def measure(
         name: str,
@@ -173,10 +186,13 @@ async def main(rounds: int, quick: bool) -> None:
 
     print(f"rounds: {rounds} calls each way; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
     print()
-    print("| tool call | without (ms) | with checkpoints (ms) | added (ms, median of pairs) |")
-    print("|---|---|---|---|")
-    for name, without, with_, added in rows:
-        print(f"| {name} | {without:.3f} | {with_:.3f} | {added:.3f} |")
+    print(
+        "| tool call | without (ms) | with checkpoints (ms) | added (ms, median of pairs) "
+        "| added CPU, calling thread (ms, median of pairs) |"
+    )
+    print("|---|---|---|---|---|")
+    for name, without, with_, added, added_cpu in rows:
+        print(f"| {name} | {without:.3f} | {with_:.3f} | {added:.3f} | {added_cpu:.3f} |")
 
 
 if __name__ == "__main__":
