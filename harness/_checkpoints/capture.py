@@ -107,8 +107,12 @@ class Checkpoints:
                 try:
                     return await execute()
                 finally:
-                    after = self.workspace.capture_deferred(loc)
-                    self._record_file(run, tool, entry_id, path, before, after)
+                    try:
+                        after = self.workspace.capture_deferred(loc)
+                        self._record_file(run, tool, entry_id, path, before, after)
+                    finally:
+                        # Only now: the worker's store never competes with the call itself.
+                        self.workspace.flush()
         if tool.kind == "execute":
             async with self._lock:
                 snapshot = await asyncio.to_thread(self.workspace.before)

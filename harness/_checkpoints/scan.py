@@ -21,10 +21,11 @@ Every file is read through ``harness._fs`` beneath the working folder: a regular
 most the store's file cap, never through a symlink that leads out.
 
 A deferred capture (:meth:`Workspace.capture_deferred`, for ``write``/``edit``) reads the file
-on the spot but hashes and stores it on a worker thread (hashing and writing a large content
-release the GIL), returning a :class:`Pending` whose ref the store maps to the blob once it is
-stored (blob first, then the ref). :meth:`Workspace.settle` waits for that work; a plain
-:meth:`Workspace.capture` of a file whose content is still pending waits for it too.
+on the spot but hashes and stores it on a worker thread once handed over (:meth:`flush`;
+hashing and writing a large content release the GIL), returning a :class:`Pending` whose ref
+the store maps to the blob once it is stored (blob first, then the ref).
+:meth:`Workspace.settle` waits for that work; a plain :meth:`Workspace.capture` of a file whose
+content is still pending waits for it too.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ class Workspace:
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
         self._cache: dict[str, tuple[_StatKey, FileState | Pending]] = {}
         self._writer: ThreadPoolExecutor | None = None
+        self._queued: list[tuple[str, str, bytes]] = []  # (ref, file, content) not handed over
         self._writes: dict[str, tuple[Future[str], int]] = {}  # ref -> (its digest, bytes)
         self._failed = False  # a deferred store failed: capture on the spot until one works
 
@@ -256,23 +258,35 @@ class Workspace:
         return self._capture(loc, defer=False)[0]
 
     def capture_deferred(self, loc: Location) -> FileState | Pending | Unknown | None:
-        """As :meth:`capture`, but a content read now is hashed and stored on the worker
-        thread: a :class:`Pending` until then (:meth:`settle`). After a deferred store failed
-        (logged), captures store on the spot again until one succeeds, so a store that cannot
-        be written fails the next call before it runs.
+        """As :meth:`capture`, but a content read now is kept for the worker thread, which
+        hashes and stores it once :meth:`flush` hands it over (after the call's entry is
+        written, so the worker never competes with the call): a :class:`Pending` until then.
+        After a deferred store failed (logged), captures store on the spot again until one
+        succeeds, so a store that cannot be written fails the next call before it runs.
 
         Raises:
             OSError: (after a failure) the store cannot be written.
         """
         return self._capture(loc, defer=not self._failed)[0]
 
+    def flush(self) -> None:
+        """Hand the contents deferred captures read to the worker thread."""
+        queued, self._queued = self._queued, []
+        if not queued:
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="harness-checkpoints")
+        for ref, shown, data in queued:
+            self._writes[ref] = (self._writer.submit(self._store, ref, shown, data), len(data))
+
     def settle(self, timeout_s: float) -> None:
-        """Wait until every deferred content is stored (or failed: logged, its ref never
-        written).
+        """Hand over and wait until every deferred content is stored (or failed: logged, its
+        ref never written).
 
         Raises:
             TimeoutError: some are still being stored after ``timeout_s`` seconds.
         """
+        self.flush()
         futures = [future for future, _ in self._writes.values()]
         _, waiting = wait_all(futures, timeout=timeout_s)
         if waiting:
@@ -284,7 +298,8 @@ class Workspace:
     @property
     def pending(self) -> int:
         """How many deferred contents are not stored yet."""
-        return sum(not future.done() for future, _ in self._writes.values())
+        waiting = sum(not future.done() for future, _ in self._writes.values())
+        return len(self._queued) + waiting
 
     @overload
     def _capture(
@@ -353,6 +368,8 @@ class Workspace:
         key, state = hit
         if isinstance(state, FileState):
             return state
+        if any(ref == state.ref for ref, _, _ in self._queued):
+            self.flush()
         write = self._writes.get(state.ref)
         try:
             digest = write[0].result() if write is not None else self.store.resolve(state.ref)
@@ -366,17 +383,17 @@ class Workspace:
         return stored
 
     def _defer(self, shown: str, data: bytes) -> str:
-        """Hand ``data`` to the worker, which stores it and then its ref; the new ref."""
+        """Keep ``data`` for the worker (:meth:`flush`); its new ref. Past
+        :data:`DEFER_MAX_BYTES` not stored yet, the earlier contents are stored first."""
         for ref in [r for r, (f, _) in self._writes.items() if f.done()]:
             del self._writes[ref]
         waiting = sum(size for _, size in self._writes.values())
-        if waiting + len(data) > DEFER_MAX_BYTES and self._writes:
+        waiting += sum(len(queued) for _, _, queued in self._queued)
+        if waiting + len(data) > DEFER_MAX_BYTES and (self._writes or self._queued):
+            self.flush()
             wait_all([future for future, _ in self._writes.values()])
-        if self._writer is None:
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="harness-checkpoints")
         ref = secrets.token_hex(32)
-        future = self._writer.submit(self._store, ref, shown, data)
-        self._writes[ref] = (future, len(data))
+        self._queued.append((ref, shown, data))
         return ref
 
     def _store(self, ref: str, shown: str, data: bytes) -> str:
