@@ -39,6 +39,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
@@ -74,6 +75,11 @@ INDEX_MAX_BYTES: Final = 256 * 1024**2
 DEFER_MAX_BYTES: Final = 64 * 1024**2
 """The most bytes of contents read for deferred captures and not stored yet, 64 MiB: past it a
 capture waits for the worker first, so memory stays bounded however fast files change."""
+SPARE_BUFFERS: Final = 4
+"""How many read buffers deferred captures keep for reuse."""
+SPARE_MAX_BYTES: Final = 16 * 1024**2
+"""The largest file a deferred capture reads into a buffer kept for reuse (larger ones get
+their own)."""
 GIT_TIMEOUT_S: Final = 60.0
 _ZERO_SHA: Final = "0" * 40
 # git reads no repository hook or file-system monitor for us: only what it must to compare.
@@ -176,9 +182,13 @@ class Workspace:
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
         self._cache: dict[str, tuple[_StatKey, FileState | Pending]] = {}
         self._writer: ThreadPoolExecutor | None = None
-        self._queued: list[tuple[str, str, bytes]] = []  # (ref, file, content) not handed over
+        self._queued: list[
+            tuple[str, str, bytes | memoryview]
+        ] = []  # (ref, file, content) not handed over
         self._writes: dict[str, tuple[Future[str], int]] = {}  # ref -> (its digest, bytes)
         self._failed = False  # a deferred store failed: capture on the spot until one works
+        self._spare: list[bytearray] = []  # read buffers the worker is done with
+        self._spare_lock = threading.Lock()  # the worker gives them back
 
     def _inside(self, real: str) -> str | None:
         if real == self._real:
@@ -277,7 +287,8 @@ class Workspace:
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="harness-checkpoints")
         for ref, shown, data in queued:
-            self._writes[ref] = (self._writer.submit(self._store, ref, shown, data), len(data))
+            size = len(data)  # before the worker releases the view
+            self._writes[ref] = (self._writer.submit(self._store, ref, shown, data), size)
 
     def settle(self, timeout_s: float) -> None:
         """Hand over and wait until every deferred content is stored (or failed: logged, its
@@ -339,7 +350,11 @@ class Workspace:
         try:
             fd, fst = open_regular(loc)
             try:
-                data = read_capped(fd, fst, cap, shown)
+                data = (
+                    self._read_spare(fd, fst, cap, shown)
+                    if defer
+                    else read_capped(fd, fst, cap, shown)
+                )
             finally:
                 os.close(fd)
         except (FileNotFoundError, NotADirectoryError):
@@ -382,7 +397,7 @@ class Workspace:
         self._cache[shown] = (key, stored)
         return stored
 
-    def _defer(self, shown: str, data: bytes) -> str:
+    def _defer(self, shown: str, data: bytes | memoryview) -> str:
         """Keep ``data`` for the worker (:meth:`flush`); its new ref. Past
         :data:`DEFER_MAX_BYTES` not stored yet, the earlier contents are stored first."""
         for ref in [r for r, (f, _) in self._writes.items() if f.done()]:
@@ -396,9 +411,9 @@ class Workspace:
         self._queued.append((ref, shown, data))
         return ref
 
-    def _store(self, ref: str, shown: str, data: bytes) -> str:
+    def _store(self, ref: str, shown: str, data: bytes | memoryview) -> str:
         """On the worker: the blob first, then its ref, so a ref never names a blob that
-        was not written."""
+        was not written. A spare buffer ``data`` views is given back afterwards."""
         try:
             digest = self.store.put(data)
             self.store.put_ref(ref, digest)
@@ -406,7 +421,44 @@ class Workspace:
             self._failed = True
             _log.warning("checkpoint content of %s could not be stored: %s", shown, exc)
             raise
+        finally:
+            if isinstance(data, memoryview) and isinstance(data.obj, bytearray):
+                buffer = data.obj
+                data.release()
+                self._give_back(buffer)
         return digest
+
+    def _read_spare(self, fd: int, st: os.stat_result, cap: int, shown: str) -> bytes | memoryview:
+        """The whole content of ``fd`` (``st`` its ``fstat``), as :func:`read_capped` reads it,
+        but into a buffer of earlier reads when one is large enough: a new buffer's memory
+        costs a page fault per 4 KiB on first use, more than the read itself (0.7 ms for 1
+        MB here against 0.05 ms). A file that grew since the ``fstat`` is read afresh."""
+        want = st.st_size + 1  # a byte more: seeing the end
+        if want > SPARE_MAX_BYTES or st.st_size > cap:
+            return read_capped(fd, st, cap, shown)
+        with self._spare_lock:
+            buffer = next((b for b in self._spare if len(b) >= want), None)
+            if buffer is not None:
+                self._spare.remove(buffer)
+        if buffer is None:
+            buffer = bytearray(want)
+        view = memoryview(buffer)[:want]
+        got = 0
+        while got < want and (n := os.readv(fd, [view[got:]])):
+            got += n
+        if got < want:
+            return view[:got]
+        view.release()  # it grew since the fstat
+        self._give_back(buffer)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return read_capped(fd, os.fstat(fd), cap, shown)
+
+    def _give_back(self, buffer: bytearray) -> None:
+        """Keep ``buffer`` for later reads: at most :data:`SPARE_BUFFERS`, the largest."""
+        with self._spare_lock:
+            self._spare.append(buffer)
+            if len(self._spare) > SPARE_BUFFERS:
+                self._spare.remove(min(self._spare, key=len))
 
     def _rel(self, rel: str) -> Location:
         return beneath(self.root, rel)

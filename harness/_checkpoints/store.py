@@ -168,8 +168,9 @@ class CheckpointStore:
         """Whether the blob ``digest`` is stored (a bad name never is)."""
         return is_digest(digest) and os.path.isfile(self._root / self._rel(digest))
 
-    def put(self, data: bytes) -> str:
-        """Store ``data`` (once: a content already there is only marked as used now).
+    def put(self, data: bytes | memoryview) -> str:
+        """Store ``data`` (once: a content already there is only marked as used now; a
+        ``memoryview`` of bytes is taken as its bytes).
 
         Returns:
             Its name, the SHA-256 as 64 hex characters.
@@ -264,7 +265,7 @@ class CheckpointStore:
             raise FileRefusedError(errno.EINVAL, "is not a regular file", ".lock")
         return fd
 
-    def _write_blob(self, folder: int, name: str, data: bytes) -> None:
+    def _write_blob(self, folder: int, name: str, data: bytes | memoryview) -> None:
         """Write a blob under its final name (no rename: it costs more than the rest of a
         small checkpoint). Created exclusively, so a content stored already is only marked as
         used; one cut short (a writer killed mid-way) is shorter than its content and is

@@ -176,3 +176,23 @@ async def test_gc_keeps_the_blob_a_referenced_ref_names(
     digest = store.resolve(ref)
     assert digest is not None and store.get(digest) == b"kept\n"
     assert store.resolve(stray) is None  # the stray ref went with its blob
+
+
+@pytest.mark.parametrize("kind", ["plain"])
+async def test_contents_read_into_reused_buffers_are_each_stored_exactly(
+    session: Session, ws: Path, tmp_path: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    checkpoints = Checkpoints(session, store, ws)
+    written = []
+    # Sizes up and down, no waiting between calls: a buffer handed back too early, or a
+    # content read into one still being stored, would store another call's bytes.
+    for n, size in enumerate([1_000_000, 10, 300_000, 1_000_000, 0, 999_999, 70_000] * 3):
+        content = f"{n}:" + chr(ord("a") + n % 26) * max(size - 3, 0)
+        await write(checkpoints, ws, f"f{n % 4}.txt", content)
+        written.append(hashlib.sha256(content.encode()).hexdigest())
+    await checkpoints.settle()
+
+    refs = [after_of(e)["ref"] for e in checkpoint_entries(session)]
+    assert [store.resolve(ref) for ref in refs] == written
+    assert all(store.get(digest) is not None for digest in written)
