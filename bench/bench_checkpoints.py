@@ -87,15 +87,19 @@ async def _pair(
                         spent.append(time.thread_time() - began_cpu)
 
                 start, start_cpu = time.perf_counter(), time.thread_time()
-                await checkpoints.run(tool, value, run, entry_id=None, execute=execute)
+                # Results are dropped after the timing, on both sides: freeing an edit's
+                # diff is the tool's cost, not the checkpoint's.
+                result = await checkpoints.run(tool, value, run, entry_id=None, execute=execute)
                 checked.append(time.perf_counter() - start)
                 inside_cpu.append(time.thread_time() - start_cpu - spent[1])
                 inside.append(checked[-1] - spent[0])
+                del result
                 await checkpoints.settle()
             else:
                 start = time.perf_counter()
-                await tool.execute(value, run)
+                result = await tool.execute(value, run)
                 plain.append(time.perf_counter() - start)
+                del result
     added = statistics.median(c - p for p, c in zip(plain, checked, strict=True))
     return (
         statistics.median(plain) * 1000,
