@@ -126,20 +126,25 @@ class Checkpoints:
     async def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
         """Wait until the contents of earlier ``write``/``edit`` calls are in the store (at
         once when none is pending). One that failed was logged; its checkpoint's content is
-        missing, and a rewind that needs it says so.
+        missing, and a rewind that needs it says so. A timeout leaves the worker storing.
 
         Raises:
             CheckpointError: some are still being stored after ``timeout_s`` seconds.
         """
-        if self.workspace.pending == 0:
-            self.workspace.settle(0)  # forget the finished ones
-            return
-        try:
-            await asyncio.to_thread(self.workspace.settle, timeout_s)
-        except TimeoutError as exc:
-            raise CheckpointError(
-                f"{exc} (store {self.store.root}); nothing that reads the store was done"
-            ) from None
+        self.workspace.flush()
+        waiting = self.workspace.unfinished()
+        if waiting:
+            # asyncio.wait, not wait_for: a timeout must not cancel a store not begun yet.
+            _, late = await asyncio.wait(
+                [asyncio.wrap_future(future) for future in waiting], timeout=timeout_s
+            )
+            if late:
+                raise CheckpointError(
+                    f"{len(late)} checkpoint contents were still being stored after "
+                    f"{timeout_s:g} s (store {self.store.root}); nothing that reads the store "
+                    "was done"
+                )
+        self.workspace.forget_finished()
 
     def _record_file(
         self,

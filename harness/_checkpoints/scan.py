@@ -24,7 +24,7 @@ A deferred capture (:meth:`Workspace.capture_deferred`, for ``write``/``edit``) 
 on the spot but hashes and stores it on a worker thread once handed over (:meth:`flush`;
 hashing and writing a large content release the GIL), returning a :class:`Pending` whose ref
 the store maps to the blob once it is stored (blob first, then the ref).
-:meth:`Workspace.settle` waits for that work; a plain :meth:`Workspace.capture` of a file whose
+``Checkpoints.settle`` waits for that work; a plain :meth:`Workspace.capture` of a file whose
 content is still pending waits for it too.
 """
 
@@ -290,21 +290,15 @@ class Workspace:
             size = len(data)  # before the worker releases the view
             self._writes[ref] = (self._writer.submit(self._store, ref, shown, data), size)
 
-    def settle(self, timeout_s: float) -> None:
-        """Hand over and wait until every deferred content is stored (or failed: logged, its
-        ref never written).
+    def unfinished(self) -> list[Future[str]]:
+        """The worker's stores not done yet (after :meth:`flush`: contents not handed over are
+        not among them)."""
+        return [future for future, _ in self._writes.values() if not future.done()]
 
-        Raises:
-            TimeoutError: some are still being stored after ``timeout_s`` seconds.
-        """
-        self.flush()
-        futures = [future for future, _ in self._writes.values()]
-        _, waiting = wait_all(futures, timeout=timeout_s)
-        if waiting:
-            raise TimeoutError(
-                f"{len(waiting)} checkpoint contents were still being stored after {timeout_s:g} s"
-            )
-        self._writes.clear()
+    def forget_finished(self) -> None:
+        """Drop the stores that are done (their refs are in the store, or they failed)."""
+        for ref in [r for r, (f, _) in self._writes.items() if f.done()]:
+            del self._writes[ref]
 
     @property
     def pending(self) -> int:
@@ -400,8 +394,7 @@ class Workspace:
     def _defer(self, shown: str, data: bytes | memoryview) -> str:
         """Keep ``data`` for the worker (:meth:`flush`); its new ref. Past
         :data:`DEFER_MAX_BYTES` not stored yet, the earlier contents are stored first."""
-        for ref in [r for r, (f, _) in self._writes.items() if f.done()]:
-            del self._writes[ref]
+        self.forget_finished()
         waiting = sum(size for _, size in self._writes.values())
         waiting += sum(len(queued) for _, _, queued in self._queued)
         if waiting + len(data) > DEFER_MAX_BYTES and (self._writes or self._queued):

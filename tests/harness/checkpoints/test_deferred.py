@@ -16,6 +16,7 @@ from workspaces import make_harness, store_of, tree
 
 from harness import (
     CHECKPOINT_ENTRY,
+    CheckpointError,
     CheckpointStore,
     CustomEntry,
     JsonlSessionRepo,
@@ -196,3 +197,19 @@ async def test_contents_read_into_reused_buffers_are_each_stored_exactly(
     refs = [after_of(e)["ref"] for e in checkpoint_entries(session)]
     assert [store.resolve(ref) for ref in refs] == written
     assert all(store.get(digest) is not None for digest in written)
+
+
+@pytest.mark.parametrize("kind", ["plain"])
+async def test_a_settle_that_times_out_says_so_and_the_store_goes_on(
+    session: Session, ws: Path, tmp_path: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store", max_file_bytes=4 * BIG)
+    checkpoints = Checkpoints(session, store, ws)
+    content = "z" * (3 * BIG)  # tens of ms to hash and store
+    await write(checkpoints, ws, "big.txt", content)
+
+    with pytest.raises(CheckpointError, match=r"1 checkpoint contents were still being stored"):
+        await checkpoints.settle(timeout_s=0.0001)
+    await checkpoints.settle()  # not cancelled by the timeout: it completes
+    ref = after_of(checkpoint_entries(session)[-1])["ref"]
+    assert store.resolve(ref) == hashlib.sha256(content.encode()).hexdigest()
