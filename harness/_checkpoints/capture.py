@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from hooks import JSONValue
 from repos import Session
@@ -36,7 +36,7 @@ from .store import CheckpointStore
 
 __all__ = ["SETTLE_TIMEOUT_S", "Checkpoints", "recorded_path"]
 
-SETTLE_TIMEOUT_S = 60.0
+SETTLE_TIMEOUT_S: Final = 60.0
 """The longest :meth:`Checkpoints.settle` waits for contents still being stored."""
 
 _log = logging.getLogger("harness")
