@@ -1048,8 +1048,10 @@ class AgentHarness:
             self._run = None
             self._metadata = {}
             self.flush_pending_writes()
-            await self._settle_checkpoints()
-            self._release()
+            try:
+                await self._settle_checkpoints()
+            finally:  # released even if the wait is cancelled
+                self._release()
             # However the run ended: the harness is idle now.
             await notify(self, SettledEvent(next_turn_count=len(self._next_turn)))
         error = run.provider_error if run is not None else None

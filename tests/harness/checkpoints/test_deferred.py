@@ -5,6 +5,8 @@ was never stored makes a rewind refuse, naming the file."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 import secrets
@@ -12,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workspaces import make_harness, store_of, tree
+from workspaces import call, make_harness, store_of, tree
 
 from harness import (
     CHECKPOINT_ENTRY,
     CheckpointError,
     CheckpointStore,
     CustomEntry,
+    FauxReply,
     JsonlSessionRepo,
     RewindRefusedError,
     Session,
@@ -213,3 +216,24 @@ async def test_a_settle_that_times_out_says_so_and_the_store_goes_on(
     await checkpoints.settle()  # not cancelled by the timeout: it completes
     ref = after_of(checkpoint_entries(session)[-1])["ref"]
     assert store.resolve(ref) == hashlib.sha256(content.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["plain"])
+async def test_a_run_cancelled_while_it_waits_for_its_contents_still_frees_the_harness(
+    session: Session, ws: Path, tmp_path: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store", max_file_bytes=4 * BIG)
+    big = call("write", path="big.txt", content="w" * (3 * BIG))
+    harness = make_harness(session, ws, [FauxReply(tool_calls=[big]), "ok"], checkpoints=store)
+    ended = asyncio.Event()
+    harness.on("agent_end")(lambda sender, event: ended.set())
+
+    task = asyncio.create_task(harness.prompt("write it"))
+    await ended.wait()  # the run is over; its end waits for the 48 MB content
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+    assert not harness.busy
+    result = await harness.rewind_files(None)  # not refused as busy; waits for the content
+    assert result.removed == ("big.txt",)
