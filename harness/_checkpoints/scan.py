@@ -185,7 +185,8 @@ class Workspace:
         self._queued: list[
             tuple[str, str, bytes | memoryview]
         ] = []  # (ref, file, content) not handed over
-        self._writes: dict[str, tuple[Future[str], int]] = {}  # ref -> (its digest, bytes)
+        # ref -> (its digest, bytes, the file): the worker's stores not forgotten yet
+        self._writes: dict[str, tuple[Future[str], int, str]] = {}
         self._failed = False  # a deferred store failed: capture on the spot until one works
         self._spare: list[bytearray] = []  # read buffers the worker is done with
         self._spare_lock = threading.Lock()  # the worker gives them back
@@ -288,22 +289,37 @@ class Workspace:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="harness-checkpoints")
         for ref, shown, data in queued:
             size = len(data)  # before the worker releases the view
-            self._writes[ref] = (self._writer.submit(self._store, ref, shown, data), size)
+            self._writes[ref] = (self._writer.submit(self._store, ref, shown, data), size, shown)
 
     def unfinished(self) -> list[Future[str]]:
         """The worker's stores not done yet (after :meth:`flush`: contents not handed over are
         not among them)."""
-        return [future for future, _ in self._writes.values() if not future.done()]
+        return [future for future, _, _ in self._writes.values() if not future.done()]
 
     def forget_finished(self) -> None:
-        """Drop the stores that are done (their refs are in the store, or they failed)."""
-        for ref in [r for r, (f, _) in self._writes.items() if f.done()]:
+        """Drop the stores that are done, the cache told what became of them: a stored
+        content is known by its digest from now on (the next entry that names it says
+        ``sha256``), a failed one is read again next time."""
+        for ref, (future, _, shown) in list(self._writes.items()):
+            if not future.done():
+                continue
             del self._writes[ref]
+            hit = self._cache.get(shown)
+            if hit is None or not isinstance(hit[1], Pending) or hit[1].ref != ref:
+                continue
+            if future.exception() is None:
+                pending = hit[1]
+                self._cache[shown] = (
+                    hit[0],
+                    FileState(future.result(), pending.mode, pending.size),
+                )
+            else:
+                del self._cache[shown]
 
     @property
     def pending(self) -> int:
         """How many deferred contents are not stored yet."""
-        waiting = sum(not future.done() for future, _ in self._writes.values())
+        waiting = sum(not future.done() for future, _, _ in self._writes.values())
         return len(self._queued) + waiting
 
     @overload
@@ -395,11 +411,11 @@ class Workspace:
         """Keep ``data`` for the worker (:meth:`flush`); its new ref. Past
         :data:`DEFER_MAX_BYTES` not stored yet, the earlier contents are stored first."""
         self.forget_finished()
-        waiting = sum(size for _, size in self._writes.values())
+        waiting = sum(size for _, size, _ in self._writes.values())
         waiting += sum(len(queued) for _, _, queued in self._queued)
         if waiting + len(data) > DEFER_MAX_BYTES and (self._writes or self._queued):
             self.flush()
-            wait_all([future for future, _ in self._writes.values()])
+            wait_all([future for future, _, _ in self._writes.values()])
         ref = secrets.token_hex(32)
         self._queued.append((ref, shown, data))
         return ref

@@ -237,3 +237,18 @@ async def test_a_run_cancelled_while_it_waits_for_its_contents_still_frees_the_h
     assert not harness.busy
     result = await harness.rewind_files(None)  # not refused as busy; waits for the content
     assert result.removed == ("big.txt",)
+
+
+@pytest.mark.parametrize("kind", ["plain"])
+async def test_a_content_stored_since_is_named_by_its_digest_by_the_next_entry(
+    session: Session, ws: Path, tmp_path: Path
+) -> None:
+    checkpoints = Checkpoints(session, CheckpointStore(tmp_path / "store"), ws)
+    await write(checkpoints, ws, "a.txt", "one\n")
+    await checkpoints.settle()
+    await write(checkpoints, ws, "a.txt", "two\n")
+
+    data: Any = checkpoint_entries(session)[-1].data
+    before = data["changes"][0]["before"]
+    mode = (ws / "a.txt").stat().st_mode & 0o7777
+    assert before == {"sha256": hashlib.sha256(b"one\n").hexdigest(), "mode": mode, "size": 4}
