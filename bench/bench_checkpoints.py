@@ -5,11 +5,14 @@ Run: .venv/bin/python bench/bench_checkpoints.py [--rounds 30] [--quick]   (numb
 bench/README.md). Each row times one tool call through the tool alone and through
 ``Checkpoints.run`` (what the agent loop calls with checkpoints on: capture before, the call,
 capture after, the checkpoint entry appended to a JSONL session), alternating, and reports the
-medians and their difference. Every ``write``/``edit`` writes new content to a file of its own
-side (the steady state of an agent editing a file: the content before is the one stored after
-its previous call, the content after is new and must be hashed and stored); the "changed in
-between" rows write one file from both sides, so the content before is new too (a file someone
-else changed since: both contents are hashed and stored).
+medians and their difference, and the time each call with checkpoints spent outside the
+tool's own ``execute()``, in wall time and in the calling thread's CPU time (contents a
+``write``/``edit`` hands to the store's worker thread are waited for after each call,
+untimed). Every ``write``/``edit`` writes new content to a file of its own side (the steady
+state of an agent editing a file: the content before is the one recorded after its previous
+call, the content after is new and must be read, then hashed and stored on the worker); the
+"changed in between" rows write one file from both sides, so the content before is new too (a
+file someone else changed since: both contents are read on the call's path).
 """
 
 from __future__ import annotations
@@ -53,29 +56,57 @@ async def _pair(
     cwd: Path,
     make_input: Callable[[int, str], Mapping[str, JSONValue]],
     rounds: int,
-) -> tuple[float, float, float]:
-    """Ms per call without and with checkpoints (medians), and the median of the differences
-    of each pair of calls made one after the other (the pair shares the machine's load)."""
+) -> tuple[float, float, float, float, float]:
+    """Ms per call without and with checkpoints (medians), the median of the differences of
+    each pair of calls made one after the other (the pair shares the machine's load), and the
+    median time a call with checkpoints spent outside the tool's own ``execute()`` (what the
+    checkpoint added to that very call: no second call's noise in it), in wall time and in
+    the calling thread's CPU time (which a loaded machine's preemptions do not stretch).
+    After each call with checkpoints, the contents it handed to the store's worker are waited
+    for, untimed: in a run the model's next reply comes between two calls, and the worker is
+    done long before."""
     plain: list[float] = []
     checked: list[float] = []
+    inside: list[float] = []
+    inside_cpu: list[float] = []
     run = _run(cwd)
     for i in range(rounds):
         for side in ("p", "c"):
             value = make_input(i, side)
-            start = time.perf_counter()
             if side == "c":
-                await checkpoints.run(
-                    tool, value, run, entry_id=None, execute=lambda v=value: tool.execute(v, run)
-                )
+                spent: list[float] = []
+
+                async def execute(
+                    v: Mapping[str, JSONValue] = value, spent: list[float] = spent
+                ) -> object:
+                    began, began_cpu = time.perf_counter(), time.thread_time()
+                    try:
+                        return await tool.execute(v, run)
+                    finally:
+                        spent.append(time.perf_counter() - began)
+                        spent.append(time.thread_time() - began_cpu)
+
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                # Results are dropped after the timing, on both sides: freeing an edit's
+                # diff is the tool's cost, not the checkpoint's.
+                result = await checkpoints.run(tool, value, run, entry_id=None, execute=execute)
                 checked.append(time.perf_counter() - start)
+                inside_cpu.append(time.thread_time() - start_cpu - spent[1])
+                inside.append(checked[-1] - spent[0])
+                del result
+                await checkpoints.settle()
             else:
-                await tool.execute(value, run)
+                start = time.perf_counter()
+                result = await tool.execute(value, run)
                 plain.append(time.perf_counter() - start)
+                del result
     added = statistics.median(c - p for p, c in zip(plain, checked, strict=True))
     return (
         statistics.median(plain) * 1000,
         statistics.median(checked) * 1000,
         added * 1000,
+        statistics.median(inside) * 1000,
+        statistics.median(inside_cpu) * 1000,
     )
 
 
@@ -100,7 +131,7 @@ def _files(root: Path, count: int) -> None:
 async def main(rounds: int, quick: bool) -> None:
     base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     repo = JsonlSessionRepo(base / "sessions")
-    rows: list[tuple[str, float, float, float]] = []
+    rows: list[tuple[str, float, float, float, float, float]] = []
 
     async def measure(
         name: str,
@@ -173,10 +204,13 @@ async def main(rounds: int, quick: bool) -> None:
 
     print(f"rounds: {rounds} calls each way; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
     print()
-    print("| tool call | without (ms) | with checkpoints (ms) | added (ms, median of pairs) |")
-    print("|---|---|---|---|")
-    for name, without, with_, added in rows:
-        print(f"| {name} | {without:.3f} | {with_:.3f} | {added:.3f} |")
+    print(
+        "| tool call | without (ms) | with checkpoints (ms) | added (ms, median of pairs) "
+        "| added within the call (ms, median) | of it CPU, calling thread (ms, median) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name, without, with_, added, within, cpu in rows:
+        print(f"| {name} | {without:.3f} | {with_:.3f} | {added:.3f} | {within:.3f} | {cpu:.3f} |")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ from ._agents.task import (
     task_tool,
 )
 from ._checkpoints import (
+    CheckpointError,
     Checkpoints,
     CheckpointsOffError,
     CheckpointStore,
@@ -1047,7 +1048,10 @@ class AgentHarness:
             self._run = None
             self._metadata = {}
             self.flush_pending_writes()
-            self._release()
+            try:
+                await self._settle_checkpoints()
+            finally:  # released even if the wait is cancelled
+                self._release()
             # However the run ended: the harness is idle now.
             await notify(self, SettledEvent(next_turn_count=len(self._next_turn)))
         error = run.provider_error if run is not None else None
@@ -1362,6 +1366,16 @@ class AgentHarness:
         )
         return fork
 
+    async def _settle_checkpoints(self) -> None:
+        """Wait for the contents checkpoints still store (a run's end, shutdown), so nothing
+        that reads the store later (gc in another process, say) misses them; a timeout is
+        logged, not raised: the run itself is done."""
+        if self._checkpoints is not None:
+            try:
+                await self._checkpoints.settle()
+            except CheckpointError as exc:
+                log.warning("session %s: %s", self._session.id, exc)
+
     def _require_checkpoints(self, what: str) -> Checkpoints:
         if self._checkpoints is None:
             raise CheckpointsOffError(what)
@@ -1459,6 +1473,7 @@ class AgentHarness:
         if self.busy:
             await self.abort()
         self.flush_pending_writes()
+        await self._settle_checkpoints()
         if self._mcp is not None:
             await self._mcp.shutdown()
         if self._started:

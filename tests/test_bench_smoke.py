@@ -192,4 +192,4 @@ def test_bench_checkpoints_quick_prints_every_row() -> None:
         line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line
     ]
     assert len(rows) == 1 + 6 + 3  # the header; write/edit/changed at two sizes; three bash rows
-    assert all(len(row.split("|")) == 6 for row in rows)
+    assert all(len(row.split("|")) == 8 for row in rows)  # added: pairs, within (wall, CPU)

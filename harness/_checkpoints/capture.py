@@ -4,7 +4,14 @@ after the change, the call's entry before it).
 
 Which calls are recorded: a tool of kind ``edit`` with a ``target`` (``write``, ``edit``, an
 MCP tool that declares a path) records that path's content before and after; a tool of kind
-``execute`` (``bash``) compares the whole workspace before and after (``scan.py``). Calls of
+``execute`` (``bash``) compares the whole workspace before and after (``scan.py``).
+
+A ``write``/``edit`` reads the contents on the call's path but hashes and stores them on a
+worker thread (hashing 1 MB alone takes 0.6 ms): its entry names them by ref
+(``records.Pending``), and the store maps a ref to its blob once the blob is written. Whatever
+reads the store here first waits for that work (:meth:`Checkpoints.settle`: rewinds, forks,
+the end of a run, shutdown); a kill before it is done leaves refs the store never got, and a
+rewind that needs one refuses, naming the file (``RewindRefusedError.unstored``). Calls of
 those tools run one at a time while checkpoints are on, so each change is recorded against the
 call that made it.
 """
@@ -15,18 +22,22 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from hooks import JSONValue
 from repos import Session
 
 from .._fs import FileRefusedError, Location, tool_location
 from .._tools.base import Tool, ToolRun
-from .records import CHECKPOINT_ENTRY, Change, FileState, Missed, checkpoint_data
+from .errors import CheckpointError
+from .records import CHECKPOINT_ENTRY, Change, FileState, Missed, Pending, checkpoint_data
 from .scan import DEFAULT_MAX_FILES, Unknown, Workspace, same_file
 from .store import CheckpointStore
 
-__all__ = ["Checkpoints", "recorded_path"]
+__all__ = ["SETTLE_TIMEOUT_S", "Checkpoints", "recorded_path"]
+
+SETTLE_TIMEOUT_S: Final = 60.0
+"""The longest :meth:`Checkpoints.settle` waits for contents still being stored."""
 
 _log = logging.getLogger("harness")
 T = TypeVar("T")
@@ -92,13 +103,16 @@ class Checkpoints:
             if path is None:
                 return await execute()
             async with self._lock:
-                before = self.workspace.capture(loc)
+                before = self.workspace.capture_deferred(loc)
                 try:
                     return await execute()
                 finally:
-                    self._record_file(
-                        run, tool, entry_id, path, before, self.workspace.capture(loc)
-                    )
+                    try:
+                        after = self.workspace.capture_deferred(loc)
+                        self._record_file(run, tool, entry_id, path, before, after)
+                    finally:
+                        # Only now: the worker's store never competes with the call itself.
+                        self.workspace.flush()
         if tool.kind == "execute":
             async with self._lock:
                 snapshot = await asyncio.to_thread(self.workspace.before)
@@ -109,14 +123,37 @@ class Checkpoints:
                     self._append(run, tool, entry_id, snapshot.kind, changes, missed, complete)
         return await execute()
 
+    async def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+        """Wait until the contents of earlier ``write``/``edit`` calls are in the store (at
+        once when none is pending). One that failed was logged; its checkpoint's content is
+        missing, and a rewind that needs it says so. A timeout leaves the worker storing.
+
+        Raises:
+            CheckpointError: some are still being stored after ``timeout_s`` seconds.
+        """
+        self.workspace.flush()
+        waiting = self.workspace.unfinished()
+        if waiting:
+            # asyncio.wait, not wait_for: a timeout must not cancel a store not begun yet.
+            _, late = await asyncio.wait(
+                [asyncio.wrap_future(future) for future in waiting], timeout=timeout_s
+            )
+            if late:
+                raise CheckpointError(
+                    f"{len(late)} checkpoint contents were still being stored after "
+                    f"{timeout_s:g} s (store {self.store.root}); nothing that reads the store "
+                    "was done"
+                )
+        self.workspace.forget_finished()
+
     def _record_file(
         self,
         run: ToolRun,
         tool: Tool,
         entry_id: str | None,
         path: str,
-        before: FileState | Unknown | None,
-        after: FileState | Unknown | None,
+        before: FileState | Pending | Unknown | None,
+        after: FileState | Pending | Unknown | None,
     ) -> None:
         if isinstance(before, Unknown) or isinstance(after, Unknown):
             if before != after:  # changed, but one side cannot be stored

@@ -51,12 +51,21 @@ class RewindRefusedError(CheckpointError):
         unavailable: paths whose content at the target is not in the checkpoint store (removed
             by ``gc``, or never stored: larger than the store's file cap). ``force=True``
             leaves them as they are and restores the rest.
+        unstored: paths whose content at the target, or as the session last left it, was
+            never stored: a ``write``/``edit`` stores its content just after the call, and
+            the process ended (or the store failed) before it did. ``force=True`` leaves
+            those whose content at the target is missing as they are, and overwrites the
+            others.
     """
 
     code = "rewind_refused"
 
     def __init__(
-        self, changed: Sequence[str], unavailable: Sequence[str], unsafe: Sequence[str] = ()
+        self,
+        changed: Sequence[str],
+        unavailable: Sequence[str],
+        unsafe: Sequence[str] = (),
+        unstored: Sequence[str] = (),
     ) -> None:
         parts = []
         if unsafe:
@@ -67,6 +76,11 @@ class RewindRefusedError(CheckpointError):
             )
         if unavailable:
             parts.append("content not in the checkpoint store: " + ", ".join(unavailable))
+        if unstored:
+            parts.append(
+                "content never stored (the process ended, or the store failed, before the "
+                "checkpoint of a tool call was stored): " + ", ".join(unstored)
+            )
         super().__init__(
             "rewind refused, nothing written; "
             + "; ".join(parts)
@@ -79,6 +93,7 @@ class RewindRefusedError(CheckpointError):
         self.changed = tuple(changed)
         self.unavailable = tuple(unavailable)
         self.unsafe = tuple(unsafe)
+        self.unstored = tuple(unstored)
 
 
 class RewindCancelledError(CheckpointError):

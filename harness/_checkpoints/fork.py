@@ -20,7 +20,7 @@ from attrs import frozen
 
 from .._fs import Location, beneath, open_dir, open_parent, open_regular_at
 from .errors import CheckpointError, WorkspaceExistsError
-from .records import FileState, Missed
+from .records import Missed, Pending, State
 from .rewind import _remove, _write
 from .scan import Workspace
 
@@ -66,7 +66,7 @@ def new_workspace_root(workspace: Workspace, folder: Path) -> tuple[Path, str]:
 def materialize(
     workspace: Workspace,
     folder: Path,
-    states: dict[str, FileState | None],
+    states: dict[str, State],
 ) -> Materialized:
     """Make ``folder`` (new or empty) hold the workspace with each recorded path in its
     ``states`` (see the module docstring).
@@ -167,9 +167,7 @@ def _copy_tree(workspace: Workspace, folder: Path) -> None:
                     _copy_file(workspace.root, child, folder)
 
 
-def _put_states(
-    workspace: Workspace, root: Path, states: dict[str, FileState | None]
-) -> list[Missed]:
+def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> list[Missed]:
     skipped = []
     for path, want in sorted(states.items()):
         if path.startswith("/"):
@@ -183,6 +181,9 @@ def _put_states(
         try:
             if want is None:
                 _remove(loc)
+                continue
+            if isinstance(want, Pending):
+                skipped.append(Missed(path, "its content was never stored"))
                 continue
             data = workspace.store.get(want.digest)
             if data is None:

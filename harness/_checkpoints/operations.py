@@ -41,13 +41,17 @@ async def prepare_rewind(
 ) -> RewindPlan:
     """Plan a rewind and ask the ``session_before_rewind`` hooks.
 
+    Contents still being stored are waited for first.
+
     Raises:
+        CheckpointError: contents were still being stored after ``SETTLE_TIMEOUT_S``.
         WorkspaceMismatchError: the session was not recorded in the working folder.
         RewindRefusedError: unless ``force``: paths a rewind never writes, files changed
-            outside the session, or contents missing.
+            outside the session, or contents missing or never stored.
         RewindCancelledError: a hook cancelled.
         EntryNotFoundError: no such entry.
     """
+    await checkpoints.settle()
     session = checkpoints.session
     plan = plan_rewind(session, checkpoints.workspace, entry_id, force=force)
     for problem in plan.problems:
@@ -131,20 +135,24 @@ async def fork_with_files(
     The session is forked first (``session_before_fork`` hooks may cancel; nothing is
     written then), then the folder is made; if that fails the fork is deleted again.
 
+    Contents still being stored are waited for first.
+
     Raises:
+        CheckpointError: contents were still being stored after ``SETTLE_TIMEOUT_S``.
         WorkspaceMismatchError: the session was not recorded in the working folder (the
             files it names are another folder's).
         WorkspaceExistsError: ``workspace`` exists and is not empty.
         ForkCancelledError, InvalidForkTargetError, ...: as ``repo.fork``.
         OSError, subprocess.SubprocessError: the folder could not be made.
     """
+    await checkpoints.settle()
     session = checkpoints.session
     check_recorded_folder(session, checkpoints.workspace)
     cut = entry_id if entry_id is not None else session.leaf_id
     effective = position or ("at" if entry_id is None else "before")
     if cut is not None and effective == "before":
         cut = session.get_entry(cut).parent_id
-    _, states, _ = states_at(session, cut)
+    _, states, _ = states_at(session, cut, checkpoints.store)
     root, _ = new_workspace_root(checkpoints.workspace, workspace)
     fork = await repo.fork(
         session.path if session.path is not None else session.id,

@@ -10,10 +10,14 @@ entries; they never reach the model):
 - ``harness.rewind``: a rewind changed files. ``{"targetId", "fromLeafId", "conversation",
   "changes", "skipped"}``.
 
-``changes`` is a list of ``{"path", "before", "after"}``, each state ``null`` (no file) or
+``changes`` is a list of ``{"path", "before", "after"}``, each state ``null`` (no file),
 ``{"sha256", "mode", "size"}`` (the content's blob in the store, its permission bits, its size
-in bytes). ``path`` is relative to the working folder (``/``-separated, normalised), or
-absolute for a file outside it that the supervisor approved.
+in bytes), or ``{"ref", "mode", "size"}`` for a content stored after the entry was written
+(``write``/``edit`` store theirs off the call's path): ``ref`` is a random 64-hex name the
+store maps to the blob once it is stored (``CheckpointStore.resolve``); until then, or if the
+process ended first, the content is missing, and a rewind that needs it says so. ``path`` is
+relative to the working folder (``/``-separated, normalised), or absolute for a file outside
+it that the supervisor approved.
 
 The state of the workspace at an entry is the state when that entry was written: for each path
 some entry changed, the ``after`` of the last change written before it (in file order), or,
@@ -36,7 +40,7 @@ from attrs import frozen
 from hooks import JSONValue
 from repos import CustomEntry, Session
 
-from .store import is_digest
+from .store import CheckpointStore, is_digest
 
 __all__ = [
     "CHECKPOINT_ENTRY",
@@ -44,13 +48,16 @@ __all__ = [
     "Change",
     "FileState",
     "Missed",
+    "Pending",
     "Record",
     "Timeline",
     "checkpoint_data",
     "has_records",
     "read_records",
     "referenced_blobs",
+    "resolved",
     "rewind_data",
+    "state_from_json",
     "valid_path",
 ]
 
@@ -89,8 +96,37 @@ class FileState:
         return cls(digest, mode, size)
 
 
-State = FileState | None
-"""A path's state: a file, or None for no file."""
+@frozen
+class Pending:
+    """A regular file whose content was handed to the store after its entry was written:
+    ``ref`` (64 hex) names it until :meth:`CheckpointStore.resolve` gives its blob; permission
+    bits and size in bytes as :class:`FileState`'s."""
+
+    ref: str
+    mode: int
+    size: int
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {"ref": self.ref, "mode": self.mode, "size": self.size}
+
+
+State = FileState | Pending | None
+"""A path's state: a file (stored, or pending), or None for no file."""
+
+
+def state_from_json(value: object) -> State:
+    """The state ``value`` describes (a :class:`FileState`, a :class:`Pending` when it has a
+    ``ref``, None); raises ValueError when it has another shape."""
+    if isinstance(value, Mapping) and "ref" in value:
+        ref, mode, size = value.get("ref"), value.get("mode"), value.get("size")
+        if not isinstance(ref, str) or not is_digest(ref):
+            raise ValueError("ref is not 64 hex characters")
+        if type(mode) is not int or not 0 <= mode <= 0o7777:
+            raise ValueError("mode is not permission bits")
+        if type(size) is not int or size < 0:
+            raise ValueError("size is not a byte count")
+        return Pending(ref, mode, size)
+    return FileState.from_json(value)
 
 
 @frozen
@@ -193,8 +229,8 @@ def _changes(data: Any) -> tuple[list[Change], list[str]]:
             path = item.get("path")
             if not isinstance(path, str) or not valid_path(path):
                 raise ValueError("the path is not a normalised path")
-            before = FileState.from_json(item.get("before"))
-            changes.append(Change(path, before, FileState.from_json(item.get("after"))))
+            before = state_from_json(item.get("before"))
+            changes.append(Change(path, before, state_from_json(item.get("after"))))
         except ValueError as exc:
             problems.append(f"change {number}: {exc}")
     return changes, problems
@@ -233,12 +269,27 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
 
 
 def referenced_blobs(session: Session) -> set[str]:
-    """The blob names the checkpoint and rewind entries of ``session`` refer to."""
+    """The blob names the checkpoint and rewind entries of ``session`` refer to, and the refs
+    of contents stored after their entry (``CheckpointStore.gc`` keeps the blobs those name)."""
     found: set[str] = set()
     for record in read_records(session)[0]:
         for change in record.changes:
-            found.update(s.digest for s in (change.before, change.after) if s is not None)
+            for s in (change.before, change.after):
+                if isinstance(s, FileState):
+                    found.add(s.digest)
+                elif isinstance(s, Pending):
+                    found.add(s.ref)
     return found
+
+
+def resolved(state: State, store: CheckpointStore) -> State:
+    """``state`` with a pending content's blob looked up in ``store``: a :class:`FileState`
+    once the blob was stored, the :class:`Pending` itself when it never was."""
+    if isinstance(state, Pending):
+        digest = store.resolve(state.ref)
+        if digest is not None:
+            return FileState(digest, state.mode, state.size)
+    return state
 
 
 class Timeline:

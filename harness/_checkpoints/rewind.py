@@ -32,8 +32,19 @@ from repos import Session
 
 from .._fs import FileRefusedError, Location, open_dir, open_parent, replace_file
 from .errors import RewindRefusedError, WorkspaceMismatchError
-from .records import REWIND_ENTRY, Change, FileState, Missed, Timeline, read_records, rewind_data
+from .records import (
+    REWIND_ENTRY,
+    Change,
+    Missed,
+    Pending,
+    State,
+    Timeline,
+    read_records,
+    resolved,
+    rewind_data,
+)
 from .scan import Unknown, Workspace, same_file
+from .store import CheckpointStore
 
 __all__ = [
     "SAFE_MODE_BITS",
@@ -88,10 +99,11 @@ class RewindPlan:
 
 
 def states_at(
-    session: Session, entry_id: str | None
-) -> tuple[Timeline, dict[str, FileState | None], list[str]]:
-    """The session's timeline, the state of every recorded path when ``entry_id`` was written
-    (None: before the first entry), and the changes not read.
+    session: Session, entry_id: str | None, store: CheckpointStore
+) -> tuple[dict[str, State], dict[str, State], list[str]]:
+    """The state of every recorded path as the session last left it, and when ``entry_id``
+    was written (None: before the first entry), pending contents looked up in ``store`` (a
+    :class:`Pending` is left where its content was never stored); and the changes not read.
 
     Raises:
         EntryNotFoundError: no such entry.
@@ -103,7 +115,9 @@ def states_at(
     else:
         session.get_entry(entry_id)  # raises EntryNotFoundError
         index = session.entry_ids().index(entry_id)
-    return timeline, timeline.state_at(index), problems
+    latest = {path: resolved(state, store) for path, state in timeline.latest().items()}
+    target = {path: resolved(state, store) for path, state in timeline.state_at(index).items()}
+    return latest, target, problems
 
 
 def check_recorded_folder(session: Session, workspace: Workspace) -> None:
@@ -138,13 +152,13 @@ def plan_rewind(
         WorkspaceMismatchError: the session was not recorded in the working folder.
         RewindRefusedError: without ``force``: entries naming paths a rewind never writes
             (absolute, through a symlink, in git's folder, the store or the sessions, not
-            normalised), files changed outside the session since it last touched them, or
-            contents missing from the store (nothing was written).
+            normalised), files changed outside the session since it last touched them,
+            contents missing from the store, or contents never stored (the process ended
+            before a tool call's content was stored); nothing was written.
         EntryNotFoundError: no such entry.
     """
     check_recorded_folder(session, workspace)
-    timeline, target, problems = states_at(session, entry_id)
-    latest = timeline.latest()
+    latest, target, problems = states_at(session, entry_id, workspace.store)
     workspace.refresh_exclusions()
     changes: list[Change] = []
     locations: list[Location] = []
@@ -153,6 +167,7 @@ def plan_rewind(
     unsafe: list[str] = list(problems)
     changed: list[str] = []
     unavailable: list[str] = []
+    unstored: list[str] = []
     for path, want in target.items():
         loc = workspace.locate(path)
         if isinstance(loc, str):
@@ -163,10 +178,20 @@ def plan_rewind(
         if isinstance(now, Unknown):
             skipped.append(Missed(path, now.reason))
             continue
+        last = latest[path]
+        if isinstance(want, Pending):  # the process ended before storing it
+            unstored.append(path)
+            if force:
+                skipped.append(Missed(path, "its content was never stored"))
+            continue
         if same_file(now, want):
             settled.append(loc)
             continue
-        if not same_file(now, latest[path]):
+        if isinstance(last, Pending):
+            # What the session last left there was never stored: a change made outside the
+            # session cannot be ruled out.
+            unstored.append(path)
+        elif not same_file(now, last):
             changed.append(path)
         if want is not None and not workspace.store.has(want.digest):
             unavailable.append(path)
@@ -175,8 +200,8 @@ def plan_rewind(
                 continue
         changes.append(Change(path, now, want))
         locations.append(loc)
-    if (unsafe or changed or unavailable) and not force:
-        raise RewindRefusedError(changed, unavailable, unsafe)
+    if (unsafe or changed or unavailable or unstored) and not force:
+        raise RewindRefusedError(changed, unavailable, unsafe, unstored)
     return RewindPlan(
         target_id=entry_id,
         changes=tuple(changes),
@@ -219,7 +244,11 @@ def apply_plan(
                 _remove(loc)
                 removed.append(change.path)
             else:
-                data = workspace.store.get(change.after.digest)
+                data = (
+                    None
+                    if isinstance(change.after, Pending)
+                    else workspace.store.get(change.after.digest)
+                )
                 if data is None:
                     skipped.append(Missed(change.path, "its content is not in the store"))
                     continue

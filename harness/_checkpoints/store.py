@@ -12,6 +12,11 @@ is held shared by each put and exclusively by gc while it removes a blob, and gc
 blob only if its mtime is still the one it listed, so a content a running session just stored
 again is never removed under it.
 
+A content a tool call changed is stored after the call (``capture.py``): its entry names a
+*ref* then, a random 64-hex name, and ``refs/<2 hex>/<62 hex>`` (the blob's digest, 64
+characters) is written once the blob is: a ref with no file names a content that was never
+stored (the process ended first), never a blob that is not there.
+
 The store grows with every change a session records; :meth:`CheckpointStore.gc` bounds it:
 blobs no session references are removed, then, while the store is larger than its cap, the
 least recently stored or reused blobs, referenced or not (their checkpoints become
@@ -127,6 +132,7 @@ class CheckpointStore:
             raise ValueError("max_bytes and max_file_bytes must be >= 0")
         self._root = Path(os.path.abspath(root))
         self._objects = self._root / "objects"
+        self._refs = self._root / "refs"
         self.max_bytes = max_bytes
         self.max_file_bytes = max_file_bytes
         self._made = False
@@ -162,8 +168,9 @@ class CheckpointStore:
         """Whether the blob ``digest`` is stored (a bad name never is)."""
         return is_digest(digest) and os.path.isfile(self._root / self._rel(digest))
 
-    def put(self, data: bytes) -> str:
-        """Store ``data`` (once: a content already there is only marked as used now).
+    def put(self, data: bytes | memoryview) -> str:
+        """Store ``data`` (once: a content already there is only marked as used now; a
+        ``memoryview`` of bytes is taken as its bytes).
 
         Returns:
             Its name, the SHA-256 as 64 hex characters.
@@ -175,10 +182,7 @@ class CheckpointStore:
         if len(data) > self.max_file_bytes:
             raise ValueError(f"{len(data)} bytes is more than the store takes per file")
         digest = hashlib.sha256(data).hexdigest()
-        if not self._made:
-            # The user's files live here: nobody else may read them.
-            os.makedirs(self._root, mode=0o700, exist_ok=True)
-            self._made = True
+        self._make()
         lock = self._open_lock()
         try:
             # Shared: puts run side by side; gc's removal of a blob waits for them and sees
@@ -192,6 +196,53 @@ class CheckpointStore:
         finally:
             os.close(lock)
         return digest
+
+    def put_ref(self, ref: str, digest: str) -> None:
+        """Record that the content a checkpoint named ``ref`` is the blob ``digest`` (stored
+        already: call it after :meth:`put` returned). Both are 64 hex characters.
+
+        Raises:
+            ValueError: a name is not 64 hex characters.
+            FileExistsError: ``ref`` names another blob already.
+            OSError: the store cannot be written.
+        """
+        if not is_digest(ref) or not is_digest(digest):
+            raise ValueError("a ref and a digest are 64 hex characters")
+        self._make()
+        folder, name = open_parent(beneath(self._root, f"refs/{ref[:2]}/{ref[2:]}"))
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                fd = os.open(name, flags, 0o600, dir_fd=folder)
+            except FileExistsError:
+                if self.resolve(ref) != digest:
+                    raise
+                return
+            with os.fdopen(fd, "wb") as out:
+                out.write(digest.encode("ascii"))
+        finally:
+            os.close(folder)
+
+    def resolve(self, ref: str) -> str | None:
+        """The blob a ref names (:meth:`put_ref`), or None: never recorded (the content was
+        never stored), cut short, or not a ref at all. The blob itself may be gone (gc)."""
+        if not is_digest(ref):
+            return None
+        try:
+            data = read_regular(beneath(self._root, f"refs/{ref[:2]}/{ref[2:]}"), 64)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (FileRefusedError, OSError) as exc:
+            _log.warning("checkpoint ref %s cannot be read: %s", ref, exc)
+            return None
+        digest = data.decode("ascii", "replace")
+        return digest if is_digest(digest) else None
+
+    def _make(self) -> None:
+        if not self._made:
+            # The user's files live here: nobody else may read them.
+            os.makedirs(self._root, mode=0o700, exist_ok=True)
+            self._made = True
 
     def _open_lock(self) -> int:
         """A descriptor of the store's ``.lock`` file, created if missing; never through a
@@ -214,7 +265,7 @@ class CheckpointStore:
             raise FileRefusedError(errno.EINVAL, "is not a regular file", ".lock")
         return fd
 
-    def _write_blob(self, folder: int, name: str, data: bytes) -> None:
+    def _write_blob(self, folder: int, name: str, data: bytes | memoryview) -> None:
         """Write a blob under its final name (no rename: it costs more than the rest of a
         small checkpoint). Created exclusively, so a content stored already is only marked as
         used; one cut short (a writer killed mid-way) is shorter than its content and is
@@ -294,13 +345,18 @@ class CheckpointStore:
         most the cap. Temporary files older than ``min_age_s`` (a writer killed mid-write)
         are removed too.
 
+        Refs (what a checkpoint stored after its call names) count as their blobs: a blob a
+        referenced ref names is referenced; a ref not in ``referenced`` is removed when older
+        than ``min_age_s`` (and ``remove_unreferenced``).
+
         Args:
-            referenced: blob names some session still needs (:func:`referenced_blobs`).
+            referenced: blob and ref names some session still needs (:func:`referenced_blobs`).
             remove_unreferenced: False for a store other sessions use too (the user data
                 folder's): ``referenced`` does not cover them, so only the cap removes blobs.
         """
         cap = self.max_bytes if max_bytes is None else max_bytes
         now = time.time()
+        referenced = self._through_refs(referenced, now, min_age_s, remove_unreferenced)
         removed = removed_bytes = evicted = evicted_bytes = 0
         listed = self.blobs()
         if not listed:
@@ -346,6 +402,29 @@ class CheckpointStore:
             kept=len(kept),
             kept_bytes=total,
         )
+
+    def _through_refs(
+        self, referenced: Collection[str], now: float, min_age_s: float, remove: bool
+    ) -> set[str]:
+        """``referenced`` with the blobs its refs name; refs nobody references and older than
+        ``min_age_s`` removed (when ``remove``)."""
+        found = set(referenced)
+        with contextlib.suppress(FileNotFoundError):
+            for shard in os.scandir(self._refs):
+                if len(shard.name) != 2 or not shard.is_dir(follow_symlinks=False):
+                    continue
+                for entry in os.scandir(shard.path):
+                    ref = shard.name + entry.name
+                    if not is_digest(ref) or not entry.is_file(follow_symlinks=False):
+                        continue
+                    if ref in found:
+                        digest = self.resolve(ref)
+                        if digest is not None:
+                            found.add(digest)
+                    elif remove and now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(entry.path)
+        return found
 
     def _remove(self, lock: int, digest: str, used: float) -> bool | None:
         """Remove the blob ``digest`` unless it was used since ``used`` (its mtime when

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import stat
 import time
 from pathlib import Path
@@ -108,3 +109,23 @@ async def test_a_rewind_whose_contents_were_collected_says_which(
     forced = await harness.rewind_files(first, force=True)
     assert "old.txt" in [s.path for s in forced.skipped]
     assert "a.txt" in forced.removed  # what needs no content still happens
+
+
+def test_a_ref_names_its_blob_only_once_recorded(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    ref = secrets.token_hex(32)
+    assert store.resolve(ref) is None  # never recorded: the content was never stored
+    digest = store.put(b"stored first")
+    store.put_ref(ref, digest)
+    assert store.resolve(ref) == digest
+    store.put_ref(ref, digest)  # the same again is fine
+    with pytest.raises(FileExistsError):
+        store.put_ref(ref, hashlib.sha256(b"another").hexdigest())
+    with pytest.raises(ValueError):
+        store.put_ref("../../x", digest)
+    assert store.resolve("../../x") is None
+    # A ref cut short (a writer killed mid-way) names nothing.
+    cut = secrets.token_hex(32)
+    (tmp_path / "store" / "refs" / cut[:2]).mkdir(exist_ok=True)
+    (tmp_path / "store" / "refs" / cut[:2] / cut[2:]).write_text(digest[:10])
+    assert store.resolve(cut) is None
