@@ -182,11 +182,22 @@ def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] =
     checkpoint store), or None."""
     forms = _resolved(path, cwd)
     key = os.path.realpath(approval_key_path())
-    if key in forms:
+    if key in forms or _same_file(forms[1], key):
+        # the same file by another name too: a hard link (review 5, finding 36)
         return "it reads the key that signs this user's approvals"
     if any(_inside(f, store_folders(extra)) for f in forms):
         return "it reads the sessions or checkpoints store (every project's sessions)"
     return None
+
+
+def _same_file(path: str, other: str) -> bool:
+    """Whether ``path`` and ``other`` are one file (device and inode), False if either is
+    missing."""
+    try:
+        a, b = os.stat(path), os.stat(other)
+    except (OSError, ValueError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _protected_parts(parts: list[str]) -> bool:

@@ -27,12 +27,18 @@ _PARAMETERS: dict[str, JSONValue] = {
     "type": "object",
     "properties": {
         "command": {"type": "string", "description": "The command to run with bash"},
-        "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds"},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 600,
+            "description": "Seconds (at most 600)",
+        },
     },
     "required": ["command"],
     "additionalProperties": False,
 }
 
+_MAX_TIMEOUT_S = 600.0  # the most a model's `timeout` may ask (unless timeout_s is more)
 _DRAIN_S = 0.1  # once the command is gone, how long to wait for the rest of its output
 _UPDATE_EVERY_S = 0.05  # at most one update event per this many seconds
 _REAP_S = 2.0  # how long to wait for a killed command to be reaped
@@ -75,7 +81,8 @@ def bash_tool(
     ``bash(git status:*)``, see docs/permissions.md), and ``tool_call`` hooks may block it.
 
     Args:
-        timeout_s: default limit per command, in seconds (the model may pass ``timeout``).
+        timeout_s: default limit per command, in seconds (the model may pass ``timeout``, at
+            most 600 s or ``timeout_s`` if that is more).
         max_bytes: most output returned.
         log_max_bytes: most bytes one full-output file holds (the output's start; the result
             holds its end).
@@ -97,7 +104,8 @@ def bash_tool(
     kept = _KeptLogs(logs_max_bytes)
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
-        limit = float(input.get("timeout") or timeout_s)
+        # the model's own timeout is bounded (Claude Code's 10 minutes: review 5, finding 34)
+        limit = min(float(input.get("timeout") or timeout_s), max(_MAX_TIMEOUT_S, timeout_s))
         command = str(input["command"])
         if "\0" in command:  # no argument of a process can hold one
             raise ToolError("the command holds a NUL byte, which no shell command can")

@@ -23,7 +23,12 @@ _PARAMETERS: dict[str, JSONValue] = {
             "description": "Glob: '*.py' matches file names anywhere, 'src/**/*.py' whole paths",
         },
         "path": {"type": "string", "description": "Folder to search (default: the cwd)"},
-        "limit": {"type": "integer", "minimum": 1, "description": "Most results (default 1000)"},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 10000,
+            "description": "Most results (default 1000, at most 10000)",
+        },
     },
     "required": ["pattern"],
     "additionalProperties": False,

@@ -19,7 +19,12 @@ _PARAMETERS: dict[str, JSONValue] = {
     "type": "object",
     "properties": {
         "path": {"type": "string", "description": "Folder to list (default: the cwd)"},
-        "limit": {"type": "integer", "minimum": 1, "description": "Most entries (default 500)"},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 10000,
+            "description": "Most entries (default 500, at most 10000)",
+        },
     },
     "additionalProperties": False,
 }

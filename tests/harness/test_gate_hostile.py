@@ -275,3 +275,22 @@ async def test_tool_arguments_a_session_cannot_store_cost_the_call_not_the_run(
     bad, good = await _run(tmp_path, [odd, after])
     assert bad.is_error and "cannot store" in bad.text
     assert not good.is_error and good.text == "fine"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("bash", {"command": "echo hi", "timeout": 1e9}),
+        ("grep", {"pattern": "x", "limit": 1_000_000_000}),
+        ("grep", {"pattern": "x", "context": 1_000_000}),
+        ("ls", {"limit": 10**9}),
+    ],
+)
+async def test_a_models_timeout_and_limits_are_bounded(
+    tmp_path: Path, name: str, arguments: dict[str, Any]
+) -> None:
+    # Review 5, findings 34 and 35: a model's `timeout` ran a command for as long as it liked,
+    # and grep's `limit`/`context` made a result as large as the tree.
+    call = FauxToolCall(name=name, arguments=arguments)
+    [result] = await _run(tmp_path, [call], tools=[bash_tool(), grep_tool(), ls_tool()])
+    assert result.is_error and "invalid arguments" in result.text, result.text

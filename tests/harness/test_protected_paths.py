@@ -883,3 +883,19 @@ async def test_names_in_expansions_and_curl_arguments_are_seen(home: Path, comma
     command = command.replace("{sessions}", str(sessions))
     decided = await s.decide(request(work, "bash", command=command))
     assert isinstance(decided, Deny), (command, decided)
+
+
+async def test_a_hard_link_to_the_approvals_key_is_read_only_when_asked(home: Path) -> None:
+    # Review 5, finding 36: the key check compared paths; a hard link in the working folder
+    # was read unasked.
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    work = home / "a"
+    work.mkdir()
+    os.link(key, work / "k")
+    s = SecuritySupervisor(mode="default", setting_sources=())
+    decided = await s.decide(make_request(work, read_tool(), path="k"))
+    assert isinstance(decided, Deny), decided
+    (work / "other").write_text("x")
+    assert isinstance(await s.decide(make_request(work, read_tool(), path="other")), Approve)
