@@ -56,6 +56,7 @@ from .._fs import (
     read_capped,
     read_regular_at,
 )
+from .._permissions import protected_path
 from .records import Change, FileState, Missed, Pending
 from .store import CheckpointStore
 
@@ -254,6 +255,11 @@ class Workspace:
                 return f"{'/'.join(parts[:i])} is a symlink: a rewind writes through none"
         if self.excluded(path):
             return "in the sessions' folder, the checkpoint store or git's folder"
+        protected = protected_path(path, Path(self.root))
+        if protected is not None:
+            # settings, hooks, .mcp.json: a session file (untrusted) that claims to have made
+            # them could have a rewind remove a project's deny rules (review 5, finding 27)
+            return f"a protected path, which a rewind never writes ({protected})"
         return Location(str(self.root), path, "inside")
 
     # --- one file ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from workspaces import SCRIPT, call, git, make_harness, record_trees, seed, tree
 from harness import (
     CHECKPOINT_ENTRY,
     REWIND_ENTRY,
+    Approve,
     Cancel,
     CheckpointsOffError,
     CheckpointStore,
@@ -24,6 +25,7 @@ from harness import (
     MessageEntry,
     RewindCancelledError,
     RewindRefusedError,
+    SecuritySupervisor,
     Session,
     SessionBeforeRewindEvent,
     SessionRewindEvent,
@@ -276,3 +278,34 @@ def test_the_stat_scan_past_its_cap_says_so(tmp_path: Path) -> None:
     assert complete is False and snapshot.complete is False
     assert len(snapshot.seen) == 5  # only the cap's worth was read and stored
     assert "zz_new.txt" not in [c.path for c in changes]
+
+
+async def test_a_rewind_never_removes_or_writes_a_protected_path(
+    session: Session, ws: Path
+) -> None:
+    # Review 5, finding 27: a session file (untrusted) claiming it created
+    # .harness/settings.json made a rewind remove the project's deny rules.
+    async def yes(request: object) -> Approve:
+        return Approve()
+
+    script = [
+        FauxReply(
+            tool_calls=[
+                call("write", path=".harness/settings.json", content='{"permissions": {}}\n'),
+                call("write", path="plain.txt", content="x\n"),
+            ]
+        ),
+        "done",
+    ]
+    supervisor = SecuritySupervisor(approver=yes, setting_sources=())
+    harness = make_harness(session, ws, script, supervisor=supervisor)
+    trees = record_trees(harness, ws)
+    await harness.prompt("write")
+    first = next(iter(trees))
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+    assert any(u.startswith(".harness/settings.json") for u in refused.value.unsafe)
+    assert (ws / ".harness" / "settings.json").exists()
+    await harness.rewind_files(first, force=True)
+    assert (ws / ".harness" / "settings.json").exists()  # forced: still never removed
+    assert not (ws / "plain.txt").exists()
