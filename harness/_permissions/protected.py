@@ -173,8 +173,10 @@ def _inside(path: str, folders: Iterable[str]) -> bool:
 
 
 def _resolved(path: str, cwd: Path) -> tuple[str, str]:
-    absolute = os.path.normpath(os.path.join(os.path.abspath(cwd), os.path.expanduser(path)))
-    return absolute, os.path.realpath(absolute)
+    joined = os.path.join(os.path.abspath(cwd), os.path.expanduser(path))
+    # realpath of the path as written: the kernel resolves `L/..` physically (L's target's
+    # parent), which normpath first would turn into the folder holding L (review 6, finding 1)
+    return os.path.normpath(joined), os.path.realpath(joined)
 
 
 def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()) -> str | None:
@@ -566,7 +568,7 @@ def _names_protected(
     protected, or None."""
     named = os.path.normpath(os.path.join(here, name))
     why = _names_protected_at(word, name, named, here, seen, gits)
-    real = os.path.realpath(named)
+    real = os.path.realpath(os.path.join(here, name))  # physical `..`, as the kernel
     if why is None and real != named:
         # a symlink on the way (`h -> .git/hooks`, `notes.txt -> ~/.config/harness/...`, which
         # a project can ship): the path it reaches counts as well (review 5, findings 03, 04)

@@ -899,3 +899,35 @@ async def test_a_hard_link_to_the_approvals_key_is_read_only_when_asked(home: Pa
     assert isinstance(decided, Deny), decided
     (work / "other").write_text("x")
     assert isinstance(await s.decide(make_request(work, read_tool(), path="other")), Approve)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp evil.json L/../harness/settings.json",
+        "cat L/../harness/approvals.key",
+        "cat L/./../harness/approvals.key",
+        "rm -rf D/../share/harness",
+        "cat sub/L2/../../harness/approvals.key",
+    ],
+)
+async def test_a_link_followed_by_dot_dot_is_resolved_as_the_kernel_does(
+    home: Path, command: str
+) -> None:
+    # Review 6, finding 1: `L/..` was normalised away before symlinks were resolved; the
+    # kernel resolves L first, so `L/../harness` with L -> ~/.config/x is ~/.config/harness.
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    (home / ".config" / "x" / "y").mkdir(parents=True)
+    (home / ".local" / "share" / "z").mkdir(parents=True)
+    work = home / "a"
+    (work / "sub").mkdir(parents=True)
+    (work / "L").symlink_to(home / ".config" / "x")
+    (work / "D").symlink_to(home / ".local" / "share" / "z")
+    (work / "sub" / "L2").symlink_to(home / ".config" / "x" / "y")
+    s = SecuritySupervisor(
+        mode="default", setting_sources=(), rules={"allow": ["bash(cp:*)", "bash(cat:*)"]}
+    )
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
