@@ -106,6 +106,9 @@ _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 # may be `config`) defined by -c, --config-env or GIT_CONFIG_* variables, a config file named
 # by GIT_CONFIG*, and a template (`git init --template`, GIT_TEMPLATE_DIR) copying its hooks.
 _GIT_OTHER_WRITES = re.compile(r"git-config\b|GIT_CONFIG|GIT_TEMPLATE_DIR", re.IGNORECASE)
+_FEEDS_WORDS = re.compile(r"\b(?:xargs|parallel)\b")  # programs that add words at run time
+_CONFIG_WORD = re.compile(r"(?<![\w./-])config(?![\w./-])", re.IGNORECASE)
+_GIT_WORD = re.compile(r"(?:^|[\s;&|(`/])git(?=$|[\s;&|)`])")
 _GIT_CALL = re.compile(r"(?:^|[\s;&|(`])(?:\S*/)?git\s([^;&|\n]*)")
 _GIT_CALL_WRITES = re.compile(
     r"alias\.|--config-env|--template|--separate-git-dir|\{[^}]*(?:,|\.\.)[^}]*\}", re.I
@@ -531,13 +534,36 @@ def _read_regular(path: str, limit: int) -> str | None:
         os.close(fd)
 
 
+_ANSI_C_ESCAPE = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.)|(.))",
+    re.DOTALL,
+)
+_ANSI_C_LETTERS = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
 def _ansi_c(m: re.Match[str]) -> str:
-    """A ``$'…'`` word's text as bash makes it (``$'.git'`` is ``.git``, ``$'\x2egit'`` too);
-    text Python's decoder refuses is kept as written."""
-    try:
-        return m.group(1).encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except (UnicodeDecodeError, ValueError):
-        return m.group(1)
+    r"""A ``$'…'`` word's text as bash makes it (``$'.git'`` is ``.git``, ``$'\x2egit'`` and
+    ``$'\u2egit'`` too): bash's escapes, 1-2 hex digits after ``\x``, 1-4 after ``\u``, 1-8
+    after ``\U``, 1-3 octal, ``\cX``; an unknown escape stays as written (Python's decoder
+    wanted exactly 4 digits after ``\u`` and, failing, left the whole word undecoded: review
+    6, finding 2)."""
+
+    def one(e: re.Match[str]) -> str:
+        hex_x, hex_u, hex_big, octal, control, letter = e.groups()
+        number = hex_x or hex_u or hex_big
+        if number is not None:
+            code = int(number, 16)
+            return chr(code) if code < 0x110000 else ""
+        if octal is not None:
+            return chr(int(octal, 8) & 0xFF)
+        if control is not None:
+            return chr(ord(control) & 0x1F)
+        return _ANSI_C_LETTERS.get(letter, "\\" + letter)
+
+    return _ANSI_C_ESCAPE.sub(one, m.group(1))
 
 
 def _home(word: str, home: str) -> str:
@@ -609,6 +635,12 @@ def _git_config_writes(text: str) -> bool:
     if _GIT_OTHER_WRITES.search(text):
         return True
     if any(_GIT_CALL_WRITES.search(m.group(1)) for m in _GIT_CALL.finditer(text)):
+        return True
+    # git given its words at run time (`echo config … | xargs git`): `config` anywhere with
+    # git as a word of the command (review 6, finding 3)
+    if _GIT_WORD.search(text) and _CONFIG_WORD.search(
+        text if _FEEDS_WORDS.search(text) else _GIT_CONFIG.sub(" ", text)
+    ):
         return True
     return any(
         not _GIT_CONFIG_READS.match(m.group(1)) and m.group(1).strip()

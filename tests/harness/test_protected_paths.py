@@ -931,3 +931,24 @@ async def test_a_link_followed_by_dot_dot_is_resolved_as_the_kernel_does(
     )
     decided = await s.decide(request(work, "bash", command=command))
     assert isinstance(decided, Deny), (command, decided)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp hook $'\\u2egit/hooks/pre-commit'",
+        "cp hook $'\\U2egit/hooks/pre-commit'",
+        "cp hook $'\\x2egit/hooks/pre-commit\\u2e'",
+        "cp hook $'\\56git/config'",
+        "echo config core.hooksPath /tmp/h | xargs git",
+        "printf '%s\\n' core.hooksPath /tmp/h | xargs git config",
+        "find . -maxdepth 0 -exec git config core.hooksPath /tmp/h \\;",
+    ],
+)
+async def test_bash_quoting_escapes_and_git_fed_its_words_are_seen(
+    cwd: Path, command: str
+) -> None:
+    # Review 6, findings 2 and 3: bash's 1-4 digit \u escapes (Python's decoder wanted 4 and
+    # gave up on the whole word), and `config` reaching git through xargs.
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(cwd, "bash", command=command)), Deny), command
