@@ -87,6 +87,11 @@ _CD = re.compile(
     r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=]+)"
 )
 _BASES = 64  # folders a command's words are judged from; past that it is asked
+_MAKES_LINK = re.compile(
+    r"(?:^|[\s;&|(`])(?:\S*/)?(?:ln|cp)\s(?:[^;&|\n]*\s)?(?:-[A-Za-z]*s[A-Za-z]*|--symbolic\S*)"
+    r"(?=[\s;&|)]|$)"
+)
+_GOES_ON = re.compile(r"[;&|\n]")
 _BARE_CD = re.compile(r"(?:^|[\s;&|(`])cd(?:\s+-[LPe@]*|\s+--)*\s*(?=$|[;&|)`\n])")
 _UNKNOWN_CD = re.compile(
     r"(?:^|[\s;&|(`])(?:cd(?:\s+-[LPe@]+)*\s+-(?=$|[\s;&|)`])|popd\b|pushd\s*(?=$|[;&|)`\n])|pushd\s+[+-]\d)"
@@ -164,6 +169,18 @@ def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
     )
 
 
+def git_config_files() -> tuple[str, ...]:
+    """The user's and the system's git configs, as git finds them (review 6, finding 7): the
+    ``$XDG_CONFIG_HOME/git`` folder (``~/.config/git``), ``~/.gitconfig``, ``/etc/gitconfig``
+    and the files ``$GIT_CONFIG_GLOBAL``/``$GIT_CONFIG_SYSTEM`` name; both as written and with
+    symlinks resolved."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    named = [os.path.join(xdg, "git"), os.path.join(home, ".gitconfig"), "/etc/gitconfig"]
+    named += [v for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if (v := os.environ.get(k))]
+    return _both(named)
+
+
 def _with_journals(paths: tuple[str, ...]) -> tuple[str, ...]:
     """``paths`` and their SQLite journal files: a SQLite store's ``-wal``, ``-shm`` and
     ``-journal`` files are the store too (``s.db-wal`` holds its latest lines: review 5,
@@ -235,6 +252,8 @@ def protected_path(
         return "it is in the user's harness settings folder"
     if any(_inside(f, _with_journals(harness_folders(extra))) for f in _resolved(path, cwd)):
         return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
+    if any(_inside(f, git_config_files()) for f in _resolved(path, cwd)):
+        return f"{path!r} is a git config git reads for every repository"
     if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
         return f"{path!r} is in a folder git runs code from (hooks, config)"
     # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
@@ -268,6 +287,11 @@ def protected_command(
             f"it names {glued.group(0)!r} in its text, which grants permissions or runs code "
             "the next time the harness, Claude Code or git starts"
         )
+    link = _MAKES_LINK.search(text)
+    if link is not None and _GOES_ON.search(text, link.end()):
+        # a symlink made and used in one command: its target is judged only once it exists
+        # (a relative target is relative to the link's folder: review 6, finding 6)
+        return "it makes a symlink and goes on to other commands: run them after it"
     if _git_config_writes(text):
         return (
             "it may change a git config or hooks (git config, an alias, a template), which "
@@ -315,8 +339,12 @@ def protected_command(
     for word in words:
         # A short option's attached value (`cp -t.git/hooks x`) and each brace alternative
         # (`~/.config/{harness,x}/approvals.key`) are paths too.
-        attached = word[2:] if word.startswith("-") and not word.startswith("--") else ""
-        written = [word, attached] if attached else [word]
+        written = [word]
+        if word.startswith("-") and not word.startswith("--"):
+            # a short option's attached value, after any bundled flags (`-uo/…`: review 6,
+            # finding 5): every place a path may start
+            written += [word[2:]] if len(word) > 2 else []
+            written += [word[i:] for i in range(3, len(word)) if word[i] in "/~.$"]
         # A path after curl's `@` or in a file:// URL is read (review 5, finding 32).
         written += [f[1:] for f in written if f.startswith("@")]
         written += [f[7:] for f in written if f[:7].casefold() == "file://"]
@@ -360,7 +388,9 @@ _EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
 _DEFAULT = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+?]([^}]*)\}")
 _HOME_VARIABLE = re.compile(r"\$(?:HOME\b|\{HOME\})")
 _PWD_VARIABLE = re.compile(r"\$(?:PWD\b|\{PWD\})")
-_UNKNOWN_FOLDER = re.compile(r"^~-|\$(?:OLDPWD\b|\{OLDPWD\})|^\$(?:DIRSTACK|\{DIRSTACK)")
+_UNKNOWN_FOLDER = re.compile(
+    r"^~-|^~[+-]?\d|\$(?:OLDPWD\b|\{OLDPWD\})|\$\{?DIRSTACK"
+)  # ~N, ~+N, ~-N: the folder stack (review 6, finding 4)
 
 
 def _expand(word: str, home: str, base: str) -> str | None:
@@ -404,6 +434,7 @@ class _Seen:
     harness: tuple[str, ...]
     stores: tuple[str, ...]
     stores_too: bool
+    git_configs: tuple[str, ...]
 
     @classmethod
     def now(cls, extra: Iterable[str | os.PathLike[str]], stores_too: bool) -> _Seen:
@@ -415,6 +446,7 @@ class _Seen:
             harness=_with_journals(harness_folders(extra)),
             stores=_with_journals(store_folders(extra)),
             stores_too=stores_too,
+            git_configs=git_config_files(),
         )
 
 
@@ -607,6 +639,8 @@ def _names_protected_at(
 ) -> str | None:
     if named == seen.user or named.startswith(seen.user.rstrip("/") + "/"):
         return "it names the user's harness settings folder"
+    if _inside(named, seen.git_configs):
+        return f"it names {word!r}, a git config git reads for every repository"
     if named == seen.key:
         return "it names the key that signs this user's approvals"
     if named != "/" and seen.key.startswith(named.rstrip("/") + "/"):

@@ -945,10 +945,53 @@ async def test_a_link_followed_by_dot_dot_is_resolved_as_the_kernel_does(
         "find . -maxdepth 0 -exec git config core.hooksPath /tmp/h \\;",
     ],
 )
-async def test_bash_quoting_escapes_and_git_fed_its_words_are_seen(
-    cwd: Path, command: str
-) -> None:
+async def test_bash_quoting_escapes_and_git_fed_its_words_are_seen(cwd: Path, command: str) -> None:
     # Review 6, findings 2 and 3: bash's 1-4 digit \u escapes (Python's decoder wanted 4 and
     # gave up on the whole word), and `config` reaching git through xargs.
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     assert isinstance(await s.decide(request(cwd, "bash", command=command)), Deny), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pushd ~/.local/state >/dev/null; pushd / >/dev/null; cat ~1/../share/harness/x",
+        "pushd ~/.local/state; pushd /; cat ~+1/../../.config/harnes?/approvals.key",
+        "cat ~-1/x",
+        "cat ${DIRSTACK[1]}/x",
+        "sort -uo{sessions}/x/s.jsonl /dev/null",
+        "cp -vt{sessions}/x evil.jsonl",
+        "mkdir -p a/b && ln -s ../../../home/.local/share/harness/sessions a/b/L && cat a/b/L/*/*",
+        "ln -sf /elsewhere L; cat L/x",
+        "cp {xdg}/evilgit {xdg}/git/config",
+        "cp evilgit /etc/gitconfig",
+    ],
+)
+async def test_folder_stack_bundled_options_links_made_and_git_configs_are_asked(
+    home: Path, command: str
+) -> None:
+    # Review 6, findings 4-7: bash's folder stack (~1, ~+1), an attached path after bundled
+    # flags (-uo/…), a symlink made and used in one command, and git's XDG/system configs.
+    work = home / "a"
+    work.mkdir()
+    sessions = home / ".local" / "share" / "harness" / "sessions"
+    filled = command.replace("{sessions}", str(sessions)).replace("{xdg}", str(home / ".config"))
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(request(work, "bash", command=filled))
+    assert isinstance(decided, Deny), (filled, decided)
+
+
+async def test_the_xdg_git_config_is_protected_for_the_write_tool(home: Path) -> None:
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    path = str(home / ".config" / "git" / "config")
+    assert isinstance(await s.decide(make_request(home, write_tool(), path=path, content="")), Deny)
+    ok = await s.decide(make_request(home, write_tool(), path="notes.txt", content=""))
+    assert isinstance(ok, Approve)
+
+
+@pytest.mark.parametrize("command", ["ln -s src new", "tar -xzf a.tgz", "sort -o out.txt in.txt"])
+async def test_links_and_bundled_options_that_stay_clear_keep_bypass(
+    cwd: Path, command: str
+) -> None:
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    assert isinstance(await s.decide(request(cwd, "bash", command=command)), Approve), command
