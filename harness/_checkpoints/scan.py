@@ -84,7 +84,14 @@ their own)."""
 GIT_TIMEOUT_S: Final = 60.0
 _ZERO_SHA: Final = "0" * 40
 # git reads no repository hook or file-system monitor for us: only what it must to compare.
-_GIT_SAFETY: Final = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_GIT_SAFETY: Final = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "safe.bareRepository=explicit",
+)
 
 
 @frozen

@@ -38,6 +38,7 @@ from attrs import frozen
 from repos import InvalidStoreUrlError, parse_store_url
 
 from .folders import user_folder
+from .shell import parse_command
 from .signing import approval_key_path
 
 __all__ = [
@@ -287,6 +288,13 @@ def protected_command(
             f"it names {glued.group(0)!r} in its text, which grants permissions or runs code "
             "the next time the harness, Claude Code or git starts"
         )
+    if any(
+        len(c.words) > c.assignments and c.words[c.assignments].value is None
+        for c in parse_command(command).commands
+    ):
+        # a command word bash computes (`{git,} config`, `/usr/bin/gi[t]`, `$x`): it could be
+        # git writing its config, or anything (review 6, finding 9)
+        return "its command word is computed (a glob, brace or expansion): it could be any program"
     link = _MAKES_LINK.search(text)
     if link is not None and _GOES_ON.search(text, link.end()):
         # a symlink made and used in one command: its target is judged only once it exists
@@ -325,8 +333,10 @@ def protected_command(
         bases = list(dict.fromkeys([*bases, *more]))
         if len(bases) > _BASES:
             return "it changes folders in more ways than the harness follows for protected paths"
-    if _POSIX_CLASS.search(text) or (
-        "extglob" in text.casefold() and _EXTGLOB.search(text) is not None
+    if (
+        _POSIX_CLASS.search(text)
+        or ("extglob" in text.casefold() and _EXTGLOB.search(text) is not None)
+        or (_GLOB_OPTIONS.search(text) and any(c in text for c in "*?["))
     ):
         # glob syntax Python's glob does not read (review 5, finding 20): asked
         return "it holds a glob class or an extended glob the harness does not expand"
@@ -334,6 +344,10 @@ def protected_command(
     if len(words) * len(bases) > _CHECKS:
         return "it has more words than the harness checks for protected paths"
     seen = _Seen.now(extra, cwd is not None)
+    for place in (seen.user, seen.key, *seen.harness, *seen.git_configs):
+        if any(c.isspace() for c in place) and place in text:
+            # a blank splits the words: the place as written in the text (review 6, 12)
+            return f"it names {place!r}, one of the harness's own folders or files"
     gits = {base: git_dirs(base) for base in bases}
     globs = 0
     for word in words:
@@ -382,6 +396,8 @@ _CHECKS = 20_000  # words times folders judged per command; past that it is aske
 _SQLITE_FILES = ("-wal", "-shm", "-journal")
 _POSIX_CLASS = re.compile(r"\[[^\]]*\[[:=.]")  # [[:alpha:]], [[=a=]], [[.a.]] inside [...]
 _EXTGLOB = re.compile(r"[@+?*!]\(")
+# shell options under which bash's globs reach what Python's glob does not (review 6, finding 10)
+_GLOB_OPTIONS = re.compile(r"globstar|nocaseglob|nocasematch|globasciiranges", re.IGNORECASE)
 _TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
 _PROC_SELF = re.compile(r"/+proc/+([^/]+)/+(root|cwd)(?=/|$)")
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
@@ -389,7 +405,7 @@ _DEFAULT = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+?]([^}]*)\}")
 _HOME_VARIABLE = re.compile(r"\$(?:HOME\b|\{HOME\})")
 _PWD_VARIABLE = re.compile(r"\$(?:PWD\b|\{PWD\})")
 _UNKNOWN_FOLDER = re.compile(
-    r"^~-|^~[+-]?\d|\$(?:OLDPWD\b|\{OLDPWD\})|\$\{?DIRSTACK"
+    r"^~-|^~[+-]?\d|\$(?:OLDPWD\b|\{OLDPWD\})|\$\{?DIRSTACK|\$\{(?:HOME|PWD)[^}A-Za-z0-9_]"
 )  # ~N, ~+N, ~-N: the folder stack (review 6, finding 4)
 
 
@@ -668,6 +684,13 @@ def _git_config_writes(text: str) -> bool:
     :data:`_GIT_CALL_WRITES` (review 5, finding 01)."""
     if _GIT_OTHER_WRITES.search(text):
         return True
+    for word in _WORD_BREAK.split(text):
+        if "{" in word:  # `{git,} config`: a brace may spell git (review 6, finding 9)
+            alternatives = _braces(word)
+            if alternatives is None or any(
+                os.path.basename(a) in ("git", "git-config") for a in alternatives
+            ):
+                return True
     if any(_GIT_CALL_WRITES.search(m.group(1)) for m in _GIT_CALL.finditer(text)):
         return True
     # git given its words at run time (`echo config … | xargs git`): `config` anywhere with

@@ -357,6 +357,7 @@ async def _start(
             "-c",
             command,
             cwd=cwd,
+            env=_environment(),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
@@ -417,3 +418,20 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
 def _kill(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment, with git told to take a folder for a repository only when
+    named (``safe.bareRepository=explicit``, git 2.38 and later, added to any
+    ``GIT_CONFIG_COUNT`` pairs already there): a folder the model can write (``HEAD``,
+    ``objects/``, ``refs/`` and a ``config`` with ``core.fsmonitor``) would otherwise be a git
+    repository whose config runs commands at ``git status`` (review 6, finding 8)."""
+    env = dict(os.environ)
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    env[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
+    env[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
+    env["GIT_CONFIG_COUNT"] = str(count + 1)
+    return env

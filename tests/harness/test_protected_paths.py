@@ -995,3 +995,32 @@ async def test_links_and_bundled_options_that_stay_clear_keep_bypass(
 ) -> None:
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     assert isinstance(await s.decide(request(cwd, "bash", command=command)), Approve), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "{git,} config core.hooksPath /tmp/h",
+        "/usr/bin/gi[t] config core.hooksPath /tmp/h",
+        "/usr/lib/git-core/git-conf?g core.hooksPath /tmp/h",
+        "$(echo git) config core.hooksPath /tmp/h",
+        "shopt -s globstar; cat ~/.local/**/s.jsonl",
+        "shopt -s nocaseglob; cat ~/.config/HARNES[S]/approvals.key",
+        "cat ${HOME:0}/.local/share/harness/sessions/x",
+        "cat ${PWD%/*}/x",
+        'rm -rf "{spaced}/x"',
+    ],
+)
+async def test_computed_command_words_glob_options_and_spaced_stores_are_asked(
+    home: Path, command: str
+) -> None:
+    # Review 6, findings 9-12: git spelled through a brace or glob, globstar/nocaseglob,
+    # operators on $HOME, a store path with a blank.
+    work = home / "a"
+    work.mkdir()
+    spaced = home / "My Sessions"
+    spaced.mkdir()
+    s = SecuritySupervisor(mode="bypass", setting_sources=(), store_folders=[spaced])
+    filled = command.replace("{spaced}", str(spaced))
+    decided = await s.decide(request(work, "bash", command=filled))
+    assert isinstance(decided, Deny), (filled, decided)

@@ -363,3 +363,21 @@ async def test_bash_never_runs_a_bash_the_working_folder_holds(
     assert isinstance(result, ToolResult) and not result.is_error
     assert result.content[0].text == "real\n"  # type: ignore[union-attr]
     assert not (tmp_path / "fake-ran").exists()
+
+
+async def test_bash_never_takes_a_written_folder_for_a_git_repository(tmp_path: Path) -> None:
+    # Review 6, finding 8: files a model may write (HEAD, objects/, refs/, a config with
+    # core.fsmonitor) made the folder an implicit bare repository: `git status` ran the monitor.
+    marker = tmp_path / "monitor-ran"
+    work = tmp_path / "work"
+    (work / "objects" / "info").mkdir(parents=True)
+    (work / "refs" / "heads").mkdir(parents=True)
+    (work / "HEAD").write_text("ref: refs/heads/main\n")
+    (work / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n"
+        f'\tfsmonitor = "touch {marker}; false"\n'
+    )
+    result = await bash_tool().execute({"command": "git status"}, make_run(work))
+    assert isinstance(result, ToolResult)
+    assert not marker.exists()
+    assert result.is_error  # git refuses the implicit repository
