@@ -13,6 +13,7 @@ import io
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,9 +87,27 @@ APPROVAL_GUTTER = "│ "
 # Characters a terminal shows as blank (spaces of every width, zero-width ones, the braille
 # blank, Hangul fillers): bash reads the non-ASCII ones as word characters, so a run of them can
 # push a command out of sight while running (``touch P;<10,000 x U+2800>echo hi``).
-_BLANK_RUN = re.compile(
-    "[ \u00a0\u115f\u1160\u1680\u2000-\u200d\u202f\u205f\u2060\u2800\u3000\u3164\ufeff\uffa0]{8,}"
-)
+_BLANK = "[ \u00a0\u115f\u1160\u1680\u2000-\u200d\u202f\u205f\u2060\u2800\u3000\u3164\ufeff\uffa0]"
+_BLANK_RUN = re.compile(_BLANK + "{8,}")
+_ONE_BLANK = re.compile(_BLANK)
+
+
+_INVISIBLE_CATEGORIES = frozenset({"Mn", "Me", "Cf", "Co", "Cn"})
+
+
+def _shown(line: str) -> str:
+    """``line`` with every non-ASCII invisible character (combining marks, format characters,
+    private use, unassigned: U+034F, variation selectors, U+17B4) written as ``\\uXXXX``:
+    one between runs of 7 blanks kept a run of thousands from being counted (review 6,
+    finding 13)."""
+    return "".join(
+        f"\\u{ord(c):04x}"
+        if ord(c) > 127
+        and unicodedata.category(c) in _INVISIBLE_CATEGORIES
+        and not _ONE_BLANK.match(c)  # blanks are counted in runs instead
+        else c
+        for c in line
+    )
 
 
 def gutter_lines(text: str) -> list[str]:
@@ -101,7 +120,7 @@ def gutter_lines(text: str) -> list[str]:
     return [
         APPROVAL_GUTTER
         + _BLANK_RUN.sub(
-            lambda m: f"⟨{len(m.group())} blanks⟩", terminal(line).replace("\t", "\\t")
+            lambda m: f"⟨{len(m.group())} blanks⟩", _shown(terminal(line)).replace("\t", "\\t")
         )
         for line in text.split("\n")
     ]

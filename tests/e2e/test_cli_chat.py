@@ -618,6 +618,12 @@ APPROVAL_SHOWN = [
     ("cat <<EOF\nx\nEOF\ntouch P", ["│ cat <<EOF", "│ x", "│ EOF", "│ touch P"]),
     ("echo a\\\n; touch P", ["│ echo a\\", "│ ; touch P"]),
     ("git status", ["│ git status", "always would approve: bash(git status:*)"]),
+    # review 6, finding 13: an invisible character between runs of 7 blanks hid the count
+    (
+        "touch P;" + "       \u034f" * 2 + " echo hi",
+        ["│ touch P;       \\u034f       \\u034f echo hi"],
+    ),
+    ("echo hi\ufe0f\u17b4 x", ["│ echo hi\\ufe0f\\u17b4 x"]),
 ]
 
 
