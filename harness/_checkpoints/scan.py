@@ -91,6 +91,8 @@ _GIT_SAFETY: Final = (
     "core.hooksPath=/dev/null",
     "-c",
     "safe.bareRepository=explicit",
+    "-c",
+    "protocol.allow=never",  # no fetch, lazy (a promisor remote) or not: review 6, finding 18
 )
 
 

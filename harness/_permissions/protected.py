@@ -82,10 +82,10 @@ _GLOB_PARTS = 4
 _GLOB_WORDS = 16  # glob words per command expanded
 _GLOB_CHARS = 1024  # a longer glob word is not expanded
 _CD = re.compile(
-    r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`]+)"
+    r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`<>]+)"
     # a program's folder option: env -C/--chdir, git/make/tar -C, make --directory, sudo -D,
     # systemd-run --working-directory, unshare --wd, bwrap --chdir
-    r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=]+)"
+    r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=<>]+)"
 )
 _BASES = 64  # folders a command's words are judged from; past that it is asked
 _MAKES_LINK = re.compile(
@@ -99,11 +99,12 @@ _UNKNOWN_CD = re.compile(
 )
 # Protected names anywhere in a command's text, glued to other characters or not (`.git/`
 # after any character; a bare `.git` only as a name of its own, so `repo.git` URLs stay free).
+_LEFTHOOK = re.compile(r"\.?lefthook(?:-local)?\.(?:ya?ml|json|toml)")
 _GLUED = re.compile(
     r"\.git/|(?<![\w.-])\.git(?![\w.-])|\.mcp\.json|\.claude\.json|\.gitconfig"
     r"|\.config/(?:git|harness)\b"
     r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.husky\b"
-    r"|\.pre-commit-config\.yaml|lefthook\.yml",
+    r"|\.pre-commit-config\.yaml|lefthook(?:-local)?\.(?:ya?ml|json|toml)|\.config/husky\b",
     re.IGNORECASE,
 )
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
@@ -170,6 +171,36 @@ def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
     )
 
 
+_BRACED = re.compile(r"\$\{([^{}$]*)\}")  # an innermost ${…}
+_OPERATOR_WORD = re.compile(
+    r"^[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(?:\[[^]]*\])?:?[-=+?](.*)$", re.S
+)
+_SIMPLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
+_SUBSTITUTION = re.compile(r"\$\([^()]*\)|`[^`]*`")
+
+
+def _without_expansions(command: str) -> tuple[str, str]:
+    """``command`` with every expansion bash may make empty taken out (``$X``, ``$@``, ``$1``,
+    ``${…}``, ``$(…)``, backquotes), and with each ``${x<op>word}`` giving its ``word``
+    (``${X:=.g}it``, ``${X:-${Y:-.g}}it``), innermost first, before quotes are removed (a name
+    ends at a quote: ``.g$X''it``). A protected name seen in either is named in the text
+    (review 6, findings 19, 20)."""
+
+    def default(m: re.Match[str]) -> str:
+        op = _OPERATOR_WORD.match(m.group(1))
+        return op.group(1) if op is not None else ""
+
+    empty, given = command, command
+    for _ in range(8):  # nesting levels undone; deeper ones stay as written
+        if "${" not in empty and "${" not in given:
+            break
+        empty, given = _BRACED.sub("", empty), _BRACED.sub(default, given)
+    return (
+        _SUBSTITUTION.sub("", _SIMPLE.sub("", empty)),
+        _SUBSTITUTION.sub("", _SIMPLE.sub("", given)),
+    )
+
+
 def git_config_files() -> tuple[str, ...]:
     """The user's and the system's git configs, as git finds them (review 6, finding 7): the
     ``$XDG_CONFIG_HOME/git`` folder (``~/.config/git``), ``~/.gitconfig``, ``/etc/gitconfig``
@@ -226,7 +257,9 @@ def _same_file(path: str, other: str) -> bool:
 def _protected_parts(parts: list[str]) -> bool:
     folded = [p.casefold() for p in parts if p not in ("", ".")]
     for i, part in enumerate(folded):
-        if part == ".config" and folded[i + 1 : i + 2] in (["harness"], ["git"]):
+        if _LEFTHOOK.fullmatch(part):
+            return True  # lefthook's configs and local overrides, any spelling (review 6, 22)
+        if part == ".config" and folded[i + 1 : i + 2] in (["harness"], ["git"], ["husky"]):
             return True  # the user's harness settings and git config, at their default places
         if part in _FILES:
             return True
@@ -280,7 +313,10 @@ def protected_command(
     # review 5, finding 26)
     joined = command.replace("\\\n", "")
     text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, joined).replace('$"', '"'))
-    glued = _GLUED.search(text)
+    glued = _GLUED.search(text) or next(
+        (g for v in _without_expansions(joined) if (g := _GLUED.search(_QUOTES.sub("", v)))),
+        None,
+    )
     if glued is not None:
         # A protected name inside a word (sed's `w.git/config`, `x,.mcp.json`, a path in
         # python -c or awk code): named in the text, so asked (review 5, finding 12).
@@ -311,13 +347,27 @@ def protected_command(
     # folder option (`env -C .. env -C ../.config cat harness/approvals.key`, `git -C`): each
     # word is judged from the working folder and from every folder the command may be in after
     # each change, from any earlier one (a change that fails leaves the folder as it was).
+    if _SETS_FOLDER_VARIABLE.search(joined):
+        # `HOME=x; cat ~/…` (bash's ~, $HOME and a bare cd follow it: review 6, finding 15)
+        return "it sets HOME, PWD, OLDPWD or CDPATH, which decide where its words lead"
+    if _LOGIN_SHELL.search(text):
+        # `su -`, `sudo -i`: the code runs in a user's home (review 6, finding 16)
+        return "it starts a login shell, whose folder is a user's home"
+    parsed = parse_command(command)
     bases = [here]
     if _UNKNOWN_CD.search(text):
         return "it changes to a folder the harness cannot tell (cd -, popd, pushd alone)"
     if _BARE_CD.search(text):  # `cd` alone goes home (review 5, finding 23)
         bases.append(os.path.normpath(home))
-    for m in _CD.finditer(text):
-        written = m.group(1) or m.group(2)
+    # cd targets as the parser reads them (quotes removed word by word: `cd "a b/.."`;
+    # review 6, finding 21), and as the text shows them (folder options of other programs)
+    targets = [m.group(1) or m.group(2) for m in _CD.finditer(text)]
+    for c in parsed.commands:
+        argv = c.words[c.assignments :]
+        if argv and argv[0].value in ("cd", "pushd"):
+            rest = [w for w in argv[1:] if not (w.value or "").startswith("-")]
+            targets += [rest[0].value] if rest and rest[0].value is not None else []
+    for written in dict.fromkeys(targets):
         more: list[str] = []
         for base in bases:
             target = _expand(written, home, base)
@@ -341,6 +391,13 @@ def protected_command(
         # glob syntax Python's glob does not read (review 5, finding 20): asked
         return "it holds a glob class or an extended glob the harness does not expand"
     words = [w for w in dict.fromkeys(_WORD_BREAK.split(text)) if w]
+    # and the parser's words, quotes removed word by word (`"/data/My Sessions/x"`: finding 12)
+    words += [
+        w.value
+        for c in parsed.commands
+        for w in c.words
+        if w.value is not None and any(ch.isspace() for ch in w.value)
+    ]
     if len(words) * len(bases) > _CHECKS:
         return "it has more words than the harness checks for protected paths"
     seen = _Seen.now(extra, cwd is not None)
@@ -400,6 +457,14 @@ _EXTGLOB = re.compile(r"[@+?*!]\(")
 _GLOB_OPTIONS = re.compile(r"globstar|nocaseglob|nocasematch|globasciiranges", re.IGNORECASE)
 _TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
 _PROC_SELF = re.compile(r"/+proc/+([^/]+)/+(root|cwd)(?=/|$)")
+_DOT_PARTS = re.compile(r"/(?:\./)+|//+")
+_MAGIC = re.compile(r"/(?:proc|dev/fd|dev/std)")
+_SETS_FOLDER_VARIABLE = re.compile(r"(?<![\w${])(?:HOME|PWD|OLDPWD|CDPATH)\b(?!\})")
+_LOGIN_SHELL = re.compile(
+    r"(?:^|[\s;&|(`])(?:\S*/)?(?:su|runuser)\s(?:[^;&|\n]*\s)?(?:-|-l|--login)(?=\s|$)"
+    r"|(?:^|[\s;&|(`])(?:\S*/)?sudo\s(?:[^;&|\n]*\s)?(?:-\w*i\w*|--login)(?=\s|$)"
+    r"|machinectl\s+shell"
+)
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
 _DEFAULT = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+?]([^}]*)\}")
 _HOME_VARIABLE = re.compile(r"\$(?:HOME\b|\{HOME\})")
@@ -431,12 +496,16 @@ def _expand(word: str, home: str, base: str) -> str | None:
     # /proc/self/root and /proc/self/cwd are the root and the command's folder.
     if word.startswith("//"):
         word = "/" + word.lstrip("/")
+    if word.startswith(("/proc/", "/dev/fd", "/dev/std")):
+        word = _DOT_PARTS.sub("/", word)
     proc = _PROC_SELF.match(word)
     if proc is not None:
         if proc.group(1) not in ("self", "thread-self"):
             return None  # another process's folders: the harness cannot tell
         rest = word[proc.end() :]
         word = ("/" + rest.lstrip("/")) if proc.group(2) == "root" else base + rest
+    elif _MAGIC.match(word) and ".." in word.split("/"):
+        return None  # `..` through /proc or /dev/fd's magic links (review 6, finding 17)
     return word
 
 

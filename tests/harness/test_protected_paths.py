@@ -1024,3 +1024,46 @@ async def test_computed_command_words_glob_options_and_spaced_stores_are_asked(
     filled = command.replace("{spaced}", str(spaced))
     decided = await s.decide(request(work, "bash", command=filled))
     assert isinstance(decided, Deny), (filled, decided)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd ~/.local/state>/dev/null; cat ../share/harness/sessions/*/*",
+        "HOME=~/.local/state; cat ~/../share/harness/sessions/*/*",
+        "export HOME=/tmp; cd; cat x",
+        "su - root -c 'cat .local/share/harness/sessions/x/s.jsonl'",
+        "sudo -i cat .local/share/harness/x",
+        "cat /proc/self/./cwd/../.local/share/harness/sessions/*/*",
+        "cat /dev/fd/../cwd/../home/x",
+        "cp hook ${X:=.g}it/hooks/pre-commit",
+        "cp hook ${X:-${Y:-.g}}it/hooks/pre-commit",
+        "cp hook .g$X''it/hooks/pre-commit",
+        "cp hook ${X:-.g}i${X}t/hooks/pre-commit",
+        "cp hook .g$@it/hooks/pre-commit",
+        "cp hook .g$1it/hooks/pre-commit",
+        'mkdir -p "{home}/.local/state/x y" && cd "{home}/.local/state/x y/.."'
+        " && cat ../share/harness/x",
+        "cp x lefthook-local.yml",
+        "cp x .lefthook.toml",
+        "cp x ~/.config/husky/init.sh",
+    ],
+)
+async def test_review_6_spellings_of_protected_places_are_asked(home: Path, command: str) -> None:
+    # Review 6, findings 14-22: a redirection glued to a cd target, HOME set in the line, login
+    # shells, /proc and /dev/fd `..`, defaults and empty expansions inside a name, a quoted cd
+    # target with a blank, lefthook's and husky's other configs.
+    work = home / "a"
+    (work / ".git" / "hooks").mkdir(parents=True)
+    (home / ".local" / "state" / "x y").mkdir(parents=True)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    filled = command.replace("{home}", str(home))
+    decided = await s.decide(request(work, "bash", command=filled))
+    assert isinstance(decided, Deny), (filled, decided)
+
+
+async def test_lefthook_spellings_are_protected_for_the_write_tool(cwd: Path) -> None:
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    for name in ("lefthook-local.yml", "lefthook.yaml", ".lefthook.json", "sub/lefthook.toml"):
+        decided = await s.decide(make_request(cwd, write_tool(), path=name, content=""))
+        assert isinstance(decided, Deny), (name, decided)

@@ -206,3 +206,27 @@ async def test_the_sessions_and_the_store_inside_the_working_folder_are_never_re
     assert sorted(s.path for s in result.skipped) == sorted([own, "sessions/.checkpoints/x"])
     assert session.path.read_bytes().startswith(lines)  # only appended to
     assert not (ws / "made.txt").exists()
+
+
+async def test_a_bash_scan_never_runs_a_program_an_implicit_repository_names(
+    tmp_path: Path, repo: JsonlSessionRepo
+) -> None:
+    # Review 6, finding 18: files a model may write (HEAD, refs/, objects/, a config declaring
+    # a partial clone whose promisor remote names an uploadpack) made the scan's `git status`
+    # a lazy fetch running that program.
+    marker = tmp_path / "uploadpack-ran"
+    ws = tmp_path / "plain"
+    (ws / "objects" / "info").mkdir(parents=True)
+    (ws / "refs" / "heads").mkdir(parents=True)
+    (ws / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "refs" / "heads" / "main").write_text("12" * 20 + "\n")
+    (ws / "config").write_text(
+        "[core]\n\trepositoryformatversion = 1\n\tbare = false\n\tworktree = .\n"
+        "[extensions]\n\tpartialClone = origin\n"
+        f'[remote "origin"]\n\turl = {ws}\n\tpromisor = true\n'
+        f'\tuploadpack = "touch {marker}; false"\n'
+    )
+    session = await repo.create(str(ws))
+    harness = make_harness(session, ws, [FauxReply(tool_calls=[call("bash", command="ls")]), "ok"])
+    await harness.prompt("list")
+    assert not marker.exists()
