@@ -197,7 +197,8 @@ def _opts(
 
 
 _SSH_VALUES = "BbcDEeFIiJLlmOoPpQRSWw"  # ssh, scp and sftp options that take a value
-_SSH = _opts(short="F", values=_SSH_VALUES)
+# -F a config, -I a PKCS#11 library it loads, -E a log file it writes (review 6, finding 27)
+_SSH = _opts(short="FIE", values=_SSH_VALUES)
 _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "tar": _opts(
         "checkpoint-action use-compress-program to-command info-script new-volume-script"
@@ -210,13 +211,19 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "gmake": _opts("eval file makefile directory", "fCE"),
     "rsync": _opts("rsh rsync-path", "e"),
     "ssh": _SSH,
-    "scp": _opts(short="FS", values=_SSH_VALUES),
-    "sftp": _opts(short="FS", values=_SSH_VALUES),
+    "scp": _opts(short="FSIE", values=_SSH_VALUES),
+    "sftp": _opts(short="FSDIE", values=_SSH_VALUES),  # -D: the sftp server program
     "find": _opts(words="-exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls -delete"),
     "sort": _opts("compress-program output", "o"),
-    "less": _opts("log-file LOG-FILE", "oO"),
-    "man": _opts("pager html", "PH"),
-    "wget": _opts("use-askpass execute", "e"),
+    # review 6, findings 29-31: a lesskey file's #env LESSOPEN, man's config DEFINEs, a
+    # wgetrc's use_askpass run programs; wget's output options write any file
+    "less": _opts("log-file LOG-FILE lesskey-src lesskey-file lesskey-content", "oOk"),
+    "man": _opts("pager html config-file", "PHC"),
+    "wget": _opts(
+        "use-askpass execute config output-document output-file append-output"
+        " directory-prefix input-file",
+        "eOoaPi",
+    ),
     "cargo": _opts("config"),
     "npm": _opts("script-shell"),
     "pnpm": _opts("script-shell"),
@@ -230,7 +237,10 @@ _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
          "diff-index", "range-diff", "blame", "annotate", "stash"),
         _GIT_DIFFS,
     ),
-    **dict.fromkeys(("fetch", "clone", "ls-remote", "archive"), _GIT_REMOTE),
+    **dict.fromkeys(("fetch", "ls-remote", "archive"), _GIT_REMOTE),
+    # clone's own -c/--config applies to the new repository before it fetches
+    # (core.sshCommand runs at once: review 6, finding 28), as do a template and a git dir
+    "clone": _opts("upload-pack receive-pack exec config template separate-git-dir", "uc"),
     "pull": _opts("upload-pack receive-pack exec"),
     "push": _opts("receive-pack exec"),
     "grep": _opts("open-files-in-pager", "O"),
@@ -242,7 +252,9 @@ _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
 }  # fmt: skip
 _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 _MAKE_ASSIGNMENT = re.compile(r"[^-=][^=]*=")  # make VAR=value overrides a recipe's variables
-_SSH_CODE = ("command", "match", "include")  # ProxyCommand, LocalCommand, Match exec, Include
+# ProxyCommand, LocalCommand, Match exec, Include; libraries it loads (PKCS11Provider,
+# SecurityKeyProvider); a socket another process serves (ControlPath)
+_SSH_CODE = ("command", "match", "include", "provider", "controlpath", "controlmaster")
 
 
 def _code_option(argv: tuple[Word, ...]) -> str | None:
