@@ -181,22 +181,49 @@ def _translate(pattern: str) -> str:
     return out
 
 
+MAX_BRACE_DEPTH = 8
+"""Brace nesting a pattern may have (``{a,{b,{c}}}`` is 3)."""
+
+
+def _brace_depth(pattern: str) -> int:
+    depth = deepest = 0
+    escaped = False
+    for c in pattern:
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == "}" and depth:
+            depth -= 1
+    return deepest
+
+
 @functools.lru_cache(maxsize=1024)
 def compile_glob(pattern: str) -> Glob:
     """Compile ``pattern`` (see the module doc); cached.
 
     Raises:
-        GlobError: the pattern is longer than :data:`MAX_PATTERN_CHARS`, its braces expand to
-            more than :data:`MAX_BRACE_EXPANSIONS` alternatives, or RE2 refuses it.
+        GlobError: the pattern is longer than :data:`MAX_PATTERN_CHARS`, its braces nest deeper
+            than :data:`MAX_BRACE_DEPTH` or expand to more than :data:`MAX_BRACE_EXPANSIONS`
+            alternatives, or RE2 refuses it.
     """
     if len(pattern) > MAX_PATTERN_CHARS:
         raise GlobError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+    if _brace_depth(pattern) > MAX_BRACE_DEPTH:
+        # bracex recurses once per level before any cap applies: a 600-byte rule in a cloned
+        # project's settings raised RecursionError (review 6, finding 23)
+        raise GlobError(f"the pattern's braces nest deeper than {MAX_BRACE_DEPTH} levels")
     try:
         expanded = bracex.expand(pattern, keep_escapes=True, limit=MAX_BRACE_EXPANSIONS)
     except bracex.ExpansionLimitException:
         raise GlobError(
             f"the pattern's braces expand to more than {MAX_BRACE_EXPANSIONS} alternatives"
         ) from None
+    except RecursionError:
+        raise GlobError("the pattern's braces nest too deep") from None
     patterns = expanded or [pattern]
     alternatives = dict.fromkeys(_translate(p) for p in patterns)
     literals = frozenset(_unescaped(p) for p in patterns if not _WILD.search(p))

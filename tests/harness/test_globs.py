@@ -276,3 +276,10 @@ async def test_a_name_without_a_slash_is_denied_at_any_depth_and_allowed_only_at
     req = request(tmp_path, write_tool(), path=path, content="x")
     assert isinstance(await deny.decide(req), Deny) is denied
     assert isinstance(await allow.decide(req), Approve) is approved
+
+
+def test_braces_nested_past_the_cap_are_a_pattern_error_not_a_crash() -> None:
+    # Review 6, finding 23: a rule of 300 nested braces raised RecursionError in bracex.
+    with pytest.raises(GlobError, match="nest deeper"):
+        compile_glob("{" * 300 + "a" + "}" * 300)
+    assert compile_glob("{a,{b,{c,d}}}").pattern == "{a,{b,{c,d}}}"
