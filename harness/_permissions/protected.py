@@ -30,6 +30,7 @@ import os
 import pwd
 import re
 import stat
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -85,7 +86,8 @@ _CD = re.compile(
     r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`<>]+)"
     # a program's folder option: env -C/--chdir, git/make/tar -C, make --directory, sudo -D,
     # systemd-run --working-directory, unshare --wd, bwrap --chdir
-    r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd)(?:=|\s+)?([^\s;&|)`=<>]+)"
+    r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd|--cwd|--dir|--prefix"
+    r"|--workdir)(?:=|\s+)?([^\s;&|)`=<>]+)"
 )
 _BASES = 64  # folders a command's words are judged from; past that it is asked
 _MAKES_LINK = re.compile(
@@ -313,9 +315,13 @@ def protected_command(
     # review 5, finding 26)
     joined = command.replace("\\\n", "")
     text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, joined).replace('$"', '"'))
-    glued = _GLUED.search(text) or next(
-        (g for v in _without_expansions(joined) if (g := _GLUED.search(_QUOTES.sub("", v)))),
-        None,
+    glued = (
+        _GLUED.search(text)
+        or _GLUED.search(urllib.parse.unquote(text))
+        or next(
+            (g for v in _without_expansions(joined) if (g := _GLUED.search(_QUOTES.sub("", v)))),
+            None,
+        )
     )
     if glued is not None:
         # A protected name inside a word (sed's `w.git/config`, `x,.mcp.json`, a path in
@@ -347,6 +353,9 @@ def protected_command(
     # folder option (`env -C .. env -C ../.config cat harness/approvals.key`, `git -C`): each
     # word is judged from the working folder and from every folder the command may be in after
     # each change, from any earlier one (a change that fails leaves the folder as it was).
+    if _EXECDIR.search(text):
+        # find runs the command in each found file's folder (review 6, finding 24)
+        return "it runs a command in the folders find walks (-execdir, -okdir)"
     if _SETS_FOLDER_VARIABLE.search(joined):
         # `HOME=x; cat ~/…` (bash's ~, $HOME and a bare cd follow it: review 6, finding 15)
         return "it sets HOME, PWD, OLDPWD or CDPATH, which decide where its words lead"
@@ -354,6 +363,13 @@ def protected_command(
         # `su -`, `sudo -i`: the code runs in a user's home (review 6, finding 16)
         return "it starts a login shell, whose folder is a user's home"
     parsed = parse_command(command)
+    for c in parsed.commands:
+        program = c.words[c.assignments].value if len(c.words) > c.assignments else None
+        if program and "/" in program:
+            runs = os.path.basename(os.path.realpath(os.path.join(here, program)))
+            if (runs == "git" or runs.startswith("git-")) and runs != program.rsplit("/")[-1]:
+                # git under another name (`./g -> /usr/bin/git`: review 6, finding 32)
+                return f"it runs git as {program!r}, which may write its config"
     bases = [here]
     if _UNKNOWN_CD.search(text):
         return "it changes to a folder the harness cannot tell (cd -, popd, pushd alone)"
@@ -401,9 +417,11 @@ def protected_command(
     if len(words) * len(bases) > _CHECKS:
         return "it has more words than the harness checks for protected paths"
     seen = _Seen.now(extra, cwd is not None)
+    decoded = urllib.parse.unquote(text)  # file:///…/harnes%73 (review 6, finding 25)
     for place in (seen.user, seen.key, *seen.harness, *seen.git_configs):
-        if any(c.isspace() for c in place) and place in text:
-            # a blank splits the words: the place as written in the text (review 6, 12)
+        if place in text or place in decoded:
+            # named in the text, whatever surrounds it: a blank in it splits the words (review
+            # 6, finding 12), sed's `w/…` glues a command to it (finding 26)
             return f"it names {place!r}, one of the harness's own folders or files"
     gits = {base: git_dirs(base) for base in bases}
     globs = 0
@@ -418,7 +436,12 @@ def protected_command(
             written += [word[i:] for i in range(3, len(word)) if word[i] in "/~.$"]
         # A path after curl's `@` or in a file:// URL is read (review 5, finding 32).
         written += [f[1:] for f in written if f.startswith("@")]
-        written += [f[7:] for f in written if f[:7].casefold() == "file://"]
+        for f in list(written):
+            if f[:5].casefold() == "file:":
+                url = urllib.parse.urlsplit(f)
+                if url.netloc not in ("", "localhost"):
+                    return f"it names {word!r}, a file URL of another host"
+                written.append(urllib.parse.unquote(url.path))
         # A parameter expansion may be empty (`${x:+}/home/u/...`) or its default value
         # (`${x:-.mcp.json}`): the word both ways too.
         written += [_EXPANSION.sub("", f) for f in written if "$" in f]
@@ -459,6 +482,7 @@ _TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
 _PROC_SELF = re.compile(r"/+proc/+([^/]+)/+(root|cwd)(?=/|$)")
 _DOT_PARTS = re.compile(r"/(?:\./)+|//+")
 _MAGIC = re.compile(r"/(?:proc|dev/fd|dev/std)")
+_EXECDIR = re.compile(r"(?:^|\s)-(?:execdir|okdir)(?=\s|$)")
 _SETS_FOLDER_VARIABLE = re.compile(r"(?<![\w${])(?:HOME|PWD|OLDPWD|CDPATH)\b(?!\})")
 _LOGIN_SHELL = re.compile(
     r"(?:^|[\s;&|(`])(?:\S*/)?(?:su|runuser)\s(?:[^;&|\n]*\s)?(?:-|-l|--login)(?=\s|$)"

@@ -10,6 +10,7 @@ next start), created ``.git/hooks/pre-commit`` and ``.mcp.json``, and ``bash`` w
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -1067,3 +1068,38 @@ async def test_lefthook_spellings_are_protected_for_the_write_tool(cwd: Path) ->
     for name in ("lefthook-local.yml", "lefthook.yaml", ".lefthook.json", "sub/lefthook.toml"):
         decided = await s.decide(make_request(cwd, write_tool(), path=name, content=""))
         assert isinstance(decided, Deny), (name, decided)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find ~/.local/state -maxdepth 0 -execdir cat share/harness/sessions/x/s.jsonl \\;",
+        "yarn --cwd ~/.local/share/harness install",
+        "curl -s file:{sessions}/x/s.jsonl",
+        "curl -s file://localhost{sessions}/x/s.jsonl",
+        "curl -s file://{home}/%2econfig/harness/approvals.key",
+        "curl -s file://{sessions_encoded}/x/s.jsonl",
+        "curl -s file://evil.example/etc/passwd",
+        "sed -n 'w{sessions}/x/s.jsonl' /dev/null",
+        "./g config core.hooksPath /tmp/h",
+    ],
+)
+async def test_execdir_file_urls_glued_store_paths_and_git_links_are_asked(
+    home: Path, command: str
+) -> None:
+    # Review 6, findings 24-26 and 32.
+    key = home / ".config" / "harness" / "approvals.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("00" * 32)
+    work = home / "a"
+    work.mkdir()
+    (work / "g").symlink_to(shutil.which("git") or "/usr/bin/git")
+    sessions = home / ".local" / "share" / "harness" / "sessions"
+    filled = (
+        command.replace("{sessions_encoded}", str(sessions).replace("harness", "harnes%73"))
+        .replace("{sessions}", str(sessions))
+        .replace("{home}", str(home))
+    )
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(request(work, "bash", command=filled))
+    assert isinstance(decided, Deny), (filled, decided)
