@@ -3,9 +3,10 @@ the order of the Claude Agent SDK."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -488,7 +489,27 @@ def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
         )
     if request.kind == "execute" and request.target is not None:
         return protected_command(request.target, request.cwd, stores)
+    if not request.paths and request.target is None:
+        # A tool that declares no path (an MCP server's write_file): a string argument naming
+        # a protected place is asked as a path would be (review 6, finding 33).
+        for value in _strings(request.input, 0):
+            if len(value) <= 4096 and "\0" not in value and ("/" in value or value[:1] == "."):
+                why = protected_path(value, request.cwd, stores)
+                if why is not None:
+                    return why
     return None
+
+
+def _strings(value: object, depth: int) -> Iterator[str]:
+    """The strings in a tool's JSON input, at most 8 levels and 256 values deep."""
+    if isinstance(value, str):
+        yield value
+    elif depth < 8 and isinstance(value, Mapping):
+        for item in itertools.islice(value.values(), 256):
+            yield from _strings(item, depth + 1)
+    elif depth < 8 and isinstance(value, list | tuple):
+        for item in itertools.islice(value, 256):
+            yield from _strings(item, depth + 1)
 
 
 def _in_additional(

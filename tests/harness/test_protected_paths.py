@@ -1103,3 +1103,22 @@ async def test_execdir_file_urls_glued_store_paths_and_git_links_are_asked(
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     decided = await s.decide(request(work, "bash", command=filled))
     assert isinstance(decided, Deny), (filled, decided)
+
+
+async def test_a_tool_without_a_path_naming_a_protected_place_is_asked(cwd: Path) -> None:
+    # Review 6, finding 33: an MCP server's write_file(".git/hooks/pre-commit") ran unasked in
+    # bypass: the tool declares no path, so only bash and the built-in tools were checked.
+    async def write_file(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__fs__write_file", description="write", execute=write_file)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for args in (
+        {"path": ".git/hooks/pre-commit", "content": "x"},
+        {"files": [{"to": "sub/.harness/settings.json"}]},
+        {"path": ".mcp.json"},
+    ):
+        decided = await s.decide(make_request(cwd, tool, **args))
+        assert isinstance(decided, Deny), (args, decided)
+    plain = await s.decide(make_request(cwd, tool, path="src/a.py", content="see .git docs"))
+    assert isinstance(plain, Approve), plain
