@@ -44,6 +44,7 @@ from .signing import approval_key_path
 
 __all__ = [
     "harness_folders",
+    "private_folders",
     "private_path",
     "protected_command",
     "protected_path",
@@ -241,9 +242,24 @@ def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] =
     if key in forms or _same_file(forms[1], key):
         # the same file by another name too: a hard link (review 5, finding 36)
         return "it reads the key that signs this user's approvals"
-    if any(_inside(f, store_folders(extra)) for f in forms):
-        return "it reads the sessions or checkpoints store (every project's sessions)"
+    if any(_inside(f, private_folders(extra)) for f in forms):
+        return (
+            "it reads the sessions or checkpoints store, or the harness's cache or state "
+            "(every project's sessions and prompts)"
+        )
     return None
+
+
+def private_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, ...]:
+    """What no model reads unasked: the sessions and checkpoint stores with a SQLite store's
+    journal files (review 6, finding 35), and the user cache and state folders, which hold the
+    sessions list cache (every session's first message) and chat's history of prompts
+    (finding 36)."""
+    cache = os.environ.get("HARNESS_CACHE_DIR")
+    return (
+        *_with_journals(store_folders(extra)),
+        *_both([user_folder("state"), user_folder("cache"), *([cache] if cache else [])]),
+    )
 
 
 def _same_file(path: str, other: str) -> bool:

@@ -23,7 +23,7 @@ from .decisions import (
     answered,
 )
 from .folders import user_folder
-from .protected import private_path, protected_command, protected_path, store_folders
+from .protected import private_folders, private_path, protected_command, protected_path
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
 from .signing import approval_key_path
@@ -366,7 +366,7 @@ class SecuritySupervisor:
             os.path.normpath(os.path.join(os.path.abspath(request.cwd), p)) for p in request.paths
         ]
         keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
-        stores = store_folders(self._stores)
+        stores = private_folders(self._stores)
         if not any(f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys)):
             return None
 

@@ -427,6 +427,10 @@ def _environment() -> dict[str, str]:
     ``objects/``, ``refs/`` and a ``config`` with ``core.fsmonitor``) would otherwise be a git
     repository whose config runs commands at ``git status`` (review 6, finding 8)."""
     env = dict(os.environ)
+    # only absolute PATH entries: an empty or relative one finds programs in the working
+    # folder, where a link a project ships escapes deny rules (review 6, finding 34)
+    entries = env.get("PATH", os.defpath).split(os.pathsep)
+    env["PATH"] = os.pathsep.join(e for e in entries if os.path.isabs(e))
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:

@@ -1122,3 +1122,27 @@ async def test_a_tool_without_a_path_naming_a_protected_place_is_asked(cwd: Path
         assert isinstance(decided, Deny), (args, decided)
     plain = await s.decide(make_request(cwd, tool, path="src/a.py", content="see .git docs"))
     assert isinstance(plain, Approve), plain
+
+
+async def test_reads_of_journals_the_list_cache_and_chat_history_are_asked(home: Path) -> None:
+    # Review 6, findings 35 and 36: a SQLite store's -wal (its latest lines), the sessions list
+    # cache (every session's first message) and chat's prompt history were plain files to
+    # `read` and to a walk.
+    store = home / "st" / "s.db"
+    store.parent.mkdir()
+    store.write_text("db")
+    (home / "st" / "s.db-wal").write_text("WAL secret")
+    cache = home / ".cache" / "harness"
+    cache.mkdir(parents=True)
+    (cache / "list-1.json").write_text("secret prompt")
+    state = home / ".local" / "state" / "harness"
+    state.mkdir(parents=True)
+    (state / "history").write_text("secret prompt")
+    s = SecuritySupervisor(mode="bypass", setting_sources=(), store_folders=[store])
+    for path in (str(store) + "-wal", str(cache / "list-1.json"), str(state / "history")):
+        decided = await s.decide(make_request(home, read_tool(), path=path))
+        assert isinstance(decided, Deny), (path, decided)
+    walk = s.hidden_paths(make_request(home, grep_tool(), pattern="secret", path="."))
+    assert walk is not None
+    assert walk(".cache/harness/list-1.json") and walk("st/s.db-wal")
+    assert not walk("notes.txt")

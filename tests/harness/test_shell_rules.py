@@ -1334,3 +1334,18 @@ async def test_the_running_bash_under_proc_is_read_as_bash(tmp_path: Path, comma
     results, decisions = await run_bash(work, [command], s)
     assert decisions == ["deny"] and results[0].is_error, command
     assert not (work / "P").exists()
+
+
+async def test_a_bare_word_found_through_an_empty_path_entry_never_escapes_a_deny_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review 6, finding 34: with an empty PATH entry bash ran the working folder's `t` (a link
+    # to touch) for the bare word `t`, which deny rules do not resolve.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "t").symlink_to(shutil.which("touch") or "/usr/bin/touch")
+    monkeypatch.setenv("PATH", os.environ["PATH"] + os.pathsep)
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    _, decisions = await run_bash(work, ["t P || true"], s)
+    assert decisions == ["approve"]
+    assert not (work / "P").exists()  # the bash tool's PATH has only absolute entries
