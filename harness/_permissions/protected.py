@@ -121,7 +121,11 @@ _CONFIG_WORD = re.compile(r"(?<![\w./-])config(?![\w./-])", re.IGNORECASE)
 _GIT_WORD = re.compile(r"(?:^|[\s;&|(`/])git(?=$|[\s;&|)`])")
 _GIT_CALL = re.compile(r"(?:^|[\s;&|(`])(?:\S*/)?git\s([^;&|\n]*)")
 _GIT_CALL_WRITES = re.compile(
-    r"alias\.|--config-env|--template|--separate-git-dir|\{[^}]*(?:,|\.\.)[^}]*\}", re.I
+    r"alias\.|--config-env|--template|--separate-git-dir|\{[^}]*(?:,|\.\.)[^}]*\}"
+    # init and clone take any unique prefix (`--templ=`), and init.templateDir names a
+    # template too (review 6, finding 38)
+    r"|\b(?:init|clone)\b[^;&|\n]*\s--(?:t|se)|init\.templatedir",
+    re.I,
 )  # a brace in a git call may spell any subcommand (`git con{f..f}ig`)
 
 
@@ -369,6 +373,16 @@ def protected_command(
     # folder option (`env -C .. env -C ../.config cat harness/approvals.key`, `git -C`): each
     # word is judged from the working folder and from every folder the command may be in after
     # each change, from any earlier one (a change that fails leaves the folder as it was).
+    written_cds = len(_CD_WORD.findall(text))
+    parsed_cds = sum(
+        1
+        for c in parse_command(command).commands
+        if len(c.words) > c.assignments and c.words[c.assignments].value in ("cd", "pushd")
+    )
+    if written_cds > parsed_cds:
+        # `cd` written where it is no command word with its target: `{cd,} DIR`, `alias c=cd`,
+        # `builtin cd "$@"` (review 6, finding 37)
+        return "it changes folders in a way the harness does not follow (cd spelt otherwise)"
     if _EXECDIR.search(text):
         # find runs the command in each found file's folder (review 6, finding 24)
         return "it runs a command in the folders find walks (-execdir, -okdir)"
@@ -498,6 +512,7 @@ _TILDE_USER = re.compile(r"~([a-z_][a-z0-9_-]*[$]?)(?=/|$)")
 _PROC_SELF = re.compile(r"/+proc/+([^/]+)/+(root|cwd)(?=/|$)")
 _DOT_PARTS = re.compile(r"/(?:\./)+|//+")
 _MAGIC = re.compile(r"/(?:proc|dev/fd|dev/std)")
+_CD_WORD = re.compile(r"(?<![\w.-])(?:cd|pushd)(?![\w.-])")
 _EXECDIR = re.compile(r"(?:^|\s)-(?:execdir|okdir)(?=\s|$)")
 _SETS_FOLDER_VARIABLE = re.compile(r"(?<![\w${])(?:HOME|PWD|OLDPWD|CDPATH)\b(?!\})")
 _LOGIN_SHELL = re.compile(

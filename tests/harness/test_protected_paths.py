@@ -1146,3 +1146,26 @@ async def test_reads_of_journals_the_list_cache_and_chat_history_are_asked(home:
     assert walk is not None
     assert walk(".cache/harness/list-1.json") and walk("st/s.db-wal")
     assert not walk("notes.txt")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "{cd,} ~/.local/state; cat ../share/harness/sessions/x/s.jsonl",
+        "shopt -s expand_aliases; alias c=cd\nc ~/.local/state; cat ../share/harness/x",
+        'f() { builtin cd "$@"; }; f ~/.local/state; cat ../share/harness/x',
+        "git init -q --templ=/tmp/tpl",
+        "git init -q --t=/tmp/tpl",
+        "git -c init.templateDir=/tmp/tpl init -q",
+        "git clone --sep=/tmp/gd https://example.invalid/r d",
+    ],
+)
+async def test_cd_spelt_otherwise_and_abbreviated_git_templates_are_asked(
+    home: Path, command: str
+) -> None:
+    # Review 6, findings 37 and 38.
+    work = home / "a"
+    (work / ".git").mkdir(parents=True)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(request(work, "bash", command=command))
+    assert isinstance(decided, Deny), (command, decided)
