@@ -30,6 +30,7 @@ import os
 import pwd
 import re
 import stat
+import tempfile
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
@@ -87,8 +88,9 @@ _CD = re.compile(
     r"(?:^|[\s;&|(`])(?:cd|pushd)\s+(?:-\S+\s+)*([^\s;&|)`<>]+)"
     # a program's folder option: env -C/--chdir, git/make/tar -C, make --directory, sudo -D,
     # systemd-run --working-directory, unshare --wd, bwrap --chdir
-    r"|(?:^|\s)(?:-C|-D|--chdir|--directory|--working-directory|--wd|--cwd|--dir|--prefix"
-    r"|--workdir)(?:=|\s+)?([^\s;&|)`=<>]+)"
+    # (getopt's abbreviations too: `env --ch=`, `tar --dir=`; nsenter -w: review 6, 24)
+    r"|(?:^|\s)(?:-C|-D|-w|--ch[a-z]*|--dir[a-z]*|--wo[a-z-]*|--wd|--cwd|--prefix"
+    r")(?:=|\s+)?([^\s;&|)`=<>]+)"
 )
 _BASES = 64  # folders a command's words are judged from; past that it is asked
 _MAKES_LINK = re.compile(
@@ -96,9 +98,10 @@ _MAKES_LINK = re.compile(
     r"(?=[\s;&|)]|$)"
 )
 _GOES_ON = re.compile(r"[;&|\n]")
-_BARE_CD = re.compile(r"(?:^|[\s;&|(`])cd(?:\s+-[LPe@]*|\s+--)*\s*(?=$|[;&|)`\n])")
+_BARE_CD = re.compile(r"(?:^|[\s;&|(`])cd(?:\s+-[LPe@]*|\s+--)*\s*(?=$|[;&|)`\n<>]|\d+[<>])")
 _UNKNOWN_CD = re.compile(
-    r"(?:^|[\s;&|(`])(?:cd(?:\s+-[LPe@]+)*\s+-(?=$|[\s;&|)`])|popd\b|pushd\s*(?=$|[;&|)`\n])|pushd\s+[+-]\d)"
+    r"(?:^|[\s;&|(`])(?:cd(?:\s+-[LPe@]+|\s+--)*\s+-(?=$|[\s;&|)`<>])|popd\b"
+    r"|pushd\s*(?=$|[;&|)`\n<>])|pushd\s+[+-]\d)|cdable_vars"
 )
 # Protected names anywhere in a command's text, glued to other characters or not (`.git/`
 # after any character; a bare `.git` only as a name of its own, so `repo.git` URLs stay free).
@@ -243,6 +246,8 @@ def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] =
     checkpoint store), or None."""
     forms = _resolved(path, cwd)
     key = os.path.realpath(approval_key_path())
+    if any(_other_bash_log(f) for f in forms):
+        return "it reads another harness process's command output (part of its session)"
     if key in forms or _same_file(forms[1], key):
         # the same file by another name too: a hard link (review 5, finding 36)
         return "it reads the key that signs this user's approvals"
@@ -263,6 +268,17 @@ def private_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
     return (
         *_with_journals(store_folders(extra)),
         *_both([user_folder("state"), user_folder("cache"), *([cache] if cache else [])]),
+    )
+
+
+def _other_bash_log(path: str) -> bool:
+    """Whether ``path`` is the full output another harness process's bash tool keeps
+    (``$TMPDIR/harness-bash-PID-*.log``): part of that process's session (review 6, 39)."""
+    folder, name = os.path.split(path)
+    return (
+        name.startswith("harness-bash-")
+        and not name.startswith(f"harness-bash-{os.getpid()}-")
+        and os.path.realpath(folder) == os.path.realpath(tempfile.gettempdir())
     )
 
 
@@ -777,6 +793,8 @@ def _names_protected(
 def _names_protected_at(
     word: str, name: str, named: str, here: str, seen: _Seen, gits: tuple[str, ...]
 ) -> str | None:
+    if _other_bash_log(named):
+        return f"it names {word!r}, another harness process's command output"
     if named == seen.user or named.startswith(seen.user.rstrip("/") + "/"):
         return "it names the user's harness settings folder"
     if _inside(named, seen.git_configs):

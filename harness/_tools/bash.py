@@ -38,6 +38,7 @@ _PARAMETERS: dict[str, JSONValue] = {
     "additionalProperties": False,
 }
 
+_DROPPED = ("OLDPWD", "CDPATH", "BASH_ENV", "ENV", "BASHOPTS", "SHELLOPTS", "GLOBIGNORE")
 _MAX_TIMEOUT_S = 600.0  # the most a model's `timeout` may ask (unless timeout_s is more)
 _DRAIN_S = 0.1  # once the command is gone, how long to wait for the rest of its output
 _UPDATE_EVERY_S = 0.05  # at most one update event per this many seconds
@@ -265,7 +266,9 @@ class _Output(asyncio.Protocol):
         self._file_room -= len(data)
         try:
             if self._file is None:
-                fd, name = tempfile.mkstemp(prefix="harness-bash-", suffix=".log")
+                # the process id in the name: another process's logs are private to it
+                # (docs/security.md; review 6, finding 39)
+                fd, name = tempfile.mkstemp(prefix=f"harness-bash-{os.getpid()}-", suffix=".log")
                 self._file = os.fdopen(fd, "wb")
                 self._file_name = name
             self._file.write(data)
@@ -431,6 +434,10 @@ def _environment() -> dict[str, str]:
     # folder, where a link a project ships escapes deny rules (review 6, finding 34)
     entries = env.get("PATH", os.defpath).split(os.pathsep)
     env["PATH"] = os.pathsep.join(e for e in entries if os.path.isabs(e))
+    # what would make bash run or go where the supervisor did not see: the user's OLDPWD
+    # (`cd -- -`), CDPATH, startup files and inherited shell options (review 6, finding 42)
+    for name in _DROPPED:
+        env.pop(name, None)
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:

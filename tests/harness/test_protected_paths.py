@@ -29,6 +29,8 @@ from harness import (
     PermissionRequest,
     SecuritySupervisor,
     Tool,
+    ToolResult,
+    ToolRun,
     bash_tool,
     edit_tool,
     find_tool,
@@ -1169,3 +1171,60 @@ async def test_cd_spelt_otherwise_and_abbreviated_git_templates_are_asked(
     s = SecuritySupervisor(mode="bypass", setting_sources=())
     decided = await s.decide(request(work, "bash", command=command))
     assert isinstance(decided, Deny), (command, decided)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd >/dev/null; cat .local/share/harness/sessions/x/s.jsonl",
+        "cd 2>&1; cat .local/share/harness/sessions/x/s.jsonl",
+        "cd -- - >/dev/null; cat x",
+        "shopt -s cdable_vars; X=~/.local/state; cd X >/dev/null; cat ../share/harness/x",
+        "env --ch={home}/.local/state cat ../share/harness/sessions/x/s.jsonl",
+        "tar --dir={home}/.local/share -xf a.tar harness/sessions",
+        "nsenter -w{home}/.local/state cat ../share/harness/sessions/x/s.jsonl",
+        "grep -h TOKEN /tmp/harness-bash-*.log",
+        "cat {tmp}/harness-bash-1-abc.log",
+    ],
+)
+async def test_redirected_bare_cd_inherited_folders_abbreviations_and_other_logs_are_asked(
+    home: Path, command: str
+) -> None:
+    # Review 6, findings 14, 24, 39 and 42.
+    import tempfile
+
+    work = home / "a"
+    work.mkdir()
+    other_log = Path(tempfile.gettempdir()) / "harness-bash-1-abc.log"
+    other_log.write_text("TOKEN")
+    try:
+        filled = command.replace("{home}", str(home)).replace("{tmp}", tempfile.gettempdir())
+        s = SecuritySupervisor(mode="bypass", setting_sources=())
+        decided = await s.decide(request(work, "bash", command=filled))
+        assert isinstance(decided, Deny), (filled, decided)
+        read = await s.decide(make_request(work, read_tool(), path=str(other_log)))
+        assert isinstance(read, Deny), read
+    finally:
+        other_log.unlink()
+
+
+async def test_the_bash_tool_drops_inherited_folder_and_startup_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLDPWD", str(tmp_path))
+    monkeypatch.setenv("CDPATH", str(tmp_path))
+    monkeypatch.setenv("BASH_ENV", str(tmp_path / "rc"))
+    (tmp_path / "rc").write_text(f"touch {tmp_path / 'rc-ran'}\n")
+    work = tmp_path / "w"
+    work.mkdir()
+    result = await bash_tool().execute(
+        {"command": 'echo "[$OLDPWD][$CDPATH]"'},
+        ToolRun(tool_call_id="t", cwd=work, on_update=_no_update),
+    )
+    assert isinstance(result, ToolResult)
+    assert result.content[0].text == "[][]\n"  # type: ignore[union-attr]
+    assert not (tmp_path / "rc-ran").exists()
+
+
+async def _no_update(partial: Any) -> None:
+    return None
