@@ -224,3 +224,12 @@ def test_random_json_anywhere_in_a_transcript_converts_or_is_dropped(
     source = write(tmp_path_factory.mktemp("cc") / "t.jsonl", records)
     conversion = convert(source)
     _lines_decode(conversion)
+    # The shape of what converted: every line counted, the fixture's trailing non-JSON line
+    # dropped, drops point at lines of the file, entries come only from the file's records.
+    assert conversion.records == len(records) + 1
+    lines = {d.line for d in conversion.dropped}
+    assert len(records) + 1 in lines and lines <= set(range(1, len(records) + 2))
+    uuids = {r["uuid"] for r in records if isinstance(r, dict) and isinstance(r.get("uuid"), str)}
+    for imported in (conversion.main, *conversion.sidechains):
+        assert len(imported.lines) == imported.entries + 1 == len(imported.entry_ids) + 1
+        assert imported.source_uuids <= uuids
