@@ -15,6 +15,7 @@ from claude_code_transcripts import SESSION, assistant, small_transcript, user, 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from step_count import counting
+from stress import examples
 
 from repos import MAX_NESTING, decode_entry
 from repos._codec import decode_header, loads_line
@@ -203,7 +204,9 @@ PATHS = [(i, p) for i, r in enumerate(TEMPLATE) for p in _paths(r)]
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(50, 150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(changes=st.lists(st.tuples(st.sampled_from(PATHS), json_values), min_size=1, max_size=4))
 def test_random_json_anywhere_in_a_transcript_converts_or_is_dropped(

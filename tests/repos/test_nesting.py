@@ -25,6 +25,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stress import examples
 
 from repos import (
     MAX_NESTING,
@@ -662,7 +663,9 @@ def _decodes_or_codec_error(
     assert dumps_line(encode(decode(orjson.loads(line)))) == line
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(200, 600), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(where=st.sampled_from(PATHS), value=json_values, extra=st.booleans())
 def test_random_json_in_any_field_of_any_entry_decodes_or_is_a_codec_error(
     where: tuple[dict[str, Any], tuple[Any, ...]], value: Any, extra: bool
@@ -676,7 +679,7 @@ def test_random_json_in_any_field_of_any_entry_decodes_or_is_a_codec_error(
         _decodes_or_codec_error(decode_message, encode_message, obj["message"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100, 300), deadline=None)
 @given(key=st.sampled_from([*HEADER, "parentSession", "metadata", "other"]), value=json_values)
 def test_random_json_in_any_header_field_decodes_or_is_a_codec_error(key: str, value: Any) -> None:
     try:
