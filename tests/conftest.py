@@ -9,6 +9,8 @@ streams). Helper modules there and ``tests/replay_server.py`` are loaded by path
 Real inputs from outside the team (the *corpus*: ``../shared/fixtures`` or
 ``$HARNESS_TEST_CORPUS``) are read in place, never copied into the project, only by tests
 marked ``corpus`` (in ``tests/corpus/``); without a corpus those are skipped with one reason.
+Tests marked ``stress`` (the long variants, ``tests/fixtures/stress.py``) skip unless
+``HARNESS_TEST_STRESS=1``.
 """
 
 from __future__ import annotations
@@ -54,11 +56,13 @@ _load("workspaces", TESTS / "fixtures" / "workspaces.py")
 _load("rich_session", TESTS / "fixtures" / "rich_session.py")
 _load("web_server", TESTS / "fixtures" / "web_server.py")
 _load("rpc_process", TESTS / "fixtures" / "rpc_process.py")
+_load("stress", TESTS / "fixtures" / "stress.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402
 from postgres_server import PostgresServer, unavailable  # noqa: E402
 from replay_server import ReplayServer  # noqa: E402
+from stress import STRESS, STRESS_OFF  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,12 +86,15 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if corpus_dir() is not None:
-        return
-    skip = pytest.mark.skip(reason=CORPUS_MISSING)
+    skips = []
+    if corpus_dir() is None:
+        skips.append(("corpus", pytest.mark.skip(reason=CORPUS_MISSING)))
+    if not STRESS:
+        skips.append(("stress", pytest.mark.skip(reason=STRESS_OFF)))
     for item in items:
-        if item.get_closest_marker("corpus") is not None:
-            item.add_marker(skip)
+        for marker, skip in skips:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)
 
 
 # --- required groups (CI) -------------------------------------------------------------------

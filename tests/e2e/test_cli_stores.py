@@ -74,8 +74,9 @@ def work(tmp_path: Path) -> Path:
     return folder
 
 
-def _every_command(store: str, work: Path) -> None:
-    """run, chat, list, show, tree, fork, export, import and delete on one store."""
+def _every_command(store: str, work: Path) -> set[str]:
+    """run, chat, list, show, tree, fork, export, import and delete on one store; the ids of
+    the two sessions left (the run's, the import's)."""
     first = json.loads(
         ok(
             harness("-p", "hello", "--offline", "--root", store, "--output", "json", cwd=work)
@@ -106,20 +107,28 @@ def _every_command(store: str, work: Path) -> None:
     after = json.loads(ok(harness("sessions", "list", "--root", store, "--json", cwd=work)).stdout)
     assert len(after) == 2 and fork["id"] not in {r["id"] for r in after}
     assert sorted(p.name for p in work.iterdir()) == ["claude.jsonl"]  # no folder for the URL
+    return {r["id"] for r in after}
 
 
 def test_every_command_on_a_sqlite_store(work: Path, tmp_path: Path) -> None:
-    _every_command(f"sqlite:{tmp_path / 'db' / 's.db'}", work)
+    left = _every_command(f"sqlite:{tmp_path / 'db' / 's.db'}", work)
     repo = SqliteSessionRepo(tmp_path / "db" / "s.db")  # the same database, read directly
     try:
-        assert len(asyncio.run(repo.list())) == 2
+        assert {info.id for info in asyncio.run(repo.list())} == left
     finally:
         repo.close()
 
 
 @pytest.mark.postgres
 def test_every_command_on_a_postgresql_store(work: Path, postgres_url: str) -> None:
-    _every_command(postgres_url, work)
+    from repos.postgres import PostgresSessionRepo
+
+    left = _every_command(postgres_url, work)
+    repo = PostgresSessionRepo(postgres_url)  # the same database, read directly
+    try:
+        assert len(left) == 2 and {info.id for info in asyncio.run(repo.list())} == left
+    finally:
+        repo.close()
 
 
 def test_a_relative_sqlite_root_never_makes_a_folder_named_sqlite(work: Path) -> None:

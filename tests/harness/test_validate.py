@@ -9,6 +9,7 @@ import pi_sessions
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stress import examples
 
 from harness import (
     AssistantMessage,
@@ -96,7 +97,7 @@ _message = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(150, 500), deadline=None)
 @given(st.lists(_message, max_size=12), st.integers(min_value=0, max_value=12))
 def test_checking_after_a_valid_prefix_finds_the_same_problems(
     messages: list,

@@ -661,17 +661,27 @@ def test_a_receiver_that_cannot_take_event_by_name_is_refused_at_connection() ->
 
 
 @pytest.mark.parametrize(
-    "receiver",
+    "make_receiver",
     [
-        lambda sender, event: None,
-        lambda sender, **kwargs: None,
-        lambda *args, **kwargs: None,
-        lambda sender, *, event: None,
-        lambda sender, event, extra=1: None,
+        lambda seen: lambda sender, event: seen.append(event),
+        lambda seen: lambda sender, **kwargs: seen.append(kwargs["event"]),
+        lambda seen: lambda *args, **kwargs: seen.append(kwargs["event"]),
+        lambda seen: lambda sender, *, event: seen.append(event),
+        lambda seen: lambda sender, event, extra=1: seen.append(event),
     ],
 )
-def test_receivers_callable_with_event_by_name_are_accepted(receiver: Any) -> None:
-    connect("turn_start", receiver)()
+async def test_receivers_callable_with_event_by_name_are_accepted(make_receiver: Any) -> None:
+    h, seen = Harness(), []
+    receiver = make_receiver(seen)
+    disconnect = connect("turn_start", receiver, sender=h)
+    event = TurnStartEvent(turn_index=4)
+    try:
+        await notify(h, event)
+    finally:
+        disconnect()
+    await notify(h, TurnStartEvent(turn_index=5))
+    # Accepted means called, with the event by name; and gone once disconnected.
+    assert seen == [event]
 
 
 # --- linked senders (a sub-agent's harness and its parent) ----------------------------------

@@ -15,6 +15,7 @@ from claude_code_transcripts import SESSION, assistant, small_transcript, user, 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from step_count import counting
+from stress import examples
 
 from repos import MAX_NESTING, decode_entry
 from repos._codec import decode_header, loads_line
@@ -203,7 +204,9 @@ PATHS = [(i, p) for i, r in enumerate(TEMPLATE) for p in _paths(r)]
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(50, 150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(changes=st.lists(st.tuples(st.sampled_from(PATHS), json_values), min_size=1, max_size=4))
 def test_random_json_anywhere_in_a_transcript_converts_or_is_dropped(
@@ -224,3 +227,12 @@ def test_random_json_anywhere_in_a_transcript_converts_or_is_dropped(
     source = write(tmp_path_factory.mktemp("cc") / "t.jsonl", records)
     conversion = convert(source)
     _lines_decode(conversion)
+    # The shape of what converted: every line counted, the fixture's trailing non-JSON line
+    # dropped, drops point at lines of the file, entries come only from the file's records.
+    assert conversion.records == len(records) + 1
+    lines = {d.line for d in conversion.dropped}
+    assert len(records) + 1 in lines and lines <= set(range(1, len(records) + 2))
+    uuids = {r["uuid"] for r in records if isinstance(r, dict) and isinstance(r.get("uuid"), str)}
+    for imported in (conversion.main, *conversion.sidechains):
+        assert len(imported.lines) == imported.entries + 1 == len(imported.entry_ids) + 1
+        assert imported.source_uuids <= uuids

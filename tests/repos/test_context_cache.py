@@ -6,6 +6,7 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stress import examples
 
 from hooks import (
     AssistantMessage,
@@ -37,7 +38,7 @@ op = st.one_of(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(150, 600), deadline=None)
 @given(st.lists(op, max_size=40))
 def test_incremental_context_equals_a_full_rebuild(ops: list[tuple[object, ...]]) -> None:
     session = asyncio.run(MemorySessionRepo().create("/w"))
@@ -80,7 +81,7 @@ def test_incremental_context_equals_a_full_rebuild(ops: list[tuple[object, ...]]
         assert session.build_context() == expected  # build_at, through the session
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100, 300), deadline=None)
 @given(st.lists(op, max_size=40))
 def test_normalising_gathers_the_pair_ids_a_separate_pass_finds(
     ops: list[tuple[object, ...]],

@@ -25,6 +25,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stress import examples
 
 from repos import (
     MAX_NESTING,
@@ -45,6 +46,7 @@ from repos._codec import (
     decode_message,
     dumps_line,
     encode_header,
+    encode_message,
     loads_line,
     nested_deeper,
 )
@@ -643,18 +645,27 @@ def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 PATHS = [(t, p) for t in TEMPLATES for p in _paths(t)]
 
 
-def _decodes_or_codec_error(decode: Callable[[Any], Any], obj: Any) -> None:
+def _decodes_or_codec_error(
+    decode: Callable[[Any], Any], encode: Callable[[Any], Any], obj: Any
+) -> None:
     try:
         value = decode(obj)
     except CodecError:
         return
-    # What was read can be written back as a line a reader accepts.
-    if hasattr(value, "type"):
-        line = dumps_line(encode_entry(value))
-        decode_entry(orjson.loads(line))
+    # An entry read is the one the object describes (its type and id), and so is a message of
+    # the three core roles (others may be read under a current name, or kept raw). Either's
+    # line reads back to a value written as the same line (one trip settles the value).
+    if decode is decode_entry:
+        assert (value.type, value.id) == (obj["type"], obj["id"])
+    elif obj.get("role") in ("user", "assistant", "toolResult"):
+        assert value.role == obj["role"]
+    line = dumps_line(encode(value))
+    assert dumps_line(encode(decode(orjson.loads(line)))) == line
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(200, 600), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(where=st.sampled_from(PATHS), value=json_values, extra=st.booleans())
 def test_random_json_in_any_field_of_any_entry_decodes_or_is_a_codec_error(
     where: tuple[dict[str, Any], tuple[Any, ...]], value: Any, extra: bool
@@ -663,19 +674,24 @@ def test_random_json_in_any_field_of_any_entry_decodes_or_is_a_codec_error(
     obj = _replaced(template, path, value)
     if extra and isinstance(obj, dict):
         obj = {**obj, "unknownKey": value}
-    _decodes_or_codec_error(decode_entry, obj)
+    _decodes_or_codec_error(decode_entry, encode_entry, obj)
     if isinstance(obj, dict) and isinstance(obj.get("message"), dict | list):
-        _decodes_or_codec_error(decode_message, obj["message"])
+        _decodes_or_codec_error(decode_message, encode_message, obj["message"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100, 300), deadline=None)
 @given(key=st.sampled_from([*HEADER, "parentSession", "metadata", "other"]), value=json_values)
 def test_random_json_in_any_header_field_decodes_or_is_a_codec_error(key: str, value: Any) -> None:
     try:
         header = decode_header({**HEADER, key: value})
     except CodecError:
         return
-    decode_header(orjson.loads(dumps_line(encode_header(header))))
+    assert header.id == (value if key == "id" else HEADER["id"])
+    line = dumps_line(encode_header(header))
+    assert dumps_line(encode_header(decode_header(orjson.loads(line)))) == line
+
+
+_SKIPPED_LINE = {"corrupt_line", "corrupt_body", "duplicate_id", "blank_line", "misplaced_header"}
 
 
 @settings(
@@ -698,7 +714,12 @@ def test_a_file_of_random_lines_reads_with_diagnostics_never_a_crash(
     with open_session(path) as session:
         session.build_context()
         session.get_tree()
-        list(session.entries())
-        session.get_branch()
+        entries = list(session.entries())
+        branch = session.get_branch()
+        skipped = {d.line for d in session.diagnostics if d.code in _SKIPPED_LINE}
+    # Every line after the header is an entry or a line skipped with a diagnostic; the branch
+    # is made of those entries.
+    assert len(entries) + len(skipped) == 1 + len(lines)
+    assert {e.id for e in branch} <= {e.id for e in entries}
     with contextlib.suppress(CorruptSessionError):
         open_session(path, strict=True).close()

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pi_sessions import PiSession
+from stress import examples
 
 from harness._compaction import CompactionSettings, prepare_compaction
 from harness._compaction.tokens import context_size
@@ -400,7 +401,9 @@ def _valid_by_brute_force(path: Sequence[Entry], i: int) -> bool:
     return not pair_problems(kept)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(100, 300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(path=conversations(), keep=st.integers(0, 600))
 def test_property_cut_is_valid_and_respects_the_budget(path: list[Entry], keep: int) -> None:
     prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep))
