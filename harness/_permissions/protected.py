@@ -133,7 +133,7 @@ _GIT_CALL_WRITES = re.compile(
 
 
 def _user_folder() -> str:
-    return os.path.realpath(user_folder("config"))
+    return _realpath(user_folder("config"))
 
 
 def _both(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -142,7 +142,7 @@ def _both(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
     out: list[str] = []
     for p in paths:
         absolute = os.path.normpath(os.path.abspath(os.path.expanduser(os.fspath(p))))
-        for form in (absolute, os.path.realpath(absolute)):
+        for form in (absolute, _realpath(absolute)):
             if form not in out:
                 out.append(form)
     return tuple(out)
@@ -230,6 +230,16 @@ def _with_journals(paths: tuple[str, ...]) -> tuple[str, ...]:
     return (*paths, *(p + suffix for p in paths for suffix in _SQLITE_FILES))
 
 
+def _realpath(path: str | os.PathLike[str]) -> str:
+    """``os.path.realpath``, or the path normalised when a link on it changes while it is
+    resolved (``readlink`` of a name just swapped raises: a race the rewind tests provoke);
+    the open that follows a decision never follows a link it did not decide on."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.path.normpath(os.fspath(path))
+
+
 def _inside(path: str, folders: Iterable[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
@@ -238,14 +248,14 @@ def _resolved(path: str, cwd: Path) -> tuple[str, str]:
     joined = os.path.join(os.path.abspath(cwd), os.path.expanduser(path))
     # realpath of the path as written: the kernel resolves `L/..` physically (L's target's
     # parent), which normpath first would turn into the folder holding L (review 6, finding 1)
-    return os.path.normpath(joined), os.path.realpath(joined)
+    return os.path.normpath(joined), _realpath(joined)
 
 
 def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()) -> str | None:
     """Why reading ``path`` is asked in every mode (the approvals key, a sessions or
     checkpoint store), or None."""
     forms = _resolved(path, cwd)
-    key = os.path.realpath(approval_key_path())
+    key = _realpath(approval_key_path())
     if any(_other_bash_log(f) for f in forms):
         return "it reads another harness process's command output (part of its session)"
     if key in forms or _same_file(forms[1], key):
@@ -278,7 +288,7 @@ def _other_bash_log(path: str) -> bool:
     return (
         name.startswith("harness-bash-")
         and not name.startswith(f"harness-bash-{os.getpid()}-")
-        and os.path.realpath(folder) == os.path.realpath(tempfile.gettempdir())
+        and _realpath(folder) == _realpath(tempfile.gettempdir())
     )
 
 
@@ -412,7 +422,7 @@ def protected_command(
     for c in parsed.commands:
         program = c.words[c.assignments].value if len(c.words) > c.assignments else None
         if program and "/" in program:
-            runs = os.path.basename(os.path.realpath(os.path.join(here, program)))
+            runs = os.path.basename(_realpath(os.path.join(here, program)))
             if (runs == "git" or runs.startswith("git-")) and runs != program.rsplit("/")[-1]:
                 # git under another name (`./g -> /usr/bin/git`: review 6, finding 32)
                 return f"it runs git as {program!r}, which may write its config"
@@ -598,7 +608,7 @@ class _Seen:
 
         return cls(
             user=_user_folder(),
-            key=os.path.realpath(approval_key_path()),
+            key=_realpath(approval_key_path()),
             harness=_with_journals(harness_folders(extra)),
             stores=_with_journals(store_folders(extra)),
             stores_too=stores_too,
@@ -624,7 +634,7 @@ def git_dirs(cwd: Path | str) -> tuple[str, ...]:
         if text is not None and text.startswith("gitdir:"):
             named = text[len("gitdir:") :].strip().splitlines()[0:1]
             if named:
-                target = os.path.realpath(os.path.join(folder, named[0]))
+                target = _realpath(os.path.join(folder, named[0]))
                 found.append(target)
                 if not configs:
                     common = (_read_regular(os.path.join(target, "commondir"), 4096) or "").strip()
@@ -650,11 +660,11 @@ def git_dirs(cwd: Path | str) -> tuple[str, ...]:
         value = _hooks_path(_read_regular(config, _CONFIG_BYTES) or "")
         if not value:
             continue
-        hooks_dir = os.path.realpath(os.path.join(work_tree, _home(value, home)))
+        hooks_dir = _realpath(os.path.join(work_tree, _home(value, home)))
         # A file (hooksPath=/dev/null turns hooks off) runs nothing; the work tree itself or a
         # folder above it would protect every file (only its hook names could run).
         if (os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir)) or _inside(
-            os.path.realpath(work_tree), [hooks_dir]
+            _realpath(work_tree), [hooks_dir]
         ):
             continue
         hooks.append(hooks_dir)
@@ -782,7 +792,7 @@ def _names_protected(
     protected, or None."""
     named = os.path.normpath(os.path.join(here, name))
     why = _names_protected_at(word, name, named, here, seen, gits)
-    real = os.path.realpath(os.path.join(here, name))  # physical `..`, as the kernel
+    real = _realpath(os.path.join(here, name))  # physical `..`, as the kernel
     if why is None and real != named:
         # a symlink on the way (`h -> .git/hooks`, `notes.txt -> ~/.config/harness/...`, which
         # a project can ship): the path it reaches counts as well (review 5, findings 03, 04)
@@ -809,7 +819,7 @@ def _names_protected_at(
             return f"it names {word!r}, in the harness's own folders (sessions, checkpoints)"
         if named not in (here, "/") and any(_inside(s, [named]) for s in seen.stores):
             return f"it names {word!r}, which holds the sessions or checkpoints store"
-    if gits and _inside(os.path.realpath(named), gits):
+    if gits and _inside(_realpath(named), gits):
         return f"it names {word!r}, in a folder git runs code from (hooks, config)"
     parts = name.split("/")
     if _protected_parts(parts) or _glob_hits(parts) or _protected_parts(named.split("/")):
