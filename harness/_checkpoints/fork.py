@@ -19,6 +19,7 @@ from pathlib import Path
 from attrs import frozen
 
 from .._fs import Location, beneath, open_dir, open_parent, open_regular_at
+from .._permissions import protected_path
 from .errors import CheckpointError, WorkspaceExistsError
 from .records import Missed, Pending, State
 from .rewind import _remove, _write
@@ -175,6 +176,12 @@ def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> l
             continue
         if any(part.casefold() == ".git" for part in path.split("/")):
             skipped.append(Missed(path, "in git's folder: never written"))
+            continue
+        protected = protected_path(path, root)
+        if protected is not None:
+            # as a rewind: a session file's entries never write or remove settings, hooks or
+            # .mcp.json in the fork's copy (review, after review 5 finding 27)
+            skipped.append(Missed(path, f"a protected path, never written ({protected})"))
             continue
         # Through no symlink, as a rewind writes (the copy keeps the source's symlinks).
         loc = Location(str(root), path, "inside")

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from workspaces import SCRIPT, call, git, make_harness, record_trees, tree
 
-from harness import FauxReply, JsonlSessionRepo, Session, WorkspaceExistsError
+from harness import (
+    Approve,
+    FauxReply,
+    JsonlSessionRepo,
+    SecuritySupervisor,
+    Session,
+    WorkspaceExistsError,
+)
 
 
 async def test_a_fork_at_an_entry_carries_that_entrys_files_and_goes_on_alone(
@@ -77,3 +84,32 @@ async def test_a_fork_into_a_folder_that_is_not_empty_writes_nothing(
     assert exists.value.code == "workspace_exists"
     assert tree(taken) == {"mine.txt": (b"mine", False)}
     assert len(await repo.list()) == count
+
+
+async def test_a_fork_never_writes_or_removes_a_protected_path(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path, kind: str
+) -> None:
+    # A check after review 5 finding 27: the fork's copy of the workspace applied the entries'
+    # protected paths that a rewind refuses: a session claiming it created
+    # .harness/settings.json had the fork lose the project's deny rules.
+    if kind != "plain":
+        pytest.skip("a git fork starts from HEAD, which does not hold the settings file")
+    (ws / ".harness").mkdir()
+    settings = '{"permissions": {"deny": ["Bash(curl:*)"]}}\n'
+
+    async def yes(request: object) -> Approve:
+        return Approve()
+
+    script = [
+        FauxReply(tool_calls=[call("write", path="plain.txt", content="first\n")]),
+        FauxReply(tool_calls=[call("write", path=".harness/settings.json", content=settings)]),
+        "done",
+    ]
+    supervisor = SecuritySupervisor(approver=yes, setting_sources=())
+    harness = make_harness(session, ws, script, supervisor=supervisor)
+    trees = record_trees(harness, ws)
+    await harness.prompt("write")
+    first = next(iter(trees))
+    await harness.fork(repo, first, position="before", workspace=tmp_path / "fork")
+    assert (tmp_path / "fork" / ".harness" / "settings.json").read_text() == settings
+    assert not (tmp_path / "fork" / "plain.txt").exists()  # the rest as at the entry
