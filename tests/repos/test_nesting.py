@@ -647,11 +647,12 @@ PATHS = [(t, p) for t in TEMPLATES for p in _paths(t)]
 
 def _decodes_or_codec_error(
     decode: Callable[[Any], Any], encode: Callable[[Any], Any], obj: Any
-) -> None:
+) -> Any:
+    """The value ``obj`` decodes to (checked as below), or None for a codec error."""
     try:
         value = decode(obj)
     except CodecError:
-        return
+        return None
     # An entry read is the one the object describes (its type and id), and so is a message of
     # the three core roles (others may be read under a current name, or kept raw). Either's
     # line reads back to a value written as the same line (one trip settles the value).
@@ -661,6 +662,7 @@ def _decodes_or_codec_error(
         assert value.role == obj["role"]
     line = dumps_line(encode(value))
     assert dumps_line(encode(decode(orjson.loads(line)))) == line
+    return value
 
 
 @settings(
@@ -674,9 +676,13 @@ def test_random_json_in_any_field_of_any_entry_decodes_or_is_a_codec_error(
     obj = _replaced(template, path, value)
     if extra and isinstance(obj, dict):
         obj = {**obj, "unknownKey": value}
-    _decodes_or_codec_error(decode_entry, encode_entry, obj)
+    entry = _decodes_or_codec_error(decode_entry, encode_entry, obj)
+    # decoded, the entry is the one the object names; else the object named no valid entry
+    assert entry is None or entry.id == obj["id"]
     if isinstance(obj, dict) and isinstance(obj.get("message"), dict | list):
-        _decodes_or_codec_error(decode_message, encode_message, obj["message"])
+        message = _decodes_or_codec_error(decode_message, encode_message, obj["message"])
+        role = obj["message"].get("role") if isinstance(obj["message"], dict) else None
+        assert message is None or role not in ("user", "assistant") or message.role == role
 
 
 @settings(max_examples=examples(100, 300), deadline=None)
