@@ -95,6 +95,7 @@ from ._providers.base import (
     ToolSpec,
 )
 from ._tools.base import Tool, ToolResult, ToolRun, validate_input
+from ._tools.sandbox import Sandbox
 from ._validate import check_request
 
 _log = logging.getLogger("harness")
@@ -705,6 +706,7 @@ class _Pending:
     confined: bool = True
     approved_path: str | None = None
     hidden: Callable[[str], bool] | None = None
+    sandbox: Sandbox | None = None
     result: ToolResultMessage | None = None
     terminate: bool = False
     fatal: BaseException | None = None
@@ -787,6 +789,7 @@ async def _resume_tools(
                 confined=not verdict.leaves_cwd,
                 approved_path=verdict.approved_path,
                 hidden=verdict.hidden,
+                sandbox=verdict.sandbox,
             )
             if p.error is None and not resumed.claim(r.approval_id):
                 p.error = INTERRUPTED_TEXT
@@ -1000,6 +1003,7 @@ async def _preflight(
         confined=not verdict.leaves_cwd,
         approved_path=verdict.approved_path,
         hidden=verdict.hidden,
+        sandbox=verdict.sandbox,
     )
 
 
@@ -1072,6 +1076,7 @@ async def _execute(run: Run, p: _Pending, tool: Tool, context: Any) -> ToolResul
         confined=p.confined,
         approved_path=p.approved_path,
         hidden=p.hidden,
+        sandbox=p.sandbox,
         on_update=on_update,
     )
     running = _TOOL_CALL.set(ToolCallRef(harness=run.sender, tool_call_id=p.call.id))

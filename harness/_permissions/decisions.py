@@ -165,6 +165,8 @@ class Supervisor(Protocol):
 
     A supervisor may also define ``hidden_paths(request) -> Callable[[str], bool] | None``:
     for an approved call that walks a folder, which paths beneath it the tool leaves unread
-    (see ``SecuritySupervisor.hidden_paths``)."""
+    (see ``SecuritySupervisor.hidden_paths``); and ``sandbox(request) -> Sandbox | None``, called
+    once per approved call: what a command may not change or read (``ToolRun.sandbox``; see
+    ``SecuritySupervisor.sandbox``)."""
 
     async def decide(self, request: PermissionRequest) -> Decision: ...

@@ -23,6 +23,7 @@ from hooks import (
 from repos import CustomEntry, Session
 
 from .._tools.base import Tool
+from .._tools.sandbox import Sandbox
 from .decisions import (
     Approve,
     ApproveAlways,
@@ -88,6 +89,9 @@ class GateResult:
     """The supervisor deferred the call (it neither runs nor is denied now)."""
     operation_key: str = ""
     """The call's operation key, as the supervisor was shown it."""
+    sandbox: Sandbox | None = None
+    """For a command: what it may not change or read (``ToolRun.sandbox``); from the
+    supervisor's optional ``sandbox(request)``."""
 
 
 @define
@@ -210,9 +214,11 @@ class Gate:
                 operation_key=request.operation_key,
             )
         hidden = None
+        sandbox = None
         if denied is None:
             try:
                 hidden = self._hidden(request)
+                sandbox = self._sandbox(request)
             except Exception as exc:  # fail closed, as for a raising decide()
                 _log.error("supervisor failed on %r", request.operation_key, exc_info=exc)
                 denied = f"the supervisor failed, so the call is denied: {exc!r}"
@@ -223,6 +229,7 @@ class Gate:
             approved_path=target.resolved,
             hidden=hidden,
             operation_key=request.operation_key,
+            sandbox=sandbox,
         )
 
     def _settled(self, request: PermissionRequest, decision: Decision) -> Decision:
@@ -244,6 +251,10 @@ class Gate:
     def _hidden(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         hidden_paths = getattr(self.supervisor, "hidden_paths", None)
         return hidden_paths(request) if callable(hidden_paths) else None
+
+    def _sandbox(self, request: PermissionRequest) -> Sandbox | None:
+        sandbox = getattr(self.supervisor, "sandbox", None)
+        return sandbox(request) if callable(sandbox) else None
 
     async def _decide(self, request: PermissionRequest) -> Decision:
         if self.notification_delay_s is None:

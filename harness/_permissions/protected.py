@@ -39,6 +39,7 @@ from attrs import frozen
 
 from repos import InvalidStoreUrlError, parse_store_url
 
+from .._tools.sandbox import Sandbox
 from .folders import user_folder
 from .shell import parse_command
 from .signing import approval_key_path
@@ -49,6 +50,7 @@ __all__ = [
     "private_path",
     "protected_command",
     "protected_path",
+    "sandbox_paths",
     "store_folders",
 ]
 
@@ -916,3 +918,83 @@ def _sequence(m: re.Match[str], limit: int) -> list[str]:
     values = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
     picked = list(itertools.islice(values, limit))
     return [chr(v) for v in picked] if first.isalpha() else [str(v) for v in picked]
+
+
+# Inside a git folder: what runs code (its config, worktree config and hooks) and, for each
+# submodule's git folder under `modules/`, the same.
+_GIT_CODE = ("config", "config.worktree", "hooks", "commondir")
+
+
+def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ()) -> Sandbox:
+    """What a sandboxed bash command in ``cwd`` may not change or read (:class:`Sandbox`):
+    the protected paths that exist now, found from the file system rather than from the
+    command's text, so no spelling of a name reaches them.
+
+    Read-only: the user's harness config folder (created, mode 0700, when missing: a command
+    must not be the one to make it), the user's and the system's git configs, and in ``cwd``,
+    each folder above it and the home folder, the protected names (``.harness``, ``.claude``,
+    ``.husky``, ``.mcp.json``, ``.claude.json``, ``.gitconfig``, the hook managers' configs);
+    the folders git runs hooks from (:func:`git_dirs`); in every git folder found (a ``.git``
+    folder there, the one a ``.git`` file names, each submodule's under ``modules/``) its
+    ``config``, ``config.worktree``, ``commondir`` and ``hooks``, and a ``.git`` file itself.
+    Pinned (changeable inside, never removed or renamed): those git folders. Hidden (seen
+    empty): the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
+    """
+    home = os.path.expanduser("~")
+    config = user_folder("config")
+    with contextlib.suppress(OSError):
+        config.mkdir(mode=0o700, parents=True, exist_ok=True)
+    read_only: list[str] = [os.fspath(config), *git_config_files()]
+    pinned: list[str] = []
+    start = os.path.abspath(cwd)
+    folders = [start]
+    while (parent := os.path.dirname(folders[-1])) != folders[-1]:
+        folders.append(parent)
+    if home not in folders:
+        folders.append(home)
+    names = (*_FOLDERS, *_FILES, *_LEFTHOOK_NAMES, ".config/husky")
+    git_folders: list[str] = []
+    for folder in folders:
+        for name in names:
+            path = os.path.join(folder, name)
+            if name == ".git":
+                if os.path.isdir(path) and not os.path.islink(path):
+                    git_folders.append(path)
+                elif os.path.lexists(path):
+                    read_only.append(path)
+            elif os.path.lexists(path):
+                read_only.append(path)
+    for found in git_dirs(cwd):
+        (git_folders if os.path.isfile(os.path.join(found, "HEAD")) else read_only).append(found)
+    for git in list(git_folders):
+        with contextlib.suppress(OSError):
+            git_folders += [e.path for e in os.scandir(os.path.join(git, "modules")) if e.is_dir()][
+                :_SUBMODULES
+            ]
+    for git in git_folders:
+        pinned.append(git)
+        read_only += [os.path.join(git, name) for name in _GIT_CODE]
+    hidden = [
+        f
+        for f in (os.fspath(approval_key_path()), *private_folders(extra))
+        if not _inside(start, [f])
+    ]
+    return Sandbox(
+        read_only=_real_unique(read_only),
+        pinned=_real_unique(pinned),
+        hidden=_real_unique(hidden),
+    )
+
+
+_SUBMODULES = 256  # submodule git folders made read-only per repository, at most
+_LEFTHOOK_NAMES = tuple(
+    f"{dot}lefthook{local}.{ext}"
+    for dot in ("", ".")
+    for local in ("", "-local")
+    for ext in ("yml", "yaml", "json", "toml")
+)
+
+
+def _real_unique(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """``paths`` with symlinks resolved (a mount is made on what a link names), each once."""
+    return tuple(dict.fromkeys(_realpath(p) for p in paths))

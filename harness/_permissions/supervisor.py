@@ -12,9 +12,11 @@ from typing import Literal
 
 from attrs import evolve, frozen
 
+from .._tools.sandbox import Sandbox
 from .claude_code import ModeName, permission_mode
 from .decisions import (
     Approve,
+    ApproveAlways,
     Approver,
     Decision,
     Deny,
@@ -23,14 +25,30 @@ from .decisions import (
     answered,
 )
 from .folders import user_folder
-from .protected import private_folders, private_path, protected_command, protected_path
+from .protected import (
+    private_folders,
+    private_path,
+    protected_command,
+    protected_path,
+    sandbox_paths,
+)
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
 from .signing import approval_key_path
 
 log = logging.getLogger("harness")
 
-__all__ = ["MODE_STRICTNESS", "PROJECT_SETTINGS", "SecuritySupervisor", "user_settings_path"]
+__all__ = [
+    "MODE_STRICTNESS",
+    "PROJECT_SETTINGS",
+    "UNSANDBOXED",
+    "SecuritySupervisor",
+    "user_settings_path",
+]
+
+UNSANDBOXED = "dangerouslyDisableSandbox"
+"""The bash tool's input flag (Claude Code's name) asking to run a command outside the
+sandbox: such a call is always asked, so only a person lets it out."""
 
 PROJECT_SETTINGS = Path(".harness") / "settings.json"
 """Where project rules live, relative to the working folder."""
@@ -182,6 +200,8 @@ class SecuritySupervisor:
         )
         self._warned: set[tuple[Path, str]] = set()
         self._stores = tuple(os.fspath(f) for f in store_folders)
+        # (session id, tool call id) of calls a person approved, until sandbox() is asked
+        self._person_approved: set[tuple[str, str]] = set()
 
     @property
     def rules(self) -> PermissionRules:
@@ -306,6 +326,10 @@ class SecuritySupervisor:
             return await self._ask(
                 request, policy, f"{protected}; a protected path is always asked", hint=False
             )
+        if request.kind == "execute" and request.input.get(UNSANDBOXED) is True:
+            return await self._ask(
+                request, policy, "it asks to run outside the sandbox", hint=False
+            )
         # A tool_call hook's permissionDecision (Claude Code: "allow" skips neither deny nor
         # ask rules; "ask" prompts whatever the mode and allow rules say).
         if request.hook_decision == "ask":
@@ -322,6 +346,22 @@ class SecuritySupervisor:
             return Approve(reason="not a controlled call")
         why = "it leaves the working folder" if request.leaves_cwd else "the tool is controlled"
         return await self._ask(request, policy, why)
+
+    def sandbox(self, request: PermissionRequest) -> Sandbox | None:
+        """For an approved ``execute`` call: what its command may not change or read
+        (:func:`sandbox_paths`: the protected paths read-only, the stores and the approvals
+        key hidden), or None when a person approved this very call (the approver's answer, or
+        a deferred call's): they saw the command, as with Claude Code's sandbox, where a
+        command that needs to leave it goes through the permission prompt. Every other approval
+        (a mode, an allow rule, a hook, a remembered approval) runs sandboxed. Call it once per
+        decided call."""
+        asked = (request.session_id, request.tool_call_id)
+        if asked in self._person_approved:
+            self._person_approved.discard(asked)
+            return None
+        if request.kind != "execute":
+            return None
+        return sandbox_paths(request.cwd, self._stores)
 
     def hidden_paths(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         """For an approved call that walks a folder (``grep``, ``find``, ``ls``): whether a
@@ -385,7 +425,9 @@ class SecuritySupervisor:
         if request.operation_key in request.approvals:
             return Approve(reason=f"{request.operation_key} was approved always before")
         if request.resolution is not None:  # a deferred call: the person has answered
-            return answered(request.resolution, request.resolution_reason)
+            return self._from_person(
+                request, answered(request.resolution, request.resolution_reason)
+            )
         if policy.no_ask:
             return Deny(
                 reason=f"{request.operation_key} needs approval ({why}) and the permission mode "
@@ -406,7 +448,12 @@ class SecuritySupervisor:
                 "it here (no approver); do without it or ask the user to allow it"
                 f"{self._hints(request) if hint else ''}"
             )
-        return await self.approver(request)
+        return self._from_person(request, await self.approver(request))
+
+    def _from_person(self, request: PermissionRequest, decision: Decision) -> Decision:
+        if isinstance(decision, Approve | ApproveAlways) and request.kind == "execute":
+            self._person_approved.add((request.session_id, request.tool_call_id))
+        return decision
 
     def _hints(self, request: PermissionRequest) -> str:
         return self._untrusted_hint(request) or _rule_hint(request)

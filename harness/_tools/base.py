@@ -13,6 +13,7 @@ from attrs import field, frozen
 from hooks import JSONValue, TextContent, UserContent
 
 from .._errors import ToolError
+from .sandbox import Sandbox
 
 __all__ = [
     "Tool",
@@ -68,6 +69,9 @@ class ToolRun:
             beneath it (relative to the folder walked, ``/``-separated) is one the supervisor
             keeps from being read (a deny or ask ``read`` rule matches it); the built-in tools
             leave such files out and say how many. None: nothing is hidden.
+        sandbox: for a command, what it may not change or read (the ``bash`` tool runs it in
+            a bubblewrap mount namespace built from it); None: a person approved this call,
+            or the supervisor gives none.
     """
 
     tool_call_id: str
@@ -76,6 +80,7 @@ class ToolRun:
     confined: bool = True
     approved_path: str | None = None
     hidden: Callable[[str], bool] | None = None
+    sandbox: Sandbox | None = None
     _on_update: Callable[[JSONValue], Awaitable[None]] = field(alias="on_update")
 
     async def update(self, partial: JSONValue) -> None:

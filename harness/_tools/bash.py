@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import codecs
 import contextlib
+import logging
 import os
 import signal
 import tempfile
@@ -13,15 +14,18 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import BinaryIO, ClassVar, Literal
 
 from hooks import JSONValue
 
 from .._errors import ToolError
 from .._fs import program_path
 from .base import Tool, ToolResult, ToolRun, safe_text
+from .sandbox import Sandbox, sandbox_available, sandboxed
 
 __all__ = ["bash_tool"]
+
+_log = logging.getLogger("harness")
 
 _PARAMETERS: dict[str, JSONValue] = {
     "type": "object",
@@ -32,6 +36,12 @@ _PARAMETERS: dict[str, JSONValue] = {
             "exclusiveMinimum": 0,
             "maximum": 600,
             "description": "Seconds (at most 600)",
+        },
+        "dangerouslyDisableSandbox": {
+            "type": "boolean",
+            "description": "Run outside the sandbox, which keeps protected paths (.git/config, "
+            ".git/hooks, settings) read-only; the user is asked. Only after a command failed "
+            "because of it.",
         },
     },
     "required": ["command"],
@@ -52,6 +62,7 @@ def bash_tool(
     max_bytes: int = 50_000,
     log_max_bytes: int = 32_000_000,
     logs_max_bytes: int = 128_000_000,
+    sandbox: Literal["auto", "required", "off"] = "auto",
 ) -> Tool:
     """A ``bash`` tool whose commands start in the working directory.
 
@@ -77,9 +88,15 @@ def bash_tool(
     redirect a background job's output to a file (``server > log 2>&1 &``). A process that left
     the group (``setsid``) survives the kill on timeout.
 
-    Starting in the working directory is not a sandbox: a command can still ``cd`` elsewhere.
     The tool is controlled: the supervisor approves each command (rules such as
     ``bash(git status:*)``, see docs/permissions.md), and ``tool_call`` hooks may block it.
+    A command the supervisor approved without a person seeing it (a mode, an allow rule, a
+    hook, a remembered approval) runs in a **sandbox** (``ToolRun.sandbox``): a bubblewrap
+    mount namespace where the protected paths are read-only and the sessions stores and the
+    approvals key empty, whatever spelling reaches them (docs/security.md). It is not a
+    confinement to the working folder: a command can still ``cd`` elsewhere and write there.
+    The input flag ``dangerouslyDisableSandbox`` (Claude Code's) asks the user to run it
+    outside.
 
     Args:
         timeout_s: default limit per command, in seconds (the model may pass ``timeout``, at
@@ -89,11 +106,15 @@ def bash_tool(
             holds its end).
         logs_max_bytes: most bytes of full-output files this tool keeps at once (at least
             ``log_max_bytes``).
+        sandbox: ``auto`` sandboxes when bubblewrap (``bwrap``) is installed and works, and
+            otherwise runs the command as is (logging a warning once); ``required`` makes such
+            a command an error result instead; ``off`` never sandboxes.
 
     Raises:
-        ValueError: ``logs_max_bytes`` is smaller than ``log_max_bytes``.
+        ValueError: ``logs_max_bytes`` is smaller than ``log_max_bytes``, or an unknown
+            ``sandbox``.
 
-    The result's ``details`` is ``{"exitCode", "truncated", "timedOut"}``, plus
+    The result's ``details`` is ``{"exitCode", "truncated", "timedOut", "sandboxed"}``, plus
     ``fullOutputPath`` when the output was cut; ``exitCode`` is negative (``-signal``) when a
     signal ended bash, as after a timeout's kill.
     """
@@ -102,7 +123,10 @@ def bash_tool(
         raise ValueError(
             f"logs_max_bytes ({logs_max_bytes}) must be at least log_max_bytes ({log_max_bytes})"
         )
+    if sandbox not in ("auto", "required", "off"):
+        raise ValueError(f"sandbox must be 'auto', 'required' or 'off', not {sandbox!r}")
     kept = _KeptLogs(logs_max_bytes)
+    warned: list[bool] = []
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         # the model's own timeout is bounded (Claude Code's 10 minutes: review 5, finding 34)
@@ -110,8 +134,24 @@ def bash_tool(
         command = str(input["command"])
         if "\0" in command:  # no argument of a process can hold one
             raise ToolError("the command holds a NUL byte, which no shell command can")
+        walls = run.sandbox if sandbox != "off" else None
+        if walls is not None and not sandbox_available():
+            if sandbox == "required":
+                raise ToolError(
+                    "the command must run sandboxed and bubblewrap (bwrap) is not installed or "
+                    "cannot make a mount namespace here; install it (Debian: apt install "
+                    "bubblewrap) or ask the user to run the command"
+                )
+            if not warned:
+                warned.append(True)
+                _log.warning(
+                    "bash commands run unsandboxed: bubblewrap (bwrap) is not installed or "
+                    "does not work here; protected paths rest on the command check alone "
+                    "(docs/security.md)"
+                )
+            walls = None
         out = _Output(max_bytes, log_max_bytes)
-        proc, pipe = await _start(command, run.cwd, out)
+        proc, pipe = await _start(command, run.cwd, out, walls)
         streamer = asyncio.create_task(_stream(out, run))
         timed_out = False
         try:
@@ -172,6 +212,7 @@ def bash_tool(
                 "exitCode": code,
                 "truncated": truncated,
                 "timedOut": timed_out,
+                "sandboxed": walls is not None,
                 **({"fullOutputPath": safe_text(full_path)} if full_path else {}),
             },
             is_error=timed_out or bool(code),
@@ -332,9 +373,10 @@ def _without_partial_char(data: bytes) -> bytes:
 
 
 async def _start(
-    command: str, cwd: Path, out: _Output
+    command: str, cwd: Path, out: _Output, walls: Sandbox | None
 ) -> tuple[asyncio.subprocess.Process, asyncio.ReadTransport]:
-    """Start ``bash -c command`` writing into a pipe of our own, read into ``out``.
+    """Start ``bash -c command`` writing into a pipe of our own, read into ``out``, in a
+    sandbox built from ``walls`` when given.
 
     With asyncio's own pipes, ``Process.wait()`` (Python 3.11) returns only once the pipes reach
     EOF, which a background job or a process that escaped the group can put off for ever. Here the
@@ -355,10 +397,11 @@ async def _start(
         os.close(write_fd)
         raise
     try:
+        argv = [program_path("bash"), "-c", command]
+        if walls is not None:
+            argv = sandboxed(argv, walls, os.fspath(cwd))
         proc = await asyncio.create_subprocess_exec(
-            program_path("bash"),
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             env=_environment(),
             stdin=asyncio.subprocess.DEVNULL,

@@ -70,7 +70,12 @@ async def test_bash_runs_in_the_working_directory_and_streams_output(tmp_path: P
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.splitlines() == [str(tmp_path.resolve()), "hi"]
     assert "".join(str(u) for u in updates) == text
-    assert result.details == {"exitCode": 0, "truncated": False, "timedOut": False}
+    assert result.details == {
+        "exitCode": 0,
+        "truncated": False,
+        "timedOut": False,
+        "sandboxed": False,
+    }
     assert not result.is_error
 
 
@@ -181,7 +186,12 @@ async def test_bash_returns_when_the_command_exits_even_if_a_background_job_runs
         assert loop.time() - started < 3
         assert isinstance(result, ToolResult)
         assert not result.is_error
-        assert result.details == {"exitCode": 0, "truncated": False, "timedOut": False}
+        assert result.details == {
+            "exitCode": 0,
+            "truncated": False,
+            "timedOut": False,
+            "sandboxed": False,
+        }
         text = result.content[0].text  # type: ignore[union-attr]
         assert text.startswith("started\n") and "background jobs still running" in text
         assert _alive(await _read_pid(tmp_path / "bg.pid"))  # background jobs keep running
@@ -225,7 +235,12 @@ async def test_bash_keeps_only_the_tail_in_memory_and_coalesces_updates(tmp_path
     assert text.startswith("[output truncated: showing the last 1000 bytes]\n")
     assert text.endswith("a" * 100 + "\nend\n")
     full = Path(result.details.pop("fullOutputPath"))  # type: ignore[union-attr]
-    assert result.details == {"exitCode": 0, "truncated": True, "timedOut": False}
+    assert result.details == {
+        "exitCode": 0,
+        "truncated": True,
+        "timedOut": False,
+        "sandboxed": False,
+    }
     assert full.stat().st_size == 30_000_000 + len("\nend\n")  # every byte kept for the model
     assert f"full output in {full}" in text
     full.unlink()

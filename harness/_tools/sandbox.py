@@ -1,0 +1,142 @@
+"""The bash tool's sandbox: a mount namespace (bubblewrap) in which the paths a supervisor
+protects are read-only and its private folders empty, so a command the supervisor approved
+without a person seeing it cannot reach them by any spelling the supervisor's reading of the
+command missed: the kernel refuses the write or shows nothing to read.
+
+Claude Code's bash sandbox uses bubblewrap on Linux the same way. Without ``bwrap`` (another
+system, or a kernel that refuses the namespaces it needs) commands run unsandboxed and the
+harness logs a warning once; ``bash_tool(sandbox="required")`` refuses them instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import threading
+
+from attrs import frozen
+
+__all__ = ["Sandbox", "sandbox_available", "sandboxed"]
+
+_log = logging.getLogger("harness")
+_PROBE_S = 10.0  # how long the one-time check that bwrap works may take
+
+
+@frozen(kw_only=True)
+class Sandbox:
+    """What a sandboxed command may not change or read (absolute paths that existed when the
+    call was decided).
+
+    Attributes:
+        read_only: files and folders the command sees as they are but cannot change, remove
+            or rename (a write fails with ``EROFS``, a rename with ``EBUSY``).
+        pinned: folders the command may change inside but cannot remove, rename or replace
+            (a repository's ``.git``, whose ``config`` and ``hooks`` are ``read_only``).
+        hidden: files and folders the command sees empty (a folder as an empty read-only
+            folder, a file as an empty read-only file).
+    """
+
+    read_only: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+
+
+_lock = threading.Lock()
+_works: dict[str, bool] = {}
+
+
+def _bwrap() -> str | None:
+    # PATH's absolute entries only: a `bwrap` in the working folder must not be the sandbox
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    return shutil.which("bwrap", path=os.pathsep.join(e for e in entries if os.path.isabs(e)))
+
+
+def sandbox_available() -> bool:
+    """Whether bubblewrap is installed and can make a mount namespace here (checked once per
+    process by running ``bwrap ... true``, at most 10 s; a failure is logged)."""
+    program = _bwrap()
+    if program is None:
+        return False
+    with _lock:
+        if program not in _works:
+            try:
+                done = subprocess.run(
+                    [*_base(program), "--ro-bind", "/", "/", "true"],
+                    capture_output=True,
+                    timeout=_PROBE_S,
+                    check=False,
+                )
+                _works[program] = done.returncode == 0
+                if done.returncode:
+                    _log.warning(
+                        "bubblewrap cannot sandbox bash commands here (%s): %s",
+                        program,
+                        done.stderr.decode(errors="replace").strip()[:500],
+                    )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                _log.warning("bubblewrap cannot sandbox bash commands here: %s", exc)
+                _works[program] = False
+        return _works[program]
+
+
+def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
+    """``argv`` run by bubblewrap in a mount namespace where the whole file system is as it is
+    (devices too) except ``sandbox``'s paths, started in ``cwd``, in a process namespace of
+    its own (so its background jobs end with it), killed when this process dies. Paths that
+    no longer exist, or are no longer what they were (a file now a folder), are left out:
+    bubblewrap would make a mount point for them.
+
+    Raises:
+        FileNotFoundError: bubblewrap is not installed.
+    """
+    program = _bwrap()
+    if program is None:
+        raise FileNotFoundError("bwrap (bubblewrap) is not installed")
+    mounts: list[tuple[str, list[str]]] = []
+    for path in sandbox.pinned:
+        if _kind(path) == "dir":
+            mounts.append((path, ["--bind", path, path]))
+    for path in sandbox.read_only:
+        if _kind(path) is not None:
+            mounts.append((path, ["--ro-bind", path, path]))
+    for path in sandbox.hidden:
+        kind = _kind(path)
+        if kind == "dir":
+            mounts.append((path, ["--tmpfs", path, "--remount-ro", path]))
+        elif kind == "file":
+            mounts.append((path, ["--ro-bind", "/dev/null", path]))
+    # what lies in a hidden folder is hidden with it (and no mount point can be made there)
+    empty = [m[0].rstrip("/") + "/" for m in mounts if m[1][0] == "--tmpfs"]
+    mounts = [m for m in mounts if not any(m[0].startswith(e) for e in empty)]
+    # parents before what lies beneath them, so an inner mount is not covered by an outer one
+    mounts.sort(key=lambda m: (m[0].count("/"), m[0]))
+    out = _base(program)
+    for _path, args in mounts:
+        out += args
+    return [*out, "--chdir", cwd, "--", *argv]
+
+
+def _base(program: str) -> list[str]:
+    """The namespace every sandboxed command gets: the file system as it is (devices too), a
+    process namespace of its own with its own ``/proc`` (another process's
+    ``/proc/PID/root`` would lead back to the file system outside), and for root no
+    capabilities (with them a command could unmount what covers a protected path)."""
+    out = [program, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"]
+    if os.geteuid() == 0:
+        out += ["--cap-drop", "ALL"]
+    return [*out, "--die-with-parent"]
+
+
+def _kind(path: str) -> str | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    return None  # a symlink (its target is listed on its own) or a device: not mounted over

@@ -1,0 +1,302 @@
+"""The bash tool's sandbox: a command approved without a person seeing it runs where the
+protected paths are read-only and the stores and the approvals key empty, so a spelling the
+supervisor's reading of the command misses still reaches nothing (issue 18: the protected-path
+check read commands as text, and every review found another spelling).
+
+Each hostile command below is first shown to be approved by the supervisor (the text check
+misses it), then run through a real harness with real bubblewrap; the files are unchanged.
+Skipped where bubblewrap is missing or cannot make namespaces (a fresh machine); CI installs
+it and requires the ``sandbox`` group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from permission_requests import request as make_request
+
+from harness import (
+    AgentHarness,
+    Approve,
+    Deny,
+    FauxModel,
+    FauxReply,
+    FauxToolCall,
+    MemorySessionRepo,
+    PermissionRequest,
+    SecuritySupervisor,
+    TextContent,
+    ToolRun,
+    bash_tool,
+)
+from harness._tools.sandbox import sandbox_available
+
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(
+        not sandbox_available(), reason="bubblewrap (bwrap) missing or unable to sandbox here"
+    ),
+]
+
+BASH = bash_tool()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder with the harness's folders at their default places, a session in the
+    store, the approvals key, and a git repository ``proj`` to work in."""
+    home = tmp_path / "home"
+    for name, sub in [
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_CONFIG_HOME", ".config"),
+    ]:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv(name, str(home / sub))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("HARNESS_SESSIONS_DIR", raising=False)
+    monkeypatch.delenv("HARNESS_CACHE_DIR", raising=False)
+    session = home / ".local/share/harness/sessions/--p--/s1.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text('{"type":"session","id":"s1"} precious\n')
+    key = home / ".config/harness/approvals.key"
+    key.parent.mkdir(parents=True)
+    key.write_text("secret-key-bytes")
+    (home / ".config/harness/settings.json").write_text('{"permissions": {"deny": ["x"]}}')
+    (home / ".gitconfig").write_text("[user]\n\tname = me\n\temail = me@example.com\n")
+    proj = home / "proj"
+    proj.mkdir()
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    (proj / "a.txt").write_text("a\n")
+    return home
+
+
+def snapshot(home: Path) -> dict[str, bytes]:
+    """Every protected file's bytes (and the names in .git/hooks), to compare after."""
+    paths = [
+        ".local/share/harness/sessions/--p--/s1.jsonl",
+        ".config/harness/approvals.key",
+        ".config/harness/settings.json",
+        ".gitconfig",
+        "proj/.git/config",
+    ]
+    out = {p: (home / p).read_bytes() for p in paths}
+    out["hooks"] = "\n".join(sorted(os.listdir(home / "proj/.git/hooks"))).encode()
+    return out
+
+
+# Commands whose protected target bash computes at run time: the text check approves them in
+# bypass (asserted below), so only the sandbox stands between them and the files.
+COMPUTED = [
+    'd=.gi; echo "[core]\n\tfsmonitor = touch P" >> "${d}t/config"',
+    'd=.gi; h="${d}t/hooks/pre-commit"; printf "#!/bin/sh\ntouch P\n" > "$h"; chmod +x "$h"',
+    'd=.gi; mv "${d}t" moved && mkdir -p "${d}t"',
+    'd=.gi; rm -rf "${d}t/hooks"',
+    'h=harn; echo "{}" > "$HOME/.config/${h}ess/settings.json"',
+    'h=harn; : > "$HOME/.config/${h}ess/approvals.key"',
+    'h=harn; rm -rf "$HOME/.local/share/${h}ess"',
+    'g=.gitcon; echo "[core] pager = touch P" >> "$HOME/${g}fig"',
+]
+
+# Reads of what is hidden: the output never holds the secret or the session.
+COMPUTED_READS = [
+    'h=harn; cat "$HOME/.config/${h}ess/approvals.key"',
+    'h=harn; cat "$HOME"/.local/share/${h}ess/sessions/*/*.jsonl',
+    'h=harn; grep -r precious "$HOME/.local/share/${h}ess"',
+    'h=harn; tar cf - "$HOME/.local/share/${h}ess" | strings',
+    'h=harn; ln "$HOME/.config/${h}ess/approvals.key" k2; cat k2',
+]
+
+
+async def run_commands(
+    home: Path, commands: list[str], **supervisor: Any
+) -> list[tuple[str, dict[str, Any]]]:
+    """Run ``commands`` as one batch of bash calls through a real harness; each result's text
+    and details."""
+    calls = [FauxToolCall(name="bash", arguments={"command": c}) for c in commands]
+    session = await MemorySessionRepo().create(str(home / "proj"))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[BASH],
+        cwd=home / "proj",
+        supervisor=SecuritySupervisor(setting_sources=(), **supervisor),
+        resources=None,
+    )
+    await harness.prompt("go")
+    return [
+        (
+            "".join(b.text for b in m.content if isinstance(b, TextContent)),
+            dict(m.details) if isinstance(m.details, dict) else {},
+        )
+        for m in session.build_context().messages
+        if m.role == "toolResult"
+    ]
+
+
+@pytest.mark.parametrize("command", COMPUTED)
+async def test_a_computed_protected_name_is_approved_by_the_check_and_stopped_by_the_sandbox(
+    home: Path, command: str
+) -> None:
+    decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+        make_request(home / "proj", BASH, command=command)
+    )
+    assert isinstance(decided, Approve)  # the text check misses it: the sandbox must hold
+    before = snapshot(home)
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert snapshot(home) == before, text
+    assert not (home / "proj" / "P").exists()
+
+
+@pytest.mark.parametrize("command", COMPUTED_READS)
+async def test_a_computed_read_of_the_key_or_a_session_finds_nothing(
+    home: Path, command: str
+) -> None:
+    decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+        make_request(home / "proj", BASH, command=command)
+    )
+    assert isinstance(decided, Approve)
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert "secret-key-bytes" not in text and "precious" not in text, text
+    assert not (home / "proj" / "k2").exists() or (home / "proj" / "k2").read_text() == ""
+
+
+SH = "sh -c 'd=.gi; echo x >> ${d}t/config'"
+
+
+@pytest.mark.parametrize(
+    ("mode", "rules"),
+    [
+        ("bypass", None),
+        ("accept_edits", {"allow": [f"bash({SH})"]}),
+        ("dont_ask", {"allow": [f"bash({SH})"]}),
+        ("default", {"allow": [f"bash({SH})"]}),
+    ],
+)
+async def test_every_approval_without_a_person_is_sandboxed(
+    home: Path, mode: str, rules: Any
+) -> None:
+    # An allow rule naming the command exactly approves it; what `sh -c` runs is computed, so
+    # only the sandbox holds.
+    before = snapshot(home)
+    [(text, details)] = await run_commands(home, [SH], mode=mode, rules=rules)
+    assert details["sandboxed"] is True, text
+    assert snapshot(home) == before, text
+
+
+class Yes:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, req: PermissionRequest) -> Approve:
+        self.asked.append(req.operation_key)
+        return Approve(reason="the user said yes")
+
+
+async def test_a_command_a_person_approved_runs_unsandboxed(home: Path) -> None:
+    yes = Yes()
+    command = "d=.gi; echo '# mine' >> ${d}t/config"
+    [(text, details)] = await run_commands(home, [command], approver=yes)
+    assert yes.asked == [f"bash({command})"]
+    assert details["sandboxed"] is False, text
+    assert (home / "proj/.git/config").read_text().endswith("# mine\n")
+
+
+async def test_asking_to_leave_the_sandbox_is_asked_even_in_bypass(home: Path) -> None:
+    command = "d=.gi; echo '# mine' >> ${d}t/config"
+    unsandboxed = {"command": command, "dangerouslyDisableSandbox": True}
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(make_request(home / "proj", BASH, **unsandboxed))
+    assert isinstance(decided, Deny) and "outside the sandbox" in decided.reason
+    s = SecuritySupervisor(mode="dont_ask", rules={"allow": ["bash"]}, setting_sources=())
+    assert isinstance(await s.decide(make_request(home / "proj", BASH, **unsandboxed)), Deny)
+    yes = Yes()
+    calls = [FauxToolCall(name="bash", arguments=unsandboxed)]
+    session = await MemorySessionRepo().create(str(home / "proj"))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[BASH],
+        cwd=home / "proj",
+        supervisor=SecuritySupervisor(mode="bypass", approver=yes, setting_sources=()),
+        resources=None,
+    )
+    await harness.prompt("go")
+    assert len(yes.asked) == 1
+    assert (home / "proj/.git/config").read_text().endswith("# mine\n")
+
+
+async def test_ordinary_work_runs_in_the_sandbox(home: Path) -> None:
+    """What a model does every day still works sandboxed: files in the folder, git add and
+    commit (objects, index, refs), git's own reads of its config, a build writing outside."""
+    out = home / "elsewhere"
+    commands = [
+        "echo b > b.txt && mkdir -p src && echo c > src/c.txt",
+        "git add -A && git commit -qm first && git log --oneline | wc -l",
+        "git config --get user.name",
+        f"mkdir -p {out} && echo built > {out}/artifact && cat {out}/artifact",
+    ]
+    results = await run_commands(home, commands, mode="bypass")
+    assert [d["sandboxed"] for _t, d in results] == [True] * 4
+    assert [d["exitCode"] for _t, d in results] == [0] * 4, results
+    assert (home / "proj/b.txt").read_text() == "b\n"
+    assert results[1][0].strip() == "1"
+    assert results[2][0].strip() == "me"
+    assert (out / "artifact").read_text() == "built\n"
+
+
+async def test_a_sandboxed_command_cannot_undo_the_sandbox(home: Path) -> None:
+    """Unmounting, remounting or going through another process's root leads nowhere: the
+    command has no capabilities and sees only its own processes."""
+    config = home / "proj/.git/config"
+    computed = 'g=.gi; c="$PWD/${g}t/config"; '
+    commands = [
+        'umount "$c"; echo x >> "$c"',
+        'mount -o remount,rw,bind "$c"; echo x >> "$c"',
+        'for p in /proc/[0-9]*; do echo x >> "$p/root$c"; done',
+        'nsenter -t 1 -m sh -c "echo x >> $c"',
+        'cd "$PWD/${g}t" && echo x >> config',
+    ]
+    before = config.read_bytes()
+    results = await run_commands(home, [computed + c for c in commands], mode="bypass")
+    assert [d["sandboxed"] for _t, d in results] == [True] * len(commands), results
+    assert config.read_bytes() == before
+
+
+async def test_without_bubblewrap_required_refuses_and_auto_runs_with_a_warning(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    bash = shutil.which("bash")
+    assert bash is not None
+    (bin_dir / "bash").symlink_to(bash)
+    monkeypatch.setenv("PATH", str(bin_dir))  # bash, and no bwrap
+
+    async def no_update(partial: Any) -> None:
+        pass
+
+    sandbox = SecuritySupervisor(setting_sources=()).sandbox(
+        make_request(home / "proj", BASH, command="true")
+    )
+    assert sandbox is not None
+    run = ToolRun(tool_call_id="t", cwd=home / "proj", sandbox=sandbox, on_update=no_update)
+    with pytest.raises(Exception, match="bubblewrap"):
+        await bash_tool(sandbox="required").execute({"command": "true"}, run)
+    result = await bash_tool().execute({"command": "echo ran"}, run)
+    assert not isinstance(result, str)
+    assert result.details == {
+        "exitCode": 0,
+        "truncated": False,
+        "timedOut": False,
+        "sandboxed": False,
+    }
+    assert "unsandboxed" in caplog.text
