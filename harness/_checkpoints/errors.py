@@ -85,9 +85,9 @@ class RewindRefusedError(CheckpointError):
             "rewind refused, nothing written; "
             + "; ".join(parts)
             + (
-                " (force to go on anyway; those paths are never written)"
+                " (--force, or force=True, to go on anyway; those paths are never written)"
                 if unsafe
-                else " (force to go on anyway)"
+                else " (--force, or force=True, to go on anyway)"
             )
         )
         self.changed = tuple(changed)

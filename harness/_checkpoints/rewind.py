@@ -116,7 +116,9 @@ def states_at(
         session.get_entry(entry_id)  # raises EntryNotFoundError
         index = session.entry_ids().index(entry_id)
     latest = {path: resolved(state, store) for path, state in timeline.latest().items()}
-    target = {path: resolved(state, store) for path, state in timeline.state_at(index).items()}
+    target = {
+        path: resolved(state, store) for path, state in timeline.state_at(index, entry_id).items()
+    }
     return latest, target, problems
 
 

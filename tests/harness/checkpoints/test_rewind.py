@@ -104,6 +104,7 @@ async def test_a_file_changed_outside_the_session_makes_rewind_refuse_with_its_n
 
     assert refused.value.code == "rewind_refused"
     assert sorted(refused.value.changed) == ["a.txt", "keep.txt"]
+    assert "--force" in str(refused.value)  # the flag's real name
     assert tree(ws) == before  # nothing written
     assert customs(session, REWIND_ENTRY) == []
     await harness.rewind_files(first, force=True)
@@ -129,6 +130,45 @@ async def test_rewind_of_a_rewind_restores_the_later_state(session: Session, ws:
     again = await harness.rewind_files(rewind.id)  # and the rewind's own state once more
     assert tree(ws) == trees[first]
     assert undo.entry_id != again.entry_id
+
+
+async def test_undoing_a_forced_rewind_gives_back_the_edit_it_overwrote(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    mine = b"my own edit\r\n\x00\xff kept byte for byte\n"
+    (ws / "a.txt").write_bytes(mine)  # not through the session
+    (ws / "keep.txt").unlink()
+    before = tree(ws)
+
+    forced = await harness.rewind_files(first, force=True)
+    assert tree(ws) == trees[first]
+    assert forced.entry_id is not None
+    parent = session.get_entry(forced.entry_id).parent_id
+
+    await harness.rewind_files(parent)  # the undo `harness rewind` prints
+    assert tree(ws) == before
+    assert (ws / "a.txt").read_bytes() == mine
+
+
+async def test_undoing_a_forced_rewind_with_the_conversation_gives_back_the_edit(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    (ws / "a.txt").write_bytes(b"mine\n")
+    before = tree(ws)
+
+    moved = await harness.navigate_tree(first, with_files=True, force=True)
+    assert tree(ws) == trees[first]
+
+    await harness.navigate_tree(moved.old_leaf_id, with_files=True)  # the printed undo
+    assert tree(ws) == before
 
 
 async def test_navigate_tree_with_files_moves_files_and_conversation_together(
