@@ -148,13 +148,15 @@ def plan_rewind(
 
     Args:
         force: overwrite files changed outside the session; leave those whose content is
-            unavailable, and the paths a rewind never writes, as they are.
+            unavailable, those no longer regular files or unreadable, and the paths a rewind
+            never writes, as they are.
 
     Raises:
         WorkspaceMismatchError: the session was not recorded in the working folder.
         RewindRefusedError: without ``force``: entries naming paths a rewind never writes
             (absolute, through a symlink, in git's folder, the store or the sessions, not
-            normalised), files changed outside the session since it last touched them,
+            normalised), files changed outside the session since it last touched them (into
+            something a rewind cannot record, too: a symlink, a folder, a FIFO, unreadable),
             contents missing from the store, or contents never stored (the process ended
             before a tool call's content was stored); nothing was written.
         EntryNotFoundError: no such entry.
@@ -170,6 +172,7 @@ def plan_rewind(
     changed: list[str] = []
     unavailable: list[str] = []
     unstored: list[str] = []
+    unrecordable: list[str] = []
     for path, want in target.items():
         loc = workspace.locate(path)
         if isinstance(loc, str):
@@ -178,7 +181,11 @@ def plan_rewind(
             continue
         now = workspace.capture(loc)
         if isinstance(now, Unknown):
-            skipped.append(Missed(path, now.reason))
+            # The session left a regular file or none here: this one (a symlink, a folder, a
+            # FIFO, unreadable) was changed outside it, and cannot be recorded, so its loss
+            # could not be undone. Refused by name; forced, left as it is, never followed.
+            unrecordable.append(f"{path} ({now.reason})")
+            skipped.append(Missed(path, f"{now.reason}; left as it is"))
             continue
         last = latest[path]
         if isinstance(want, Pending):  # the process ended before storing it
@@ -202,8 +209,8 @@ def plan_rewind(
                 continue
         changes.append(Change(path, now, want))
         locations.append(loc)
-    if (unsafe or changed or unavailable or unstored) and not force:
-        raise RewindRefusedError(changed, unavailable, unsafe, unstored)
+    if (unsafe or changed or unavailable or unstored or unrecordable) and not force:
+        raise RewindRefusedError(changed, unavailable, unsafe, unstored, unrecordable)
     return RewindPlan(
         target_id=entry_id,
         changes=tuple(changes),

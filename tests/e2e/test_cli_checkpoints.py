@@ -359,6 +359,31 @@ def test_the_undo_of_a_forced_rewind_gives_back_the_overwritten_edit(
     assert (ws / "new.txt").read_bytes() == mine
 
 
+def test_rewind_refuses_a_recorded_file_swapped_for_a_symlink_by_name(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("outside\n")
+    (ws / "new.txt").unlink()
+    (ws / "new.txt").symlink_to(victim)
+
+    refused = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only")
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stderr.startswith("error[rewind_refused]")
+    assert "new.txt (not a regular file" in refused.stderr
+    assert "nothing to change" not in refused.stdout
+    assert sorted(os.listdir(ws)) == ["new.txt"] and (ws / "new.txt").is_symlink()
+
+    forced = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "skipped new.txt: not a regular file" in forced.stderr
+    assert "restored keep.txt" in forced.stdout
+    assert (ws / "new.txt").is_symlink() and victim.read_text() == "outside\n"
+
+
 def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
     env: dict[str, str], ws: Path, tmp_path: Path
 ) -> None:
