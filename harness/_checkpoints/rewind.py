@@ -6,7 +6,10 @@ last left there; a file that differs was changed by something outside the sessio
 rewind refuses, naming it, unless forced. Applying writes each file to a temporary file in its
 folder and renames it over the name (or unlinks it), so a kill at any moment leaves each file
 either as it was or as it should be, never half-written; a temporary file a kill left is
-removed by the next rewind that writes that name.
+removed by the next rewind that writes in that folder. Those files are named
+``.harness-rewind.<nonce>.<tag>.tmp``, the tag made from the nonce with the store's secret
+(``CheckpointStore.rewind_key``): a rewind removes only regular files whose tag it can make,
+never a file (or folder) of the workspace's own, whatever its name.
 
 A rewind writes only inside the working folder, and only in the folder the session was
 recorded in: a session whose header names another folder, ``.`` or a relative path is refused
@@ -22,8 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import hmac
 import os
 import re
+import secrets
+import stat
 from typing import Final
 
 from attrs import frozen
@@ -241,8 +248,9 @@ def apply_plan(
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
+    key = workspace.store.rewind_key()
     for loc in plan.settled:
-        _sweep_at(loc)
+        _sweep_at(loc, key)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
         now = workspace.capture(loc)
         if isinstance(now, Unknown) or not same_file(now, change.before):
@@ -250,7 +258,7 @@ def apply_plan(
             continue
         try:
             if change.after is None:
-                _remove(loc)
+                _remove(loc, key)
                 removed.append(change.path)
             else:
                 data = (
@@ -261,7 +269,7 @@ def apply_plan(
                 if data is None:
                     skipped.append(Missed(change.path, "its content is not in the store"))
                     continue
-                _write(loc, data, change.after.mode)
+                _write(loc, data, change.after.mode, key)
                 restored.append(change.path)
         except OSError as exc:
             reason = exc.strerror or str(exc)
@@ -291,47 +299,72 @@ def apply_plan(
     )
 
 
-def _temp_name(name: str) -> re.Pattern[str]:
-    """The temporary files ``_fs.replace_file`` makes for ``name``."""
-    return re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{8}}\.tmp")
+_TEMP: Final = re.compile(r"\.harness-rewind\.([0-9a-f]{16})\.([0-9a-f]{32})\.tmp")
+"""A rewind's temporary file: a random nonce and its tag (:func:`_tag`)."""
 
 
-def _sweep(folder: int, name: str) -> None:
-    """Remove temporary files of ``name`` a killed rewind (or write) left in ``folder``."""
-    pattern = _temp_name(name)
+def _tag(key: bytes, nonce: str) -> str:
+    """The tag of a temporary file's ``nonce``, made with the store's key: the workspace
+    cannot make one, so a file of that shape without the right tag is never ours."""
+    return hmac.new(key, nonce.encode("ascii"), hashlib.sha256).hexdigest()[:32]
+
+
+def _temp_name(key: bytes) -> str:
+    """A new name for a rewind's temporary file (:data:`_TEMP`)."""
+    nonce = secrets.token_hex(8)
+    return f".harness-rewind.{nonce}.{_tag(key, nonce)}.tmp"
+
+
+def _sweep(folder: int, key: bytes) -> None:
+    """Remove the temporary files a killed rewind left in ``folder``: only regular files
+    whose name bears this store's tag (a user's file of any other name or tag stays, and a
+    folder or symlink of that name too)."""
     for entry in os.listdir(folder):
-        if pattern.fullmatch(entry):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry, dir_fd=folder)
+        match = _TEMP.fullmatch(entry)
+        if match is None or not hmac.compare_digest(match[2], _tag(key, match[1])):
+            continue
+        try:
+            if not stat.S_ISREG(os.stat(entry, dir_fd=folder, follow_symlinks=False).st_mode):
+                continue
+            os.unlink(entry, dir_fd=folder)
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            continue  # gone, or swapped for a folder since the stat: not ours to remove
 
 
-def _sweep_at(loc: Location) -> None:
+def _sweep_at(loc: Location, key: bytes) -> None:
     """:func:`_sweep` for the folder of ``loc``, if it is there; a folder that cannot be
     opened holds nothing of ours to remove."""
-    parent, name = os.path.split(loc.rel)
+    parent, _ = os.path.split(loc.rel)
     try:
         folder = open_dir(Location(loc.root, parent or ".", loc.rule))
     except OSError:
         return
     try:
-        _sweep(folder, name)
+        _sweep(folder, key)
     finally:
         os.close(folder)
 
 
-def _write(loc: Location, data: bytes, mode: int) -> None:
+def _write(loc: Location, data: bytes, mode: int, key: bytes) -> None:
     """Write a file as recorded with ``mode``: its read, write and execute bits at most, less
     the umask (the kernel's, at creation), never set-id, sticky or world-writable (an entry's
     mode is untrusted)."""
     folder, name = open_parent(loc)
     try:
-        _sweep(folder, name)
-        replace_file(folder, name, data, create_mode=mode & SAFE_MODE_BITS, durable=True)
+        _sweep(folder, key)
+        replace_file(
+            folder,
+            name,
+            data,
+            create_mode=mode & SAFE_MODE_BITS,
+            durable=True,
+            tmp=_temp_name(key),
+        )
     finally:
         os.close(folder)
 
 
-def _remove(loc: Location) -> None:
+def _remove(loc: Location, key: bytes) -> None:
     parent, name = os.path.split(loc.rel)
     if name in ("", ".", ".."):
         raise FileRefusedError(errno.EISDIR, "does not name a file", loc.path)
@@ -340,7 +373,7 @@ def _remove(loc: Location) -> None:
     except (FileNotFoundError, NotADirectoryError):
         return  # its folder is gone: so is the file
     try:
-        _sweep(folder, name)
+        _sweep(folder, key)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=folder)
         os.fsync(folder)

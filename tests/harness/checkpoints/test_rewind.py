@@ -33,6 +33,7 @@ from harness import (
     SessionRewindEvent,
     UserMessage,
 )
+from harness._checkpoints.rewind import _temp_name
 from harness._checkpoints.scan import Workspace
 
 
@@ -165,6 +166,37 @@ async def test_a_file_swapped_for_a_symlink_folder_or_fifo_is_refused_by_name(
     assert (ws / "keep.txt" / "mine").read_text() == "mine\n"
     assert stat.S_ISFIFO(os.lstat(ws / "d" / "new.txt").st_mode)
     assert (ws / "old.txt").read_text() == "old\n" and forced.entry_id is not None
+
+
+async def test_a_rewind_removes_only_the_temporary_files_it_made(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    store = harness.checkpoints
+    assert store is not None
+    key = store.rewind_key()
+    # The user's own files and folders of the shapes temporary files have; a tag forged
+    # without the store's key; and one temporary file a killed rewind left.
+    (ws / ".a.txt.0123abcd.tmp").write_text("mine\n")
+    (ws / ".keep.txt.89abcdef.tmp").mkdir()
+    forged = f".harness-rewind.{'0' * 16}.{'f' * 32}.tmp"
+    (ws / forged).write_text("mine too\n")
+    (ws / "d" / _temp_name(key)).mkdir()  # a folder even with our tag: never removed
+    left = ws / "sub" / _temp_name(key)
+    left.write_text("half a rew")
+
+    result = await harness.rewind_files(first)
+
+    assert result.skipped == ()
+    assert not left.exists()
+    assert (ws / ".a.txt.0123abcd.tmp").read_text() == "mine\n"
+    assert (ws / ".keep.txt.89abcdef.tmp").is_dir() and (ws / forged).read_text() == "mine too\n"
+    assert len([n for n in os.listdir(ws / "d") if n.startswith(".harness-rewind.")]) == 1
+    users = {".a.txt.0123abcd.tmp", forged}
+    assert {k: v for k, v in tree(ws).items() if k not in users} == trees[first]
 
 
 async def test_rewind_of_a_rewind_restores_the_later_state(session: Session, ws: Path) -> None:
