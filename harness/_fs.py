@@ -543,6 +543,7 @@ def replace_file(
     mode: int | None = None,
     create_mode: int = 0o666,
     durable: bool = False,
+    tmp: str | None = None,
 ) -> None:
     """Write ``data`` to ``name`` in the folder ``dir_fd`` atomically: a temporary file in the
     same folder, then a rename over ``name`` (which replaces a symlink there, never its target).
@@ -551,8 +552,10 @@ def replace_file(
         mode: permission bits to give the file, as they are (None: ``create_mode``).
         create_mode: the bits the file is created with, less the umask (the kernel's).
         durable: fsync the file before the rename and the folder after it.
+        tmp: the temporary file's name, created exclusively (default
+            ``.NAME.<8 hex>.tmp``).
     """
-    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    tmp = tmp or f".{name}.{secrets.token_hex(4)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
     fd = os.open(tmp, flags, create_mode, dir_fd=dir_fd)
     try:

@@ -56,6 +56,10 @@ class RewindRefusedError(CheckpointError):
             the process ended (or the store failed) before it did. ``force=True`` leaves
             those whose content at the target is missing as they are, and overwrites the
             others.
+        unrecordable: recorded paths changed outside the session into something a rewind
+            cannot record (so could not undo the loss of), each with why: no longer a
+            regular file (a symlink, a folder, a FIFO), unreadable, or past the store's file
+            cap. ``force=True`` leaves them as they are (a symlink is never followed).
     """
 
     code = "rewind_refused"
@@ -66,6 +70,7 @@ class RewindRefusedError(CheckpointError):
         unavailable: Sequence[str],
         unsafe: Sequence[str] = (),
         unstored: Sequence[str] = (),
+        unrecordable: Sequence[str] = (),
     ) -> None:
         parts = []
         if unsafe:
@@ -73,6 +78,11 @@ class RewindRefusedError(CheckpointError):
         if changed:
             parts.append(
                 "changed outside the session since it last touched them: " + ", ".join(changed)
+            )
+        if unrecordable:
+            parts.append(
+                "changed outside the session into what a rewind cannot record, so never "
+                "replaces: " + ", ".join(unrecordable)
             )
         if unavailable:
             parts.append("content not in the checkpoint store: " + ", ".join(unavailable))
@@ -85,15 +95,16 @@ class RewindRefusedError(CheckpointError):
             "rewind refused, nothing written; "
             + "; ".join(parts)
             + (
-                " (force to go on anyway; those paths are never written)"
-                if unsafe
-                else " (force to go on anyway)"
+                " (--force, or force=True, to go on anyway; those paths are never written)"
+                if unsafe or unrecordable
+                else " (--force, or force=True, to go on anyway)"
             )
         )
         self.changed = tuple(changed)
         self.unavailable = tuple(unavailable)
         self.unsafe = tuple(unsafe)
         self.unstored = tuple(unstored)
+        self.unrecordable = tuple(unrecordable)
 
 
 class RewindCancelledError(CheckpointError):

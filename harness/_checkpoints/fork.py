@@ -109,7 +109,7 @@ def _git_worktree(workspace: Workspace, folder: Path) -> None:
         if workspace.excluded(path):
             continue
         if y == "D":
-            _remove(beneath(root, path))
+            _remove(beneath(root, path), workspace.store.rewind_key())
         else:
             _copy_file(workspace.root, path, root)
 
@@ -170,6 +170,7 @@ def _copy_tree(workspace: Workspace, folder: Path) -> None:
 
 def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> list[Missed]:
     skipped = []
+    key = workspace.store.rewind_key()
     for path, want in sorted(states.items()):
         if path.startswith("/"):
             skipped.append(Missed(path, "outside the working folder: not carried into a fork"))
@@ -187,7 +188,7 @@ def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> l
         loc = Location(str(root), path, "inside")
         try:
             if want is None:
-                _remove(loc)
+                _remove(loc, key)
                 continue
             if isinstance(want, Pending):
                 skipped.append(Missed(path, "its content was never stored"))
@@ -196,7 +197,7 @@ def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> l
             if data is None:
                 skipped.append(Missed(path, "its content is not in the checkpoint store"))
                 continue
-            _write(loc, data, want.mode)
+            _write(loc, data, want.mode, key)
         except OSError as exc:
             skipped.append(Missed(path, f"not written: {exc.strerror or exc}"))
     return skipped

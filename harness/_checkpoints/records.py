@@ -22,7 +22,10 @@ it that the supervisor approved.
 The state of the workspace at an entry is the state when that entry was written: for each path
 some entry changed, the ``after`` of the last change written before it (in file order), or,
 when there is none, the ``before`` of the first one written after it. A rewind is itself a
-change, so rewinding to the entry before a rewind undoes it.
+change, so rewinding to the entry before a rewind undoes it: the files at the entry a rewind
+started from (its ``fromLeafId``, the leaf then) are, for each path it changed, its ``before``,
+the file as the rewind found it, so undoing a forced rewind gives back what it overwrote (the
+last rewind from that entry counts, in file order).
 
 Session files are untrusted (docs/security.md): an entry is read only if every field has the
 shape above; a path must be normalised, hold no NUL and no ``..``; a blob name must be 64 hex
@@ -159,11 +162,13 @@ class Missed:
 @frozen
 class Record:
     """The changes of one checkpoint or rewind entry, at ``index`` in the session's file
-    order."""
+    order; for a rewind, ``from_leaf_id`` is the leaf it started from (an entry written before
+    it; None when the entry names none, or one that is not so)."""
 
     index: int
     entry_id: str
     changes: tuple[Change, ...]
+    from_leaf_id: str | None = None
 
 
 def valid_path(path: object) -> bool:
@@ -260,11 +265,23 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
     line for each change that was not read (its entry, its number and what was wrong)."""
     records: list[Record] = []
     problems: list[str] = []
+    position: dict[str, int] | None = None
     for index, entry in _checkpoint_entries(session):
         changes, wrong = _changes(entry.data)
         problems.extend(f"entry {entry.id}: {p}" for p in wrong)
-        if changes:
-            records.append(Record(index, entry.id, tuple(changes)))
+        if not changes:
+            continue
+        start = entry.data.get("fromLeafId") if isinstance(entry.data, Mapping) else None
+        if entry.custom_type != REWIND_ENTRY or not isinstance(start, str):
+            start = None
+        else:
+            if position is None:
+                position = {entry_id: at for at, entry_id in enumerate(session.entry_ids())}
+            # The leaf a rewind started from was written before it; an entry claiming a later
+            # one (a hand-made file) is read as naming none.
+            if position.get(start, index) >= index:
+                start = None
+        records.append(Record(index, entry.id, tuple(changes), start))
     return records, problems
 
 
@@ -297,25 +314,33 @@ class Timeline:
 
     def __init__(self, records: Sequence[Record]) -> None:
         self._by_path: dict[str, list[tuple[int, State, State]]] = {}
+        # What each rewind found, by the entry it started from: the last one from an entry
+        # wins, as the latest time the files were seen there.
+        self._found: dict[str, dict[str, State]] = {}
         for record in sorted(records, key=lambda r: r.index):
             for change in record.changes:
                 self._by_path.setdefault(change.path, []).append(
                     (record.index, change.before, change.after)
                 )
+            if record.from_leaf_id is not None:
+                self._found[record.from_leaf_id] = {c.path: c.before for c in record.changes}
 
     @property
     def paths(self) -> tuple[str, ...]:
         """Every path some record changed."""
         return tuple(self._by_path)
 
-    def state_at(self, index: int) -> dict[str, State]:
-        """Each path's state when the entry at ``index`` (file order) was written; -1 is
-        before the first entry."""
+    def state_at(self, index: int, entry_id: str | None = None) -> dict[str, State]:
+        """Each path's state when the entry at ``index`` (file order), ``entry_id``, was
+        written; -1 is before the first entry. When a rewind started from ``entry_id``, the
+        paths it changed are as it found them (what undoing it puts back)."""
         states: dict[str, State] = {}
         for path, history in self._by_path.items():
             earlier = [after for at, _, after in history if at <= index]
             # None written before it: the first change's "before" is what was there.
             states[path] = earlier[-1] if earlier else history[0][1]
+        if entry_id is not None:
+            states.update(self._found.get(entry_id, {}))
         return states
 
     def latest(self) -> dict[str, State]:

@@ -6,7 +6,10 @@ last left there; a file that differs was changed by something outside the sessio
 rewind refuses, naming it, unless forced. Applying writes each file to a temporary file in its
 folder and renames it over the name (or unlinks it), so a kill at any moment leaves each file
 either as it was or as it should be, never half-written; a temporary file a kill left is
-removed by the next rewind that writes that name.
+removed by the next rewind that writes in that folder. Those files are named
+``.harness-rewind.<nonce>.<tag>.tmp``, the tag made from the nonce with the store's secret
+(``CheckpointStore.rewind_key``): a rewind removes only regular files whose tag it can make,
+never a file (or folder) of the workspace's own, whatever its name.
 
 A rewind writes only inside the working folder, and only in the folder the session was
 recorded in: a session whose header names another folder, ``.`` or a relative path is refused
@@ -22,8 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import hmac
 import os
 import re
+import secrets
+import stat
 from typing import Final
 
 from attrs import frozen
@@ -116,7 +123,9 @@ def states_at(
         session.get_entry(entry_id)  # raises EntryNotFoundError
         index = session.entry_ids().index(entry_id)
     latest = {path: resolved(state, store) for path, state in timeline.latest().items()}
-    target = {path: resolved(state, store) for path, state in timeline.state_at(index).items()}
+    target = {
+        path: resolved(state, store) for path, state in timeline.state_at(index, entry_id).items()
+    }
     return latest, target, problems
 
 
@@ -146,13 +155,15 @@ def plan_rewind(
 
     Args:
         force: overwrite files changed outside the session; leave those whose content is
-            unavailable, and the paths a rewind never writes, as they are.
+            unavailable, those no longer regular files or unreadable, and the paths a rewind
+            never writes, as they are.
 
     Raises:
         WorkspaceMismatchError: the session was not recorded in the working folder.
         RewindRefusedError: without ``force``: entries naming paths a rewind never writes
             (absolute, through a symlink, in git's folder, the store or the sessions, not
-            normalised), files changed outside the session since it last touched them,
+            normalised), files changed outside the session since it last touched them (into
+            something a rewind cannot record, too: a symlink, a folder, a FIFO, unreadable),
             contents missing from the store, or contents never stored (the process ended
             before a tool call's content was stored); nothing was written.
         EntryNotFoundError: no such entry.
@@ -168,6 +179,7 @@ def plan_rewind(
     changed: list[str] = []
     unavailable: list[str] = []
     unstored: list[str] = []
+    unrecordable: list[str] = []
     for path, want in target.items():
         loc = workspace.locate(path)
         if isinstance(loc, str):
@@ -176,7 +188,11 @@ def plan_rewind(
             continue
         now = workspace.capture(loc)
         if isinstance(now, Unknown):
-            skipped.append(Missed(path, now.reason))
+            # The session left a regular file or none here: this one (a symlink, a folder, a
+            # FIFO, unreadable) was changed outside it, and cannot be recorded, so its loss
+            # could not be undone. Refused by name; forced, left as it is, never followed.
+            unrecordable.append(f"{path} ({now.reason})")
+            skipped.append(Missed(path, f"{now.reason}; left as it is"))
             continue
         last = latest[path]
         if isinstance(want, Pending):  # the process ended before storing it
@@ -200,8 +216,8 @@ def plan_rewind(
                 continue
         changes.append(Change(path, now, want))
         locations.append(loc)
-    if (unsafe or changed or unavailable or unstored) and not force:
-        raise RewindRefusedError(changed, unavailable, unsafe, unstored)
+    if (unsafe or changed or unavailable or unstored or unrecordable) and not force:
+        raise RewindRefusedError(changed, unavailable, unsafe, unstored, unrecordable)
     return RewindPlan(
         target_id=entry_id,
         changes=tuple(changes),
@@ -232,8 +248,9 @@ def apply_plan(
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
+    key = workspace.store.rewind_key()
     for loc in plan.settled:
-        _sweep_at(loc)
+        _sweep_at(loc, key)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
         now = workspace.capture(loc)
         if isinstance(now, Unknown) or not same_file(now, change.before):
@@ -241,7 +258,7 @@ def apply_plan(
             continue
         try:
             if change.after is None:
-                _remove(loc)
+                _remove(loc, key)
                 removed.append(change.path)
             else:
                 data = (
@@ -252,7 +269,7 @@ def apply_plan(
                 if data is None:
                     skipped.append(Missed(change.path, "its content is not in the store"))
                     continue
-                _write(loc, data, change.after.mode)
+                _write(loc, data, change.after.mode, key)
                 restored.append(change.path)
         except OSError as exc:
             reason = exc.strerror or str(exc)
@@ -282,47 +299,72 @@ def apply_plan(
     )
 
 
-def _temp_name(name: str) -> re.Pattern[str]:
-    """The temporary files ``_fs.replace_file`` makes for ``name``."""
-    return re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{8}}\.tmp")
+_TEMP: Final = re.compile(r"\.harness-rewind\.([0-9a-f]{16})\.([0-9a-f]{32})\.tmp")
+"""A rewind's temporary file: a random nonce and its tag (:func:`_tag`)."""
 
 
-def _sweep(folder: int, name: str) -> None:
-    """Remove temporary files of ``name`` a killed rewind (or write) left in ``folder``."""
-    pattern = _temp_name(name)
+def _tag(key: bytes, nonce: str) -> str:
+    """The tag of a temporary file's ``nonce``, made with the store's key: the workspace
+    cannot make one, so a file of that shape without the right tag is never ours."""
+    return hmac.new(key, nonce.encode("ascii"), hashlib.sha256).hexdigest()[:32]
+
+
+def _temp_name(key: bytes) -> str:
+    """A new name for a rewind's temporary file (:data:`_TEMP`)."""
+    nonce = secrets.token_hex(8)
+    return f".harness-rewind.{nonce}.{_tag(key, nonce)}.tmp"
+
+
+def _sweep(folder: int, key: bytes) -> None:
+    """Remove the temporary files a killed rewind left in ``folder``: only regular files
+    whose name bears this store's tag (a user's file of any other name or tag stays, and a
+    folder or symlink of that name too)."""
     for entry in os.listdir(folder):
-        if pattern.fullmatch(entry):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry, dir_fd=folder)
+        match = _TEMP.fullmatch(entry)
+        if match is None or not hmac.compare_digest(match[2], _tag(key, match[1])):
+            continue
+        try:
+            if not stat.S_ISREG(os.stat(entry, dir_fd=folder, follow_symlinks=False).st_mode):
+                continue
+            os.unlink(entry, dir_fd=folder)
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            continue  # gone, or swapped for a folder since the stat: not ours to remove
 
 
-def _sweep_at(loc: Location) -> None:
+def _sweep_at(loc: Location, key: bytes) -> None:
     """:func:`_sweep` for the folder of ``loc``, if it is there; a folder that cannot be
     opened holds nothing of ours to remove."""
-    parent, name = os.path.split(loc.rel)
+    parent, _ = os.path.split(loc.rel)
     try:
         folder = open_dir(Location(loc.root, parent or ".", loc.rule))
     except OSError:
         return
     try:
-        _sweep(folder, name)
+        _sweep(folder, key)
     finally:
         os.close(folder)
 
 
-def _write(loc: Location, data: bytes, mode: int) -> None:
+def _write(loc: Location, data: bytes, mode: int, key: bytes) -> None:
     """Write a file as recorded with ``mode``: its read, write and execute bits at most, less
     the umask (the kernel's, at creation), never set-id, sticky or world-writable (an entry's
     mode is untrusted)."""
     folder, name = open_parent(loc)
     try:
-        _sweep(folder, name)
-        replace_file(folder, name, data, create_mode=mode & SAFE_MODE_BITS, durable=True)
+        _sweep(folder, key)
+        replace_file(
+            folder,
+            name,
+            data,
+            create_mode=mode & SAFE_MODE_BITS,
+            durable=True,
+            tmp=_temp_name(key),
+        )
     finally:
         os.close(folder)
 
 
-def _remove(loc: Location) -> None:
+def _remove(loc: Location, key: bytes) -> None:
     parent, name = os.path.split(loc.rel)
     if name in ("", ".", ".."):
         raise FileRefusedError(errno.EISDIR, "does not name a file", loc.path)
@@ -331,7 +373,7 @@ def _remove(loc: Location) -> None:
     except (FileNotFoundError, NotADirectoryError):
         return  # its folder is gone: so is the file
     try:
-        _sweep(folder, name)
+        _sweep(folder, key)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=folder)
         os.fsync(folder)

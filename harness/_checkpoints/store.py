@@ -32,6 +32,7 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 import stat
 import time
 from collections.abc import Collection, Iterator
@@ -60,6 +61,8 @@ DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024**2
 STORE_FOLDER: Final = ".checkpoints"
 """The store's folder inside a JSONL sessions root."""
 
+REWIND_KEY_BYTES: Final = 32
+"""The size of the store's ``.rewind-key``, the secret a rewind tags its temporary files with."""
 LOCK_WAIT_S: Final = 30.0
 """The longest a put or gc waits for the store's ``.lock`` (a gc removing a blob, puts)."""
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
@@ -136,6 +139,7 @@ class CheckpointStore:
         self.max_bytes = max_bytes
         self.max_file_bytes = max_file_bytes
         self._made = False
+        self._key: bytes | None = None
 
     @classmethod
     def default(cls) -> CheckpointStore:
@@ -237,6 +241,46 @@ class CheckpointStore:
             return None
         digest = data.decode("ascii", "replace")
         return digest if is_digest(digest) else None
+
+    def rewind_key(self) -> bytes:
+        """The store's secret: :data:`REWIND_KEY_BYTES` random bytes in ``.rewind-key``
+        (mode 0600, made on first use, read only as a regular file, never through a symlink).
+        A rewind names its temporary files with a tag made with it, so the files it removes
+        as leftovers are only those it made, never a file of the same shape the workspace
+        holds (docs/security.md).
+
+        Raises:
+            FileRefusedError: ``.rewind-key`` is a symlink, not a regular file, or of another
+                size (remove it: a new one is made).
+            OSError: the store cannot be written.
+        """
+        if self._key is not None:
+            return self._key
+        self._make()
+        where = beneath(self._root, ".rewind-key")
+        try:
+            key = read_regular(where, REWIND_KEY_BYTES + 1)
+        except FileNotFoundError:
+            # Written whole under another name, then linked: a rewind in another process
+            # never reads half a key, and the first link made is the one every process uses.
+            made = self._root / f".rewind-key.{secrets.token_hex(8)}.new"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with os.fdopen(os.open(made, flags, 0o600), "wb") as out:
+                out.write(secrets.token_bytes(REWIND_KEY_BYTES))
+            try:
+                with contextlib.suppress(FileExistsError):
+                    os.link(made, where.path, follow_symlinks=False)
+            finally:
+                os.unlink(made)
+            key = read_regular(where, REWIND_KEY_BYTES + 1)
+        if len(key) != REWIND_KEY_BYTES:
+            raise FileRefusedError(
+                errno.EINVAL,
+                f"is not {REWIND_KEY_BYTES} bytes (remove it: a new one is made)",
+                where.path,
+            )
+        self._key = key
+        return key
 
     def _make(self) -> None:
         if not self._made:

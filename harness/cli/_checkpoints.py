@@ -135,7 +135,8 @@ def rewind(
     """Put the files (and the conversation) back as they were at ENTRY.
 
     Every file the session's checkpoints recorded is restored as it was when ENTRY was
-    written: created files are removed, deleted ones restored. A file changed since by
+    written (an id `harness checkpoints list` prints: the files after that change): created
+    files are removed, deleted ones restored. A file changed since by
     something outside the session makes the rewind refuse, naming it (--force overwrites it).
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
     conversation, the leaf moves as `sessions checkout` moves it.
@@ -194,7 +195,8 @@ def checkpoints_group() -> None:
 def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
     """The checkpoint and rewind entries of a session, in file order: each entry's id, what
     wrote it (a tool, or a rewind) and the files it changed. `harness rewind ID ENTRY` puts
-    the files back as they were at an entry."""
+    the files back as they were at an entry: an id listed here gives the files after its
+    change; the id listed before it (for the first, the session's first entry), before it."""
     with opened(open_repo(root), ref) as session:
         records, problems = read_records(session)
         rows: list[dict[str, Any]] = []

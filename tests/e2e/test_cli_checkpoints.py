@@ -337,6 +337,53 @@ def test_rewind_says_how_to_undo_it_and_that_command_does(
         assert leaf in [e.id for e in session.get_branch(session.leaf_id)]
 
 
+def test_the_undo_of_a_forced_rewind_gives_back_the_overwritten_edit(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    mine = b"edited by hand\x00\xfe\r\n"
+    (ws / "new.txt").write_bytes(mine)
+
+    refused = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only")
+    assert refused.returncode == 1 and "new.txt" in refused.stderr
+    assert "--force" in refused.stderr  # the flag as it is typed
+    forced = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+    [line] = [x for x in forced.stdout.splitlines() if x.startswith("to undo: ")]
+    undone = cli(env, ws, *shlex.split(line.removeprefix("to undo: "))[1:])
+    assert undone.returncode == 0, undone.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+    assert (ws / "new.txt").read_bytes() == mine
+
+
+def test_rewind_refuses_a_recorded_file_swapped_for_a_symlink_by_name(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("outside\n")
+    (ws / "new.txt").unlink()
+    (ws / "new.txt").symlink_to(victim)
+
+    refused = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only")
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stderr.startswith("error[rewind_refused]")
+    assert "new.txt (not a regular file" in refused.stderr
+    assert "nothing to change" not in refused.stdout
+    assert sorted(os.listdir(ws)) == ["new.txt"] and (ws / "new.txt").is_symlink()
+
+    forced = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "skipped new.txt: not a regular file" in forced.stderr
+    assert "restored keep.txt" in forced.stdout
+    assert (ws / "new.txt").is_symlink() and victim.read_text() == "outside\n"
+
+
 def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
     env: dict[str, str], ws: Path, tmp_path: Path
 ) -> None:
@@ -356,3 +403,9 @@ def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
     assert rows[0].keys() == rows[1].keys()
     text = cli(env, ws, "checkpoints", "list", "--root", root, sid)
     assert f"{rows[0]['entry_id']}  bash: " in text.stdout
+    # An id listed gives the files after its change, as the help says.
+    assert "after its change" in " ".join(cli(env, ws, "checkpoints", "list", "-h").stdout.split())
+    assert "the files after that change" in " ".join(cli(env, ws, "rewind", "-h").stdout.split())
+    after = cli(env, ws, "rewind", "--root", root, sid, rows[0]["entry_id"], "--files-only")
+    assert after.returncode == 0, after.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]

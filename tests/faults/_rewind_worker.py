@@ -5,8 +5,9 @@ then ROUNDS times fork a child that opens the session and rewinds the files of W
 then B, then A, ... (forced: a killed rewind leaves files its entry does not record) until it
 is killed with SIGKILL after a random delay. After each kill every recorded file must hold the
 bytes it has at A or at B (EXPECTED: a JSON file ``{"a": {path: text|null}, "b": {...}}``),
-and any other file must be a temporary file of one of those names. Prints one JSON line:
-``{"rounds", "mixed" (kills that left some files at A and some at B), "bad" (violations)}``.
+and any other file must be a rewind's temporary file in the folder of one of those names.
+Prints one JSON line: ``{"rounds", "mixed" (kills that left some files at A and some at B),
+"bad" (violations)}``.
 """
 
 from __future__ import annotations
@@ -62,16 +63,15 @@ def check(ws: Path, expected: dict[str, dict[str, str | None]]) -> tuple[list[st
     bad = []
     at: set[str] = set()
     names = set(expected["a"]) | set(expected["b"])
-    temp = re.compile(r"\.(.+)\.[0-9a-f]{8}\.tmp")
+    # A rewind's temporary files (rewind.py) lie in the folders of the files it writes.
+    temp = re.compile(r"\.harness-rewind\.[0-9a-f]{16}\.[0-9a-f]{32}\.tmp")
+    folders = {os.path.dirname(n) for n in names}
     for folder, _, files in os.walk(ws):
         for name in files:
             rel = os.path.relpath(os.path.join(folder, name), ws)
             if rel in names:
                 continue
-            m = temp.fullmatch(name)
-            if m is None or os.path.join(os.path.dirname(rel), m.group(1)).lstrip("./") not in {
-                n.lstrip("./") for n in names
-            }:
+            if temp.fullmatch(name) is None or os.path.dirname(rel) not in folders:
                 bad.append(f"unexpected file {rel}")
     for rel in sorted(names):
         path = ws / rel

@@ -17,6 +17,7 @@ from workspaces import call, make_harness, seed, tree
 
 from harness import (
     CHECKPOINT_ENTRY,
+    REWIND_ENTRY,
     CheckpointStore,
     CustomEntry,
     FauxReply,
@@ -25,7 +26,10 @@ from harness import (
     RewindRefusedError,
     SecuritySupervisor,
     Session,
+    UserMessage,
 )
+from harness._checkpoints.records import FileState, read_records
+from harness._checkpoints.rewind import states_at
 
 
 def state(store: CheckpointStore, data: bytes) -> dict[str, Any]:
@@ -230,3 +234,27 @@ async def test_a_bash_scan_never_runs_a_program_an_implicit_repository_names(
     harness = make_harness(session, ws, [FauxReply(tool_calls=[call("bash", command="ls")]), "ok"])
     await harness.prompt("list")
     assert not marker.exists()
+
+
+async def test_a_rewind_entry_naming_no_earlier_start_is_read_as_naming_none(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    first = session.append_message(UserMessage(content="hi")).id
+    payload = state(store, b"planted\n")
+    change = {"path": "keep.txt", "before": payload, "after": state(store, b"keep\n")}
+    for start in (first, "ffffffff"):  # an earlier entry; one the session does not hold
+        session.append_custom(
+            REWIND_ENTRY,
+            {"targetId": None, "fromLeafId": start, "conversation": False, "changes": [change]},
+        )
+    [real, made_up], _ = read_records(session)
+
+    assert real.from_leaf_id == first and made_up.from_leaf_id is None
+    # The entry a rewind started from is as it found the files; the others as they were.
+    assert states_at(session, first, store)[1]["keep.txt"] == FileState.from_json(payload)
+    assert states_at(session, real.entry_id, store)[1]["keep.txt"] == FileState.from_json(
+        change["after"]
+    )

@@ -489,6 +489,22 @@ def test_the_stores_lock_file_is_never_followed_through_a_symlink(tmp_path: Path
     assert not made.exists()
 
 
+def test_the_stores_rewind_key_is_kept_private_and_never_followed(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    key = store.rewind_key()
+    assert len(key) == 32 and CheckpointStore(store.root).rewind_key() == key  # kept
+    assert stat.S_IMODE(os.stat(store.root / ".rewind-key").st_mode) == 0o600
+    assert sorted(os.listdir(store.root)) == [".rewind-key"]  # its first copy is gone
+
+    other = CheckpointStore(tmp_path / "other")
+    other.root.mkdir()
+    made = tmp_path / "made-by-the-store"
+    (other.root / ".rewind-key").symlink_to(made)
+    with pytest.raises(OSError, match="symlink"):
+        other.rewind_key()
+    assert not made.exists()
+
+
 _FLIPPER = textwrap.dedent(
     """
     import os, shutil, sys

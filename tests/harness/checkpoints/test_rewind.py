@@ -7,6 +7,8 @@ must give that tree back, byte for byte, in a git repository and in a plain fold
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,7 @@ from harness import (
     SessionRewindEvent,
     UserMessage,
 )
+from harness._checkpoints.rewind import _temp_name
 from harness._checkpoints.scan import Workspace
 
 
@@ -38,6 +41,24 @@ def customs(session: Session, custom_type: str) -> list[CustomEntry]:
     return [
         e for e in session.entries() if isinstance(e, CustomEntry) and e.custom_type == custom_type
     ]
+
+
+def entries_of(root: Path) -> dict[str, tuple[int, bytes | str | None]]:
+    """Every entry under ``root`` (not in ``.git``) by its kind, without opening a FIFO or
+    following a link: a file's bytes, a link's target."""
+    found: dict[str, tuple[int, bytes | str | None]] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in [*dirs, *files]:
+            path = Path(folder, name)
+            kind = stat.S_IFMT(os.lstat(path).st_mode)
+            content: bytes | str | None = None
+            if kind == stat.S_IFREG:
+                content = path.read_bytes()
+            elif kind == stat.S_IFLNK:
+                content = os.readlink(path)
+            found[path.relative_to(root).as_posix()] = (kind, content)
+    return found
 
 
 async def test_rewinding_to_each_entry_gives_that_entrys_tree(
@@ -104,10 +125,78 @@ async def test_a_file_changed_outside_the_session_makes_rewind_refuse_with_its_n
 
     assert refused.value.code == "rewind_refused"
     assert sorted(refused.value.changed) == ["a.txt", "keep.txt"]
+    assert "--force" in str(refused.value)  # the flag's real name
     assert tree(ws) == before  # nothing written
     assert customs(session, REWIND_ENTRY) == []
     await harness.rewind_files(first, force=True)
     assert tree(ws) == trees[first]
+
+
+async def test_a_file_swapped_for_a_symlink_folder_or_fifo_is_refused_by_name(
+    session: Session, ws: Path, tmp_path: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"outside the workspace\n")
+    (ws / "a.txt").unlink()
+    (ws / "a.txt").symlink_to(victim)  # a recorded file, now a link leading out
+    (ws / "keep.txt").unlink()
+    (ws / "keep.txt").mkdir()  # now a folder
+    (ws / "keep.txt" / "mine").write_text("mine\n")
+    (ws / "d" / "new.txt").unlink()
+    os.mkfifo(ws / "d" / "new.txt")  # now a FIFO
+    before = entries_of(ws)
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+
+    named = sorted(u.split(" (")[0] for u in refused.value.unrecordable)
+    assert named == ["a.txt", "d/new.txt", "keep.txt"]
+    assert "a.txt (not a regular file" in str(refused.value) and "--force" in str(refused.value)
+    assert entries_of(ws) == before and customs(session, REWIND_ENTRY) == []
+
+    forced = await harness.rewind_files(first, force=True)
+    # Left as they are, said so; the link never followed; the other files rewound.
+    assert sorted(s.path for s in forced.skipped) == ["a.txt", "d/new.txt", "keep.txt"]
+    assert victim.read_bytes() == b"outside the workspace\n"
+    assert os.readlink(ws / "a.txt") == str(victim)
+    assert (ws / "keep.txt" / "mine").read_text() == "mine\n"
+    assert stat.S_ISFIFO(os.lstat(ws / "d" / "new.txt").st_mode)
+    assert (ws / "old.txt").read_text() == "old\n" and forced.entry_id is not None
+
+
+async def test_a_rewind_removes_only_the_temporary_files_it_made(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    store = harness.checkpoints
+    assert store is not None
+    key = store.rewind_key()
+    # The user's own files and folders of the shapes temporary files have; a tag forged
+    # without the store's key; and one temporary file a killed rewind left.
+    (ws / ".a.txt.0123abcd.tmp").write_text("mine\n")
+    (ws / ".keep.txt.89abcdef.tmp").mkdir()
+    forged = f".harness-rewind.{'0' * 16}.{'f' * 32}.tmp"
+    (ws / forged).write_text("mine too\n")
+    (ws / "d" / _temp_name(key)).mkdir()  # a folder even with our tag: never removed
+    left = ws / "sub" / _temp_name(key)
+    left.write_text("half a rew")
+
+    result = await harness.rewind_files(first)
+
+    assert result.skipped == ()
+    assert not left.exists()
+    assert (ws / ".a.txt.0123abcd.tmp").read_text() == "mine\n"
+    assert (ws / ".keep.txt.89abcdef.tmp").is_dir() and (ws / forged).read_text() == "mine too\n"
+    assert len([n for n in os.listdir(ws / "d") if n.startswith(".harness-rewind.")]) == 1
+    users = {".a.txt.0123abcd.tmp", forged}
+    assert {k: v for k, v in tree(ws).items() if k not in users} == trees[first]
 
 
 async def test_rewind_of_a_rewind_restores_the_later_state(session: Session, ws: Path) -> None:
@@ -129,6 +218,45 @@ async def test_rewind_of_a_rewind_restores_the_later_state(session: Session, ws:
     again = await harness.rewind_files(rewind.id)  # and the rewind's own state once more
     assert tree(ws) == trees[first]
     assert undo.entry_id != again.entry_id
+
+
+async def test_undoing_a_forced_rewind_gives_back_the_edit_it_overwrote(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    mine = b"my own edit\r\n\x00\xff kept byte for byte\n"
+    (ws / "a.txt").write_bytes(mine)  # not through the session
+    (ws / "keep.txt").unlink()
+    before = tree(ws)
+
+    forced = await harness.rewind_files(first, force=True)
+    assert tree(ws) == trees[first]
+    assert forced.entry_id is not None
+    parent = session.get_entry(forced.entry_id).parent_id
+
+    await harness.rewind_files(parent)  # the undo `harness rewind` prints
+    assert tree(ws) == before
+    assert (ws / "a.txt").read_bytes() == mine
+
+
+async def test_undoing_a_forced_rewind_with_the_conversation_gives_back_the_edit(
+    session: Session, ws: Path
+) -> None:
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    (ws / "a.txt").write_bytes(b"mine\n")
+    before = tree(ws)
+
+    moved = await harness.navigate_tree(first, with_files=True, force=True)
+    assert tree(ws) == trees[first]
+
+    await harness.navigate_tree(moved.old_leaf_id, with_files=True)  # the printed undo
+    assert tree(ws) == before
 
 
 async def test_navigate_tree_with_files_moves_files_and_conversation_together(
