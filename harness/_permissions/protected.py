@@ -939,6 +939,9 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
     ``config``, ``config.worktree``, ``commondir`` and ``hooks``, and a ``.git`` file itself.
     Pinned (changeable inside, never removed or renamed): those git folders. Hidden (seen
     empty): the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
+    Watched: each of those protected names in ``cwd``, the folders above it and the home
+    folder that does not exist or is a symlink (no mount can hold it: what a command leaves
+    there is moved aside after it).
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
@@ -954,15 +957,18 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         folders.append(home)
     names = (*_FOLDERS, *_FILES, *_LEFTHOOK_NAMES, ".config/husky")
     git_folders: list[str] = []
+    watched: list[str] = []
     for folder in folders:
         for name in names:
             path = os.path.join(folder, name)
-            if name == ".git":
-                if os.path.isdir(path) and not os.path.islink(path):
-                    git_folders.append(path)
-                elif os.path.lexists(path):
-                    read_only.append(path)
-            elif os.path.lexists(path):
+            if os.path.islink(path) or not os.path.lexists(path):
+                # no mount holds a missing name or a link (the link can be replaced)
+                watched.append(path)
+                if os.path.islink(path):
+                    read_only.append(path)  # its target, at least
+            elif name == ".git" and os.path.isdir(path):
+                git_folders.append(path)
+            else:
                 read_only.append(path)
     for found in git_dirs(cwd):
         (git_folders if os.path.isfile(os.path.join(found, "HEAD")) else read_only).append(found)
@@ -983,6 +989,7 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         read_only=_real_unique(read_only),
         pinned=_real_unique(pinned),
         hidden=_real_unique(hidden),
+        watched=tuple(dict.fromkeys(watched)),
     )
 
 

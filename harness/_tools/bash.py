@@ -21,7 +21,7 @@ from hooks import JSONValue
 from .._errors import ToolError
 from .._fs import program_path
 from .base import Tool, ToolResult, ToolRun, safe_text
-from .sandbox import Sandbox, sandbox_available, sandboxed
+from .sandbox import Sandbox, identities, sandbox_available, sandboxed, set_aside
 
 __all__ = ["bash_tool"]
 
@@ -150,6 +150,7 @@ def bash_tool(
                     "(docs/security.md)"
                 )
             walls = None
+        watched = identities(walls.watched) if walls is not None else {}
         out = _Output(max_bytes, log_max_bytes)
         proc, pipe = await _start(command, run.cwd, out, walls)
         streamer = asyncio.create_task(_stream(out, run))
@@ -196,6 +197,16 @@ def bash_tool(
             text = f"[output truncated: showing the last {max_bytes} bytes]\n{saved}{text}"
         code = proc.returncode
         notes = []
+        # a protected name no mount could hold (missing, or a link) that the command made
+        moved = set_aside(watched) if watched else []
+        for path, where in moved:
+            notes.append(
+                f"[the sandbox moved {safe_text(path)}, a protected path this command made or "
+                f"replaced, to {safe_text(where)}: ask the user, with dangerouslyDisableSandbox]"
+                if where
+                else f"[the command made {safe_text(path)}, a protected path, and it could not be "
+                "moved aside: tell the user]"
+            )
         if timed_out:
             notes.append(f"[command timed out after {limit:g} s]")
         elif not drained:
@@ -213,9 +224,10 @@ def bash_tool(
                 "truncated": truncated,
                 "timedOut": timed_out,
                 "sandboxed": walls is not None,
+                **({"setAside": [[p, w] for p, w in moved]} if moved else {}),
                 **({"fullOutputPath": safe_text(full_path)} if full_path else {}),
             },
-            is_error=timed_out or bool(code),
+            is_error=timed_out or bool(code) or bool(moved),
         )
 
     return Tool(

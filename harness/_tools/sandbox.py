@@ -10,16 +10,19 @@ harness logs a warning once; ``bash_tool(sandbox="required")`` refuses them inst
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
 import stat
 import subprocess
 import threading
+from collections.abc import Iterable
+from typing import TypeAlias
 
 from attrs import frozen
 
-__all__ = ["Sandbox", "sandbox_available", "sandboxed"]
+__all__ = ["Sandbox", "identities", "sandbox_available", "sandboxed", "set_aside"]
 
 _log = logging.getLogger("harness")
 _PROBE_S = 10.0  # how long the one-time check that bwrap works may take
@@ -37,11 +40,55 @@ class Sandbox:
             (a repository's ``.git``, whose ``config`` and ``hooks`` are ``read_only``).
         hidden: files and folders the command sees empty (a folder as an empty read-only
             folder, a file as an empty read-only file).
+        watched: protected names (as written, not resolved) that no mount can hold because
+            they do not exist yet or are symlinks (a link can be replaced, a missing name
+            made): whatever the command leaves at one of them that was not there before is
+            moved aside (:func:`set_aside`).
     """
 
     read_only: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    watched: tuple[str, ...] = ()
+
+
+Identity: TypeAlias = "tuple[int, int, int] | None"
+
+
+def identities(paths: Iterable[str]) -> dict[str, Identity]:
+    """Each path's (device, inode, file type) without following a symlink, None if missing."""
+    out: dict[str, Identity] = {}
+    for path in paths:
+        try:
+            st = os.lstat(path)
+            out[path] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode))
+        except (OSError, ValueError):
+            out[path] = None
+    return out
+
+
+def set_aside(before: dict[str, Identity]) -> list[tuple[str, str]]:
+    """Move aside what a sandboxed command left at a watched name that is not what was there
+    before it ran (a new ``.mcp.json``, a first ``.git``, a link replaced): renamed, never
+    deleted, to ``NAME.blocked-<pid>-<n>`` beside it (the first free one), so nothing is lost
+    and nothing there grants or runs anything. Returns ``(path, where it went)`` pairs; a name
+    that cannot be moved is returned with ``""``."""
+    moved: list[tuple[str, str]] = []
+    for path, was in before.items():
+        now = identities([path])[path]
+        if now is None or now == was:
+            continue
+        for n in itertools.count():
+            target = f"{path}.blocked-{os.getpid()}-{n}"
+            if not os.path.lexists(target):
+                break
+        try:
+            os.rename(path, target)
+        except OSError as exc:
+            _log.error("could not move aside %s, which a sandboxed command made: %s", path, exc)
+            target = ""
+        moved.append((path, target))
+    return moved
 
 
 _lock = threading.Lock()

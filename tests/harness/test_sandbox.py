@@ -300,3 +300,56 @@ async def test_without_bubblewrap_required_refuses_and_auto_runs_with_a_warning(
         "sandboxed": False,
     }
     assert "unsandboxed" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("setup", "command", "name"),
+    [
+        # a first .git, with a hook, in a folder that had none
+        (
+            "plain",
+            'd=.gi; git init -q && printf "#!/bin/sh\\ntouch P\\n" > "${d}t/hooks/pre-commit"',
+            ".git",
+        ),
+        ("proj", 'h=.harn; mkdir "${h}ess" && echo "{}" > "${h}ess/settings.json"', ".harness"),
+        ("proj", 'm=.mc; echo "{}" > "${m}p.json"', ".mcp.json"),
+        ("link", 'm=.mc; rm "${m}p.json" && echo "{}" > "${m}p.json"', ".mcp.json"),
+    ],
+)
+async def test_a_protected_name_the_command_makes_or_replaces_is_moved_aside(
+    home: Path, setup: str, command: str, name: str
+) -> None:
+    """No mount can hold a name that does not exist yet, or a symlink: what the command
+    leaves there is renamed aside (never deleted) and the result says so."""
+    folder = home / "proj"
+    if setup == "plain":
+        folder = home / "plain"
+        folder.mkdir()
+    if setup == "link":
+        (folder / "servers.json").write_text('{"mine": 1}')
+        (folder / ".mcp.json").symlink_to("servers.json")
+    decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+        make_request(folder, BASH, command=command)
+    )
+    assert isinstance(decided, Approve)
+    calls = [FauxToolCall(name="bash", arguments={"command": command})]
+    session = await MemorySessionRepo().create(str(folder))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[BASH],
+        cwd=folder,
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        resources=None,
+    )
+    await harness.prompt("go")
+    [result] = [m for m in session.build_context().messages if m.role == "toolResult"]
+    assert result.is_error
+    assert isinstance(result.details, dict)
+    [[path, where]] = result.details["setAside"]
+    assert path == str(folder / name)
+    assert not os.path.lexists(folder / name)
+    assert Path(where).parent == folder and Path(where).name.startswith(f"{name}.blocked-")
+    assert "moved" in "".join(b.text for b in result.content if isinstance(b, TextContent))
+    if setup == "link":
+        assert (folder / "servers.json").read_text() == '{"mine": 1}'  # the target: read-only
