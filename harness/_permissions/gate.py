@@ -189,7 +189,18 @@ class Gate:
                 depth=self.depth,
             ),
         )
-        decision = self._settled(request, await self._decide(request))
+        try:
+            decision = self._settled(request, await self._decide(request))
+        finally:
+            # Asked at once, with no await between: a person's approval the supervisor noted
+            # must not outlive this call, even when the run is aborted here (review 7,
+            # finding 9); a supervisor that fails denies the call.
+            sandbox: Sandbox | None = None
+            sandbox_failed: Exception | None = None
+            try:
+                sandbox = self._sandbox(request)
+            except Exception as exc:
+                sandbox_failed = exc
         remembered = (
             self._remember(request, decision) if isinstance(decision, ApproveAlways) else None
         )
@@ -214,11 +225,11 @@ class Gate:
                 operation_key=request.operation_key,
             )
         hidden = None
-        sandbox = None
         if denied is None:
             try:
+                if sandbox_failed is not None:
+                    raise sandbox_failed
                 hidden = self._hidden(request)
-                sandbox = self._sandbox(request)
             except Exception as exc:  # fail closed, as for a raising decide()
                 _log.error("supervisor failed on %r", request.operation_key, exc_info=exc)
                 denied = f"the supervisor failed, so the call is denied: {exc!r}"

@@ -927,28 +927,40 @@ _GIT_CODE = ("config", "config.worktree", "hooks", "commondir")
 
 def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ()) -> Sandbox:
     """What a sandboxed bash command in ``cwd`` may not change or read (:class:`Sandbox`):
-    the protected paths that exist now, found from the file system rather than from the
-    command's text, so no spelling of a name reaches them.
+    the protected paths found on the file system rather than in the command's text, so no
+    spelling of a name reaches them.
 
-    Read-only: the user's harness config folder (created, mode 0700, when missing: a command
-    must not be the one to make it), the user's and the system's git configs, and in ``cwd``,
-    each folder above it and the home folder, the protected names (``.harness``, ``.claude``,
-    ``.husky``, ``.mcp.json``, ``.claude.json``, ``.gitconfig``, the hook managers' configs);
-    the folders git runs hooks from (:func:`git_dirs`); in every git folder found (a ``.git``
-    folder there, the one a ``.git`` file names, each submodule's under ``modules/``) its
-    ``config``, ``config.worktree``, ``commondir`` and ``hooks``, and a ``.git`` file itself.
-    Pinned (changeable inside, never removed or renamed): those git folders. Hidden (seen
-    empty): the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
-    Watched: each of those protected names in ``cwd``, the folders above it and the home
-    folder that does not exist or is a symlink (no mount can hold it: what a command leaves
-    there is moved aside after it).
+    Protected (read-only when it exists; watched when it does not exist or is a symlink, since
+    no mount holds a missing name and a link can be replaced, its target read-only): the
+    user's harness config folder (created, mode 0700, when missing: a command must not be the
+    one to make it), the user's and the system's git configs and the files their ``include``
+    and ``includeIf`` lines name (3 levels), and in ``cwd``, each folder above it and the home
+    folder the protected names (``.harness``, ``.claude``, ``.husky``, ``.mcp.json``,
+    ``.claude.json``, ``.gitconfig``, the hook managers' configs); the folders git runs hooks
+    from (:func:`git_dirs`); in every git folder found (a ``.git`` folder there, the one a
+    ``.git`` file names, the common one its ``commondir`` names, each linked worktree's
+    under ``worktrees/``, each submodule's under ``modules/``, nested too, at most
+    :data:`_GIT_FOLDERS`) its ``config``, ``config.worktree``, ``commondir`` and ``hooks``,
+    and the files its config includes. Pinned (changeable inside, never removed
+    or renamed): those git folders, and every folder above anything protected, hidden or
+    watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
+    the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
     with contextlib.suppress(OSError):
         config.mkdir(mode=0o700, parents=True, exist_ok=True)
-    read_only: list[str] = [os.fspath(config), *git_config_files()]
-    pinned: list[str] = []
+    read_only: list[str] = []
+    watched: list[str] = []
+
+    def protect(path: str) -> None:
+        if os.path.islink(path) or not os.path.lexists(path):
+            watched.append(path)
+        if os.path.lexists(path):
+            read_only.append(path)  # a link: its target, once resolved
+
+    for path in (os.fspath(config), *git_config_files(), *_git_includes(git_config_files())):
+        protect(path)
     start = os.path.abspath(cwd)
     folders = [start]
     while (parent := os.path.dirname(folders[-1])) != folders[-1]:
@@ -957,43 +969,100 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         folders.append(home)
     names = (*_FOLDERS, *_FILES, *_LEFTHOOK_NAMES, ".config/husky")
     git_folders: list[str] = []
-    watched: list[str] = []
     for folder in folders:
         for name in names:
             path = os.path.join(folder, name)
-            if os.path.islink(path) or not os.path.lexists(path):
-                # no mount holds a missing name or a link (the link can be replaced)
-                watched.append(path)
-                if os.path.islink(path):
-                    read_only.append(path)  # its target, at least
-            elif name == ".git" and os.path.isdir(path):
+            if name == ".git" and os.path.isdir(path) and not os.path.islink(path):
                 git_folders.append(path)
             else:
-                read_only.append(path)
+                protect(path)
     for found in git_dirs(cwd):
-        (git_folders if os.path.isfile(os.path.join(found, "HEAD")) else read_only).append(found)
-    for git in list(git_folders):
-        with contextlib.suppress(OSError):
-            git_folders += [e.path for e in os.scandir(os.path.join(git, "modules")) if e.is_dir()][
-                :_SUBMODULES
-            ]
-    for git in git_folders:
-        pinned.append(git)
-        read_only += [os.path.join(git, name) for name in _GIT_CODE]
+        if os.path.isfile(os.path.join(found, "HEAD")):
+            git_folders.append(found)
+        else:
+            protect(found)  # a hooks folder
+    # the common folder of a worktree's git folder, and submodules' (nested too): breadth
+    # first, at most _GIT_FOLDERS (review 7, findings 5, 8)
+    seen: set[str] = set()
+    queue = list(git_folders)
+    while queue and len(seen) < _GIT_FOLDERS:
+        git = _realpath(queue.pop(0))
+        if git in seen:
+            continue
+        seen.add(git)
+        common = (_read_regular(os.path.join(git, "commondir"), 4096) or "").strip()
+        if common:
+            queue.append(os.path.join(git, common))
+        # linked worktrees' git folders (their commondir: finding 5), submodules' (a
+        # submodule named a/b keeps its git folder at modules/a/b)
+        for sub in ("worktrees", "modules"):
+            with contextlib.suppress(OSError):
+                for e in os.scandir(os.path.join(git, sub)):
+                    if e.is_dir(follow_symlinks=False):
+                        queue.append(e.path)
+                        if sub == "modules" and not os.path.isfile(os.path.join(e.path, "HEAD")):
+                            queue += [d.path for d in os.scandir(e.path) if d.is_dir()]
+    for git in seen:
+        # a missing config.worktree or commondir is watched: made, it redirects git (finding 7)
+        for name in _GIT_CODE:
+            protect(os.path.join(git, name))
+    # what a repository's config includes (finding 6)
+    for path in _git_includes(os.path.join(git, "config") for git in seen):
+        protect(path)
     hidden = [
         f
         for f in (os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
+    read_only_real = _real_unique(read_only)
+    hidden_real = _real_unique(hidden)
+    pinned_real = _real_unique(seen)
+    # every folder above what is held, so a rename of one cannot move it away (findings 1, 2)
+    above: list[str] = []
+    for path in (*read_only_real, *pinned_real, *hidden_real, *_real_unique(watched)):
+        folder = os.path.dirname(path)
+        while folder != os.path.dirname(folder):
+            above.append(folder)
+            folder = os.path.dirname(folder)
     return Sandbox(
-        read_only=_real_unique(read_only),
-        pinned=_real_unique(pinned),
-        hidden=_real_unique(hidden),
+        read_only=read_only_real,
+        pinned=(*pinned_real, *(f for f in dict.fromkeys(above) if f not in pinned_real)),
+        hidden=hidden_real,
         watched=tuple(dict.fromkeys(watched)),
     )
 
 
-_SUBMODULES = 256  # submodule git folders made read-only per repository, at most
+_INCLUDE_SECTION = re.compile(r"^\s*\[\s*include(?:if\s+\"[^\"]*\")?\s*\]\s*(.*)$", re.I)
+_INCLUDE_PATH = re.compile(r"^\s*path\s*=\s*(.*)$", re.I)
+
+
+def _git_includes(configs: Iterable[str], depth: int = 3) -> list[str]:
+    """The files git configs' ``[include]`` and ``[includeIf "…"]`` sections name by
+    ``path =`` (relative to the including file, ``~`` expanded), and theirs, ``depth`` levels
+    (review 7, finding 6)."""
+    home = os.path.expanduser("~")
+    found: list[str] = []
+    level = list(configs)
+    for _ in range(depth):
+        named: list[str] = []
+        for config in level:
+            inside = False
+            for raw in (_read_regular(config, _CONFIG_BYTES) or "").splitlines():
+                line = raw
+                if raw.lstrip().startswith("["):
+                    header = _INCLUDE_SECTION.match(raw)
+                    inside = header is not None
+                    line = header.group(1) if header is not None else ""
+                m = _INCLUDE_PATH.match(line)
+                if inside and m is not None:
+                    value = _home(_config_value(m.group(1)), home)
+                    named.append(os.path.join(os.path.dirname(config), value))
+        level = [n for n in named if n not in found]
+        found += level
+    return found
+
+
+_GIT_FOLDERS = 256  # git folders (a worktree's common one, submodules') held, at most
 _LEFTHOOK_NAMES = tuple(
     f"{dot}lefthook{local}.{ext}"
     for dot in ("", ".")

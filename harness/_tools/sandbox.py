@@ -52,16 +52,18 @@ class Sandbox:
     watched: tuple[str, ...] = ()
 
 
-Identity: TypeAlias = "tuple[int, int, int] | None"
+Identity: TypeAlias = "tuple[int, int, int, str | None] | None"
 
 
 def identities(paths: Iterable[str]) -> dict[str, Identity]:
-    """Each path's (device, inode, file type) without following a symlink, None if missing."""
+    """Each path's (device, inode, file type, a symlink's target) without following a
+    symlink, None if missing."""
     out: dict[str, Identity] = {}
     for path in paths:
         try:
             st = os.lstat(path)
-            out[path] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode))
+            link = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
+            out[path] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), link)
         except (OSError, ValueError):
             out[path] = None
     return out
@@ -71,12 +73,16 @@ def set_aside(before: dict[str, Identity]) -> list[tuple[str, str]]:
     """Move aside what a sandboxed command left at a watched name that is not what was there
     before it ran (a new ``.mcp.json``, a first ``.git``, a link replaced): renamed, never
     deleted, to ``NAME.blocked-<pid>-<n>`` beside it (the first free one), so nothing is lost
-    and nothing there grants or runs anything. Returns ``(path, where it went)`` pairs; a name
-    that cannot be moved is returned with ``""``."""
+    and nothing there grants or runs anything; a symlink that was there (and was removed or
+    replaced) is made again as it was. Returns ``(path, where it went)`` pairs; a name that
+    cannot be moved is returned with ``""``."""
     moved: list[tuple[str, str]] = []
     for path, was in before.items():
         now = identities([path])[path]
-        if now is None or now == was:
+        if now == was:
+            continue
+        if now is None:
+            _relink(path, was)
             continue
         for n in itertools.count():
             target = f"{path}.blocked-{os.getpid()}-{n}"
@@ -87,8 +93,20 @@ def set_aside(before: dict[str, Identity]) -> list[tuple[str, str]]:
         except OSError as exc:
             _log.error("could not move aside %s, which a sandboxed command made: %s", path, exc)
             target = ""
+        else:
+            _relink(path, was)
         moved.append((path, target))
     return moved
+
+
+def _relink(path: str, was: Identity) -> None:
+    """Make again the symlink ``was`` describes at ``path`` (nothing if it was no link)."""
+    if was is None or was[3] is None:
+        return
+    try:
+        os.symlink(was[3], path)
+    except OSError as exc:
+        _log.error("could not make the symlink %s -> %s again: %s", path, was[3], exc)
 
 
 _lock = threading.Lock()

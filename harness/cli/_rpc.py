@@ -736,7 +736,10 @@ class RpcServer:
             if decided.denied is not None:
                 self._respond(id_, "bash", error=f"denied: {decided.denied}")
                 return
-            run = ToolRun(tool_call_id=call.id, cwd=self.agents.cwd, on_update=noop)
+            # sandboxed unless the person answered this very call (review 7, finding 4)
+            run = ToolRun(
+                tool_call_id=call.id, cwd=self.agents.cwd, sandbox=decided.sandbox, on_update=noop
+            )
             task = asyncio.ensure_future(tool.execute({"command": text}, run))
             self._bash = task
             cancelled = False

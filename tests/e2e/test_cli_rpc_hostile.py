@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from rpc_process import Rpc
 
+from harness._tools.sandbox import sandbox_available
 from hooks import AssistantMessage, ToolResultMessage
 from repos import CustomEntry, JsonlSessionRepo, MessageEntry, open_session
 
@@ -232,4 +234,29 @@ def test_export_html_never_replaces_a_protected_or_other_file(
     assert (work / target).read_text() == "{}"
     made = server.call({"id": "2", "type": "export_html", "outputPath": "page.html"})
     assert made["success"] is True and "<html" in (work / "page.html").read_text()
+    assert server.close() == 0
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(not sandbox_available(), reason="bubblewrap (bwrap) missing or unusable")
+def test_the_protocols_bash_runs_sandboxed_unless_the_person_approved_it(
+    rpc: Callable[..., Rpc], work: Path
+) -> None:
+    """Review 7, finding 4: the protocol's bash dropped the gate's sandbox, so in bypass a
+    computed name wrote `.git/config`."""
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    config = work / ".git" / "config"
+    before = config.read_bytes()
+    command = 'd=.gi; echo "# x" >> "${d}t/config"'
+    server = rpc("--mode", "bypass")
+    unasked = server.call({"id": "1", "type": "bash", "command": command})
+    assert unasked["success"] is True and unasked["data"]["exitCode"] != 0
+    assert config.read_bytes() == before
+    assert server.close() == 0
+    server = rpc()
+    server.send({"id": "2", "type": "bash", "command": command})
+    request = server.until(lambda r: r["type"] == "extension_ui_request")
+    server.send({"type": "extension_ui_response", "id": request["id"], "value": "Allow once"})
+    assert server.response("2")["data"]["exitCode"] == 0
+    assert config.read_bytes() == before + b"# x\n"
     assert server.close() == 0

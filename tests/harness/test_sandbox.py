@@ -11,6 +11,7 @@ it and requires the ``sandbox`` group.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -31,10 +32,12 @@ from harness import (
     PermissionRequest,
     SecuritySupervisor,
     TextContent,
+    ToolCall,
     ToolRun,
     bash_tool,
 )
 from harness._tools.sandbox import sandbox_available
+from hooks import connect
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -348,8 +351,175 @@ async def test_a_protected_name_the_command_makes_or_replaces_is_moved_aside(
     assert isinstance(result.details, dict)
     [[path, where]] = result.details["setAside"]
     assert path == str(folder / name)
-    assert not os.path.lexists(folder / name)
+    if setup == "link":  # the user's link is made again
+        assert os.readlink(folder / name) == "servers.json"
+    else:
+        assert not os.path.lexists(folder / name)
     assert Path(where).parent == folder and Path(where).name.startswith(f"{name}.blocked-")
     assert "moved" in "".join(b.text for b in result.content if isinstance(b, TextContent))
     if setup == "link":
         assert (folder / "servers.json").read_text() == '{"mine": 1}'  # the target: read-only
+
+
+async def test_a_persons_approval_never_reaches_a_later_call_after_an_abort(home: Path) -> None:
+    """Review 7, finding 9: the run was aborted between a person's answer and the sandbox;
+    the supervisor's note of that answer outlived the call, and a later call with the same id,
+    approved by a rule, ran unsandboxed."""
+    from harness._permissions.gate import Gate
+
+    async def yes_then_abort(req: PermissionRequest) -> Approve:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # delivered at the gate's next await, after the answer
+        return Approve()
+
+    allowed = "echo allowed"
+    supervisor = SecuritySupervisor(
+        rules={"allow": [f"bash({allowed})"]}, approver=yes_then_abort, setting_sources=()
+    )
+    session = await MemorySessionRepo().create(str(home / "proj"))
+    sender = object()
+
+    async def suspends(sender: object, event: object) -> None:
+        await asyncio.sleep(0)  # where the pending cancellation lands
+
+    disconnect = connect("permission_decision", suspends, sender=sender)
+    gate = Gate(
+        supervisor=supervisor,
+        sender=sender,
+        session=session,
+        cwd=home / "proj",
+        depth=0,
+        approvals=set(),
+        write=lambda write: None,
+    )
+    call = ToolCall(id="same", name="bash", arguments={"command": "echo asked"})
+    with pytest.raises(asyncio.CancelledError):
+        await gate.check(call, BASH, {"command": "echo asked"})
+    later = ToolCall(id="same", name="bash", arguments={"command": allowed})
+    decided = await gate.check(later, BASH, {"command": allowed})
+    disconnect()
+    assert decided.denied is None
+    assert decided.sandbox is not None
+
+
+def _git(*args: str | Path, cwd: Path) -> None:
+    subprocess.run(["git", *map(str, args)], cwd=cwd, check=True, capture_output=True)
+
+
+# Review 7: a folder above a protected path renamed away, a protected symlink replaced, a
+# linked worktree's common git folder, an included git config, a new commondir, a nested
+# submodule's git folder. (setup, command, the files that must stay as they were)
+REVIEW_7 = [
+    (
+        "plain",
+        'c=.con; mv "$HOME/${c}fig" "$HOME/cfg-old" && mkdir -p "$HOME/${c}fig/harness" '
+        '&& echo "{}" > "$HOME/${c}fig/harness/settings.json"',
+        [".config/harness/settings.json", ".config/harness/approvals.key"],
+    ),
+    (
+        "plain",
+        'l=.loc; mv "$HOME/${l}al/share" "$HOME/${l}al/sh-old"',
+        [".local/share/harness/sessions/--p--/s1.jsonl"],
+    ),
+    (
+        "gitconfig-link",
+        'g=.gitcon; rm "$HOME/${g}fig" && printf "[core]\\n\\tpager = x\\n" > "$HOME/${g}fig"',
+        [".gitconfig", "dotfiles/gitconfig"],
+    ),
+    (
+        "config-link",
+        'h=harn; rm "$HOME/.config/${h}ess" && mkdir "$HOME/.config/${h}ess" '
+        '&& echo "{}" > "$HOME/.config/${h}ess/settings.json"',
+        [".config/harness/settings.json"],
+    ),
+    (
+        "worktree",
+        'c=$(git rev-parse --git-common-dir); printf "[core]\\n\\tfsmonitor = touch P\\n" '
+        '>> "$c/config"; printf "#!/bin/sh\\ntouch P\\n" > "$c/hooks/pre-commit"',
+        ["proj/.git/config"],
+    ),
+    (
+        "worktree-main",
+        'd=.gi; echo /elsewhere > "${d}t/worktrees/wt/commondir"',
+        ["proj/.git/worktrees/wt/commondir"],
+    ),
+    (
+        "include",
+        'g=.gitcon; printf "[core]\\n\\tfsmonitor = touch P\\n" >> "$HOME/${g}fig.local"',
+        [".gitconfig.local"],
+    ),
+    ("plain", 'd=.gi; echo /elsewhere > "${d}t/commondir"', ["proj/.git/config"]),
+    (
+        "nested-submodule",
+        'd=.gi; echo "[core] fsmonitor = touch P" >> "${d}t/modules/b/modules/c/config"',
+        ["proj/.git/modules/b/modules/c/config"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("setup", "command", "kept"), REVIEW_7)
+async def test_review_7_ways_around_the_sandbox_change_nothing(
+    home: Path, setup: str, command: str, kept: list[str]
+) -> None:
+    cwd = home / "proj"
+    if setup == "gitconfig-link":
+        (home / "dotfiles").mkdir()
+        (home / ".gitconfig").rename(home / "dotfiles/gitconfig")
+        (home / ".gitconfig").symlink_to(home / "dotfiles/gitconfig")
+    if setup == "config-link":
+        (home / ".config/harness").rename(home / "dotfiles-harness")
+        (home / ".config/harness").symlink_to(home / "dotfiles-harness")
+    if setup in ("worktree", "worktree-main"):
+        _git(
+            "-c",
+            "user.name=me",
+            "-c",
+            "user.email=me@x",
+            "commit",
+            "-qm",
+            "i",
+            "--allow-empty",
+            cwd=cwd,
+        )
+        _git("worktree", "add", "-q", home / "wt", cwd=cwd)
+        if setup == "worktree":
+            cwd = home / "wt"
+    if setup == "include":
+        with (home / ".gitconfig").open("a") as f:
+            f.write("[include]\n\tpath = ~/.gitconfig.local\n")
+        (home / ".gitconfig.local").write_text("[user]\n\tname = me\n")
+    if setup == "nested-submodule":
+        for git in ("proj/.git/modules/b", "proj/.git/modules/b/modules/c"):
+            (home / git).mkdir(parents=True)
+            (home / git / "HEAD").write_text("ref: refs/heads/main\n")
+            (home / git / "config").write_text("[core]\n\tbare = false\n")
+    decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+        make_request(cwd, BASH, command=command)
+    )
+    assert isinstance(decided, Approve)  # the text check misses it
+    before = {k: (home / k).read_bytes() for k in kept}
+    hooks = sorted(os.listdir(home / "proj/.git/hooks"))
+    session = await MemorySessionRepo().create(str(cwd))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel(
+            [
+                FauxReply(tool_calls=[FauxToolCall(name="bash", arguments={"command": command})]),
+                "ok",
+            ]
+        ),
+        tools=[BASH],
+        cwd=cwd,
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        resources=None,
+    )
+    await harness.prompt("go")
+    assert {k: (home / k).read_bytes() for k in kept} == before
+    assert sorted(os.listdir(home / "proj/.git/hooks")) == hooks
+    assert not (home / "cfg-old").exists() and not (home / ".local/sh-old").exists()
+    assert not (home / "proj/.git/commondir").exists()
+    if setup == "gitconfig-link":
+        assert (home / ".gitconfig").is_symlink()  # the user's link is made again
+    if setup == "config-link":
+        assert (home / ".config/harness").is_symlink()
