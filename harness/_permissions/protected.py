@@ -325,6 +325,23 @@ def _protected_parts(parts: list[str]) -> bool:
     return False
 
 
+def _linked_targets(cwd: Path | str) -> tuple[str, ...]:
+    """Where the protected names that are symlinks lead, in ``cwd``, each folder above it and
+    the home folder (``.mcp.json -> config/mcp.json``, ``.harness -> conf/harness``)."""
+    home = os.path.expanduser("~")
+    folders = [os.path.abspath(cwd)]
+    while (parent := os.path.dirname(folders[-1])) != folders[-1]:
+        folders.append(parent)
+    if home not in folders:
+        folders.append(home)
+    return tuple(
+        _realpath(path)
+        for folder in folders
+        for name in (*_FOLDERS, *_FILES, *_LEFTHOOK_NAMES, ".config/husky")
+        if os.path.islink(path := os.path.join(folder, name))
+    )
+
+
 def protected_path(
     path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()
 ) -> str | None:
@@ -340,6 +357,9 @@ def protected_path(
         return f"{path!r} is a git config git reads for every repository"
     if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
         return f"{path!r} is in a folder git runs code from (hooks, config)"
+    if any(_inside(f, _linked_targets(cwd)) for f in _resolved(path, cwd)):
+        # `.mcp.json -> config/mcp.json`: the target by its own name (review 7, finding 14)
+        return f"{path!r} is what a protected name (a symlink such as .mcp.json) leads to"
     # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
     if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
         absolute.split("/")
@@ -932,8 +952,7 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
 
     Protected (read-only when it exists; watched when it does not exist or is a symlink, since
     no mount holds a missing name and a link can be replaced, its target read-only): the
-    user's harness config folder (created, mode 0700, when missing: a command must not be the
-    one to make it), the user's and the system's git configs and the files their ``include``
+    user's and the system's git configs and the files their ``include``
     and ``includeIf`` lines name (3 levels), and in ``cwd``, each folder above it and the home
     folder the protected names (``.harness``, ``.claude``, ``.husky``, ``.mcp.json``,
     ``.claude.json``, ``.gitconfig``, the hook managers' configs); the folders git runs hooks
@@ -944,7 +963,9 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
     and the files its config includes. Pinned (changeable inside, never removed
     or renamed): those git folders, and every folder above anything protected, hidden or
     watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
-    the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
+    the user's harness config folder (created, mode 0700, when missing: a command must not be
+    the one to make it; its settings may name a store with its password: review 7, finding
+    13), the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
@@ -959,7 +980,9 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         if os.path.lexists(path):
             read_only.append(path)  # a link: its target, once resolved
 
-    for path in (os.fspath(config), *git_config_files(), *_git_includes(git_config_files())):
+    if os.path.islink(config):
+        watched.append(os.fspath(config))
+    for path in (*git_config_files(), *_git_includes(git_config_files())):
         protect(path)
     start = os.path.abspath(cwd)
     folders = [start]
@@ -1011,7 +1034,7 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         protect(path)
     hidden = [
         f
-        for f in (os.fspath(approval_key_path()), *private_folders(extra))
+        for f in (os.fspath(config), os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
     read_only_real = _real_unique(read_only)

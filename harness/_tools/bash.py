@@ -48,7 +48,18 @@ _PARAMETERS: dict[str, JSONValue] = {
     "additionalProperties": False,
 }
 
-_DROPPED = ("OLDPWD", "CDPATH", "BASH_ENV", "ENV", "BASHOPTS", "SHELLOPTS", "GLOBIGNORE")
+# what would make bash run or go where the supervisor did not see, and the sessions store's
+# address, which may hold a database's password (review 7, finding 13)
+_DROPPED = (
+    "OLDPWD",
+    "CDPATH",
+    "BASH_ENV",
+    "ENV",
+    "BASHOPTS",
+    "SHELLOPTS",
+    "GLOBIGNORE",
+    "HARNESS_SESSIONS_DIR",
+)
 _MAX_TIMEOUT_S = 600.0  # the most a model's `timeout` may ask (unless timeout_s is more)
 _DRAIN_S = 0.1  # once the command is gone, how long to wait for the rest of its output
 _UPDATE_EVERY_S = 0.05  # at most one update event per this many seconds

@@ -113,10 +113,46 @@ _lock = threading.Lock()
 _works: dict[str, bool] = {}
 
 
+_found: list[str | None] = []
+
+
 def _bwrap() -> str | None:
-    # PATH's absolute entries only: a `bwrap` in the working folder must not be the sandbox
-    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
-    return shutil.which("bwrap", path=os.pathsep.join(e for e in entries if os.path.isabs(e)))
+    """The bubblewrap program, looked up once per process in PATH's absolute entries, taking
+    only one that no user but root can change: the file and its folder owned by root and
+    writable by nobody else (for root: in the system's folders, ``/usr``, ``/bin``, ...,
+    read-only in the sandbox). A ``bwrap`` a command can write (``~/.local/bin``, the working
+    folder) would otherwise be every later command's sandbox (review 7, finding 11)."""
+    with _lock:
+        if not _found:
+            entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+            _found.append(
+                next(
+                    (
+                        real
+                        for e in entries
+                        if os.path.isabs(e)
+                        and (found := shutil.which("bwrap", path=e)) is not None
+                        and _root_only(real := os.path.realpath(found))
+                    ),
+                    None,
+                )
+            )
+        return _found[0]
+
+
+def _root_only(path: str) -> bool:
+    # root's sandboxed commands can write any folder root owns outside the system's (its
+    # ~/.local/bin): for root, only a bwrap in the system's folders, read-only in the sandbox
+    if os.geteuid() == 0 and not _under(path, _SYSTEM):
+        return False
+    for p in (path, os.path.dirname(path)):
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+    return True
 
 
 def sandbox_available() -> bool:
@@ -161,21 +197,25 @@ def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
     if program is None:
         raise FileNotFoundError("bwrap (bubblewrap) is not installed")
     mounts: list[tuple[str, list[str]]] = []
+    read_only = [p for p in sandbox.read_only if _kind(p) is not None]
+    hidden = [(p, k) for p in sandbox.hidden if (k := _kind(p)) is not None]
+    system = _SYSTEM if os.geteuid() == 0 else ()
+    # a folder in something read-only or hidden cannot be renamed anyway; binding it writable
+    # again would undo the read-only mount above it
+    held = (*read_only, *(p for p, k in hidden if k == "dir"), *system)
     for path in sandbox.pinned:
-        if _kind(path) == "dir":
+        if _kind(path) == "dir" and not _under(path, held):
             mounts.append((path, ["--bind", path, path]))
-    for path in sandbox.read_only:
-        if _kind(path) is not None:
-            mounts.append((path, ["--ro-bind", path, path]))
-    for path in sandbox.hidden:
-        kind = _kind(path)
+    for path in read_only:
+        mounts.append((path, ["--ro-bind", path, path]))
+    for path, kind in hidden:
         if kind == "dir":
             mounts.append((path, ["--tmpfs", path, "--remount-ro", path]))
-        elif kind == "file":
+        else:
             mounts.append((path, ["--ro-bind", "/dev/null", path]))
     # what lies in a hidden folder is hidden with it (and no mount point can be made there)
-    empty = [m[0].rstrip("/") + "/" for m in mounts if m[1][0] == "--tmpfs"]
-    mounts = [m for m in mounts if not any(m[0].startswith(e) for e in empty)]
+    empty = [p for p, k in hidden if k == "dir"]
+    mounts = [m for m in mounts if m[0] in empty or not _under(m[0], empty)]
     # parents before what lies beneath them, so an inner mount is not covered by an outer one
     mounts.sort(key=lambda m: (m[0].count("/"), m[0]))
     out = _base(program)
@@ -184,15 +224,34 @@ def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
     return [*out, "--chdir", cwd, "--", *argv]
 
 
+def _under(path: str, folders: Iterable[str]) -> bool:
+    """Whether ``path`` is one of ``folders`` or lies in one."""
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
 def _base(program: str) -> list[str]:
     """The namespace every sandboxed command gets: the file system as it is (devices too), a
     process namespace of its own with its own ``/proc`` (another process's
     ``/proc/PID/root`` would lead back to the file system outside), and for root no
     capabilities (with them a command could unmount what covers a protected path)."""
     out = [program, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"]
+    # The kernel's own settings stay read-only (root without capabilities could still write
+    # /proc/sys/kernel/core_pattern, a program the kernel runs as root: review 7, finding 12),
+    # and so does bubblewrap itself.
+    for path in (*_KERNEL, program):
+        if os.path.exists(path):
+            out += ["--ro-bind", path, path]
     if os.geteuid() == 0:
         out += ["--cap-drop", "ALL"]
+        # root owns the system's programs and libraries: bwrap's, bash's, git's
+        for path in _SYSTEM:
+            if _kind(path) == "dir":
+                out += ["--ro-bind", path, path]
     return [*out, "--die-with-parent"]
+
+
+_KERNEL = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/sys")
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot")
 
 
 def _kind(path: str) -> str | None:

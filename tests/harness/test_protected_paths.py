@@ -1228,3 +1228,33 @@ async def test_the_bash_tool_drops_inherited_folder_and_startup_variables(
 
 async def _no_update(partial: Any) -> None:
     return None
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "path"),
+    [
+        (".mcp.json", "config/mcp.json", "config/mcp.json"),
+        (".harness", "conf/harness", "conf/harness/settings.json"),
+        (".claude", "conf/claude", "./conf/../conf/claude/settings.local.json"),
+    ],
+)
+async def test_what_a_protected_symlink_leads_to_is_protected_by_its_own_name(
+    cwd: Path, link: str, target: str, path: str
+) -> None:
+    """Review 7, finding 14: with `.mcp.json -> config/mcp.json`, a `write` of
+    `config/mcp.json` was approved in accept_edits; a trusted project then started the
+    model's MCP server."""
+    (cwd / target).parent.mkdir(parents=True, exist_ok=True)
+    if link == ".mcp.json":
+        (cwd / target).write_text("{}")
+    else:
+        (cwd / target).mkdir()
+    (cwd / link).symlink_to(target)
+    for mode in ("accept_edits", "bypass"):
+        s = SecuritySupervisor(mode=mode, setting_sources=())
+        decided = await s.decide(request(cwd, "write", path=path, content="{}"))
+        assert isinstance(decided, Deny) and "protected path" in decided.reason, decided
+    free = await SecuritySupervisor(mode="accept_edits", setting_sources=()).decide(
+        request(cwd, "write", path="config/other.json", content="{}")
+    )
+    assert isinstance(free, Approve)

@@ -15,6 +15,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,6 @@ from harness import (
     SecuritySupervisor,
     TextContent,
     ToolCall,
-    ToolRun,
     bash_tool,
 )
 from harness._tools.sandbox import sandbox_available
@@ -274,35 +274,52 @@ async def test_a_sandboxed_command_cannot_undo_the_sandbox(home: Path) -> None:
     assert config.read_bytes() == before
 
 
-async def test_without_bubblewrap_required_refuses_and_auto_runs_with_a_warning(
-    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_without_bubblewrap_required_refuses_and_auto_runs_with_a_warning(
+    home: Path, tmp_path: Path
 ) -> None:
+    """Where bubblewrap is missing (another system): ``required`` refuses, ``auto`` runs the
+    command unsandboxed and logs a warning; ``details["sandboxed"]`` says which. Run in a
+    process whose PATH has bash and no bwrap (bwrap is looked up once per process)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    bash = shutil.which("bash")
-    assert bash is not None
-    (bin_dir / "bash").symlink_to(bash)
-    monkeypatch.setenv("PATH", str(bin_dir))  # bash, and no bwrap
+    (bin_dir / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
+    script = """
+import asyncio, logging, sys
+from pathlib import Path
+from harness import SecuritySupervisor, ToolRun, bash_tool
+from harness._permissions.protected import sandbox_paths
 
-    async def no_update(partial: Any) -> None:
+logging.basicConfig(stream=sys.stdout, format="LOG %(message)s")
+
+async def main() -> None:
+    async def no_update(partial: object) -> None:
         pass
 
-    sandbox = SecuritySupervisor(setting_sources=()).sandbox(
-        make_request(home / "proj", BASH, command="true")
-    )
-    assert sandbox is not None
-    run = ToolRun(tool_call_id="t", cwd=home / "proj", sandbox=sandbox, on_update=no_update)
-    with pytest.raises(Exception, match="bubblewrap"):
+    cwd = Path(sys.argv[1])
+    run = ToolRun(tool_call_id="t", cwd=cwd, sandbox=sandbox_paths(cwd), on_update=no_update)
+    try:
         await bash_tool(sandbox="required").execute({"command": "true"}, run)
+    except Exception as exc:
+        print("REFUSED", exc)
     result = await bash_tool().execute({"command": "echo ran"}, run)
-    assert not isinstance(result, str)
-    assert result.details == {
-        "exitCode": 0,
-        "truncated": False,
-        "timedOut": False,
-        "sandboxed": False,
-    }
-    assert "unsandboxed" in caplog.text
+    print("DETAILS", result.details)
+
+asyncio.run(main())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(home / "proj")],
+        env={**os.environ, "PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "REFUSED" in done.stdout and "bubblewrap" in done.stdout
+    assert (
+        "DETAILS {'exitCode': 0, 'truncated': False, 'timedOut': False, 'sandboxed': False}"
+        in done.stdout
+    )
+    assert "LOG bash commands run unsandboxed" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -523,3 +540,63 @@ async def test_review_7_ways_around_the_sandbox_change_nothing(
         assert (home / ".gitconfig").is_symlink()  # the user's link is made again
     if setup == "config-link":
         assert (home / ".config/harness").is_symlink()
+
+
+def test_a_bwrap_a_command_could_plant_is_never_the_sandbox(tmp_path: Path) -> None:
+    """Review 7, finding 11: a sandboxed command wrote a fake `bwrap` into `~/.local/bin`,
+    first on PATH, and every later command ran unsandboxed."""
+    planted = tmp_path / "bin"
+    planted.mkdir()
+    (planted / "bwrap").write_text('#!/bin/sh\nshift $(($# - 1)); exec sh -c "$1"\n')
+    (planted / "bwrap").chmod(0o755)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from harness._tools.sandbox import _bwrap; print(_bwrap())",
+        ],
+        env={**os.environ, "PATH": f"{planted}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    found = done.stdout.strip()
+    assert found != str(planted / "bwrap")
+    assert found == os.path.realpath(shutil.which("bwrap") or "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can write the kernel's settings")
+async def test_root_in_the_sandbox_cannot_write_the_kernels_settings_or_the_system(
+    home: Path,
+) -> None:
+    """Review 7, finding 12: root without capabilities still wrote
+    /proc/sys/kernel/core_pattern (a program the kernel runs as root). Each write puts back
+    the value already there, so a failure of the sandbox changes nothing."""
+    commands = [
+        'k=/proc/sys/kernel/core_pattern; v=$(cat "$k"); printf "%s\\n" "$v" > "$k"',
+        'p=/sys/kernel/profiling; v=$(cat "$p"); printf "%s\\n" "$v" > "$p"',
+        f"touch /etc/harness-sandbox-{os.getpid()}",
+        f"touch /usr/bin/harness-sandbox-{os.getpid()}",
+    ]
+    results = await run_commands(home, commands, mode="bypass")
+    for (text, details), command in zip(results, commands, strict=True):
+        assert details["sandboxed"] is True
+        assert details["exitCode"] != 0, command
+        assert "Read-only file system" in text, (command, text)
+    assert not os.path.exists(f"/etc/harness-sandbox-{os.getpid()}")
+    assert not os.path.exists(f"/usr/bin/harness-sandbox-{os.getpid()}")
+
+
+async def test_the_store_address_and_the_user_settings_are_not_the_commands(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 7, finding 13: a PostgreSQL store's URL, password included, was in the
+    command's environment, and the user settings (which may name the store) were readable."""
+    monkeypatch.setenv("HARNESS_SESSIONS_DIR", "postgresql://me:s3cretpw@127.0.0.1:1/harness")
+    (home / ".config/harness/settings.json").write_text('{"store": "postgresql://me:s3cretpw@h/x"}')
+    command = 'echo "[$HARNESS_SESSIONS_DIR]"; h=harn; cat "$HOME/.config/${h}ess/settings.json"'
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert "s3cretpw" not in text
+    assert text.startswith("[]")
