@@ -41,7 +41,7 @@ from repos import InvalidStoreUrlError, parse_store_url
 
 from .._tools.sandbox import Sandbox
 from .folders import user_folder
-from .shell import parse_command
+from .shell import ANSI_C, ansi_c, parse_command, without_expansions
 from .signing import approval_key_path
 
 __all__ = [
@@ -115,7 +115,6 @@ _GLUED = re.compile(
     r"|\.pre-commit-config\.yaml|lefthook(?:-local)?\.(?:ya?ml|json|toml)|\.config/husky\b",
     re.IGNORECASE,
 )
-_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
 # Other ways git writes its config or hooks: git's own `git-config` program, an alias (which
 # may be `config`) defined by -c, --config-env or GIT_CONFIG_* variables, a config file named
@@ -180,36 +179,6 @@ def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
                 *([cache] if cache else []),
             ]
         ),
-    )
-
-
-_BRACED = re.compile(r"\$\{([^{}$]*)\}")  # an innermost ${…}
-_OPERATOR_WORD = re.compile(
-    r"^[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(?:\[[^]]*\])?:?[-=+?](.*)$", re.S
-)
-_SIMPLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
-_SUBSTITUTION = re.compile(r"\$\([^()]*\)|`[^`]*`")
-
-
-def _without_expansions(command: str) -> tuple[str, str]:
-    """``command`` with every expansion bash may make empty taken out (``$X``, ``$@``, ``$1``,
-    ``${…}``, ``$(…)``, backquotes), and with each ``${x<op>word}`` giving its ``word``
-    (``${X:=.g}it``, ``${X:-${Y:-.g}}it``), innermost first, before quotes are removed (a name
-    ends at a quote: ``.g$X''it``). A protected name seen in either is named in the text
-    (review 6, findings 19, 20)."""
-
-    def default(m: re.Match[str]) -> str:
-        op = _OPERATOR_WORD.match(m.group(1))
-        return op.group(1) if op is not None else ""
-
-    empty, given = command, command
-    for _ in range(8):  # nesting levels undone; deeper ones stay as written
-        if "${" not in empty and "${" not in given:
-            break
-        empty, given = _BRACED.sub("", empty), _BRACED.sub(default, given)
-    return (
-        _SUBSTITUTION.sub("", _SIMPLE.sub("", empty)),
-        _SUBSTITUTION.sub("", _SIMPLE.sub("", given)),
     )
 
 
@@ -382,12 +351,12 @@ def protected_command(
     # bash joins a line continuation before anything else (`.gi\⏎t/config` is .git/config:
     # review 5, finding 26)
     joined = command.replace("\\\n", "")
-    text = _QUOTES.sub("", _ANSI_C.sub(_ansi_c, joined).replace('$"', '"'))
+    text = _QUOTES.sub("", ANSI_C.sub(ansi_c, joined).replace('$"', '"'))
     glued = (
         _GLUED.search(text)
         or _GLUED.search(urllib.parse.unquote(text))
         or next(
-            (g for v in _without_expansions(joined) if (g := _GLUED.search(_QUOTES.sub("", v)))),
+            (g for v in without_expansions(joined) if (g := _GLUED.search(_QUOTES.sub("", v)))),
             None,
         )
     )
@@ -754,38 +723,6 @@ def _read_regular(path: str, limit: int) -> str | None:
         os.close(fd)
 
 
-_ANSI_C_ESCAPE = re.compile(
-    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.)|(.))",
-    re.DOTALL,
-)
-_ANSI_C_LETTERS = {
-    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
-    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
-}  # fmt: skip
-
-
-def _ansi_c(m: re.Match[str]) -> str:
-    r"""A ``$'…'`` word's text as bash makes it (``$'.git'`` is ``.git``, ``$'\x2egit'`` and
-    ``$'\u2egit'`` too): bash's escapes, 1-2 hex digits after ``\x``, 1-4 after ``\u``, 1-8
-    after ``\U``, 1-3 octal, ``\cX``; an unknown escape stays as written (Python's decoder
-    wanted exactly 4 digits after ``\u`` and, failing, left the whole word undecoded: review
-    6, finding 2)."""
-
-    def one(e: re.Match[str]) -> str:
-        hex_x, hex_u, hex_big, octal, control, letter = e.groups()
-        number = hex_x or hex_u or hex_big
-        if number is not None:
-            code = int(number, 16)
-            return chr(code) if code < 0x110000 else ""
-        if octal is not None:
-            return chr(int(octal, 8) & 0xFF)
-        if control is not None:
-            return chr(ord(control) & 0x1F)
-        return _ANSI_C_LETTERS.get(letter, "\\" + letter)
-
-    return _ANSI_C_ESCAPE.sub(one, m.group(1))
-
-
 def _home(word: str, home: str) -> str:
     return home + word[1:] if word.startswith("~/") or word == "~" else word
 
@@ -985,9 +922,15 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
     for path in (*git_config_files(), *_git_includes(git_config_files())):
         protect(path)
     start = os.path.abspath(cwd)
-    folders = [start]
-    while (parent := os.path.dirname(folders[-1])) != folders[-1]:
-        folders.append(parent)
+    folders: list[str] = []
+    # the folders above as written and as git finds them, through symlinks (review 7, 17)
+    for first in dict.fromkeys((start, _realpath(start))):
+        folder = first
+        while folder not in folders:
+            folders.append(folder)
+            if (parent := os.path.dirname(folder)) == folder:
+                break
+            folder = parent
     if home not in folders:
         folders.append(home)
     names = (*_FOLDERS, *_FILES, *_LEFTHOOK_NAMES, ".config/husky")
@@ -999,7 +942,7 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
                 git_folders.append(path)
             else:
                 protect(path)
-    for found in git_dirs(cwd):
+    for found in dict.fromkeys((*git_dirs(cwd), *git_dirs(_realpath(start)))):
         if os.path.isfile(os.path.join(found, "HEAD")):
             git_folders.append(found)
         else:

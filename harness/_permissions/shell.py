@@ -23,16 +23,19 @@ from attrs import evolve, frozen
 from tree_sitter import Language, Node, Parser, Tree
 
 __all__ = [
+    "ANSI_C",
     "MAX_COMMAND_CHARS",
     "Found",
     "ParsedCommand",
     "SimpleCommand",
     "Spec",
     "Word",
+    "ansi_c",
     "command_key",
     "compile_spec",
     "escape_spec",
     "parse_command",
+    "without_expansions",
 ]
 
 MAX_COMMAND_CHARS = 100_000
@@ -1548,7 +1551,11 @@ class Spec:
             return False
         # Also with quotes and backslashes removed (`touc\\h`, `to''uch` are `touch`); a glob
         # token (`/usr/bin/tou?h`, `t*h`) counts when it could name the rule's word.
-        for text in dict.fromkeys((command, _QUOTING.sub("", command))):
+        # And as bash decodes `$'…'` (`$'\x74ouch'`, a tab before it) and with expansions
+        # made empty or given their default (`tou${x}ch`, `${x:-touch}`) (review 7, finding 16).
+        decoded = ANSI_C.sub(ansi_c, command)
+        texts = (command, decoded, *without_expansions(decoded))
+        for text in dict.fromkeys(t for c in texts for t in (c, _QUOTING.sub("", c))):
             i = 0
             for token in _TOKEN.findall(text):
                 last = _basename(token)
@@ -1756,3 +1763,66 @@ def command_key(tool: str, command: str) -> str:
             if argv[:size] in _PREFIX_KEYS:
                 return f"{tool}({' '.join(argv[:size])}:*)"
     return f"{tool}({escape_spec(command)})"
+
+
+ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'…' quoting
+_ANSI_C_ESCAPE = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.)|(.))",
+    re.DOTALL,
+)
+_ANSI_C_LETTERS = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
+def ansi_c(m: re.Match[str]) -> str:
+    r"""A ``$'…'`` word's text as bash makes it (``$'.git'`` is ``.git``, ``$'\x2egit'`` and
+    ``$'\u2egit'`` too): bash's escapes, 1-2 hex digits after ``\x``, 1-4 after ``\u``, 1-8
+    after ``\U``, 1-3 octal, ``\cX``; an unknown escape stays as written (Python's decoder
+    wanted exactly 4 digits after ``\u`` and, failing, left the whole word undecoded: review
+    6, finding 2)."""
+
+    def one(e: re.Match[str]) -> str:
+        hex_x, hex_u, hex_big, octal, control, letter = e.groups()
+        number = hex_x or hex_u or hex_big
+        if number is not None:
+            code = int(number, 16)
+            return chr(code) if code < 0x110000 else ""
+        if octal is not None:
+            return chr(int(octal, 8) & 0xFF)
+        if control is not None:
+            return chr(ord(control) & 0x1F)
+        return _ANSI_C_LETTERS.get(letter, "\\" + letter)
+
+    return _ANSI_C_ESCAPE.sub(one, m.group(1))
+
+
+_BRACED = re.compile(r"\$\{([^{}$]*)\}")  # an innermost ${…}
+_OPERATOR_WORD = re.compile(
+    r"^[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(?:\[[^]]*\])?:?[-=+?](.*)$", re.S
+)
+_SIMPLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
+_SUBSTITUTION = re.compile(r"\$\([^()]*\)|`[^`]*`")
+
+
+def without_expansions(command: str) -> tuple[str, str]:
+    """``command`` with every expansion bash may make empty taken out (``$X``, ``$@``, ``$1``,
+    ``${…}``, ``$(…)``, backquotes), and with each ``${x<op>word}`` giving its ``word``
+    (``${X:=.g}it``, ``${X:-${Y:-.g}}it``), innermost first, before quotes are removed (a name
+    ends at a quote: ``.g$X''it``). A protected name seen in either is named in the text
+    (review 6, findings 19, 20)."""
+
+    def default(m: re.Match[str]) -> str:
+        op = _OPERATOR_WORD.match(m.group(1))
+        return op.group(1) if op is not None else ""
+
+    empty, given = command, command
+    for _ in range(8):  # nesting levels undone; deeper ones stay as written
+        if "${" not in empty and "${" not in given:
+            break
+        empty, given = _BRACED.sub("", empty), _BRACED.sub(default, given)
+    return (
+        _SUBSTITUTION.sub("", _SIMPLE.sub("", empty)),
+        _SUBSTITUTION.sub("", _SIMPLE.sub("", given)),
+    )

@@ -468,6 +468,11 @@ REVIEW_7 = [
     ),
     ("plain", 'd=.gi; echo /elsewhere > "${d}t/commondir"', ["proj/.git/config"]),
     (
+        "cwd-link",
+        'c=$(git rev-parse --git-dir); printf "[core]\\n\\tfsmonitor = touch P\\n" >> "$c/config"',
+        ["proj/.git/config"],
+    ),
+    (
         "nested-submodule",
         'd=.gi; echo "[core] fsmonitor = touch P" >> "${d}t/modules/b/modules/c/config"',
         ["proj/.git/modules/b/modules/c/config"],
@@ -502,6 +507,10 @@ async def test_review_7_ways_around_the_sandbox_change_nothing(
         _git("worktree", "add", "-q", home / "wt", cwd=cwd)
         if setup == "worktree":
             cwd = home / "wt"
+    if setup == "cwd-link":  # the repository's folder, given through a link to a folder in it
+        (cwd / "pkg").mkdir()
+        (home / "pkglink").symlink_to(cwd / "pkg")
+        cwd = home / "pkglink"
     if setup == "include":
         with (home / ".gitconfig").open("a") as f:
             f.write("[include]\n\tpath = ~/.gitconfig.local\n")

@@ -1349,3 +1349,28 @@ async def test_a_bare_word_found_through_an_empty_path_entry_never_escapes_a_den
     _, decisions = await run_bash(work, ["t P || true"], s)
     assert decisions == ["approve"]
     assert not (work / "P").exists()  # the bash tool's PATH has only absolute entries
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "tmux new -d $'\\ttouch P'",
+        "tmux new -d $'\\x74ouch P'",
+        "tmux new -d $'tou\\x63h P'",
+        "tmux new -d $'\\164ouch P'",
+        "tmux new -d $'true\\ntouch P'",
+        'tmux new -d "tou${x}ch P"',
+        'tmux new -d "${x:-touch} P"',
+        "git rebase -q --exec $'\\x74ouch Q' HEAD~1",
+        "git submodule foreach $'\\x74ouch P'",
+    ],
+)
+async def test_a_denied_name_spelt_with_bash_escapes_or_expansions_is_a_possible_match(
+    command: str, tmp_path: Path
+) -> None:
+    """Review 7, finding 16: the token net under unknown wrappers read `$'…'` as written and
+    did not look through expansions bash makes empty, so `tmux new -d $'\\x74ouch P'` ran
+    `touch` under deny `bash(touch:*)` in bypass."""
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    decided = await s.decide(request(tmp_path, command))
+    assert isinstance(decided, Deny) and "bash(touch:*)" in decided.reason, decided
