@@ -683,10 +683,13 @@ _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)\s*("(?:[^"\\]|\\.)*")?\s*\]\s*
 _HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.*)$", re.IGNORECASE)
 
 
-def _hooks_path(config: str) -> str | None:
-    """The last ``core.hooksPath`` in the git config text ``config`` (git's last one wins),
-    or None. Git's syntax: sections and keys are case-insensitive, a value may be quoted and
-    is cut at an unquoted ``#`` or ``;``; ``[core] hooksPath = x`` on one line counts too."""
+def _hooks_path(
+    config: str, section_name: str = "core", key: re.Pattern[str] = _HOOKS_PATH
+) -> str | None:
+    """The last ``core.hooksPath`` (or ``section_name``'s ``key``) in the git config text
+    ``config`` (git's last one wins), or None. Git's syntax: sections and keys are
+    case-insensitive, a value may be quoted and is cut at an unquoted ``#`` or ``;``;
+    ``[core] hooksPath = x`` on one line counts too."""
     found: str | None = None
     section = ""
     for raw in config.splitlines():
@@ -695,10 +698,13 @@ def _hooks_path(config: str) -> str | None:
         if header is not None:
             section = header.group(1).casefold() + ("" if header.group(2) is None else " sub")
             line = header.group(3)
-        m = _HOOKS_PATH.match(line)
-        if m is not None and section == "core":
+        m = key.match(line)
+        if m is not None and section == section_name:
             found = _config_value(m.group(1))
     return found or None
+
+
+_TEMPLATE_DIR = re.compile(r"^\s*templatedir\s*=\s*(.*)$", re.IGNORECASE)
 
 
 def _config_value(text: str) -> str:
@@ -935,8 +941,16 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
 
     if os.path.islink(config):
         watched.append(os.fspath(config))
-    for path in (*git_config_files(), *_git_includes(git_config_files())):
+    # (the XDG folder holds its config file: read that)
+    config_files = [
+        os.path.join(p, "config") if os.path.isdir(p) else p for p in git_config_files()
+    ]
+    for path in dict.fromkeys((*git_config_files(), *config_files, *_git_includes(config_files))):
         protect(path)
+        # the template git copies hooks from at the next clone or init (review 7, finding 19)
+        template = _hooks_path(_read_regular(path, _CONFIG_BYTES) or "", "init", _TEMPLATE_DIR)
+        if template:
+            protect(os.path.join(os.path.dirname(path), _home(template, home)))
     start = os.path.abspath(cwd)
     folders: list[str] = []
     # the folders above as written and as git finds them, through symlinks (review 7, 17)

@@ -181,7 +181,16 @@ def bash_tool(
             pipe.close()
             streamer.cancel()
             out.discard()
-            await _reap(proc)
+            try:
+                await _reap(proc)
+            finally:
+                # an aborted command's protected names are set aside too (review 8, finding 1)
+                for path, where in set_aside(watched) if watched else []:
+                    _log.warning(
+                        "an aborted command made %s, a protected path: moved to %s",
+                        path,
+                        where or "(could not be moved)",
+                    )
             raise
         pipe.close()  # never wait on the pipe: a background job may hold it open for ever
         out.finish()

@@ -609,3 +609,41 @@ async def test_the_store_address_and_the_user_settings_are_not_the_commands(
     assert details["sandboxed"] is True
     assert "s3cretpw" not in text
     assert text.startswith("[]")
+
+
+async def test_an_aborted_command_has_its_protected_names_set_aside(home: Path) -> None:
+    """Review 8, finding 1: a command cancelled while it ran (the user's abort, a run's
+    timeout) skipped the setting aside, so the `.mcp.json` it made stayed."""
+    from harness import ToolRun
+    from harness._permissions.protected import sandbox_paths
+
+    async def no_update(partial: object) -> None:
+        pass
+
+    proj = home / "proj"
+    run = ToolRun(tool_call_id="t", cwd=proj, sandbox=sandbox_paths(proj), on_update=no_update)
+    command = 'm=.mc; echo "{}" > "${m}p.json"; sleep 30'
+    task = asyncio.ensure_future(BASH.execute({"command": command}, run))
+    for _ in range(100):  # until the command has made it
+        await asyncio.sleep(0.05)
+        if os.path.lexists(proj / ".mcp.json"):
+            break
+    assert os.path.lexists(proj / ".mcp.json")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not os.path.lexists(proj / ".mcp.json")
+    assert [p.name for p in proj.iterdir() if p.name.startswith(".mcp.json.blocked-")]
+
+
+async def test_the_users_git_template_folder_is_held(home: Path) -> None:
+    """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
+    a planted template hook runs at the user's next `git clone` or `git init`."""
+    template = home / ".git-template"
+    (template / "hooks").mkdir(parents=True)
+    with (home / ".gitconfig").open("a") as f:
+        f.write("[init]\n\ttemplateDir = ~/.git-template\n")
+    command = 't=.git-templ; printf "#!/bin/sh\\ntouch P\\n" > "$HOME/${t}ate/hooks/post-checkout"'
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert os.listdir(template / "hooks") == [], text
