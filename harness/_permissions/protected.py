@@ -1010,6 +1010,13 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         for f in (os.fspath(config), os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
+    # other harness processes' kept command output, as it is now (review 8, finding 3)
+    with contextlib.suppress(OSError):
+        hidden += [
+            e.path
+            for e in itertools.islice(os.scandir(tempfile.gettempdir()), 10_000)
+            if e.name.startswith("harness-bash-") and _other_bash_log(e.path)
+        ]
     read_only_real = _real_unique(read_only)
     hidden_real = _real_unique(hidden)
     pinned_real = _real_unique(seen)

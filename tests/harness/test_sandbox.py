@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -647,3 +648,17 @@ async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     [(text, details)] = await run_commands(home, [command], mode="bypass")
     assert details["sandboxed"] is True
     assert os.listdir(template / "hooks") == [], text
+
+
+async def test_another_processs_kept_output_is_empty_in_the_sandbox(home: Path) -> None:
+    """Review 8, finding 3: another harness process's kept bash output (part of its session)
+    was readable by a computed name."""
+    other = Path(tempfile.gettempdir()) / f"harness-bash-{os.getpid() + 100000}-x.log"
+    other.write_text("other-session-output")
+    try:
+        command = f'n=harness-ba; cat "{other.parent}/${{n}}sh-{os.getpid() + 100000}-x.log"'
+        [(text, details)] = await run_commands(home, [command], mode="bypass")
+        assert details["sandboxed"] is True
+        assert "other-session-output" not in text
+    finally:
+        other.unlink()
