@@ -330,8 +330,11 @@ def protected_path(
         # `.mcp.json -> config/mcp.json`: the target by its own name (review 7, finding 14)
         return f"{path!r} is what a protected name (a symlink such as .mcp.json) leads to"
     # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
-    if _protected_parts(path.replace("\\", "/").split("/")) or _protected_parts(
-        absolute.split("/")
+    # and with symlinks resolved (a project's `cfg -> .git`: review 8, finding 8)
+    if (
+        _protected_parts(path.replace("\\", "/").split("/"))
+        or _protected_parts(absolute.split("/"))
+        or _protected_parts(_resolved(path, cwd)[1].split("/"))
     ):
         return (
             f"{path!r} grants permissions or runs code the next time the harness, Claude "
@@ -932,12 +935,15 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         config.mkdir(mode=0o700, parents=True, exist_ok=True)
     read_only: list[str] = []
     watched: list[str] = []
+    start = os.path.abspath(cwd)
 
     def protect(path: str) -> None:
         if os.path.islink(path) or not os.path.lexists(path):
             watched.append(path)
         if os.path.lexists(path):
             read_only.append(path)  # a link: its target, once resolved
+        if os.path.islink(path) and not os.path.lexists(target := _realpath(path)):
+            watched.append(target)  # a dangling link's target, made later (review 8, 6)
 
     if os.path.islink(config):
         watched.append(os.fspath(config))
@@ -947,11 +953,14 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
     ]
     for path in dict.fromkeys((*git_config_files(), *config_files, *_git_includes(config_files))):
         protect(path)
-        # the template git copies hooks from at the next clone or init (review 7, finding 19)
-        template = _hooks_path(_read_regular(path, _CONFIG_BYTES) or "", "init", _TEMPLATE_DIR)
-        if template:
-            protect(os.path.join(os.path.dirname(path), _home(template, home)))
-    start = os.path.abspath(cwd)
+        # the template git copies hooks from at the next clone or init (review 7, finding 19),
+        # and hooks folders any of these configs names (review 8, finding 4)
+        text = _read_regular(path, _CONFIG_BYTES) or ""
+        for named in (_hooks_path(text, "init", _TEMPLATE_DIR), _hooks_path(text)):
+            if named:
+                # a relative hooksPath is git's from the work tree (the folder it runs in)
+                for base in (os.path.dirname(path), start):
+                    protect(os.path.join(base, _home(named, home)))
     folders: list[str] = []
     # the folders above as written and as git finds them, through symlinks (review 7, 17)
     for first in dict.fromkeys((start, _realpath(start))):

@@ -538,24 +538,39 @@ def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
         return protected_command(request.target, request.cwd, stores)
     if not request.paths and request.target is None:
         # A tool that declares no path (an MCP server's write_file): a string argument naming
-        # a protected place is asked as a path would be (review 6, finding 33).
-        for value in _strings(request.input, 0):
-            if len(value) <= 4096 and "\0" not in value and ("/" in value or value[:1] == "."):
+        # a protected place is asked as a path would be (review 6, finding 33), a name without
+        # `/` too (a project's symlink `cfg -> .git/config`), and an input with more strings
+        # than are checked is asked whole (review 8, finding 8).
+        strings = list(itertools.islice(_strings(request.input, 0), _MAX_STRINGS + 1))
+        if len(strings) > _MAX_STRINGS:
+            return f"its input holds more than {_MAX_STRINGS} values to check for protected paths"
+        for value in strings:
+            if value == _TOO_DEEP:
+                return "its input nests deeper than the values checked for protected paths"
+            if 0 < len(value) <= 4096 and "\0" not in value:
                 why = protected_path(value, request.cwd, stores)
                 if why is not None:
                     return why
     return None
 
 
+_MAX_STRINGS = 256  # a path-less tool's string values checked for protected paths, at most
+_TOO_DEEP = "\0 nested too deep"  # what _strings yields for a value it does not look into
+
+
 def _strings(value: object, depth: int) -> Iterator[str]:
-    """The strings in a tool's JSON input, at most 8 levels and 256 values deep."""
+    """The strings in a tool's JSON input (its keys too), depth first; past 8 levels a value
+    counts as one string that cannot be checked (its JSON)."""
     if isinstance(value, str):
         yield value
-    elif depth < 8 and isinstance(value, Mapping):
-        for item in itertools.islice(value.values(), 256):
+    elif depth >= 8 and isinstance(value, Mapping | list | tuple):
+        yield _TOO_DEEP
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
             yield from _strings(item, depth + 1)
-    elif depth < 8 and isinstance(value, list | tuple):
-        for item in itertools.islice(value, 256):
+    elif isinstance(value, list | tuple):
+        for item in value:
             yield from _strings(item, depth + 1)
 
 

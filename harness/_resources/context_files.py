@@ -16,8 +16,8 @@ from typing import Literal
 
 from attrs import frozen
 
-from .._fs import beneath, open_regular, read_capped
-from .discovery import refusal_code, refusal_text
+from .._fs import beneath, read_capped
+from .discovery import open_resource, refusal_code, refusal_text
 from .records import ResourceDiagnostic
 
 __all__ = [
@@ -60,7 +60,7 @@ def scan_context_files(
             path = folder / name
             try:
                 loc = beneath(boundary, path)
-                fd, st = open_regular(loc)
+                fd, st = open_resource(loc)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as exc:

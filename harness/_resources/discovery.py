@@ -36,6 +36,7 @@ from .._fs import (
     read_capped,
     read_regular,
 )
+from .._permissions.protected import private_path
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
 
@@ -46,7 +47,9 @@ __all__ = [
     "SkillRoot",
     "first_paragraph",
     "is_dir_at",
+    "open_resource",
     "read_body",
+    "read_resource",
     "refusal_code",
     "refusal_text",
     "scan_skills",
@@ -145,6 +148,39 @@ def scan_skills(
     return _first_per_scope(found, diagnostics), diagnostics, places
 
 
+def open_resource(loc: Location) -> tuple[int, os.stat_result]:
+    """:func:`open_regular`, refusing (``EACCES``) a file that is the harness's private data
+    once opened: the approvals key, a session or checkpoint store, the cache or state (a
+    project's ``AGENTS.md`` or ``SKILL.md`` symlinked to one would put it into the system
+    prompt or a tool's output: review 8, finding 5). Checked on what was opened
+    (``/proc/self/fd``), so a link swapped in between cannot pass.
+
+    Raises:
+        FileRefusedError: as :func:`open_regular`, or private data.
+        OSError: the open failed.
+    """
+    fd, st = open_regular(loc)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(loc.path)  # no /proc (another system): the path resolved
+    why = private_path(real, Path("/"))
+    if why is not None:
+        os.close(fd)
+        raise FileRefusedError(errno.EACCES, f"is not read: {why}", loc.path)
+    return fd, st
+
+
+def read_resource(loc: Location, cap: int) -> bytes:
+    """The bytes of the regular file at ``loc`` (at most ``cap``), as :func:`open_resource`
+    allows. Raises as :func:`open_resource` and :func:`read_capped` do."""
+    fd, st = open_resource(loc)
+    try:
+        return read_capped(fd, st, cap, loc.path)
+    finally:
+        os.close(fd)
+
+
 def read_body(loc: Location) -> str:
     """The body of a skill or template file (frontmatter removed), read as discovery reads.
 
@@ -152,7 +188,7 @@ def read_body(loc: Location) -> str:
         OSError: the file cannot be read, or is refused (``FileRefusedError``).
         UnicodeDecodeError: not UTF-8. FrontmatterError: its frontmatter is broken.
     """
-    return split_frontmatter(read_regular(loc, MAX_SKILL_BYTES).decode("utf-8"))[1].strip()
+    return split_frontmatter(read_resource(loc, MAX_SKILL_BYTES).decode("utf-8"))[1].strip()
 
 
 def first_paragraph(body: str) -> str:
@@ -310,7 +346,7 @@ def _load(
         )
 
     try:
-        fd, st = open_regular(loc)
+        fd, st = open_resource(loc)
         try:
             if (st.st_dev, st.st_ino) in seen:  # the same file through another link or root
                 return None

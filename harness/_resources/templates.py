@@ -16,8 +16,8 @@ from pathlib import Path
 
 from attrs import frozen
 
-from .._fs import Location, beneath, open_dir, read_regular
-from .discovery import is_dir_at, refusal_code, refusal_text
+from .._fs import Location, beneath, open_dir
+from .discovery import is_dir_at, read_resource, refusal_code, refusal_text
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import ResourceDiagnostic
 
@@ -175,7 +175,7 @@ def _load(
     path: Path, loc: Location, scope: str, diagnostics: list[ResourceDiagnostic]
 ) -> PromptTemplate | None:
     try:
-        meta, body = split_frontmatter(read_regular(loc, MAX_TEMPLATE_BYTES).decode("utf-8"))
+        meta, body = split_frontmatter(read_resource(loc, MAX_TEMPLATE_BYTES).decode("utf-8"))
     except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
         broken = isinstance(exc, FrontmatterError)
         diagnostics.append(

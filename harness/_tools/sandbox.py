@@ -232,7 +232,7 @@ def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
             mounts.append((path, ["--ro-bind", "/dev/null", path]))
     # what lies in a hidden folder is hidden with it (and no mount point can be made there)
     empty = [p for p, k in hidden if k == "dir"]
-    mounts = [m for m in mounts if m[0] in empty or not _under(m[0], empty)]
+    mounts = [m for m in mounts if not _under(os.path.dirname(m[0]), empty)]
     # parents before what lies beneath them, so an inner mount is not covered by an outer one
     mounts.sort(key=lambda m: (m[0].count("/"), m[0]))
     out = _base(program)

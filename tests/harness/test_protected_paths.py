@@ -1258,3 +1258,25 @@ async def test_what_a_protected_symlink_leads_to_is_protected_by_its_own_name(
         request(cwd, "write", path="config/other.json", content="{}")
     )
     assert isinstance(free, Approve)
+
+
+async def test_a_path_less_tools_link_names_and_values_past_the_cap_are_asked(cwd: Path) -> None:
+    """Review 8, finding 8: an MCP tool that declares no path wrote `.git/config` unasked in
+    bypass through a project-shipped symlink named without `/`, or with the path placed past
+    the 256th value."""
+
+    async def write_file(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__fs__write_file", description="write", execute=write_file)
+    (cwd / "cfg").symlink_to(".git")
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    padded = {"values": [f"v{i}" for i in range(300)] + [".git/config"]}
+    deep: Any = ".git/config"
+    for _ in range(12):
+        deep = [deep]
+    for args in ({"path": "cfg"}, padded, {"deep": deep}):
+        decided = await s.decide(make_request(cwd, tool, **args))
+        assert isinstance(decided, Deny), (str(args)[:80], decided)
+    few = {"values": [f"v{i}" for i in range(100)]}
+    assert isinstance(await s.decide(make_request(cwd, tool, **few)), Approve)

@@ -662,3 +662,50 @@ async def test_another_processs_kept_output_is_empty_in_the_sandbox(home: Path) 
         assert "other-session-output" not in text
     finally:
         other.unlink()
+
+
+async def test_a_store_inside_the_data_folder_still_runs_commands(home: Path) -> None:
+    """Review 8, finding 7: with the CLI's default store (a folder in the data folder, both
+    hidden) bubblewrap failed every command: it cannot make a mount point in a hidden
+    folder."""
+    from harness import ToolRun
+    from harness._permissions.protected import sandbox_paths
+
+    async def no_update(partial: object) -> None:
+        pass
+
+    proj = home / "proj"
+    store = home / ".local/share/harness/sessions"
+    walls = sandbox_paths(proj, [store, store / ".checkpoints"])
+    run = ToolRun(tool_call_id="t", cwd=proj, sandbox=walls, on_update=no_update)
+    result = await BASH.execute({"command": "echo ran"}, run)
+    assert not isinstance(result, str)
+    assert result.details == {
+        "exitCode": 0,
+        "truncated": False,
+        "timedOut": False,
+        "sandboxed": True,
+    }
+
+
+async def test_hooks_an_included_config_names_and_a_dangling_links_target_are_held(
+    home: Path,
+) -> None:
+    """Review 8, findings 4 and 6: the hooks folder a `core.hooksPath` in an included git
+    config names was writable, and so was the missing target of a protected symlink
+    (`.mcp.json -> servers.json` before servers.json exists)."""
+    hooks = home / "my-hooks"
+    hooks.mkdir()
+    (home / ".gitconfig.local").write_text(f"[core]\n\thooksPath = {hooks}\n")
+    with (home / ".gitconfig").open("a") as f:
+        f.write("[include]\n\tpath = ~/.gitconfig.local\n")
+    (home / "proj" / ".mcp.json").symlink_to("servers.json")
+    commands = [
+        'h=my-ho; printf "#!/bin/sh\\ntouch P\\n" > "$HOME/${h}oks/pre-commit"',
+        's=serv; echo "{}" > "${s}ers.json"',
+    ]
+    results = await run_commands(home, commands, mode="bypass")
+    assert [d["sandboxed"] for _t, d in results] == [True, True]
+    assert os.listdir(hooks) == []
+    assert not (home / "proj" / "servers.json").exists()
+    assert os.readlink(home / "proj" / ".mcp.json") == "servers.json"

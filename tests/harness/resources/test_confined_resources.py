@@ -479,3 +479,41 @@ def test_a_long_name_is_refused_with_a_short_message(project: Path, name: str) -
         assert diagnostic.code == "invalid_name" and len(diagnostic.message) < 500
     else:  # the file itself is over the 1 MiB cap
         assert [d.code for d in listing.diagnostics] == ["read_failed"]
+
+
+@pytest.mark.parametrize("kind", ["agents-md", "skill-md", "template"])
+def test_a_resource_linked_to_the_harness_private_data_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Review 8, finding 5: working in the home folder, `AGENTS.md` symlinked to
+    `approvals.key` (or to a session) stays inside the project, and was read into the system
+    prompt: the signing key went to the model."""
+    home = tmp_path / "home"
+    for name, sub in [("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share")]:
+        (home / sub).mkdir(parents=True)
+        monkeypatch.setenv(name, str(home / sub))
+    monkeypatch.setenv("HOME", str(home))
+    key = home / ".config/harness/approvals.key"
+    key.parent.mkdir()
+    key.write_text(f"---\nname: leaked\ndescription: {SECRET}\n---\n{SECRET}\n")
+    session = home / ".local/share/harness/sessions/--p--/s.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text(f"---\nname: leaked2\ndescription: {SECRET}\n---\n{SECRET}\n")
+    skills = home / ".agents" / "skills"
+
+    def link(at: Path, target: Path) -> None:  # relative: it stays inside the project
+        at.parent.mkdir(parents=True, exist_ok=True)
+        at.symlink_to(os.path.relpath(target, at.parent))
+
+    if kind == "agents-md":
+        link(home / "AGENTS.md", key)
+    elif kind == "skill-md":
+        link(skills / "s" / "SKILL.md", key)
+        link(skills / "t" / "SKILL.md", session)
+    else:
+        link(home / ".agents" / "prompts" / "t.md", key)
+    resources, listing = scan(home)
+    assert SECRET not in everything(resources, listing)
+    assert "leaked" not in [r.name for r in listing.records]
+    messages = " ".join(d.message for d in listing.diagnostics)
+    assert "is not read" in messages or "outside" in messages, listing.diagnostics
