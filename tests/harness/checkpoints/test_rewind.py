@@ -437,3 +437,31 @@ async def test_a_rewind_never_removes_or_writes_a_protected_path(
     await harness.rewind_files(first, force=True)
     assert (ws / ".harness" / "settings.json").exists()  # forced: still never removed
     assert not (ws / "plain.txt").exists()
+
+
+def test_a_capped_stat_scan_never_takes_a_file_it_stopped_short_of_as_deleted(
+    tmp_path: Path,
+) -> None:
+    # Issue 26 trial: near the cap, a file the command created sorted ahead of files the scan
+    # before had seen, the scan after stopped short of them, and they were recorded as deleted
+    # (a rewind then removed them).
+    ws = seed(tmp_path / "many", "plain")
+    for i in range(30):
+        (ws / f"f{i:02}").write_text(str(i))
+    workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), max_files=10)
+    snapshot = workspace.before()
+    for i in range(200):
+        (ws / f"new{i:03}").write_text("new")
+    (ws / "f00").unlink()
+    walked, _ = workspace._walk()
+    assert set(snapshot.seen) - set(walked)  # the scan after does stop short of some
+
+    changes, missed, complete = workspace.after(snapshot)
+
+    assert complete is False
+    gone = [c.path for c in changes if c.after is None]
+    assert gone == (["f00"] if "f00" in snapshot.seen else [])
+    assert all(c.path.startswith("new") for c in changes if c.after is not None)
+    # A file the scan before did not see, unchanged by the command, is not reported at all.
+    untouched = {f"f{i:02}" for i in range(1, 30)} - set(snapshot.seen)
+    assert not untouched & {m.path for m in missed}
