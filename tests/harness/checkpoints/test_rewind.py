@@ -23,6 +23,7 @@ from harness import (
     CheckpointStore,
     CustomEntry,
     FauxReply,
+    HandlerErrorEvent,
     JsonlSessionRepo,
     MessageEntry,
     RewindCancelledError,
@@ -465,3 +466,26 @@ def test_a_capped_stat_scan_never_takes_a_file_it_stopped_short_of_as_deleted(
     # A file the scan before did not see, unchanged by the command, is not reported at all.
     untouched = {f"f{i:02}" for i in range(1, 30)} - set(snapshot.seen)
     assert not untouched & {m.path for m in missed}
+
+
+async def test_a_rewind_hook_that_raises_is_reported_and_does_not_cancel(
+    session: Session, ws: Path
+) -> None:
+    # docs/checkpoints.md: `Cancel` takes its reason by keyword; a receiver that raises (as
+    # `Cancel("...")` does) is sent as handler_error and the rewind goes ahead (fail open,
+    # as every session_before_* hook).
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    errors: list[HandlerErrorEvent] = []
+
+    def positional(sender: object, event: SessionBeforeRewindEvent) -> Cancel:
+        return Cancel("not today")  # type: ignore[call-arg]
+
+    harness.connect("session_before_rewind", positional)
+    harness.connect("handler_error", lambda sender, event: errors.append(event))
+    result = await harness.rewind_files(first)
+
+    assert [(e.event_name, type(e.error)) for e in errors] == [("session_before_rewind", TypeError)]
+    assert result.entry_id is not None and tree(ws) == trees[first]
