@@ -41,7 +41,7 @@ from typing import Any, Final
 from attrs import frozen
 
 from hooks import JSONValue
-from repos import CustomEntry, Session
+from repos import CustomEntry, MessageEntry, Session
 
 from .store import CheckpointStore, is_digest
 
@@ -55,6 +55,7 @@ __all__ = [
     "Record",
     "Timeline",
     "checkpoint_data",
+    "conversation_landing",
     "has_records",
     "read_records",
     "referenced_blobs",
@@ -252,6 +253,39 @@ def _checkpoint_entries(session: Session) -> Iterable[tuple[int, CustomEntry]]:
             REWIND_ENTRY,
         ):
             yield index, entry
+
+
+def conversation_landing(session: Session, entry_id: str | None) -> str | None:
+    """Where the conversation's leaf goes for ``entry_id``: the entry itself, except for a
+    checkpoint entry. That one is written between its tool call and the call's result, so a
+    leaf there would show the model the call without its result (an interrupted call, which
+    it was not): the leaf goes instead to the end of its tool batch, the last tool result of
+    the run of checkpoint entries and tool results written after it (on the branch to the
+    leaf where it forks, else the latest). A checkpoint with no result after it (the process
+    ended first) is its own landing.
+
+    Raises:
+        EntryNotFoundError: no such entry.
+    """
+    if entry_id is None:
+        return None
+    entry = session.get_entry(entry_id)
+    if not (isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_ENTRY):
+        return entry_id
+    branch = set(session.path_ids(session.leaf_id))
+    landing = at = entry_id
+    while batch := [c for c in session.get_children(at) if _in_tool_batch(c)]:
+        at = next((c.id for c in batch if c.id in branch), batch[-1].id)
+        if not isinstance(session.get_entry(at), CustomEntry):
+            landing = at
+    return landing
+
+
+def _in_tool_batch(entry: object) -> bool:
+    """Whether ``entry`` is one a tool batch writes after its call: a checkpoint, a result."""
+    if isinstance(entry, CustomEntry):
+        return entry.custom_type == CHECKPOINT_ENTRY
+    return isinstance(entry, MessageEntry) and entry.message.role == "toolResult"
 
 
 def has_records(session: Session) -> bool:

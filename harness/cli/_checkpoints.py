@@ -139,7 +139,8 @@ def rewind(
     files are removed, deleted ones restored. A file changed since by
     something outside the session makes the rewind refuse, naming it (--force overwrites it).
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
-    conversation, the leaf moves as `sessions checkout` moves it.
+    conversation, the leaf moves as `sessions checkout` moves it: for a checkpoint id, to the
+    end of its tool batch (the tool results included), the files following it there.
     """
     # The command that undoes this one, as the user would type it.
     again = ["harness", "rewind", *(["--root", root] if root else []), ref]

@@ -489,3 +489,38 @@ async def test_a_rewind_hook_that_raises_is_reported_and_does_not_cancel(
 
     assert [(e.event_name, type(e.error)) for e in errors] == [("session_before_rewind", TypeError)]
     assert result.entry_id is not None and tree(ws) == trees[first]
+
+
+async def test_rewinding_with_the_conversation_to_a_checkpoint_keeps_its_tool_results(
+    session: Session, ws: Path
+) -> None:
+    # Issue 26 trial: the leaf went on the checkpoint entry, between the tool call and its
+    # result, so the model would have seen the call as interrupted.
+    replies = [
+        FauxReply(
+            tool_calls=[
+                call("write", path="a.txt", content="one\n"),
+                call("write", path="b.txt", content="two\n"),
+            ]
+        ),
+        FauxReply(tool_calls=[call("write", path="a.txt", content="three\n")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    trees = record_trees(harness, ws)
+    await harness.prompt("write")
+    first, _, third = customs(session, CHECKPOINT_ENTRY)
+
+    moved = await harness.navigate_tree(first.id, with_files=True)
+
+    messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "toolResult", "toolResult"]
+    assert not any("interrupt" in str(getattr(m, "content", "")).lower() for m in messages), (
+        messages
+    )
+    assert moved.new_leaf_id in trees  # the batch's last result, written after both writes
+    assert tree(ws) == trees[moved.new_leaf_id]
+    assert (ws / "a.txt").read_text() == "one\n" and (ws / "b.txt").read_text() == "two\n"
+
+    again = await harness.navigate_tree(third.id)
+    assert session.get_entry(again.new_leaf_id or "").parent_id == third.id
