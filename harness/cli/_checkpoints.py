@@ -68,9 +68,12 @@ def use_checkpoints(flag: bool | None) -> bool:
         raise click.UsageError(str(exc)) from None
 
 
-def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
+def working_folder_for_files(
+    session: Session, work_dir: Path | None, *, advice: str | None = None
+) -> Path:
     """The folder whose files a command restores: ``--cwd`` or the current folder, which must
-    be the one the session recorded (its header's ``cwd``, a fork's workspace).
+    be the one the session recorded (its header's ``cwd``, a fork's workspace). ``advice``:
+    what the error tells the user to do, for a command without ``--cwd``.
 
     Raises:
         WorkspaceMismatchError: the session was recorded in another folder.
@@ -79,7 +82,7 @@ def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
     recorded = session.cwd
     # "." or a relative path would be the current folder, wherever the command runs.
     if not recorded or not os.path.isabs(recorded) or os.path.realpath(recorded) != str(here):
-        raise WorkspaceMismatchError(recorded or "(no folder)", str(here))
+        raise WorkspaceMismatchError(recorded or "(no folder)", str(here), advice=advice)
     return here
 
 

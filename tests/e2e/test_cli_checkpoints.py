@@ -409,3 +409,22 @@ def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
     after = cli(env, ws, "rewind", "--root", root, sid, rows[0]["entry_id"], "--files-only")
     assert after.returncode == 0, after.stderr
     assert sorted(os.listdir(ws)) == ["new.txt"]
+
+
+def test_fork_with_a_workspace_from_another_folder_gives_advice_that_works(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: the refusal said "(--cwd)", which fork --workspace refuses in turn.
+    root = tmp_path / "sessions"
+    sid, _ = first_run(env, ws, root, "--checkpoints")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = ["sessions", "fork", "--root", root, sid, "--workspace", tmp_path / "fork"]
+
+    refused = cli(env, elsewhere, *args)
+
+    assert refused.returncode == 1 and refused.stderr.startswith("error[workspace_mismatch]")
+    assert "--cwd" not in refused.stderr and f"run this command from '{ws}'" in refused.stderr
+    followed = cli(env, ws, *args)  # what it advises
+    assert followed.returncode == 0, followed.stderr
+    assert sorted(os.listdir(tmp_path / "fork")) == ["new.txt"]
