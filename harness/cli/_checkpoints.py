@@ -106,18 +106,11 @@ def report_rewind(result: RewindResult) -> None:
 @root_option
 @click.argument("ref", metavar="ID|PATH")
 @click.argument("entry")
+@click.option("--files-only", is_flag=True, help="Restore the files; the conversation stays.")
 @click.option(
-    "--files-only", "what", flag_value="files", help="Restore the files; the conversation stays."
+    "--conversation-only", is_flag=True, help="Move the conversation's leaf; the files stay."
 )
-@click.option(
-    "--conversation-only",
-    "what",
-    flag_value="conversation",
-    help="Move the conversation's leaf; the files stay.",
-)
-@click.option(
-    "--both", "what", flag_value="both", default=True, help="Files and conversation (default)."
-)
+@click.option("--both", is_flag=True, help="Files and conversation (default).")
 @click.option("--force", is_flag=True, help="Overwrite files changed outside the session.")
 @click.option(
     "--cwd",
@@ -131,7 +124,9 @@ def rewind(
     root: str | None,
     ref: str,
     entry: str,
-    what: Literal["files", "conversation", "both"],
+    files_only: bool,
+    conversation_only: bool,
+    both: bool,
     force: bool,
     work_dir: Path | None,
 ) -> None:
@@ -145,6 +140,11 @@ def rewind(
     conversation, the leaf moves as `sessions checkout` moves it: for a checkpoint id, to the
     end of its tool batch (the tool results included), the files following it there.
     """
+    if files_only + conversation_only + both > 1:
+        raise click.UsageError("give at most one of --files-only, --conversation-only and --both")
+    what: Literal["files", "conversation", "both"] = (
+        "files" if files_only else "conversation" if conversation_only else "both"
+    )
     # The command that undoes this one, as the user would type it.
     again = ["harness", "rewind", *(["--root", root] if root else []), ref]
     if work_dir is not None:

@@ -428,3 +428,19 @@ def test_fork_with_a_workspace_from_another_folder_gives_advice_that_works(
     followed = cli(env, ws, *args)  # what it advises
     assert followed.returncode == 0, followed.stderr
     assert sorted(os.listdir(tmp_path / "fork")) == ["new.txt"]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("--files-only", "--conversation-only"), ("--both", "--files-only")],
+)
+def test_rewind_with_conflicting_flags_is_a_usage_error(
+    env: dict[str, str], ws: Path, tmp_path: Path, flags: tuple[str, str]
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+
+    done = cli(env, ws, "rewind", "--root", root, sid, first_entry(path), *flags)
+
+    assert done.returncode == 2 and "at most one of" in done.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]  # nothing rewound
