@@ -96,8 +96,14 @@ def report_rewind(result: RewindResult) -> None:
         echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
     for problem in result.problems:
         echo(f"note: a checkpoint change was not read: {problem}", err=True)
+    for missed in result.missed:
+        echo(f"not restored {missed.path}: its change was not recorded ({missed.reason})", err=True)
     if result.entry_id is None:
-        echo("files: nothing to change")
+        echo(
+            "files: nothing recorded to change; what was not recorded cannot be restored"
+            if result.missed
+            else "files: nothing to change"
+        )
     else:
         echo(f"rewind entry: {result.entry_id}")
 
@@ -198,7 +204,8 @@ def checkpoints_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of entries, same keys each.")
 def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
     """The checkpoint and rewind entries of a session, in file order: each entry's id, what
-    wrote it (a tool, or a rewind) and the files it changed. `harness rewind ID ENTRY` puts
+    wrote it (a tool, or a rewind), the files it changed and the changes it could not record
+    (which no rewind restores). `harness rewind ID ENTRY` puts
     the files back as they were at an entry: an id listed here gives the files after its
     change; the id listed before it (for the first, the session's first entry), before it."""
     with opened(open_repo(root), ref) as session:
@@ -216,6 +223,8 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
                     else "checkpoint",
                     "tool_name": tool if isinstance(tool, str) else None,
                     "paths": [change.path for change in record.changes],
+                    "missed": [m.to_json() for m in record.missed],
+                    "complete": record.complete,
                 }
             )
     for problem in problems:
@@ -227,7 +236,11 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
         echo("no checkpoints in this session (harness run --checkpoints records them)", err=True)
     for row in rows:
         what = row["tool_name"] or row["kind"]
-        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths']))}")
+        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths'])) or '(none)'}")
+        for missed in row["missed"]:
+            echo(f"    not recorded: {missed['path']}: {missed['reason']}")
+        if not row["complete"]:
+            echo("    the scan did not see everything: changes past its cap are not recorded")
 
 
 @checkpoints_group.command()

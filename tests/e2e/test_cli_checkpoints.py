@@ -444,3 +444,43 @@ def test_rewind_with_conflicting_flags_is_a_usage_error(
 
     assert done.returncode == 2 and "at most one of" in done.stderr
     assert sorted(os.listdir(ws)) == ["new.txt"]  # nothing rewound
+
+
+async def test_a_change_not_recorded_is_listed_and_a_rewind_says_it_cannot_restore_it(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: a checkpoint that only missed changes was not listed ("no checkpoints
+    # in this session") and a rewind past it said "files: nothing to change".
+    root = tmp_path / "sessions"
+    session = await JsonlSessionRepo(root).create(str(ws))
+    target = session.append_custom("note", {}).id
+    reason = "larger than 67108864 bytes, the most stored"
+    session.append_custom(
+        CHECKPOINT_ENTRY,
+        {
+            "toolCallId": "x",
+            "entryId": None,
+            "toolName": "bash",
+            "scan": "stat",
+            "changes": [],
+            "missed": [{"path": "big.bin", "reason": reason}],
+            "complete": False,
+        },
+    )
+    session.close()
+
+    listed = cli(env, ws, "checkpoints", "list", "--root", root, session.id)
+    rows = json.loads(
+        cli(env, ws, "checkpoints", "list", "--root", root, session.id, "--json").stdout
+    )
+    rewound = cli(env, ws, "rewind", "--root", root, session.id, target, "--files-only")
+
+    assert listed.returncode == 0 and "no checkpoints" not in listed.stderr
+    assert f"not recorded: big.bin: {reason}" in listed.stdout
+    assert [(r["missed"], r["complete"]) for r in rows] == [
+        ([{"path": "big.bin", "reason": reason}], False)
+    ]
+    assert rewound.returncode == 0, rewound.stderr
+    assert f"not restored big.bin: its change was not recorded ({reason})" in rewound.stderr
+    assert "nothing to change" not in rewound.stdout
+    assert "what was not recorded cannot be restored" in rewound.stdout

@@ -524,3 +524,18 @@ async def test_rewinding_with_the_conversation_to_a_checkpoint_keeps_its_tool_re
 
     again = await harness.navigate_tree(third.id)
     assert session.get_entry(again.new_leaf_id or "").parent_id == third.id
+
+
+async def test_a_rewind_past_a_change_it_could_not_record_says_so(
+    tmp_path: Path, session: Session, ws: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store", max_file_bytes=10)
+    replies = [FauxReply(tool_calls=[call("write", path="big.txt", content="x" * 100)]), "ok"]
+    harness = make_harness(session, ws, replies, checkpoints=store)
+    await harness.prompt("write")
+
+    result = await harness.rewind_files(session.entry_ids()[0])
+
+    assert result.entry_id is None and (ws / "big.txt").exists()
+    assert [m.path for m in result.missed] == ["big.txt"]
+    assert "larger than 10 bytes" in result.missed[0].reason
