@@ -87,6 +87,7 @@ from ._checkpoints import (
     CheckpointStore,
     RewindResult,
     announce_rewind,
+    conversation_landing,
     fork_with_files,
     prepare_rewind,
     rewind_files,
@@ -1250,8 +1251,12 @@ class AgentHarness:
         change the instructions and label; ``session_tree`` reports the move. Everything is
         persisted, so a reopen lands on the same leaf.
 
+        A ``harness.checkpoint`` entry (written between a tool call and its result) is not
+        a leaf the model could go on from: the leaf goes to the end of its tool batch, the
+        results included, instead (``result.new_leaf_id``).
+
         With ``with_files`` (checkpoints on), the working folder's files are put back as they
-        were at ``target_id`` too, as :meth:`rewind_files` does (``force`` as there), checked
+        were at the new leaf too, as :meth:`rewind_files` does (``force`` as there), checked
         before anything moves; ``result.files`` says what changed.
 
         Raises:
@@ -1264,6 +1269,7 @@ class AgentHarness:
         """
         self._claim("navigate_tree")
         try:
+            target_id = conversation_landing(self._session, target_id)
             if with_files:
                 checkpoints = self._require_checkpoints("navigate_tree(with_files=True)")
                 plan = await prepare_rewind(

@@ -134,15 +134,16 @@ class WorkspaceMismatchError(CheckpointError):
     """The session's files were recorded in ``recorded`` but the working folder is
     ``working`` (or ``recorded`` is no absolute path: ``.``, relative, empty): restoring them
     here would write another folder's files. The session's folder is never adopted on its own
-    (docs/security.md): work in it (``cwd=``, ``--cwd``)."""
+    (docs/security.md): work in it (``cwd=``, ``--cwd``). ``advice`` replaces the default
+    advice ("work in RECORDED (--cwd) to restore them") where that does not apply."""
 
     code = "workspace_mismatch"
 
-    def __init__(self, recorded: str, working: str) -> None:
+    def __init__(self, recorded: str, working: str, *, advice: str | None = None) -> None:
         if os.path.isabs(recorded):
             message = (
                 f"this session's files are in {recorded!r}, the working folder is {working!r}; "
-                f"work in {recorded!r} (--cwd) to restore them"
+                + (advice or f"work in {recorded!r} (--cwd) to restore them")
             )
         else:
             message = (

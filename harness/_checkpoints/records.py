@@ -41,7 +41,7 @@ from typing import Any, Final
 from attrs import frozen
 
 from hooks import JSONValue
-from repos import CustomEntry, Session
+from repos import CustomEntry, MessageEntry, Session
 
 from .store import CheckpointStore, is_digest
 
@@ -55,6 +55,7 @@ __all__ = [
     "Record",
     "Timeline",
     "checkpoint_data",
+    "conversation_landing",
     "has_records",
     "read_records",
     "referenced_blobs",
@@ -169,6 +170,10 @@ class Record:
     entry_id: str
     changes: tuple[Change, ...]
     from_leaf_id: str | None = None
+    missed: tuple[Missed, ...] = ()
+    """A checkpoint's changes it could not record (a rewind cannot undo them)."""
+    complete: bool = True
+    """False when a checkpoint's scan did not see everything (past its cap)."""
 
 
 def valid_path(path: object) -> bool:
@@ -241,6 +246,29 @@ def _changes(data: Any) -> tuple[list[Change], list[str]]:
     return changes, problems
 
 
+_MAX_REASON: Final = 1000
+
+
+def _missed(data: Any) -> tuple[list[Missed], bool]:
+    """A checkpoint entry's missed changes (those of a valid shape: a path with no NUL, a
+    reason, each at most so long) and whether its scan was complete (only ``false`` says it
+    was not)."""
+    if not isinstance(data, Mapping):
+        return [], True
+    raw = data.get("missed")
+    found = [
+        Missed(item["path"], item["reason"])
+        for item in (raw if isinstance(raw, list) else [])
+        if isinstance(item, Mapping)
+        and isinstance(item.get("path"), str)
+        and 0 < len(item["path"]) <= _MAX_PATH
+        and "\0" not in item["path"]
+        and isinstance(item.get("reason"), str)
+        and len(item["reason"]) <= _MAX_REASON
+    ]
+    return found, data.get("complete") is not False
+
+
 def _checkpoint_entries(session: Session) -> Iterable[tuple[int, CustomEntry]]:
     ids = session.entry_ids()
     for index, (entry_id, kind) in enumerate(zip(ids, session.entry_types(ids), strict=True)):
@@ -254,6 +282,39 @@ def _checkpoint_entries(session: Session) -> Iterable[tuple[int, CustomEntry]]:
             yield index, entry
 
 
+def conversation_landing(session: Session, entry_id: str | None) -> str | None:
+    """Where the conversation's leaf goes for ``entry_id``: the entry itself, except for a
+    checkpoint entry. That one is written between its tool call and the call's result, so a
+    leaf there would show the model the call without its result (an interrupted call, which
+    it was not): the leaf goes instead to the end of its tool batch, the last tool result of
+    the run of checkpoint entries and tool results written after it (on the branch to the
+    leaf where it forks, else the latest). A checkpoint with no result after it (the process
+    ended first) is its own landing.
+
+    Raises:
+        EntryNotFoundError: no such entry.
+    """
+    if entry_id is None:
+        return None
+    entry = session.get_entry(entry_id)
+    if not (isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_ENTRY):
+        return entry_id
+    branch = set(session.path_ids(session.leaf_id))
+    landing = at = entry_id
+    while batch := [c for c in session.get_children(at) if _in_tool_batch(c)]:
+        at = next((c.id for c in batch if c.id in branch), batch[-1].id)
+        if not isinstance(session.get_entry(at), CustomEntry):
+            landing = at
+    return landing
+
+
+def _in_tool_batch(entry: object) -> bool:
+    """Whether ``entry`` is one a tool batch writes after its call: a checkpoint, a result."""
+    if isinstance(entry, CustomEntry):
+        return entry.custom_type == CHECKPOINT_ENTRY
+    return isinstance(entry, MessageEntry) and entry.message.role == "toolResult"
+
+
 def has_records(session: Session) -> bool:
     """Whether ``session`` holds a checkpoint or rewind entry (it was recorded with
     checkpoints on)."""
@@ -261,15 +322,19 @@ def has_records(session: Session) -> bool:
 
 
 def read_records(session: Session) -> tuple[list[Record], list[str]]:
-    """Every checkpoint and rewind entry of ``session`` (every branch, in file order), and a
-    line for each change that was not read (its entry, its number and what was wrong)."""
+    """Every checkpoint and rewind entry of ``session`` that changed or missed something
+    (every branch, in file order), and a line for each change that was not read (its entry,
+    its number and what was wrong)."""
     records: list[Record] = []
     problems: list[str] = []
     position: dict[str, int] | None = None
     for index, entry in _checkpoint_entries(session):
         changes, wrong = _changes(entry.data)
         problems.extend(f"entry {entry.id}: {p}" for p in wrong)
-        if not changes:
+        missed, complete = (
+            _missed(entry.data) if entry.custom_type == CHECKPOINT_ENTRY else ([], True)
+        )
+        if not changes and not missed and complete:
             continue
         start = entry.data.get("fromLeafId") if isinstance(entry.data, Mapping) else None
         if entry.custom_type != REWIND_ENTRY or not isinstance(start, str):
@@ -281,7 +346,7 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
             # one (a hand-made file) is read as naming none.
             if position.get(start, index) >= index:
                 start = None
-        records.append(Record(index, entry.id, tuple(changes), start))
+        records.append(Record(index, entry.id, tuple(changes), start, tuple(missed), complete))
     return records, problems
 
 
@@ -317,7 +382,8 @@ class Timeline:
         # What each rewind found, by the entry it started from: the last one from an entry
         # wins, as the latest time the files were seen there.
         self._found: dict[str, dict[str, State]] = {}
-        for record in sorted(records, key=lambda r: r.index):
+        self._records = sorted(records, key=lambda r: r.index)
+        for record in self._records:
             for change in record.changes:
                 self._by_path.setdefault(change.path, []).append(
                     (record.index, change.before, change.after)
@@ -342,6 +408,19 @@ class Timeline:
         if entry_id is not None:
             states.update(self._found.get(entry_id, {}))
         return states
+
+    def missed_after(self, index: int) -> list[Missed]:
+        """The changes checkpoints written after the entry at ``index`` (file order) could
+        not record: a rewind to it cannot undo them. A scan that was not complete counts, as
+        ``.``, once per entry that recorded nothing else missed."""
+        found: list[Missed] = []
+        for record in self._records:
+            if record.index <= index:
+                continue
+            found.extend(record.missed)
+            if not record.complete and not record.missed:
+                found.append(Missed(".", f"entry {record.entry_id}: its scan stopped at its cap"))
+        return found
 
     def latest(self) -> dict[str, State]:
         """Each path's state as the session last left it (the last change's ``after``)."""

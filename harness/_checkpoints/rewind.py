@@ -80,6 +80,9 @@ class RewindResult:
         skipped: paths left as they are, with why (denied by the supervisor, leading out of
             the working folder, content unavailable with ``force``, not a regular file).
         problems: checkpoint changes in the session that were not read (malformed).
+        missed: changes made since the target that their checkpoints could not record (over
+            the store's file cap, past a scan's cap, ...): not restored, whatever the rewind
+            did (``.`` with a reason for a scan that stopped at its cap).
     """
 
     target_id: str | None
@@ -88,6 +91,7 @@ class RewindResult:
     removed: tuple[str, ...]
     skipped: tuple[Missed, ...]
     problems: tuple[str, ...] = ()
+    missed: tuple[Missed, ...] = ()
 
 
 @frozen(kw_only=True)
@@ -103,6 +107,8 @@ class RewindPlan:
     settled: tuple[Location, ...] = ()
     """Paths already as they should be: nothing to write, but a killed rewind may have left
     their temporary files."""
+    missed: tuple[Missed, ...] = ()
+    """Changes since the target that no checkpoint recorded: the rewind cannot undo them."""
 
 
 def states_at(
@@ -115,6 +121,14 @@ def states_at(
     Raises:
         EntryNotFoundError: no such entry.
     """
+    latest, target, problems, _ = _timeline_at(session, entry_id, store)
+    return latest, target, problems
+
+
+def _timeline_at(
+    session: Session, entry_id: str | None, store: CheckpointStore
+) -> tuple[dict[str, State], dict[str, State], list[str], list[Missed]]:
+    """:func:`states_at`, and the changes missed since ``entry_id``."""
     records, problems = read_records(session)
     timeline = Timeline(records)
     if entry_id is None:
@@ -126,7 +140,7 @@ def states_at(
     target = {
         path: resolved(state, store) for path, state in timeline.state_at(index, entry_id).items()
     }
-    return latest, target, problems
+    return latest, target, problems, timeline.missed_after(index)
 
 
 def check_recorded_folder(session: Session, workspace: Workspace) -> None:
@@ -169,7 +183,7 @@ def plan_rewind(
         EntryNotFoundError: no such entry.
     """
     check_recorded_folder(session, workspace)
-    latest, target, problems = states_at(session, entry_id, workspace.store)
+    latest, target, problems, missed = _timeline_at(session, entry_id, workspace.store)
     workspace.refresh_exclusions()
     changes: list[Change] = []
     locations: list[Location] = []
@@ -225,6 +239,7 @@ def plan_rewind(
         skipped=tuple(skipped),
         problems=tuple(problems),
         settled=tuple(settled),
+        missed=tuple(missed),
     )
 
 
@@ -296,6 +311,7 @@ def apply_plan(
         removed=tuple(removed),
         skipped=tuple(skipped),
         problems=plan.problems,
+        missed=plan.missed,
     )
 
 

@@ -566,10 +566,13 @@ class Workspace:
             return
 
     def _stat_before(self) -> Snapshot:
+        mark = 0  # no clock (its file refused): every file past the cap before counts as missed
+        with contextlib.suppress(OSError):
+            mark = self._clock()
         stats, complete = self._walk()
         seen: dict[str, Seen] = {rel: self.capture(self._rel(rel)) for rel in stats}
         complete = complete and not self._over
-        return Snapshot(kind="stat", seen=seen, stats=stats, complete=complete)
+        return Snapshot(kind="stat", seen=seen, stats=stats, complete=complete, mark_ns=mark)
 
     def _stat_after(self, snapshot: Snapshot) -> tuple[list[Change], list[Missed], bool]:
         stats, complete = self._walk()
@@ -580,11 +583,15 @@ class Workspace:
             if rel in old and old[rel] == stats.get(rel):
                 continue
             if rel not in old and not snapshot.complete:
+                if stats[rel][4] < snapshot.mark_ns:
+                    continue  # unchanged since before the command, past the cap then
                 # Past the cap before: its earlier state is unknown.
                 missed.append(Missed(rel, "past the stat scan's cap before the command"))
                 continue
             before = _stored(snapshot.seen.get(rel), {})  # a stat scan holds no git blob
-            after = self.capture(self._rel(rel)) if rel in stats else None
+            # A capped walk may stop short of a file the walk before saw (files the command
+            # made can come first): looked at by name, it is never taken as deleted unseen.
+            after = self.capture(self._rel(rel)) if rel in stats or not complete else None
             _compare(rel, before, after, changes, missed)
         return changes, missed, complete and snapshot.complete and not self._over
 

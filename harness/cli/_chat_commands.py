@@ -291,8 +291,15 @@ async def _rewind(chat: ChatHost, args: str) -> None:
             chat.view.line(f"removed {path}")
         for skipped in files.skipped:
             chat.view.line(f"skipped {skipped.path}: {skipped.reason}", "yellow")
+        for missed in files.missed:
+            line = f"not restored {missed.path}: its change was not recorded ({missed.reason})"
+            chat.view.line(line, "yellow")
         if files.entry_id is None:
-            chat.view.line("files: nothing to change")
+            chat.view.line(
+                "files: nothing recorded to change; what was not recorded cannot be restored"
+                if files.missed
+                else "files: nothing to change"
+            )
     # The old leaf (or, files only, the rewind entry's parent) was written before the rewind.
     if result is not None and result.old_leaf_id is not None:
         flag = " --conversation-only" if files is None else ""

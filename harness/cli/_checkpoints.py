@@ -68,9 +68,12 @@ def use_checkpoints(flag: bool | None) -> bool:
         raise click.UsageError(str(exc)) from None
 
 
-def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
+def working_folder_for_files(
+    session: Session, work_dir: Path | None, *, advice: str | None = None
+) -> Path:
     """The folder whose files a command restores: ``--cwd`` or the current folder, which must
-    be the one the session recorded (its header's ``cwd``, a fork's workspace).
+    be the one the session recorded (its header's ``cwd``, a fork's workspace). ``advice``:
+    what the error tells the user to do, for a command without ``--cwd``.
 
     Raises:
         WorkspaceMismatchError: the session was recorded in another folder.
@@ -79,7 +82,7 @@ def working_folder_for_files(session: Session, work_dir: Path | None) -> Path:
     recorded = session.cwd
     # "." or a relative path would be the current folder, wherever the command runs.
     if not recorded or not os.path.isabs(recorded) or os.path.realpath(recorded) != str(here):
-        raise WorkspaceMismatchError(recorded or "(no folder)", str(here))
+        raise WorkspaceMismatchError(recorded or "(no folder)", str(here), advice=advice)
     return here
 
 
@@ -93,8 +96,14 @@ def report_rewind(result: RewindResult) -> None:
         echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
     for problem in result.problems:
         echo(f"note: a checkpoint change was not read: {problem}", err=True)
+    for missed in result.missed:
+        echo(f"not restored {missed.path}: its change was not recorded ({missed.reason})", err=True)
     if result.entry_id is None:
-        echo("files: nothing to change")
+        echo(
+            "files: nothing recorded to change; what was not recorded cannot be restored"
+            if result.missed
+            else "files: nothing to change"
+        )
     else:
         echo(f"rewind entry: {result.entry_id}")
 
@@ -103,18 +112,11 @@ def report_rewind(result: RewindResult) -> None:
 @root_option
 @click.argument("ref", metavar="ID|PATH")
 @click.argument("entry")
+@click.option("--files-only", is_flag=True, help="Restore the files; the conversation stays.")
 @click.option(
-    "--files-only", "what", flag_value="files", help="Restore the files; the conversation stays."
+    "--conversation-only", is_flag=True, help="Move the conversation's leaf; the files stay."
 )
-@click.option(
-    "--conversation-only",
-    "what",
-    flag_value="conversation",
-    help="Move the conversation's leaf; the files stay.",
-)
-@click.option(
-    "--both", "what", flag_value="both", default=True, help="Files and conversation (default)."
-)
+@click.option("--both", is_flag=True, help="Files and conversation (default).")
 @click.option("--force", is_flag=True, help="Overwrite files changed outside the session.")
 @click.option(
     "--cwd",
@@ -128,7 +130,9 @@ def rewind(
     root: str | None,
     ref: str,
     entry: str,
-    what: Literal["files", "conversation", "both"],
+    files_only: bool,
+    conversation_only: bool,
+    both: bool,
     force: bool,
     work_dir: Path | None,
 ) -> None:
@@ -139,8 +143,14 @@ def rewind(
     files are removed, deleted ones restored. A file changed since by
     something outside the session makes the rewind refuse, naming it (--force overwrites it).
     The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
-    conversation, the leaf moves as `sessions checkout` moves it.
+    conversation, the leaf moves as `sessions checkout` moves it: for a checkpoint id, to the
+    end of its tool batch (the tool results included), the files following it there.
     """
+    if files_only + conversation_only + both > 1:
+        raise click.UsageError("give at most one of --files-only, --conversation-only and --both")
+    what: Literal["files", "conversation", "both"] = (
+        "files" if files_only else "conversation" if conversation_only else "both"
+    )
     # The command that undoes this one, as the user would type it.
     again = ["harness", "rewind", *(["--root", root] if root else []), ref]
     if work_dir is not None:
@@ -194,7 +204,8 @@ def checkpoints_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of entries, same keys each.")
 def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
     """The checkpoint and rewind entries of a session, in file order: each entry's id, what
-    wrote it (a tool, or a rewind) and the files it changed. `harness rewind ID ENTRY` puts
+    wrote it (a tool, or a rewind), the files it changed and the changes it could not record
+    (which no rewind restores). `harness rewind ID ENTRY` puts
     the files back as they were at an entry: an id listed here gives the files after its
     change; the id listed before it (for the first, the session's first entry), before it."""
     with opened(open_repo(root), ref) as session:
@@ -212,6 +223,8 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
                     else "checkpoint",
                     "tool_name": tool if isinstance(tool, str) else None,
                     "paths": [change.path for change in record.changes],
+                    "missed": [m.to_json() for m in record.missed],
+                    "complete": record.complete,
                 }
             )
     for problem in problems:
@@ -223,7 +236,11 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
         echo("no checkpoints in this session (harness run --checkpoints records them)", err=True)
     for row in rows:
         what = row["tool_name"] or row["kind"]
-        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths']))}")
+        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths'])) or '(none)'}")
+        for missed in row["missed"]:
+            echo(f"    not recorded: {missed['path']}: {missed['reason']}")
+        if not row["complete"]:
+            echo("    the scan did not see everything: changes past its cap are not recorded")
 
 
 @checkpoints_group.command()

@@ -313,7 +313,12 @@ def _fork_with_files(
     from ._checkpoints import working_folder_for_files
 
     with opened(repo, ref) as session:
-        here = working_folder_for_files(session, None)
+        # fork's --cwd names the fork's folder, not the one its files are copied from
+        advice = (
+            f"run this command from {session.cwd!r} (cd there first) to copy its files "
+            "(a --workspace given as a relative path is taken from there)"
+        )
+        here = working_folder_for_files(session, None, advice=advice)
         harness = AgentHarness(
             session=session, cwd=here, checkpoints=CheckpointStore.for_repo(repo), resources=None
         )

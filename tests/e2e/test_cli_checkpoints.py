@@ -409,3 +409,78 @@ def test_checkpoints_list_prints_each_entry_as_json_with_the_same_keys(
     after = cli(env, ws, "rewind", "--root", root, sid, rows[0]["entry_id"], "--files-only")
     assert after.returncode == 0, after.stderr
     assert sorted(os.listdir(ws)) == ["new.txt"]
+
+
+def test_fork_with_a_workspace_from_another_folder_gives_advice_that_works(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: the refusal said "(--cwd)", which fork --workspace refuses in turn.
+    root = tmp_path / "sessions"
+    sid, _ = first_run(env, ws, root, "--checkpoints")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = ["sessions", "fork", "--root", root, sid, "--workspace", tmp_path / "fork"]
+
+    refused = cli(env, elsewhere, *args)
+
+    assert refused.returncode == 1 and refused.stderr.startswith("error[workspace_mismatch]")
+    assert "--cwd" not in refused.stderr and f"run this command from '{ws}'" in refused.stderr
+    followed = cli(env, ws, *args)  # what it advises
+    assert followed.returncode == 0, followed.stderr
+    assert sorted(os.listdir(tmp_path / "fork")) == ["new.txt"]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("--files-only", "--conversation-only"), ("--both", "--files-only")],
+)
+def test_rewind_with_conflicting_flags_is_a_usage_error(
+    env: dict[str, str], ws: Path, tmp_path: Path, flags: tuple[str, str]
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+
+    done = cli(env, ws, "rewind", "--root", root, sid, first_entry(path), *flags)
+
+    assert done.returncode == 2 and "at most one of" in done.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]  # nothing rewound
+
+
+async def test_a_change_not_recorded_is_listed_and_a_rewind_says_it_cannot_restore_it(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: a checkpoint that only missed changes was not listed ("no checkpoints
+    # in this session") and a rewind past it said "files: nothing to change".
+    root = tmp_path / "sessions"
+    session = await JsonlSessionRepo(root).create(str(ws))
+    target = session.append_custom("note", {}).id
+    reason = "larger than 67108864 bytes, the most stored"
+    session.append_custom(
+        CHECKPOINT_ENTRY,
+        {
+            "toolCallId": "x",
+            "entryId": None,
+            "toolName": "bash",
+            "scan": "stat",
+            "changes": [],
+            "missed": [{"path": "big.bin", "reason": reason}],
+            "complete": False,
+        },
+    )
+    session.close()
+
+    listed = cli(env, ws, "checkpoints", "list", "--root", root, session.id)
+    rows = json.loads(
+        cli(env, ws, "checkpoints", "list", "--root", root, session.id, "--json").stdout
+    )
+    rewound = cli(env, ws, "rewind", "--root", root, session.id, target, "--files-only")
+
+    assert listed.returncode == 0 and "no checkpoints" not in listed.stderr
+    assert f"not recorded: big.bin: {reason}" in listed.stdout
+    assert [(r["missed"], r["complete"]) for r in rows] == [
+        ([{"path": "big.bin", "reason": reason}], False)
+    ]
+    assert rewound.returncode == 0, rewound.stderr
+    assert f"not restored big.bin: its change was not recorded ({reason})" in rewound.stderr
+    assert "nothing to change" not in rewound.stdout
+    assert "what was not recorded cannot be restored" in rewound.stdout

@@ -23,6 +23,7 @@ from harness import (
     CheckpointStore,
     CustomEntry,
     FauxReply,
+    HandlerErrorEvent,
     JsonlSessionRepo,
     MessageEntry,
     RewindCancelledError,
@@ -437,3 +438,104 @@ async def test_a_rewind_never_removes_or_writes_a_protected_path(
     await harness.rewind_files(first, force=True)
     assert (ws / ".harness" / "settings.json").exists()  # forced: still never removed
     assert not (ws / "plain.txt").exists()
+
+
+def test_a_capped_stat_scan_never_takes_a_file_it_stopped_short_of_as_deleted(
+    tmp_path: Path,
+) -> None:
+    # Issue 26 trial: near the cap, a file the command created sorted ahead of files the scan
+    # before had seen, the scan after stopped short of them, and they were recorded as deleted
+    # (a rewind then removed them).
+    ws = seed(tmp_path / "many", "plain")
+    for i in range(30):
+        (ws / f"f{i:02}").write_text(str(i))
+    workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), max_files=10)
+    snapshot = workspace.before()
+    for i in range(200):
+        (ws / f"new{i:03}").write_text("new")
+    (ws / "f00").unlink()
+    walked, _ = workspace._walk()
+    assert set(snapshot.seen) - set(walked)  # the scan after does stop short of some
+
+    changes, missed, complete = workspace.after(snapshot)
+
+    assert complete is False
+    gone = [c.path for c in changes if c.after is None]
+    assert gone == (["f00"] if "f00" in snapshot.seen else [])
+    assert all(c.path.startswith("new") for c in changes if c.after is not None)
+    # A file the scan before did not see, unchanged by the command, is not reported at all.
+    untouched = {f"f{i:02}" for i in range(1, 30)} - set(snapshot.seen)
+    assert not untouched & {m.path for m in missed}
+
+
+async def test_a_rewind_hook_that_raises_is_reported_and_does_not_cancel(
+    session: Session, ws: Path
+) -> None:
+    # docs/checkpoints.md: `Cancel` takes its reason by keyword; a receiver that raises (as
+    # `Cancel("...")` does) is sent as handler_error and the rewind goes ahead (fail open,
+    # as every session_before_* hook).
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    first = next(iter(trees))
+    errors: list[HandlerErrorEvent] = []
+
+    def positional(sender: object, event: SessionBeforeRewindEvent) -> Cancel:
+        return Cancel("not today")  # type: ignore[call-arg]
+
+    harness.connect("session_before_rewind", positional)
+    harness.connect("handler_error", lambda sender, event: errors.append(event))
+    result = await harness.rewind_files(first)
+
+    assert [(e.event_name, type(e.error)) for e in errors] == [("session_before_rewind", TypeError)]
+    assert result.entry_id is not None and tree(ws) == trees[first]
+
+
+async def test_rewinding_with_the_conversation_to_a_checkpoint_keeps_its_tool_results(
+    session: Session, ws: Path
+) -> None:
+    # Issue 26 trial: the leaf went on the checkpoint entry, between the tool call and its
+    # result, so the model would have seen the call as interrupted.
+    replies = [
+        FauxReply(
+            tool_calls=[
+                call("write", path="a.txt", content="one\n"),
+                call("write", path="b.txt", content="two\n"),
+            ]
+        ),
+        FauxReply(tool_calls=[call("write", path="a.txt", content="three\n")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    trees = record_trees(harness, ws)
+    await harness.prompt("write")
+    first, _, third = customs(session, CHECKPOINT_ENTRY)
+
+    moved = await harness.navigate_tree(first.id, with_files=True)
+
+    messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "toolResult", "toolResult"]
+    assert not any("interrupt" in str(getattr(m, "content", "")).lower() for m in messages), (
+        messages
+    )
+    assert moved.new_leaf_id in trees  # the batch's last result, written after both writes
+    assert tree(ws) == trees[moved.new_leaf_id]
+    assert (ws / "a.txt").read_text() == "one\n" and (ws / "b.txt").read_text() == "two\n"
+
+    again = await harness.navigate_tree(third.id)
+    assert session.get_entry(again.new_leaf_id or "").parent_id == third.id
+
+
+async def test_a_rewind_past_a_change_it_could_not_record_says_so(
+    tmp_path: Path, session: Session, ws: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store", max_file_bytes=10)
+    replies = [FauxReply(tool_calls=[call("write", path="big.txt", content="x" * 100)]), "ok"]
+    harness = make_harness(session, ws, replies, checkpoints=store)
+    await harness.prompt("write")
+
+    result = await harness.rewind_files(session.entry_ids()[0])
+
+    assert result.entry_id is None and (ws / "big.txt").exists()
+    assert [m.path for m in result.missed] == ["big.txt"]
+    assert "larger than 10 bytes" in result.missed[0].reason
