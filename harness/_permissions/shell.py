@@ -1435,6 +1435,19 @@ _QUOTING = re.compile(r"['\"\\]")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
+def _in_bundle(token: str, word: _RuleWord) -> bool:
+    """Whether the rule's literal ``word`` ends a bundle of short options (``-qctouch``:
+    ``script -c`` takes ``touch`` glued on; ``-xrm``; review 7, finding 16)."""
+    literal = word.literal
+    return (
+        literal is not None
+        and len(token) > len(literal) + 1
+        and token[0] == "-"
+        and token[1] != "-"
+        and token.endswith(literal)
+    )
+
+
 def _glob_names(token: str, word: _RuleWord) -> bool:
     """Whether the glob ``token`` (with a character that is not a wildcard) may expand to the
     rule's literal ``word``."""
@@ -1563,6 +1576,7 @@ class Spec:
                     words[i].matches(token)
                     or ("/" in token and words[i].matches(last))
                     or _glob_names(last, words[i])
+                    or _in_bundle(token, words[i])
                 ):
                     i += 1
                     if i == len(words):

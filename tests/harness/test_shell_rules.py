@@ -1363,13 +1363,15 @@ async def test_a_bare_word_found_through_an_empty_path_entry_never_escapes_a_den
         'tmux new -d "${x:-touch} P"',
         "git rebase -q --exec $'\\x74ouch Q' HEAD~1",
         "git submodule foreach $'\\x74ouch P'",
+        "script -qctouch\\ P /dev/null",  # glued to a bundle of short options
+        "git rebase -xtouch\\ P HEAD~1",
     ],
 )
 async def test_a_denied_name_spelt_with_bash_escapes_or_expansions_is_a_possible_match(
     command: str, tmp_path: Path
 ) -> None:
-    """Review 7, finding 16: the token net under unknown wrappers read `$'…'` as written and
-    did not look through expansions bash makes empty, so `tmux new -d $'\\x74ouch P'` ran
+    """Review 7, finding 16: the token net under unknown wrappers read `$'…'` as written, did
+    not look through expansions bash makes empty, nor into bundled short options, so `tmux new -d $'\\x74ouch P'` ran
     `touch` under deny `bash(touch:*)` in bypass."""
     s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
     decided = await s.decide(request(tmp_path, command))
