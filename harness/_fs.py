@@ -44,6 +44,7 @@ from typing import Final, Literal
 from attrs import frozen
 
 __all__ = [
+    "SYSTEM_FOLDERS",
     "FileRefusedError",
     "Location",
     "beneath",
@@ -60,6 +61,7 @@ __all__ = [
     "read_regular_file",
     "relative_to",
     "replace_file",
+    "root_only",
     "tool_location",
     "write_file",
 ]
@@ -237,11 +239,47 @@ def program_path(name: str) -> str:
     """The absolute path of the program ``name`` on ``$PATH``, looked up in its absolute
     entries only: an empty or relative entry (``PATH=:/usr/bin``, ``.``) would find a program
     of that name in the working folder, which an untrusted project can ship (a ``bash`` there
-    would run every command instead of bash; review 5, finding 16). ``name`` itself when not
-    found, so starting it fails with the usual error."""
-    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
-    found = shutil.which(name, path=os.pathsep.join(e for e in entries if os.path.isabs(e)))
-    return found if found is not None else name
+    would run every command instead of bash; review 5, finding 16). A copy no user but root
+    can change (the file and its folder owned by root, writable by nobody else) comes first:
+    a sandboxed command can write ``~/.local/bin``, and a ``git`` it planted there would be
+    the one the harness's checkpoint scan runs outside the sandbox (review 7, finding 11).
+    ``name`` itself when not found, so starting it fails with the usual error."""
+    entries = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(e)]
+    found = [f for e in entries if (f := shutil.which(name, path=e)) is not None]
+    for candidate in found:
+        if root_only(os.path.realpath(candidate)):
+            return candidate
+    return found[0] if found else name
+
+
+SYSTEM_FOLDERS: Final = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/boot",
+)
+"""The system's folders: root's sandboxed commands see them read-only."""
+
+
+def root_only(path: str) -> bool:
+    """Whether ``path`` and its folder are owned by root and writable by nobody else; for a
+    process run as root, also in :data:`SYSTEM_FOLDERS` (root's sandboxed commands can write
+    any other folder root owns, such as its ``~/.local/bin``)."""
+    if os.geteuid() == 0 and not any(path == f or path.startswith(f + "/") for f in SYSTEM_FOLDERS):
+        return False
+    for p in (path, os.path.dirname(path)):
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+    return True
 
 
 def relative_to(root: str | os.PathLike[str], path: str) -> str | None:

@@ -185,13 +185,15 @@ def harness_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
 def git_config_files() -> tuple[str, ...]:
     """The user's and the system's git configs, as git finds them (review 6, finding 7): the
     ``$XDG_CONFIG_HOME/git`` folder (``~/.config/git``), ``~/.gitconfig``, ``/etc/gitconfig``
-    and the files ``$GIT_CONFIG_GLOBAL``/``$GIT_CONFIG_SYSTEM`` name; both as written and with
-    symlinks resolved."""
+    and the files ``$GIT_CONFIG_GLOBAL``/``$GIT_CONFIG_SYSTEM`` name, and the files their
+    ``include``/``includeIf`` lines name (review 7, finding 6: ``~/.gitconfig.local``); both
+    as written and with symlinks resolved."""
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     named = [os.path.join(xdg, "git"), os.path.join(home, ".gitconfig"), "/etc/gitconfig"]
     named += [v for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if (v := os.environ.get(k))]
-    return _both(named)
+    files = [os.path.join(n, "config") if os.path.isdir(n) else n for n in named]
+    return _both([*named, *_git_includes(files)])
 
 
 def _with_journals(paths: tuple[str, ...]) -> tuple[str, ...]:

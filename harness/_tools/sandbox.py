@@ -22,6 +22,8 @@ from typing import TypeAlias
 
 from attrs import frozen
 
+from .._fs import SYSTEM_FOLDERS, root_only
+
 __all__ = ["Sandbox", "identities", "sandbox_available", "sandboxed", "set_aside"]
 
 _log = logging.getLogger("harness")
@@ -149,27 +151,12 @@ def _bwrap() -> str | None:
                         for e in entries
                         if os.path.isabs(e)
                         and (found := shutil.which("bwrap", path=e)) is not None
-                        and _root_only(real := os.path.realpath(found))
+                        and root_only(real := os.path.realpath(found))
                     ),
                     None,
                 )
             )
         return _found[0]
-
-
-def _root_only(path: str) -> bool:
-    # root's sandboxed commands can write any folder root owns outside the system's (its
-    # ~/.local/bin): for root, only a bwrap in the system's folders, read-only in the sandbox
-    if os.geteuid() == 0 and not _under(path, _SYSTEM):
-        return False
-    for p in (path, os.path.dirname(path)):
-        try:
-            st = os.stat(p)
-        except OSError:
-            return False
-        if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return False
-    return True
 
 
 def sandbox_available() -> bool:
@@ -268,7 +255,7 @@ def _base(program: str) -> list[str]:
 
 
 _KERNEL = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/sys")
-_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot")
+_SYSTEM = SYSTEM_FOLDERS
 
 
 def _kind(path: str) -> str | None:

@@ -709,3 +709,36 @@ async def test_hooks_an_included_config_names_and_a_dangling_links_target_are_he
     assert os.listdir(hooks) == []
     assert not (home / "proj" / "servers.json").exists()
     assert os.readlink(home / "proj" / ".mcp.json") == "servers.json"
+
+
+def test_the_harness_never_runs_a_git_a_command_could_plant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 7, finding 11: a sandboxed command can write `~/.local/bin` (first on PATH);
+    a `git` planted there was what the harness's own checkpoint scan ran, outside the
+    sandbox, at the next start."""
+    from harness._fs import program_path
+
+    planted = tmp_path / "bin"
+    planted.mkdir()
+    (planted / "git").write_text("#!/bin/sh\ntouch P\n")
+    (planted / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{planted}:{os.environ['PATH']}")
+    found = program_path("git")
+    assert found != str(planted / "git")
+    assert os.path.realpath(found).startswith(("/usr/", "/bin/"))
+
+
+async def test_an_included_git_config_is_protected_for_the_write_tool(home: Path) -> None:
+    """Review 7, finding 6: `~/.gitconfig.local`, included by `~/.gitconfig`, was written by
+    `write` in accept_edits when the working folder is the home folder."""
+    from harness import write_tool
+
+    with (home / ".gitconfig").open("a") as f:
+        f.write("[include]\n\tpath = ~/.gitconfig.local\n")
+    (home / ".gitconfig.local").write_text("[user]\n\tname = me\n")
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    decided = await s.decide(
+        make_request(home, write_tool(), path=".gitconfig.local", content="[core]\n")
+    )
+    assert isinstance(decided, Deny) and "protected path" in decided.reason, decided
