@@ -1371,8 +1371,8 @@ async def test_a_denied_name_spelt_with_bash_escapes_or_expansions_is_a_possible
     command: str, tmp_path: Path
 ) -> None:
     """Review 7, finding 16: the token net under unknown wrappers read `$'…'` as written, did
-    not look through expansions bash makes empty, nor into bundled short options, so `tmux new -d $'\\x74ouch P'` ran
-    `touch` under deny `bash(touch:*)` in bypass."""
+    not look through expansions bash makes empty, nor into bundled short options, so
+    `tmux new -d $'\\x74ouch P'` ran `touch` under deny `bash(touch:*)` in bypass."""
     s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
     decided = await s.decide(request(tmp_path, command))
     assert isinstance(decided, Deny) and "bash(touch:*)" in decided.reason, decided
