@@ -13,6 +13,7 @@ from .capture import Checkpoints
 from .errors import (
     CheckpointError,
     CheckpointsOffError,
+    NoCheckpointsError,
     RewindCancelledError,
     RewindRefusedError,
     WorkspaceExistsError,
@@ -53,6 +54,7 @@ __all__ = [
     "GcReport",
     "Materialized",
     "Missed",
+    "NoCheckpointsError",
     "Pending",
     "RewindCancelledError",
     "RewindRefusedError",

@@ -8,6 +8,7 @@ Tree::
         │                               ("rewind_refused")
         ├── RewindCancelledError        a session_before_rewind hook cancelled ("rewind_cancelled")
         ├── CheckpointsOffError         the harness records no checkpoints ("checkpoints_off")
+        ├── NoCheckpointsError          the session holds no checkpoints ("no_checkpoints")
         ├── WorkspaceMismatchError      the session's files are in another folder
         │                               ("workspace_mismatch")
         └── WorkspaceExistsError        a fork's workspace folder exists and is not empty
@@ -24,6 +25,7 @@ from hooks import HarnessError
 __all__ = [
     "CheckpointError",
     "CheckpointsOffError",
+    "NoCheckpointsError",
     "RewindCancelledError",
     "RewindRefusedError",
     "WorkspaceExistsError",
@@ -32,9 +34,14 @@ __all__ = [
 
 
 class CheckpointError(HarnessError, RuntimeError):
-    """Base of the checkpoint errors."""
+    """Base of the checkpoint errors.
+
+    ``str()`` speaks the Python API's language (``force=True``, ``cwd=``); ``cli_message``,
+    when not None, is the same message for the command line, naming its flags (``--force``,
+    ``--cwd``, ``harness run --checkpoints``) instead: the CLI prints that one."""
 
     code = "checkpoint_error"
+    cli_message: str | None = None
 
 
 class RewindRefusedError(CheckpointError):
@@ -91,15 +98,10 @@ class RewindRefusedError(CheckpointError):
                 "content never stored (the process ended, or the store failed, before the "
                 "checkpoint of a tool call was stored): " + ", ".join(unstored)
             )
-        super().__init__(
-            "rewind refused, nothing written; "
-            + "; ".join(parts)
-            + (
-                " (--force, or force=True, to go on anyway; those paths are never written)"
-                if unsafe or unrecordable
-                else " (--force, or force=True, to go on anyway)"
-            )
-        )
+        never = "; those paths are never written" if unsafe or unrecordable else ""
+        found = "rewind refused, nothing written; " + "; ".join(parts)
+        super().__init__(f"{found} (force=True to go on anyway{never})")
+        self.cli_message = f"{found} (--force to go on anyway{never})"
         self.changed = tuple(changed)
         self.unavailable = tuple(unavailable)
         self.unsafe = tuple(unsafe)
@@ -125,8 +127,31 @@ class CheckpointsOffError(CheckpointError):
 
     def __init__(self, what: str) -> None:
         super().__init__(
-            f"{what} needs checkpoints: make the harness with AgentHarness(checkpoints=True) "
-            "(or --checkpoints)"
+            f"{what} needs checkpoints: make the harness with AgentHarness(checkpoints=True)"
+        )
+        self.cli_message = (
+            "this needs checkpoints, and they are off: start with --checkpoints (or set "
+            '"checkpoints": true in the user settings)'
+        )
+
+
+class NoCheckpointsError(CheckpointError):
+    """The session holds no checkpoint at all (it was recorded without checkpoints, or no tool
+    call of it changed a file): there is nothing to rewind its files with. ``conversation``
+    says, in the CLI's words, how to move the conversation alone (``--conversation-only``)."""
+
+    code = "no_checkpoints"
+
+    def __init__(self, *, conversation: str = "--conversation-only") -> None:
+        found = (
+            "this session has no checkpoints, so its files cannot be rewound: no file change "
+            "was recorded in it (it was recorded without checkpoints, or changed no file)"
+        )
+        super().__init__(f"{found}; record them with AgentHarness(checkpoints=True)")
+        self.cli_message = (
+            f"{found}; record them with `harness run --checkpoints` (or `harness chat "
+            '--checkpoints`, or "checkpoints": true in the user settings); '
+            f"{conversation} moves the conversation alone"
         )
 
 
@@ -135,22 +160,23 @@ class WorkspaceMismatchError(CheckpointError):
     ``working`` (or ``recorded`` is no absolute path: ``.``, relative, empty): restoring them
     here would write another folder's files. The session's folder is never adopted on its own
     (docs/security.md): work in it (``cwd=``, ``--cwd``). ``advice`` replaces the default
-    advice ("work in RECORDED (--cwd) to restore them") where that does not apply."""
+    advice ("work in RECORDED (cwd=) to restore them"; ``--cwd`` in ``cli_message``) where that
+    does not apply."""
 
     code = "workspace_mismatch"
 
     def __init__(self, recorded: str, working: str, *, advice: str | None = None) -> None:
         if os.path.isabs(recorded):
-            message = (
-                f"this session's files are in {recorded!r}, the working folder is {working!r}; "
-                + (advice or f"work in {recorded!r} (--cwd) to restore them")
-            )
+            found = f"this session's files are in {recorded!r}, the working folder is {working!r}"
+            message = f"{found}; " + (advice or f"work in {recorded!r} (cwd=) to restore them")
+            cli = f"{found}; " + (advice or f"work in {recorded!r} (--cwd) to restore them")
         else:
-            message = (
+            message = cli = (
                 f"this session records its folder as {recorded!r}, not an absolute path: its "
                 f"files are not restored in {working!r} or anywhere else"
             )
         super().__init__(message)
+        self.cli_message = cli
         self.recorded, self.working = recorded, working
 
 

@@ -37,11 +37,21 @@ from attrs import frozen
 
 from repos import Session
 
-from .._fs import FileRefusedError, Location, open_dir, open_parent, replace_file
+from .._fs import (
+    FileRefusedError,
+    Location,
+    no_symlinks,
+    open_dir,
+    open_parent,
+    open_regular,
+    read_capped,
+    replace_file,
+)
 from .errors import RewindRefusedError, WorkspaceMismatchError
 from .records import (
     REWIND_ENTRY,
     Change,
+    FileState,
     Missed,
     Pending,
     State,
@@ -196,6 +206,10 @@ def plan_rewind(
     unrecordable: list[str] = []
     for path, want in target.items():
         loc = workspace.locate(path)
+        if isinstance(loc, str) and _already_at(path, want, workspace.store.max_file_bytes):
+            # Outside the working folder (a write the supervisor approved there) and already
+            # as at the target: the rewind would not touch it, so it neither refuses nor asks.
+            continue
         if isinstance(loc, str):
             unsafe.append(f"{path} ({loc})")
             skipped.append(Missed(path, loc))
@@ -241,6 +255,37 @@ def plan_rewind(
         settled=tuple(settled),
         missed=tuple(missed),
     )
+
+
+def _already_at(path: str, want: FileState | Pending | None, max_bytes: int) -> bool:
+    """Whether the absolute ``path`` (a file outside the working folder, which a rewind never
+    writes) is already in the state ``want``: no file where ``want`` is None, else a regular
+    file (opened through no symlink, never a FIFO or device) with that content and executable
+    bit. Read only to compare: nothing is stored. False for a relative path, a pending
+    content, or anything that cannot be read."""
+    if not path.startswith("/") or isinstance(want, Pending):
+        return False
+    try:
+        loc = no_symlinks(path)
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return want is None
+    except (OSError, ValueError):
+        return False
+    if want is None:
+        return False
+    try:
+        fd, st = open_regular(loc)
+        try:
+            if st.st_size != want.size:
+                return False
+            data = read_capped(fd, st, max_bytes, path)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return False
+    now = FileState(hashlib.sha256(data).hexdigest(), st.st_mode & 0o7777, len(data))
+    return same_file(now, want)
 
 
 def apply_plan(

@@ -52,7 +52,7 @@ from ._agent import (
 from ._chat_commands import run_command
 from ._chat_input import LineReader, PipeReader, history_path
 from ._chat_view import ChatView
-from ._common import describe_store, one_line, run_async
+from ._common import cli_text, describe_store, one_line, run_async
 from ._hooks import attach_hook_output, load_command_hooks
 from ._models import ModelChoice
 from ._opening import warn_diagnostics
@@ -211,7 +211,7 @@ class Chat:
         try:
             await self.harness.prompt(text)
         except HarnessError as exc:
-            self.view.error(f"error[{exc.code}]: {one_line(str(exc))}")
+            self.view.error(f"error[{exc.code}]: {one_line(cli_text(exc))}")
         finally:
             if await self.settle_abort():
                 self.view.line("[interrupted: the partial reply is saved in the session]", "yellow")

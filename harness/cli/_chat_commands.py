@@ -35,6 +35,7 @@ from repos import (
     Session,
 )
 
+from .._checkpoints import NoCheckpointsError, has_records
 from .._permissions.rules import load_settings
 from .._permissions.supervisor import PROJECT_SETTINGS
 from .._resources import split_command
@@ -42,7 +43,7 @@ from .._restore import THINKING_LEVELS
 from ._agent import Agents
 from ._chat_input import LineReader
 from ._chat_view import ChatView
-from ._common import describe_store, find_ref, one_line, open_ref
+from ._common import cli_text, describe_store, find_ref, one_line, open_ref, resolve_entry
 from ._export import (
     default_export_path,
     session_html,
@@ -257,7 +258,15 @@ async def _checkout(chat: ChatHost, args: str) -> None:
         chat.edit_text = result.editor_text
 
 
-_REWIND_USAGE = "usage: /rewind ENTRY [--files-only|--conversation-only|--both] [--force]"
+_REWIND_USAGE = (
+    "usage: /rewind ENTRY [--files-only|--conversation-only|--both] [--force]: put the files "
+    "and the conversation back as they were at ENTRY, an entry id from /tree (a unique prefix "
+    "of at least 4 characters will do; `harness checkpoints list` shows which entries changed "
+    "files: the files after that change). --both (the default) moves both, --files-only only "
+    "the files, --conversation-only only the conversation; --force overwrites files changed "
+    "outside the session. Files need checkpoints (harness chat --checkpoints); it ends with the "
+    "/rewind that undoes it"
+)
 
 
 async def _rewind(chat: ChatHost, args: str) -> None:
@@ -267,15 +276,20 @@ async def _rewind(chat: ChatHost, args: str) -> None:
     known = {"--files-only", "--conversation-only", "--both", "--force"}
     if len(entries) != 1 or flags - known or len(flags & (known - {"--force"})) > 1:
         raise CommandError(_REWIND_USAGE)
+    entry = resolve_entry(chat.session, entries[0])
+    files_too = "--conversation-only" not in flags
+    if files_too and chat.harness.checkpoints is not None and not has_records(chat.session):
+        # Recorded without checkpoints: say so, not "nothing to change".
+        raise NoCheckpointsError(conversation=f"/rewind {entry} --conversation-only")
     force = "--force" in flags
     if "--conversation-only" in flags:
-        result = await chat.harness.navigate_tree(entries[0])
+        result = await chat.harness.navigate_tree(entry)
         files = None
     elif "--files-only" in flags:
         result = None
-        files = await chat.harness.rewind_files(entries[0], force=force)
+        files = await chat.harness.rewind_files(entry, force=force)
     else:
-        result = await chat.harness.navigate_tree(entries[0], with_files=True, force=force)
+        result = await chat.harness.navigate_tree(entry, with_files=True, force=force)
         files = result.files
     if result is not None:
         if result.cancelled:
@@ -477,8 +491,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "checkout": Command("/checkout ENTRY", "move the active leaf to ENTRY", _checkout),
     "rewind": Command(
-        "/rewind ENTRY [--files-only|--conversation-only]",
-        "put the files and the conversation back as at ENTRY (needs --checkpoints)",
+        "/rewind ENTRY [--files-only|--conversation-only|--both] [--force]",
+        "put the files and the conversation back as at ENTRY (files: needs --checkpoints; "
+        "/rewind alone explains)",
         _rewind,
     ),
     "compact": Command(
@@ -535,7 +550,7 @@ async def run_command(chat: ChatHost, text: str) -> bool:
     except CommandError as exc:
         chat.view.error(f"error: {exc}")
     except HarnessError as exc:
-        chat.view.error(f"error[{exc.code}]: {one_line(str(exc))}")
+        chat.view.error(f"error[{exc.code}]: {one_line(cli_text(exc))}")
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         chat.view.error(f"error: {where}{exc.strerror or exc}")

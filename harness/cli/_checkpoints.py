@@ -22,14 +22,23 @@ from repos import CustomEntry, JsonlSessionRepo, Session
 from .._checkpoints import (
     REWIND_ENTRY,
     CheckpointStore,
+    NoCheckpointsError,
     RewindResult,
     WorkspaceMismatchError,
     checkpoints_setting,
+    has_records,
     read_records,
     referenced_blobs,
 )
 from .._harness import AgentHarness
-from ._common import HarnessGroup, one_line, open_repo, root_option, run_async
+from ._common import (
+    HarnessGroup,
+    one_line,
+    open_repo,
+    resolve_entry,
+    root_option,
+    run_async,
+)
 from ._escape import echo, json_line
 from ._opening import opened
 
@@ -37,7 +46,9 @@ __all__ = [
     "checkpoint_option",
     "checkpoints_group",
     "report_rewind",
+    "require_checkpoints",
     "rewind",
+    "undo_hint",
     "use_checkpoints",
     "working_folder_for_files",
 ]
@@ -84,6 +95,17 @@ def working_folder_for_files(
     if not recorded or not os.path.isabs(recorded) or os.path.realpath(recorded) != str(here):
         raise WorkspaceMismatchError(recorded or "(no folder)", str(here), advice=advice)
     return here
+
+
+def require_checkpoints(session: Session) -> None:
+    """Refuse to rewind the files of a session that holds no checkpoint at all (recorded
+    without them): saying so, and how to record them, rather than "nothing to change".
+
+    Raises:
+        NoCheckpointsError: it holds none.
+    """
+    if not has_records(session):
+        raise NoCheckpointsError()
 
 
 def report_rewind(result: RewindResult) -> None:
@@ -139,24 +161,27 @@ def rewind(
     """Put the files (and the conversation) back as they were at ENTRY.
 
     Every file the session's checkpoints recorded is restored as it was when ENTRY was
-    written (an id `harness checkpoints list` prints: the files after that change): created
+    written (an id `harness checkpoints list` prints: the files after that change; a unique
+    prefix of at least 4 characters will do, as `sessions show` prints them): created
     files are removed, deleted ones restored. A file changed since by
     something outside the session makes the rewind refuse, naming it (--force overwrites it).
-    The rewind is recorded as an entry: rewinding to the entry before it undoes it. With the
-    conversation, the leaf moves as `sessions checkout` moves it: for a checkpoint id, to the
-    end of its tool batch (the tool results included), the files following it there.
+    The rewind is recorded as an entry: rewinding to the entry before it undoes it (the
+    command ends with the one that does). With the conversation, the leaf moves as `sessions
+    checkout` moves it: for a checkpoint id, to the end of its tool batch (the tool results
+    included), the files following it there. A session recorded without checkpoints has no
+    files to rewind (record them with `harness run --checkpoints`): only --conversation-only
+    works there.
     """
     if files_only + conversation_only + both > 1:
         raise click.UsageError("give at most one of --files-only, --conversation-only and --both")
     what: Literal["files", "conversation", "both"] = (
         "files" if files_only else "conversation" if conversation_only else "both"
     )
-    # The command that undoes this one, as the user would type it.
-    again = ["harness", "rewind", *(["--root", root] if root else []), ref]
-    if work_dir is not None:
-        again += ["--cwd", str(work_dir)]
     repo = open_repo(root)
     with opened(repo, ref) as session:
+        entry = resolve_entry(session, entry)
+        if what != "conversation":
+            require_checkpoints(session)
         if what == "conversation":
             harness = AgentHarness(session=session, resources=None)
             result = run_async(harness.navigate_tree(entry))
@@ -171,7 +196,7 @@ def rewind(
                 # The files as at the entry before the rewind's own: as they were.
                 before = None if files.entry_id is None else session.get_entry(files.entry_id)
                 if before is not None and before.parent_id is not None:
-                    _undo([*again, before.parent_id, "--files-only"])
+                    undo_hint(root, ref, work_dir, [before.parent_id, "--files-only"])
                 return
             result = run_async(harness.navigate_tree(entry, with_files=True, force=force))
         if result.cancelled:
@@ -186,11 +211,17 @@ def rewind(
         if result.old_leaf_id is not None:
             # The old leaf was written before the rewind: its files are those before it.
             flags = ["--conversation-only"] if what == "conversation" else []
-            _undo([*again, result.old_leaf_id, *flags])
+            undo_hint(root, ref, work_dir, [result.old_leaf_id, *flags])
 
 
-def _undo(words: list[str]) -> None:
-    echo(f"to undo: {shlex.join(words)}")
+def undo_hint(root: str | None, ref: str, work_dir: Path | None, words: list[str]) -> None:
+    """Print ``to undo: harness rewind ...``: the command, as the user would type it, that
+    rewinds ``ref`` (in ``--root`` and ``--cwd`` as given) with ``words`` (the entry to go
+    back to, then flags)."""
+    again = ["harness", "rewind", *(["--root", root] if root else []), ref]
+    if work_dir is not None:
+        again += ["--cwd", str(work_dir)]
+    echo(f"to undo: {shlex.join([*again, *words])}")
 
 
 @click.group("checkpoints", cls=HarnessGroup)

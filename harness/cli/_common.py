@@ -34,6 +34,7 @@ from rich.progress import (
 
 from hooks import HarnessError
 from repos import (
+    EntryNotFoundError,
     InvalidStoreUrlError,
     JsonlSessionRepo,
     MemorySessionRepo,
@@ -56,11 +57,14 @@ from ._escape import echo, terminal
 __all__ = [
     "MIN_PREFIX",
     "STORE_ENV",
+    "AmbiguousEntryError",
     "AmbiguousSessionError",
     "HarnessCliError",
     "HarnessGroup",
     "RootNotFoundError",
     "SessionRef",
+    "UnknownEntryError",
+    "cli_text",
     "describe_store",
     "find_ref",
     "handle_errors",
@@ -69,6 +73,7 @@ __all__ = [
     "open_ref",
     "open_repo",
     "progress",
+    "resolve_entry",
     "resolve_ref",
     "root_option",
     "run_async",
@@ -141,7 +146,7 @@ class HarnessCliError(click.ClickException):
     exit_code = 1
 
     def __init__(self, error: HarnessError) -> None:
-        message = one_line(str(error)) or type(error).__name__
+        message = one_line(cli_text(error)) or type(error).__name__
         hint = _WHAT_TO_TYPE.get(error.code)
         super().__init__(f"{message} ({hint})" if hint else message)
         self.code = error.code
@@ -149,6 +154,13 @@ class HarnessCliError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         echo(f"error[{self.code}]: {self.format_message()}", file=file, err=file is None)
+
+
+def cli_text(error: HarnessError) -> str:
+    """What the command line says of ``error``: its ``cli_message`` when it has one (naming
+    the CLI's flags, where ``str()`` names the Python API's parameters), else ``str()``."""
+    cli = getattr(error, "cli_message", None)
+    return cli if isinstance(cli, str) and cli else str(error)
 
 
 _WHAT_TO_TYPE = {
@@ -445,6 +457,65 @@ def _one(prefix: str, matches: dict[str, Path | str]) -> SessionRef:
         raise AmbiguousSessionError(prefix, matches)
     ((session_id, found),) = matches.items()
     return found if isinstance(found, Path) else session_id
+
+
+class AmbiguousEntryError(EntryNotFoundError):
+    """An entry id prefix that starts several entry ids of a session (code
+    ``ambiguous_entry``), or none (code ``entry_not_found``); the message lists the candidates
+    (id and kind) or says where the ids are printed."""
+
+    code = "ambiguous_entry"
+
+    def __init__(self, prefix: str, candidates: Mapping[str, str]) -> None:
+        named = [f"{eid} ({kind})" for eid, kind in list(candidates.items())[:_MAX_LISTED]]
+        more = len(candidates) - len(named)
+        SessionError.__init__(
+            self,
+            f"entry id prefix {prefix!r} matches {len(candidates)} entries: "
+            + "; ".join(named)
+            + (f"; and {more} more" if more else "")
+            + "; give more characters",
+        )
+        self.entry_id, self.prefix, self.candidates = prefix, prefix, dict(candidates)
+
+
+class UnknownEntryError(EntryNotFoundError):
+    """No entry id of the session is or starts with what was given (code
+    ``entry_not_found``); the message says where the ids are printed."""
+
+    def __init__(self, ref: str, why: str) -> None:
+        SessionError.__init__(
+            self,
+            f"no entry {ref!r} in this session: {why} (`harness sessions show SESSION` and "
+            "`harness checkpoints list SESSION` print the entry ids)",
+        )
+        self.entry_id = ref
+
+
+def resolve_entry(session: Session, ref: str) -> str:
+    """The entry id ``ref`` names in ``session``: a whole id, else a prefix (at least
+    :data:`MIN_PREFIX` characters, e.g. the first 8 of a longer id) of exactly one, as
+    :func:`find_ref` does for session ids.
+
+    Raises:
+        UnknownEntryError: no id is or starts with it (code ``entry_not_found``).
+        AmbiguousEntryError: the prefix starts several ids (all named, with their kind).
+    """
+    ids = session.entry_ids()
+    if ref in ids:
+        return ref
+    if len(ref) < MIN_PREFIX:
+        raise UnknownEntryError(
+            ref, f"no entry has this id, and an id prefix needs at least {MIN_PREFIX} characters"
+        )
+    matches = [i for i in ids if i.startswith(ref)]
+    if not matches:
+        raise UnknownEntryError(ref, "no entry id is or starts with it")
+    if len(matches) > 1:
+        raise AmbiguousEntryError(
+            ref, dict(zip(matches, session.entry_types(matches), strict=True))
+        )
+    return matches[0]
 
 
 def resolve_ref(repo: SessionRepo, ref: str) -> SessionRef:

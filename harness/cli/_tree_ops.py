@@ -21,8 +21,8 @@ from .._compaction.summarize import ExtractiveSummarizer
 from .._compaction.tokens import context_size
 from .._errors import HarnessStateError
 from .._harness import AgentHarness
-from ._checkpoints import report_rewind, working_folder_for_files
-from ._common import one_line, open_repo, root_option, run_async, spinner
+from ._checkpoints import report_rewind, require_checkpoints, undo_hint, working_folder_for_files
+from ._common import one_line, open_repo, resolve_entry, root_option, run_async, spinner
 from ._escape import echo
 from ._opening import opened
 from ._sessions import sessions
@@ -163,7 +163,9 @@ def checkout(
     """Move the session's active leaf to ENTRY (persisted as a leaf entry).
 
     Checking out a user message puts the leaf on its parent and prints the message, so it can be
-    edited and sent again. --with-files keeps the files in step (docs/checkpoints.md).
+    edited and sent again. --with-files keeps the files in step (docs/checkpoints.md), and ends
+    with the command that undoes it. ENTRY may be a unique prefix of an entry id (at least 4
+    characters).
     """
     if (force or work_dir is not None) and not with_files:
         raise click.UsageError("--force and --cwd go with --with-files")
@@ -171,7 +173,9 @@ def checkout(
         raise click.UsageError("--with-files summarises only with --offline")
     repo = open_repo(root)
     with opened(repo, ref) as session:
+        entry = resolve_entry(session, entry)
         if with_files:
+            require_checkpoints(session)
             harness = AgentHarness(
                 session=session,
                 cwd=working_folder_for_files(session, work_dir),
@@ -200,6 +204,10 @@ def checkout(
         if result.editor_text is not None:
             echo("message to edit and resend:")
             echo(result.editor_text)
+        if with_files and result.old_leaf_id is not None:
+            # The rewind is an entry: rewinding (files and conversation) to the old leaf,
+            # written before it, gives back both as they were.
+            undo_hint(root, ref, work_dir, [result.old_leaf_id])
 
 
 @sessions.command()

@@ -348,7 +348,8 @@ def test_the_undo_of_a_forced_rewind_gives_back_the_overwritten_edit(
 
     refused = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only")
     assert refused.returncode == 1 and "new.txt" in refused.stderr
-    assert "--force" in refused.stderr  # the flag as it is typed
+    assert "--force" in refused.stderr  # the flag as it is typed, not the API's parameter
+    assert "force=True" not in refused.stderr
     forced = cli(env, ws, "rewind", "--root", root, sid, first, "--files-only", "--force")
     assert forced.returncode == 0, forced.stderr
     assert sorted(os.listdir(ws)) == ["keep.txt"]
@@ -484,3 +485,137 @@ async def test_a_change_not_recorded_is_listed_and_a_rewind_says_it_cannot_resto
     assert f"not restored big.bin: its change was not recorded ({reason})" in rewound.stderr
     assert "nothing to change" not in rewound.stdout
     assert "what was not recorded cannot be restored" in rewound.stdout
+
+
+def leaf_of(path: Path) -> str | None:
+    with open_session(path) as session:
+        return session.leaf_id
+
+
+def test_a_session_recorded_without_checkpoints_says_so_and_how_to_record_them(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: `harness rewind` of a session run without --checkpoints printed "files:
+    # nothing to change" and exited 0, as if the files were already as at the entry.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root)
+    first, leaf = first_entry(path), leaf_of(path)
+    assert checkpoints_in(path) == 0 and sorted(os.listdir(ws)) == ["new.txt"]
+
+    for flags in (["--files-only"], ["--both"], []):
+        done = cli(env, ws, "rewind", "--root", root, sid, first, *flags)
+        assert done.returncode == 1, (flags, done.stdout, done.stderr)
+        assert done.stderr.startswith("error[no_checkpoints]: this session has no checkpoints")
+        assert "harness run --checkpoints" in done.stderr and "--conversation-only" in done.stderr
+        assert "nothing to change" not in done.stdout + done.stderr
+        assert leaf_of(path) == leaf and sorted(os.listdir(ws)) == ["new.txt"]
+    conversation = cli(env, ws, "rewind", "--root", root, sid, first, "--conversation-only")
+    assert conversation.returncode == 0, conversation.stderr
+    assert "leaf: " in conversation.stdout and leaf_of(path) != leaf
+    checkout = cli(env, ws, "sessions", "checkout", "--root", root, sid, first, "--with-files")
+    assert checkout.returncode == 1 and "error[no_checkpoints]" in checkout.stderr
+
+    # The chat: with checkpoints on it says the session has none; with them off, it names the
+    # flag that turns them on (not the Python API's AgentHarness(checkpoints=True)).
+    script = f"/rewind {first} --files-only\n/rewind {first}\n/exit\n"
+    on = cli(
+        env, ws, "chat", "--root", root, "--offline", "--checkpoints", "--session", sid,
+        stdin=script,
+    )  # fmt: skip
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.count("error[no_checkpoints]: this session has no checkpoints") == 2
+    assert f"/rewind {first} --conversation-only moves the conversation alone" in on.stdout
+    assert "nothing to change" not in on.stdout
+    off = cli(env, ws, "chat", "--root", root, "--offline", "--session", sid, stdin=script)
+    assert off.returncode == 0, off.stderr
+    assert "error[checkpoints_off]" in off.stdout and "--checkpoints" in off.stdout
+    assert "AgentHarness(" not in off.stdout
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+
+
+def renamed_entries(path: Path, ids: list[str]) -> None:
+    """Give the entries of the session file at ``path`` the ids ``ids``, in file order (their
+    parents follow): so that two of them can share a prefix."""
+    with open_session(path) as session:
+        old = session.entry_ids()
+    text = path.read_text()
+    for before, after in zip(old, ids, strict=False):
+        assert text.count(before) >= 1
+        text = text.replace(f'"{before}"', f'"{after}"')
+    path.write_text(text)
+
+
+def test_an_entry_id_prefix_names_its_entry_and_an_ambiguous_one_lists_them(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: `harness rewind` took only whole entry ids, where sessions take prefixes.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first = first_entry(path)
+    with open_session(path) as session:
+        ids = session.entry_ids()
+    unique = next(
+        first[:n] for n in range(4, len(first)) if sum(i.startswith(first[:n]) for i in ids) == 1
+    )
+
+    files = cli(env, ws, "rewind", "--root", root, sid, unique, "--files-only")
+    assert files.returncode == 0, files.stderr
+    assert "restored keep.txt" in files.stdout and sorted(os.listdir(ws)) == ["keep.txt"]
+    [undo] = [x for x in files.stdout.splitlines() if x.startswith("to undo: ")]
+    assert cli(env, ws, *shlex.split(undo.removeprefix("to undo: "))[1:]).returncode == 0
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+    checkout = cli(env, ws, "sessions", "checkout", "--root", root, sid, unique, "--with-files")
+    assert checkout.returncode == 0, checkout.stderr
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+
+    none = cli(env, ws, "rewind", "--root", root, sid, "fffff0000", "--conversation-only")
+    assert none.returncode == 1 and none.stderr.startswith("error[entry_not_found]")
+    assert "harness sessions show" in none.stderr
+    short = cli(env, ws, "rewind", "--root", root, sid, first[:2], "--conversation-only")
+    assert short.returncode == 1 and "at least 4 characters" in short.stderr
+
+    renamed_entries(path, [f"abcd{n:04}" for n in range(len(ids))])
+    ambiguous = cli(env, ws, "rewind", "--root", root, sid, "abcd", "--conversation-only")
+    assert ambiguous.returncode == 1
+    assert ambiguous.stderr.startswith("error[ambiguous_entry]: entry id prefix 'abcd' matches")
+    assert "abcd0000 (message)" in ambiguous.stderr and "give more characters" in ambiguous.stderr
+    picked = cli(env, ws, "rewind", "--root", root, sid, "abcd0000", "--conversation-only")
+    assert picked.returncode == 0, picked.stderr
+
+
+def test_checkout_with_files_says_how_to_undo_it_and_that_command_does(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first, leaf = first_entry(path), leaf_of(path)
+
+    back = cli(env, tmp_path, "sessions", "checkout", "--root", root, sid, first,
+               "--with-files", "--cwd", ws)  # fmt: skip
+    assert back.returncode == 0, back.stderr
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+    [line] = [x for x in back.stdout.splitlines() if x.startswith("to undo: ")]
+    words = shlex.split(line.removeprefix("to undo: "))
+    assert words == ["harness", "rewind", "--root", str(root), sid, "--cwd", str(ws), leaf]
+    undone = cli(env, tmp_path, *words[1:])
+    assert undone.returncode == 0, undone.stderr
+    assert sorted(os.listdir(ws)) == ["new.txt"]
+    with open_session(path) as session:  # the conversation is back on the old leaf's branch
+        assert leaf in [e.id for e in session.get_branch()]
+
+
+def test_chat_help_lists_rewind_and_rewind_alone_explains_it(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    chat = cli(
+        env, ws, "chat", "--root", tmp_path / "sessions", "--offline", "--checkpoints",
+        stdin="/help\n/rewind\n/exit\n",
+    )  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    [listed] = [x for x in chat.stdout.splitlines() if x.startswith("/rewind ENTRY")]
+    assert "put the files and the conversation back as at ENTRY" in listed
+    [usage] = [x for x in chat.stdout.splitlines() if "usage: /rewind" in x]
+    # Which entries, and what each option moves.
+    assert "an entry id from /tree" in usage and "unique prefix" in usage
+    for flag in ("--both (the default)", "--files-only", "--conversation-only", "--force"):
+        assert flag in usage, flag

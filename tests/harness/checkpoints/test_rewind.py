@@ -126,7 +126,10 @@ async def test_a_file_changed_outside_the_session_makes_rewind_refuse_with_its_n
 
     assert refused.value.code == "rewind_refused"
     assert sorted(refused.value.changed) == ["a.txt", "keep.txt"]
-    assert "--force" in str(refused.value)  # the flag's real name
+    # The API's parameter in the exception; the CLI's flag where the CLI prints it.
+    assert "force=True" in str(refused.value) and "--force" not in str(refused.value)
+    assert refused.value.cli_message is not None
+    assert "--force" in refused.value.cli_message and "force=True" not in refused.value.cli_message
     assert tree(ws) == before  # nothing written
     assert customs(session, REWIND_ENTRY) == []
     await harness.rewind_files(first, force=True)
@@ -156,7 +159,7 @@ async def test_a_file_swapped_for_a_symlink_folder_or_fifo_is_refused_by_name(
 
     named = sorted(u.split(" (")[0] for u in refused.value.unrecordable)
     assert named == ["a.txt", "d/new.txt", "keep.txt"]
-    assert "a.txt (not a regular file" in str(refused.value) and "--force" in str(refused.value)
+    assert "a.txt (not a regular file" in str(refused.value) and "force=True" in str(refused.value)
     assert entries_of(ws) == before and customs(session, REWIND_ENTRY) == []
 
     forced = await harness.rewind_files(first, force=True)
@@ -539,3 +542,49 @@ async def test_a_rewind_past_a_change_it_could_not_record_says_so(
     assert result.entry_id is None and (ws / "big.txt").exists()
     assert [m.path for m in result.missed] == ["big.txt"]
     assert "larger than 10 bytes" in result.missed[0].reason
+
+
+async def test_an_outside_file_already_as_at_the_target_neither_refuses_nor_asks(
+    session: Session, ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial: once a session had written a file outside the working folder (the
+    # supervisor approved it), every rewind refused over that file, even one that leaves it
+    # exactly as it is. Only an outside file the rewind would change refuses.
+    outside = tmp_path / "outside.txt"
+    asked: list[object] = []
+
+    async def yes(request: object) -> Approve:
+        asked.append(request)
+        return Approve()
+
+    script = [
+        FauxReply(tool_calls=[call("write", path=str(outside), content="out\n")]),
+        FauxReply(tool_calls=[call("write", path="a.txt", content="one\n")]),
+        FauxReply(tool_calls=[call("write", path="a.txt", content="two\n")]),
+        "done",
+    ]
+    supervisor = SecuritySupervisor(approver=yes, setting_sources=())
+    harness = make_harness(session, ws, script, supervisor=supervisor)
+    await harness.prompt("write")
+    wrote_outside, one, _ = (c.id for c in customs(session, CHECKPOINT_ENTRY))
+    first = customs(session, CHECKPOINT_ENTRY)[0].data
+    assert isinstance(first, dict) and first["changes"][0]["path"] == str(outside)
+    calls = len(asked)
+
+    result = await harness.rewind_files(one)  # the outside file is as it was there
+
+    assert (ws / "a.txt").read_text() == "one\n" and outside.read_text() == "out\n"
+    assert result.restored == ("a.txt",) and result.skipped == ()
+    assert len(asked) == calls  # nobody was asked about a file the rewind leaves alone
+    result = await harness.rewind_files(wrote_outside)  # a.txt goes; outside.txt stays as is
+    assert not (ws / "a.txt").exists() and result.skipped == ()
+
+    # Before the outside write, the file would have to go: that one is refused, by name.
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+    assert [u.split(" (")[0] for u in refused.value.unsafe] == [str(outside)]
+    outside.write_text("changed by hand\n")  # no longer as at `one`: refused too
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(one)
+    assert [u.split(" (")[0] for u in refused.value.unsafe] == [str(outside)]
+    assert outside.read_text() == "changed by hand\n" and len(asked) == calls
