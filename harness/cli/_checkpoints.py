@@ -161,8 +161,8 @@ def rewind(
     """Put the files (and the conversation) back as they were at ENTRY.
 
     Every file the session's checkpoints recorded is restored as it was when ENTRY was
-    written (an id `harness checkpoints list` prints: the files after that change; a unique
-    prefix of at least 4 characters will do, as `sessions show` prints them): created
+    written (an id `harness checkpoints list` or `sessions tree` prints, or a unique prefix of
+    one, 4 characters at least; a checkpoint's id gives the files after its change): created
     files are removed, deleted ones restored. A file changed since by
     something outside the session makes the rewind refuse, naming it (--force overwrites it).
     The rewind is recorded as an entry: rewinding to the entry before it undoes it (the

@@ -486,7 +486,7 @@ class UnknownEntryError(EntryNotFoundError):
     def __init__(self, ref: str, why: str) -> None:
         SessionError.__init__(
             self,
-            f"no entry {ref!r} in this session: {why} (`harness sessions show SESSION` and "
+            f"no entry {ref!r} in this session: {why} (`harness sessions tree SESSION` and "
             "`harness checkpoints list SESSION` print the entry ids)",
         )
         self.entry_id = ref

@@ -570,7 +570,7 @@ def test_an_entry_id_prefix_names_its_entry_and_an_ambiguous_one_lists_them(
 
     none = cli(env, ws, "rewind", "--root", root, sid, "fffff0000", "--conversation-only")
     assert none.returncode == 1 and none.stderr.startswith("error[entry_not_found]")
-    assert "harness sessions show" in none.stderr
+    assert "harness sessions tree" in none.stderr
     short = cli(env, ws, "rewind", "--root", root, sid, first[:2], "--conversation-only")
     assert short.returncode == 1 and "at least 4 characters" in short.stderr
 
