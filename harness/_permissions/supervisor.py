@@ -172,6 +172,8 @@ class SecuritySupervisor:
         store_folders: the sessions store in use and its checkpoint store when they are not
             the defaults (the CLI passes ``--root``'s): writing, or reading, there is asked in
             every mode (step 3a), like the user data folder and ``$HARNESS_SESSIONS_DIR``.
+            The files of the request's session (``PermissionRequest.session_files``: one a
+            run continues by its path, in the working folder say) are treated the same way.
 
     Raises:
         ValueError: an unknown mode, or a rule from code that does not parse.
@@ -202,6 +204,11 @@ class SecuritySupervisor:
         self._stores = tuple(os.fspath(f) for f in store_folders)
         # (session id, tool call id) of calls a person approved, until sandbox() is asked
         self._person_approved: set[tuple[str, str]] = set()
+
+    def _stores_of(self, request: PermissionRequest) -> tuple[str, ...]:
+        """The store folders, and the files of the request's sessions wherever they lie
+        (``--session ./s.jsonl``: review finding 12): the harness's own data."""
+        return (*self._stores, *request.session_files)
 
     @property
     def rules(self) -> PermissionRules:
@@ -322,7 +329,7 @@ class SecuritySupervisor:
                 "computed, or it runs code the harness cannot read, or it does not parse"
             )
             return await self._ask(request, policy, why)
-        if (protected := _protected(request, self._stores)) is not None:
+        if (protected := _protected(request, self._stores_of(request))) is not None:
             return await self._ask(
                 request, policy, f"{protected}; a protected path is always asked", hint=False
             )
@@ -361,7 +368,7 @@ class SecuritySupervisor:
             return None
         if request.kind != "execute":
             return None
-        return sandbox_paths(request.cwd, self._stores)
+        return sandbox_paths(request.cwd, self._stores_of(request))
 
     def hidden_paths(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         """For an approved call that walks a folder (``grep``, ``find``, ``ls``): whether a
@@ -406,7 +413,7 @@ class SecuritySupervisor:
             os.path.normpath(os.path.join(os.path.abspath(request.cwd), p)) for p in request.paths
         ]
         keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
-        stores = private_folders(self._stores)
+        stores = private_folders(self._stores_of(request))
         if not any(f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys)):
             return None
 
