@@ -26,6 +26,7 @@ from .decisions import (
 )
 from .folders import user_folder
 from .protected import (
+    file_url_paths,
     private_folders,
     private_path,
     protected_command,
@@ -555,9 +556,11 @@ def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
             if value == _TOO_DEEP:
                 return "its input nests deeper than the values checked for protected paths"
             if 0 < len(value) <= 4096 and "\0" not in value:
-                why = protected_path(value, request.cwd, stores)
-                if why is not None:
-                    return why
+                # the value as a path, and what the file: URLs in it name (any spelling:
+                # percent-encoded, FILE:, localhost; review finding 8)
+                for path in (value, *file_url_paths(value)):
+                    if "\0" not in path and (why := protected_path(path, request.cwd, stores)):
+                        return why
     return None
 
 
