@@ -552,19 +552,25 @@ def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
         strings = list(itertools.islice(_strings(request.input, 0), _MAX_STRINGS + 1))
         if len(strings) > _MAX_STRINGS:
             return f"its input holds more than {_MAX_STRINGS} values to check for protected paths"
+        urls = 0
         for value in strings:
             if value == _TOO_DEEP:
                 return "its input nests deeper than the values checked for protected paths"
             if 0 < len(value) <= 4096 and "\0" not in value:
                 # the value as a path, and what the file: URLs in it name (any spelling:
                 # percent-encoded, FILE:, localhost; review finding 8)
-                for path in (value, *file_url_paths(value)):
+                named = file_url_paths(value)
+                urls += len(named)
+                if urls > _MAX_URL_PATHS:  # each check costs: a bound on the decision's time
+                    return f"its input names more than {_MAX_URL_PATHS} file URL paths to check"
+                for path in (value, *named):
                     if "\0" not in path and (why := protected_path(path, request.cwd, stores)):
                         return why
     return None
 
 
 _MAX_STRINGS = 256  # a path-less tool's string values checked for protected paths, at most
+_MAX_URL_PATHS = 64  # paths the file: URLs of a path-less tool's input name, checked at most
 _TOO_DEEP = "\0 nested too deep"  # what _strings yields for a value it does not look into
 
 

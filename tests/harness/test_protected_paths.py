@@ -1327,3 +1327,18 @@ async def test_a_path_less_tools_file_uri_is_decoded_before_it_is_checked(
     assert "protected path" in decided.reason
     plain = await s.decide(make_request(work, tool, uri=f"file://{work}/notes.txt"))
     assert isinstance(plain, Approve), plain
+
+
+async def test_a_path_less_tools_input_with_too_many_file_uris_is_asked(home: Path) -> None:
+    # Each path a file: URL names costs a check (milliseconds): past 64 the call is asked,
+    # so a hostile input cannot stall the decision for a minute.
+    async def fetch(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__fs__read_uris", description="read URIs", execute=fetch)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    few = [f"file:///tmp/notes/{i}.txt" for i in range(8)]
+    assert isinstance(await s.decide(make_request(home, tool, uris=few)), Approve)
+    many = [f"file:///tmp/notes/{i}.txt" for i in range(65)]
+    decided = await s.decide(make_request(home, tool, uris=many))
+    assert isinstance(decided, Deny) and "more than 64 file URL paths" in decided.reason
