@@ -27,11 +27,13 @@ from .decisions import (
 from .folders import user_folder
 from .keys import rule_paths
 from .protected import (
+    private_config_file,
     private_folders,
     private_path,
     protected_command,
     protected_path,
     sandbox_paths,
+    user_config_folders,
 )
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
@@ -444,21 +446,27 @@ class SecuritySupervisor:
         return refused
 
     def _private_beneath(self, request: PermissionRequest) -> Callable[[str], bool] | None:
-        """For a walk of a folder holding a sessions or checkpoint store or the approvals
-        key (``grep -r`` from the home folder): those paths, which a read is asked for
-        (:func:`private_path`), relative to the walked folder. None when none lies beneath."""
+        """For a walk of a folder holding a sessions or checkpoint store, the approvals key or
+        the user's settings (``grep -r`` from the home folder, or of the user config folder):
+        those paths, which a read is asked for (:func:`private_path`), relative to the walked
+        folder. None when none lies beneath."""
         starts = [
             os.path.normpath(os.path.join(os.path.abspath(request.cwd), p)) for p in request.paths
         ]
         keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
         stores = private_folders(self._stores)
-        if not any(f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys)):
+        config = user_config_folders()
+        if not any(
+            f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys, *config)
+        ) and not any(s == c or s.startswith(c.rstrip("/") + "/") for s in starts for c in config):
             return None
 
         def hidden(rel: str) -> bool:
             for start in starts:
                 path = os.path.normpath(os.path.join(start, rel))
                 if path in keys or any(path == f or path.startswith(f + "/") for f in stores):
+                    return True
+                if private_config_file(path):
                     return True
             return False
 
