@@ -9,6 +9,7 @@ next start), created ``.git/hooks/pre-commit`` and ``.mcp.json``, and ``bash`` w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -29,7 +30,9 @@ from harness import (
     MemorySessionRepo,
     PermissionRequest,
     ResourceOptions,
+    Resources,
     SecuritySupervisor,
+    SkillContext,
     Tool,
     ToolResult,
     ToolRun,
@@ -1381,3 +1384,23 @@ async def test_a_grep_over_the_config_folder_never_prints_the_settings(
     # the resource loader still reads the user's own skill and context file from there
     assert [r.name for r in await harness.get_skills()] == ["mine"]
     assert [f.scope for f in harness.context_files] == ["user"]
+
+
+def test_a_home_projects_context_file_linked_to_the_settings_is_refused(home: Path) -> None:
+    """Working in the home folder, ``AGENTS.md -> .config/harness/settings.json`` (or a skill
+    linked to ``settings.local.json``) stays inside the project: it is refused, never put
+    into the system prompt; the user's own skill beside the settings still loads."""
+    user_settings(home)
+    (home / "AGENTS.md").symlink_to(".config/harness/settings.json")
+    (home / ".agents" / "skills" / "s").mkdir(parents=True)
+    (home / ".agents" / "skills" / "s" / "SKILL.md").symlink_to(
+        "../../../.config/harness/settings.local.json"
+    )
+    resources = Resources(home, ResourceOptions())
+    listing = asyncio.run(resources.listing(SkillContext(session_id=None, cwd=home)))
+    texts = [f.content for f in resources.context_files]
+    assert not any("s3cret-pw" in t and "postgresql" in t for t in texts), texts
+    assert [f.scope for f in resources.context_files] == ["user"]
+    assert [r.name for r in listing.records] == ["mine"]
+    refused = [d.message for d in listing.diagnostics if "harness settings" in d.message]
+    assert len(refused) == 2, listing.diagnostics
