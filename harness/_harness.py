@@ -139,6 +139,7 @@ from ._resources import (
     ContextFile,
     PromptParts,
     PromptTemplate,
+    ReadCheck,
     RefreshReport,
     ResourceOptions,
     Resources,
@@ -422,7 +423,11 @@ class AgentHarness:
         self._sequential = tool_execution == "sequential"
         self._steering_mode: QueueMode = steering_mode
         self._follow_up_mode: QueueMode = follow_up_mode
-        self._resources = Resources(self._cwd, resources) if resources is not None else None
+        self._resources = (
+            Resources(self._cwd, resources, read_check=self._read_check)
+            if resources is not None
+            else None
+        )
         self._checkpoints = (
             None
             if checkpoints is False
@@ -1589,7 +1594,9 @@ class AgentHarness:
         disabled = () if self._resources is None else self._resources.disabled
         fresh = None
         if resources is not None:
-            fresh = await asyncio.to_thread(Resources, self._cwd, resources)
+            fresh = await asyncio.to_thread(
+                lambda: Resources(self._cwd, resources, read_check=self._read_check)
+            )
             fresh.keep_disabled(disabled)
         self._resources = fresh
         await self._resources_changed("set", RefreshReport())
@@ -2019,6 +2026,16 @@ class AgentHarness:
 
     def _skill_context(self) -> SkillContext:
         return SkillContext(session_id=self._session.id, cwd=self._cwd, metadata=self._metadata)
+
+    def _read_check(self) -> ReadCheck:
+        """What the files the resources read are judged by (``Resources(read_check=...)``):
+        the supervisor's ``read_check(cwd)``, or, for one without, a default
+        ``SecuritySupervisor``'s (the user's settings and the project's rules)."""
+        make = getattr(self._supervisor, "read_check", None)
+        if not callable(make):
+            make = SecuritySupervisor().read_check
+        check: ReadCheck = make(self._cwd)
+        return check
 
     def _require_resources(self, what: str) -> Resources:
         if self._resources is None:

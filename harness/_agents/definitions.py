@@ -21,7 +21,9 @@ Claude Code's ``permissionMode``, ``hooks``, ``mcpServers`` and ``skills`` are n
 they are ignored and reported, from any file (a sub-agent always has its parent's supervisor).
 
 Reading follows the skills' rules (``harness/_fs.py``): regular files only, opened beneath
-their folder's root, at most :data:`MAX_AGENT_BYTES`; problems become diagnostics.
+their folder's root, at most :data:`MAX_AGENT_BYTES`, none the user's ``read`` rules deny
+(``SecuritySupervisor.read_check``, on the path and on the file opened) nor the harness's
+private data; problems become diagnostics.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from typing import Any, Literal, TypeAlias
 
 from attrs import field, frozen
 
-from .._fs import FileRefusedError, Location, beneath, open_dir, read_regular_at
+from .._fs import FileRefusedError, Location, beneath, open_dir, open_regular_at, read_capped
 from .._permissions.claude_code import CLAUDE_CODE_TOOLS
+from .._permissions.supervisor import SecuritySupervisor
 from .._providers.base import Model
+from .._resources.discovery import ReadCheck, check_opened
 from .._resources.frontmatter import FrontmatterError, split_frontmatter
 from .._resources.locations import user_folder
 from .errors import AgentDefinitionError
@@ -164,6 +168,7 @@ def load_agents(
     *,
     trust_project: bool = False,
     user_dir: Path | None = None,
+    read_check: ReadCheck | None = None,
 ) -> AgentCatalog:
     """Read the agent files of the user's config folder and of the project ``cwd``.
 
@@ -174,11 +179,16 @@ def load_agents(
             its settings (docs/security.md).
         user_dir: the user's agents folder (default ``agents/`` in
             ``platformdirs.user_config_path("harness")``).
+        read_check: why a file may not be read (``SecuritySupervisor(...).read_check(cwd)``:
+            the user's deny and ask ``read`` rules); a file it refuses is reported, never read.
+            None: a default ``SecuritySupervisor``'s (the user's settings and the project's).
 
     Returns:
         The definitions, first the user's then the project's, each name once (the first
         found wins; the others are reported), and the diagnostics. Never raises for a file.
     """
+    if read_check is None:
+        read_check = SecuritySupervisor().read_check(Path(cwd))
     diagnostics: list[AgentDiagnostic] = []
     found: list[AgentDefinition] = []
     roots: list[tuple[AgentSource, Path, str, bool]] = [
@@ -187,7 +197,7 @@ def load_agents(
     for source, rel in AGENT_FOLDERS:
         roots.append((source, Path(cwd), rel, trust_project))
     for source, root, rel, trusted in roots:
-        for path, text in _files(root, rel, diagnostics):
+        for path, text in _files(root, rel, diagnostics, read_check):
             definition = _definition(path, text, source, trusted, diagnostics)
             if definition is not None:
                 found.append(definition)
@@ -209,8 +219,11 @@ def load_agents(
     return AgentCatalog(agents=tuple(winners.values()), diagnostics=tuple(diagnostics))
 
 
-def _files(root: Path, rel: str, diagnostics: list[AgentDiagnostic]) -> list[tuple[str, str]]:
-    """``(path, text)`` of each ``*.md`` file directly in ``root/rel``, sorted by name."""
+def _files(
+    root: Path, rel: str, diagnostics: list[AgentDiagnostic], check: ReadCheck
+) -> list[tuple[str, str]]:
+    """``(path, text)`` of each ``*.md`` file directly in ``root/rel``, sorted by name (a file
+    ``check`` refuses is reported instead)."""
     loc = beneath(root, rel) if rel != "." else Location(os.fspath(root), ".")
     try:
         fd = open_dir(loc)
@@ -226,7 +239,12 @@ def _files(root: Path, rel: str, diagnostics: list[AgentDiagnostic]) -> list[tup
                 continue
             shown = os.path.join(loc.path, name)
             try:
-                raw = read_regular_at(fd, name, MAX_AGENT_BYTES, shown)
+                file_fd, st = open_regular_at(fd, name, shown)
+                check_opened(file_fd, shown, check)  # closes it when it refuses
+                try:
+                    raw = read_capped(file_fd, st, MAX_AGENT_BYTES, shown)
+                finally:
+                    os.close(file_fd)
                 out.append((shown, raw.decode("utf-8")))
             except (OSError, UnicodeDecodeError) as exc:
                 diagnostics.append(AgentDiagnostic(path=shown, message=_why(exc), dropped=True))

@@ -172,6 +172,9 @@ class Supervisor(Protocol):
     for an approved call that walks a folder, which paths beneath it the tool leaves unread
     (see ``SecuritySupervisor.hidden_paths``); and ``sandbox(request) -> Sandbox | None``, called
     once per approved call: what a command may not change or read (``ToolRun.sandbox``; see
-    ``SecuritySupervisor.sandbox``)."""
+    ``SecuritySupervisor.sandbox``); and ``read_check(cwd) -> Callable[[Sequence[str]],
+    str | None]``: why a file the harness reads on its own (a context file, a skill, a
+    template) may not be read (see ``SecuritySupervisor.read_check``; without it the harness
+    asks a default ``SecuritySupervisor``'s, the user's settings and the project's)."""
 
     async def decide(self, request: PermissionRequest) -> Decision: ...

@@ -28,7 +28,7 @@ def _escape(path: str) -> str:
     return _GLOB_SPECIAL.sub(lambda m: "\\" + m.group(0), path)
 
 
-__all__ = ["CallTarget", "describe_call"]
+__all__ = ["CallTarget", "describe_call", "rule_paths"]
 
 
 @frozen(kw_only=True)
@@ -71,6 +71,27 @@ def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> Call
             leaves_cwd=False,
         )
     given = "." if raw is None or raw == "" else str(raw)
+    paths, leaves, resolved = rule_paths(given, cwd)
+    return CallTarget(
+        operation_key=f"{tool.name}({_escape(paths[0])})",
+        target=given,
+        paths=paths,
+        leaves_cwd=leaves,
+        resolved=resolved,
+    )
+
+
+def rule_paths(given: str, cwd: Path) -> tuple[tuple[str, ...], bool, str]:
+    """The paths path rules are matched against for ``given`` (relative to ``cwd`` or
+    absolute): as written (normalised) and with symlinks resolved, each relative to ``cwd``
+    or absolute outside it, the written one first; whether either leaves ``cwd``; and the
+    resolved absolute path. One function for a tool's call and for a file the harness reads
+    on its own (a context file, a skill), so both are judged alike.
+
+    Raises:
+        ValueError: the path holds a NUL byte.
+        OSError, RuntimeError, RecursionError: the path cannot be resolved.
+    """
     if "\0" in given:  # the kernel refuses it; a lexical ``..`` must not normalise it away
         raise ValueError(f"the path {given!r} holds a NUL byte")
     base = os.path.abspath(cwd)
@@ -83,10 +104,4 @@ def describe_call(tool: Tool, input: Mapping[str, JSONValue], cwd: Path) -> Call
     leaves = lexical_rel is None or resolved_rel is None
     shown = lexical_rel if lexical_rel is not None else lexical
     paths = tuple(dict.fromkeys((shown, resolved_rel if resolved_rel is not None else resolved)))
-    return CallTarget(
-        operation_key=f"{tool.name}({_escape(shown)})",
-        target=given,
-        paths=paths,
-        leaves_cwd=leaves,
-        resolved=resolved,
-    )
+    return paths, leaves, resolved

@@ -45,14 +45,17 @@ from .shell import ANSI_C, ansi_c, parse_command, without_expansions
 from .signing import approval_key_path
 
 __all__ = [
+    "CONFIG_RESOURCES",
     "file_url_paths",
     "harness_folders",
+    "private_config_file",
     "private_folders",
     "private_path",
     "protected_command",
     "protected_path",
     "sandbox_paths",
     "store_folders",
+    "user_config_folders",
 ]
 
 # (folder, what beneath it): None protects the folder and everything in it.
@@ -225,8 +228,33 @@ def _resolved(path: str, cwd: Path) -> tuple[str, str]:
     return os.path.normpath(joined), _realpath(joined)
 
 
+CONFIG_RESOURCES = frozenset({"skills", "prompts", "agents", "AGENTS.md", "CLAUDE.md"})
+"""What the harness reads from the user config folder for the model (the user's skills,
+prompt templates, agent files and context files): the only names there a model may read
+unasked. Everything else there (``settings.json`` with a store's password, MCP servers'
+tokens and providers' keys, ``settings.local.json``, the approvals key, a backup) is
+private (:func:`private_path`)."""
+_SETTINGS_FILES = ("settings.json", "settings.local.json")
+
+
+def user_config_folders() -> tuple[str, ...]:
+    """The user config folder, as written and with symlinks resolved."""
+    return _both([user_folder("config")])
+
+
+def private_config_file(path: str) -> bool:
+    """Whether the absolute, normalised ``path`` lies in the user config folder (either
+    form) and is not one of :data:`CONFIG_RESOURCES` (the folder itself is not: a walk of
+    it leaves such files out). Lexical: no file system access."""
+    for folder in user_config_folders():
+        if path.startswith(folder.rstrip("/") + "/"):
+            return path[len(folder.rstrip("/")) + 1 :].split("/")[0] not in CONFIG_RESOURCES
+    return False
+
+
 def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()) -> str | None:
-    """Why reading ``path`` is asked in every mode (the approvals key, a sessions or
+    """Why reading ``path`` is asked in every mode (the approvals key, the user's settings
+    and anything else of the user config folder but :data:`CONFIG_RESOURCES`, a sessions or
     checkpoint store), or None."""
     forms = _resolved(path, cwd)
     key = _realpath(approval_key_path())
@@ -235,6 +263,14 @@ def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] =
     if key in forms or _same_file(forms[1], key):
         # the same file by another name too: a hard link (review 5, finding 36)
         return "it reads the key that signs this user's approvals"
+    config = user_folder("config")
+    if any(private_config_file(f) for f in forms) or any(
+        _same_file(forms[1], os.fspath(config / name)) for name in _SETTINGS_FILES
+    ):
+        return (
+            "it reads the user's harness settings (they may hold a store's password, MCP "
+            "servers' tokens, providers' keys)"
+        )
     if any(_inside(f, private_folders(extra)) for f in forms):
         return (
             "it reads the sessions or checkpoints store, or the harness's cache or state "

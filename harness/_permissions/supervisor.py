@@ -25,13 +25,16 @@ from .decisions import (
     answered,
 )
 from .folders import user_folder
+from .keys import rule_paths
 from .protected import (
     file_url_paths,
+    private_config_file,
     private_folders,
     private_path,
     protected_command,
     protected_path,
     sandbox_paths,
+    user_config_folders,
 )
 from .rules import PermissionRules, Rule, Settings, load_settings
 from .shell import parse_command
@@ -398,30 +401,80 @@ class SecuritySupervisor:
         def hidden(rel: str) -> bool:
             if private is not None and private(rel):
                 return True
-            for start in starts:
-                path = rel if start in ("", ".") else f"{start}/{rel}"
-                if any(r.matches_path(path, cwd=request.cwd) for r in relevant):
-                    return True
-            return False
+            paths = [rel if start in ("", ".") else f"{start}/{rel}" for start in starts]
+            return _path_rule(relevant, paths, request.cwd) is not None
 
         return hidden
 
+    def read_check(self, cwd: Path) -> Callable[[Sequence[str]], str | None]:
+        """For the files the harness reads on its own, for no tool call (context files,
+        skills and their files, prompt templates, agent files): a function saying why the file
+        at the given paths (absolute or relative to ``cwd``: the path it was opened by and the
+        one it turned out to be) may not be read, or None.
+
+        A file is refused as a ``read`` call of it would be denied or asked, with nobody to
+        ask, as a walk leaves it out (:meth:`hidden_paths`): a deny or ask ``read(...)`` rule
+        with a path matches one of the paths as written or with symlinks resolved
+        (``rule_paths``, as for a tool call), or it is the harness's private data
+        (:func:`private_path`). So a project's ``AGENTS.md -> .env`` under ``read(.env)`` puts
+        nothing into the prompt. The settings are read now, once: call it again for a new
+        scan. Settings that do not parse refuse every file, as :meth:`decide` denies every
+        call.
+        """
+        try:
+            settings = self._settings(cwd)
+        except ValueError as exc:
+            broken = f"permission settings are broken, so no file is read: {exc}"
+            return lambda paths: broken
+        rules = self._rules
+        for _source, s in settings:
+            rules = rules + s.rules
+
+        def reads(found: Iterable[Rule]) -> list[Rule]:
+            return [r for r in found if r.spec is not None and r.names_operation("read")]
+
+        deny, ask = reads(rules.deny), reads(rules.ask)
+        stores = self._stores
+
+        def refused(paths: Sequence[str]) -> str | None:
+            for given in paths:
+                try:
+                    forms = rule_paths(given, cwd)[0]
+                    private = private_path(given, cwd, stores)
+                except (OSError, ValueError, RuntimeError, RecursionError) as exc:
+                    return f"its path cannot be checked: {type(exc).__name__}: {exc}"
+                if private is not None:
+                    return private
+                if (rule := _path_rule(deny, forms, cwd)) is not None:
+                    return f"the rule {_named(rule)} denies reading {forms[-1]}"
+                if (rule := _path_rule(ask, forms, cwd)) is not None:
+                    return f"the rule {_named(rule)} asks before reading {forms[-1]}"
+            return None
+
+        return refused
+
     def _private_beneath(self, request: PermissionRequest) -> Callable[[str], bool] | None:
-        """For a walk of a folder holding a sessions or checkpoint store or the approvals
-        key (``grep -r`` from the home folder): those paths, which a read is asked for
-        (:func:`private_path`), relative to the walked folder. None when none lies beneath."""
+        """For a walk of a folder holding a sessions or checkpoint store, the approvals key or
+        the user's settings (``grep -r`` from the home folder, or of the user config folder):
+        those paths, which a read is asked for (:func:`private_path`), relative to the walked
+        folder. None when none lies beneath."""
         starts = [
             os.path.normpath(os.path.join(os.path.abspath(request.cwd), p)) for p in request.paths
         ]
         keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
         stores = private_folders(self._stores_of(request))
-        if not any(f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys)):
+        config = user_config_folders()
+        if not any(
+            f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys, *config)
+        ) and not any(s == c or s.startswith(c.rstrip("/") + "/") for s in starts for c in config):
             return None
 
         def hidden(rel: str) -> bool:
             for start in starts:
                 path = os.path.normpath(os.path.join(start, rel))
                 if path in keys or any(path == f or path.startswith(f + "/") for f in stores):
+                    return True
+                if private_config_file(path):
                     return True
             return False
 
@@ -482,6 +535,14 @@ class SecuritySupervisor:
             f" (the project's settings allow it with {rule.text!r}, but the project is not "
             "trusted: the user can trust it with --trust-project)"
         )
+
+
+def _path_rule(rules: Iterable[Rule], paths: Iterable[str], cwd: Path) -> Rule | None:
+    """The first of the deny or ask ``rules`` whose path matches one of ``paths`` (relative to
+    ``cwd``, or absolute outside it): the one matching of a read rule for a walk's files and
+    for the files the harness reads on its own."""
+    paths = tuple(paths)
+    return next((r for r in rules if any(r.matches_path(p, cwd=cwd) for p in paths)), None)
 
 
 def _first(

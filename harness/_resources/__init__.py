@@ -10,7 +10,7 @@ Modules: ``records`` (values), ``frontmatter``, ``locations`` (where to look), `
 
 from .catalog import DEFAULT_MAX_SKILLS, CatalogEntry, SkillOffer, catalog_block
 from .context_files import ContextFile
-from .discovery import SkillRoot
+from .discovery import ReadCheck, SkillRoot
 from .errors import (
     SkillDisabledError,
     SkillNotFoundError,
@@ -69,6 +69,7 @@ __all__ = [
     "FileSystemSkillProvider",
     "PromptParts",
     "PromptTemplate",
+    "ReadCheck",
     "RefreshReport",
     "RefreshableSkillProvider",
     "ResourceDiagnostic",

@@ -17,7 +17,7 @@ from typing import Literal
 from attrs import frozen
 
 from .._fs import beneath, read_capped
-from .discovery import open_resource, refusal_code, refusal_text
+from .discovery import ReadCheck, open_resource, refusal_code, refusal_text
 from .records import ResourceDiagnostic
 
 __all__ = [
@@ -44,10 +44,12 @@ class ContextFile:
 
 
 def scan_context_files(
-    project: Sequence[Path], user: Path | None
+    project: Sequence[Path], user: Path | None, check: ReadCheck | None = None
 ) -> tuple[list[ContextFile], list[ResourceDiagnostic]]:
     """Context files of ``user`` (a folder, or None) and ``project`` (folders, nearest first;
-    the last, the widest, is the project's boundary and holds the others)."""
+    the last, the widest, is the project's boundary and holds the others). A file ``check``
+    refuses (``discovery.check_opened``: a link to a file a ``read`` rule denies) is a
+    ``read_failed`` diagnostic and is not replaced by the folder's other name."""
     found: list[ContextFile] = []
     diagnostics: list[ResourceDiagnostic] = []
     seen: set[tuple[int, int]] = set()
@@ -60,7 +62,7 @@ def scan_context_files(
             path = folder / name
             try:
                 loc = beneath(boundary, path)
-                fd, st = open_resource(loc)
+                fd, st = open_resource(loc, check)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as exc:

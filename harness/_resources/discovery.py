@@ -44,7 +44,9 @@ __all__ = [
     "MAX_DESCRIPTION",
     "MAX_NAME",
     "MAX_SKILL_BYTES",
+    "ReadCheck",
     "SkillRoot",
+    "check_opened",
     "first_paragraph",
     "is_dir_at",
     "open_resource",
@@ -71,6 +73,12 @@ _SHOWN_CHARS = 80  # a value from a file quoted in a message is cut to this many
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
+
+ReadCheck: TypeAlias = Callable[[Sequence[str]], str | None]
+"""Why the file at these paths (the path it was opened by, and the one it turned out to be
+once opened) may not be read, or None: the user's ``read`` rules and the harness's private
+data (``SecuritySupervisor.read_check``), so a project's ``AGENTS.md`` or ``SKILL.md``
+symlinked to a file a deny rule covers never reaches the model."""
 
 
 @frozen
@@ -119,9 +127,10 @@ def refusal_text(exc: BaseException) -> str:
 
 
 def scan_skills(
-    roots: Sequence[SkillRoot],
+    roots: Sequence[SkillRoot], check: ReadCheck | None = None
 ) -> tuple[list[SkillSummary], list[ResourceDiagnostic], dict[str, Location]]:
-    """Every skill under ``roots`` (missing roots are skipped), in root order then name order.
+    """Every skill under ``roots`` (missing roots are skipped), in root order then name order;
+    a file ``check`` refuses (:func:`check_opened`) is a ``read_failed`` diagnostic.
 
     Several skills of one name in one scope: the first found wins and a ``collision``
     diagnostic names both paths (different scopes are resolved later, by precedence).
@@ -141,54 +150,68 @@ def scan_skills(
             diagnostics.append(_folder_failed(root.path, exc))
             continue
         for path, loc, top_level in _descriptors(root.path, start, diagnostics):
-            skill = _load(path, loc, root.scope, top_level, diagnostics, seen)
+            skill = _load(path, loc, root.scope, top_level, diagnostics, seen, check)
             if skill is not None and skill.location is not None:
                 found.append(skill)
                 places[skill.location] = loc
     return _first_per_scope(found, diagnostics), diagnostics, places
 
 
-def open_resource(loc: Location) -> tuple[int, os.stat_result]:
-    """:func:`open_regular`, refusing (``EACCES``) a file that is the harness's private data
-    once opened: the approvals key, a session or checkpoint store, the cache or state (a
-    project's ``AGENTS.md`` or ``SKILL.md`` symlinked to one would put it into the system
-    prompt or a tool's output: review 8, finding 5). Checked on what was opened
-    (``/proc/self/fd``), so a link swapped in between cannot pass.
+def check_opened(fd: int, path: str, check: ReadCheck | None = None) -> None:
+    """Refuse the file just opened as ``fd`` by ``path`` when it is the harness's private
+    data (the approvals key, a session or checkpoint store, the cache or state, the user's
+    settings: a project's ``AGENTS.md`` or ``SKILL.md`` symlinked to one would put it into
+    the system prompt or a tool's output: review 8, finding 5) or ``check`` refuses it (a deny
+    or ask ``read`` rule of the user's). Judged on ``path`` and on what was opened
+    (``/proc/self/fd``), so a link swapped in between cannot pass. Closes ``fd`` when it
+    refuses.
 
     Raises:
-        FileRefusedError: as :func:`open_regular`, or private data.
-        OSError: the open failed.
+        FileRefusedError: refused (``EACCES``), saying why.
     """
-    fd, st = open_regular(loc)
     try:
         real = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
-        real = os.path.realpath(loc.path)  # no /proc (another system): the path resolved
+        real = os.path.realpath(path)  # no /proc (another system): the path resolved
     why = private_path(real, Path("/"))
+    if why is None and check is not None:
+        why = check((path, real))
     if why is not None:
         os.close(fd)
-        raise FileRefusedError(errno.EACCES, f"is not read: {why}", loc.path)
+        raise FileRefusedError(errno.EACCES, f"is not read: {why}", path)
+
+
+def open_resource(loc: Location, check: ReadCheck | None = None) -> tuple[int, os.stat_result]:
+    """:func:`open_regular`, refusing (``EACCES``) a file :func:`check_opened` refuses.
+
+    Raises:
+        FileRefusedError: as :func:`open_regular`, or refused.
+        OSError: the open failed.
+    """
+    fd, st = open_regular(loc)
+    check_opened(fd, loc.path, check)
     return fd, st
 
 
-def read_resource(loc: Location, cap: int) -> bytes:
+def read_resource(loc: Location, cap: int, check: ReadCheck | None = None) -> bytes:
     """The bytes of the regular file at ``loc`` (at most ``cap``), as :func:`open_resource`
     allows. Raises as :func:`open_resource` and :func:`read_capped` do."""
-    fd, st = open_resource(loc)
+    fd, st = open_resource(loc, check)
     try:
         return read_capped(fd, st, cap, loc.path)
     finally:
         os.close(fd)
 
 
-def read_body(loc: Location) -> str:
+def read_body(loc: Location, check: ReadCheck | None = None) -> str:
     """The body of a skill or template file (frontmatter removed), read as discovery reads.
 
     Raises:
         OSError: the file cannot be read, or is refused (``FileRefusedError``).
         UnicodeDecodeError: not UTF-8. FrontmatterError: its frontmatter is broken.
     """
-    return split_frontmatter(read_resource(loc, MAX_SKILL_BYTES).decode("utf-8"))[1].strip()
+    raw = read_resource(loc, MAX_SKILL_BYTES, check)
+    return split_frontmatter(raw.decode("utf-8"))[1].strip()
 
 
 def first_paragraph(body: str) -> str:
@@ -335,6 +358,7 @@ def _load(
     top_level: bool,
     diagnostics: list[ResourceDiagnostic],
     seen: set[tuple[int, int]],
+    check: ReadCheck | None,
 ) -> SkillSummary | None:
     where = str(path)
 
@@ -346,7 +370,7 @@ def _load(
         )
 
     try:
-        fd, st = open_resource(loc)
+        fd, st = open_resource(loc, check)
         try:
             if (st.st_dev, st.st_ino) in seen:  # the same file through another link or root
                 return None

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from attrs import field, frozen
 
+from .._permissions.supervisor import SecuritySupervisor
 from .catalog import DEFAULT_MAX_SKILLS, Resolved, SkillOffer, make_offer, resolve_precedence
 from .context_files import ContextFile, scan_context_files
-from .discovery import SkillRoot
+from .discovery import ReadCheck, SkillRoot
 from .errors import SkillNotFoundError, TemplateNotFoundError
 from .locations import PROJECT_FOLDERS, project_folders, user_folder
 from .providers import (
@@ -151,13 +152,27 @@ class Resources:
         cwd: the working folder (project discovery starts here; builds without a folder run
             here).
         options: see :class:`ResourceOptions`.
+        read_check: makes the check every file read is judged by, called anew for each scan
+            and each skill body: the user's deny and ask ``read`` rules and the harness's
+            private data (``SecuritySupervisor.read_check``; ``AgentHarness`` passes its
+            supervisor's). A file it refuses (a project's ``AGENTS.md`` or ``SKILL.md``
+            linked to a ``.env`` the rule ``read(.env)`` denies) is never read, and is a
+            ``read_failed`` diagnostic. None: a default ``SecuritySupervisor``'s (the user's
+            settings and the project's).
     """
 
-    def __init__(self, cwd: Path, options: ResourceOptions) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        options: ResourceOptions,
+        *,
+        read_check: Callable[[], ReadCheck] | None = None,
+    ) -> None:
         self._cwd = cwd
         self._options = options
+        self._read_check = read_check or self._default_check
         self._root_failure: ResourceDiagnostic | None = None
-        self._fs = FileSystemSkillProvider(self._skill_roots)
+        self._fs = FileSystemSkillProvider(self._skill_roots, read_check=self._read_check)
         self._disabled: set[str] = set()
         self._templates: tuple[PromptTemplate, ...] = ()
         self._context_files: tuple[ContextFile, ...] = ()
@@ -384,12 +399,16 @@ class Resources:
                 ]
             folders.append((user_folder() / "prompts", USER_SCOPE, user_folder()))
         folders += [(Path(p), EXTRA_SCOPE, Path(p)) for p in self._options.template_roots]
-        templates, template_diagnostics = scan_templates(folders)
+        check = self._read_check()
+        templates, template_diagnostics = scan_templates(folders, check)
         files, file_diagnostics = scan_context_files(
-            project, user_folder() if self._options.discover else None
+            project, user_folder() if self._options.discover else None, check
         )
         self._templates, self._context_files = tuple(templates), tuple(files)
         self._document_diagnostics = (*template_diagnostics, *file_diagnostics)
+
+    def _default_check(self) -> ReadCheck:
+        return SecuritySupervisor().read_check(self._cwd)
 
     def _refresh_providers(self) -> None:
         failures: list[ResourceDiagnostic] = []

@@ -19,6 +19,7 @@ from hooks import JSONValue
 from .._fs import Location, beneath, write_file
 from .discovery import (
     SKILL_FILE,
+    ReadCheck,
     SkillRoot,
     read_body,
     refusal_code,
@@ -149,12 +150,24 @@ class FileSystemSkillProvider:
         roots: the folders and their scopes, searched in order; or a function returning them,
             called again on every :meth:`refresh` (a resolver that raises keeps the snapshot).
 
+        read_check: makes the check each scan and each body read is judged by (the user's
+            ``read`` rules: ``SecuritySupervisor.read_check``), called anew for each; a file
+            it refuses is a ``read_failed`` diagnostic, and a body it refuses is not served.
+            None: only the harness's private data is refused (``Resources`` always passes
+            one).
+
     When the roots function raises at construction, the provider starts empty with a
     ``root_failed`` diagnostic.
     """
 
-    def __init__(self, roots: Sequence[SkillRoot] | Callable[[], Sequence[SkillRoot]]) -> None:
+    def __init__(
+        self,
+        roots: Sequence[SkillRoot] | Callable[[], Sequence[SkillRoot]],
+        *,
+        read_check: Callable[[], ReadCheck] | None = None,
+    ) -> None:
         self._source = roots
+        self._read_check = read_check
         self._roots: tuple[SkillRoot, ...] = ()
         self._skills: tuple[SkillSummary, ...] = ()
         self._places: dict[str, Location] = {}
@@ -190,7 +203,7 @@ class FileSystemSkillProvider:
                 raise RootResolutionError(f"{type(exc).__name__}: {exc}") from exc
         else:
             roots = tuple(self._source)
-        skills, diagnostics, places = scan_skills(roots)
+        skills, diagnostics, places = scan_skills(roots, self._check())
         self._roots, self._skills, self._diagnostics = roots, tuple(skills), tuple(diagnostics)
         self._places = places
 
@@ -207,9 +220,12 @@ class FileSystemSkillProvider:
         if place is None:
             return None
         try:
-            return await asyncio.to_thread(read_body, place)
+            return await asyncio.to_thread(lambda: read_body(place, self._check()))
         except (OSError, UnicodeDecodeError, FrontmatterError):
             return None
+
+    def _check(self) -> ReadCheck | None:
+        return None if self._read_check is None else self._read_check()
 
     async def write_skill(
         self,

@@ -17,7 +17,7 @@ from pathlib import Path
 from attrs import frozen
 
 from .._fs import Location, beneath, open_dir
-from .discovery import is_dir_at, read_resource, refusal_code, refusal_text
+from .discovery import ReadCheck, is_dir_at, read_resource, refusal_code, refusal_text
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import ResourceDiagnostic
 
@@ -105,19 +105,20 @@ def split_command(text: str) -> tuple[str, str] | None:
 
 
 def scan_templates(
-    folders: Sequence[tuple[Path, str, Path]],
+    folders: Sequence[tuple[Path, str, Path]], check: ReadCheck | None = None
 ) -> tuple[list[PromptTemplate], list[ResourceDiagnostic]]:
     """Templates in ``folders`` (each ``(path, scope, boundary)``, not recursive, sorted by
     name); the first of a name wins and later ones get a ``collision`` diagnostic.
 
     Files are read beneath ``boundary`` (the project, the user's config folder, the extra root
     itself): one leading out is refused (``outside_root``); only regular files of at most
-    :data:`MAX_TEMPLATE_BYTES` are read."""
+    :data:`MAX_TEMPLATE_BYTES` are read, and none ``check`` refuses (``discovery.check_opened``:
+    a ``read_failed`` diagnostic)."""
     found: dict[str, PromptTemplate] = {}
     diagnostics: list[ResourceDiagnostic] = []
     for folder, scope, boundary in folders:
         for path, loc in _listed(folder, boundary, diagnostics):
-            template = _load(path, loc, scope, diagnostics)
+            template = _load(path, loc, scope, diagnostics, check)
             if template is None:
                 continue
             winner = found.get(template.name)
@@ -172,10 +173,15 @@ def _listed(
 
 
 def _load(
-    path: Path, loc: Location, scope: str, diagnostics: list[ResourceDiagnostic]
+    path: Path,
+    loc: Location,
+    scope: str,
+    diagnostics: list[ResourceDiagnostic],
+    check: ReadCheck | None,
 ) -> PromptTemplate | None:
     try:
-        meta, body = split_frontmatter(read_resource(loc, MAX_TEMPLATE_BYTES).decode("utf-8"))
+        raw = read_resource(loc, MAX_TEMPLATE_BYTES, check)
+        meta, body = split_frontmatter(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
         broken = isinstance(exc, FrontmatterError)
         diagnostics.append(

@@ -56,6 +56,7 @@ from .._agents import AgentDefinition, load_agents
 from .._checkpoints import has_records
 from .._permissions import CLAUDE_CODE_MODES, PERMISSION_MODES, ModeName
 from .._permissions.claude_code import CLAUDE_CODE_TOOLS
+from .._resources import ReadCheck
 from .._restore import THINKING_LEVELS
 from ._checkpoints import checkpoint_option, use_checkpoints
 from ._common import describe_store, find_ref, one_line, open_ref, open_repo, root_option
@@ -529,7 +530,7 @@ class Agents:
         self.checkpoints: CheckpointStore | Literal[False] = (
             self._store if opts.use_checkpoints() else False
         )
-        self.agents = agent_files(cwd, opts.trusts(cwd))
+        self.agents = agent_files(cwd, opts.trusts(cwd), self.supervisor.read_check(cwd))
         self._system_prompt = opts.system_prompt_text()
 
     def make(
@@ -562,10 +563,13 @@ class Agents:
         )
 
 
-def agent_files(cwd: Path, trust_project: bool) -> tuple[AgentDefinition, ...]:
+def agent_files(
+    cwd: Path, trust_project: bool, read_check: ReadCheck | None = None
+) -> tuple[AgentDefinition, ...]:
     """The agents of the user's and the project's agent files (the project's as untrusted
-    unless ``trust_project``); each problem is one line on stderr."""
-    catalog = load_agents(cwd, trust_project=trust_project)
+    unless ``trust_project``; none a ``read`` rule of ``read_check`` denies); each problem is
+    one line on stderr."""
+    catalog = load_agents(cwd, trust_project=trust_project, read_check=read_check)
     for problem in catalog.diagnostics:
         echo(f"warning: {one_line(problem.path)}: {one_line(problem.message)}", err=True)
     return catalog.agents

@@ -9,6 +9,8 @@ next start), created ``.git/hooks/pre-commit`` and ``.mcp.json``, and ``bash`` w
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 from pathlib import Path
@@ -27,7 +29,10 @@ from harness import (
     FauxToolCall,
     MemorySessionRepo,
     PermissionRequest,
+    ResourceOptions,
+    Resources,
     SecuritySupervisor,
+    SkillContext,
     Tool,
     ToolResult,
     ToolRun,
@@ -1342,3 +1347,120 @@ async def test_a_path_less_tools_input_with_too_many_file_uris_is_asked(home: Pa
     many = [f"file:///tmp/notes/{i}.txt" for i in range(65)]
     decided = await s.decide(make_request(home, tool, uris=many))
     assert isinstance(decided, Deny) and "more than 64 file URL paths" in decided.reason
+# --- the user's settings are private (review finding 10) ---------------------------------
+#
+# Reproduction: working in the home folder, `read .config/harness/settings.json` and
+# `grep -r postgresql .` were approved as any read inside the working folder and printed the
+# user's settings: a PostgreSQL store's URL with its password, MCP servers' tokens.
+
+SETTINGS_SECRET = "postgresql://me:s3cret-pw@db.example/harness"
+
+
+def user_settings(home: Path) -> Path:
+    config = home / ".config" / "harness"
+    (config / "skills" / "mine").mkdir(parents=True, exist_ok=True)
+    settings = {
+        "store": SETTINGS_SECRET,
+        "mcpServers": {"gh": {"command": "gh-mcp", "env": {"TOKEN": "ghp_s3cret-pw"}}},
+    }
+    (config / "settings.json").write_text(json.dumps(settings))
+    (config / "settings.local.json").write_text(json.dumps({"token": "s3cret-pw"}))
+    (config / "settings.json.bak").write_text("s3cret-pw")
+    (config / "skills" / "mine" / "SKILL.md").write_text(
+        "---\nname: mine\ndescription: the user's own skill\n---\nNot a s3cret-pw at all.\n"
+    )
+    (config / "AGENTS.md").write_text("The user's own rules (no s3cret-pw).\n")
+    return config
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".config/harness/settings.json",
+        ".config/harness/settings.local.json",
+        ".config/harness/settings.json.bak",
+        "~/.config/harness/settings.json",
+        "./.config/x/../harness/settings.json",
+        "cfg/settings.json",  # through a symlink to the folder
+        "s.json",  # a symlink to the file
+        "hard.json",  # a hard link to it
+    ],
+)
+async def test_the_users_settings_are_never_read_unasked(home: Path, target: str) -> None:
+    config = user_settings(home)
+    (home / "cfg").symlink_to(config)
+    (home / "s.json").symlink_to(config / "settings.json")
+    os.link(config / "settings.json", home / "hard.json")
+    for mode in ("bypass", "accept_edits", "default", "dont_ask"):
+        s = SecuritySupervisor(mode=mode, setting_sources=())
+        for tool in (read_tool(), grep_tool()):
+            args = {"path": target} if tool.name == "read" else {"pattern": "s", "path": target}
+            decided = await s.decide(make_request(home, tool, **args))
+            assert isinstance(decided, Deny), (mode, tool.name, decided)
+            assert "harness settings" in decided.reason
+    yes = Yes()
+    asking = SecuritySupervisor(setting_sources=(), approver=yes)
+    assert isinstance(await asking.decide(make_request(home, read_tool(), path=target)), Approve)
+    assert yes.asked, "asked, not refused: the user may still show it"
+
+
+async def test_the_users_skills_and_context_file_stay_readable(home: Path) -> None:
+    user_settings(home)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for target in (".config/harness/skills/mine/SKILL.md", ".config/harness/AGENTS.md"):
+        decided = await s.decide(make_request(home, read_tool(), path=target))
+        assert isinstance(decided, Approve), (target, decided)
+
+
+@pytest.mark.parametrize("start", [".", ".config", ".config/harness", "cfg"])
+async def test_a_grep_over_the_config_folder_never_prints_the_settings(
+    home: Path, start: str
+) -> None:
+    """Through a real harness in bypass: grep and find of the home folder (and of the config
+    folder itself) leave the settings out, and still find the user's skill beside them."""
+    user_settings(home)
+    (home / "cfg").symlink_to(home / ".config" / "harness")
+    calls = [
+        FauxToolCall(name="grep", arguments={"pattern": "s3cret-pw", "path": start}),
+        FauxToolCall(name="find", arguments={"pattern": "**/*", "path": start}),
+    ]
+    session = await MemorySessionRepo().create(str(home))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[grep_tool(), find_tool()],
+        cwd=home,
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        resources=ResourceOptions(),
+    )
+    await harness.prompt("go")
+    results = [m for m in session.build_context().messages if m.role == "toolResult"]
+    assert len(results) == 2 and not any(r.is_error for r in results), results
+    grep, find = (str(r.content) for r in results)
+    assert "SKILL.md" in grep and "Not a s3cret-pw" in grep
+    for secret in (SETTINGS_SECRET, "ghp_s3cret-pw", "settings.local.json", "settings.json"):
+        assert secret not in grep, grep
+    assert "settings" not in find and "SKILL.md" in find
+    # the resource loader still reads the user's own skill and context file from there
+    assert [r.name for r in await harness.get_skills()] == ["mine"]
+    assert [f.scope for f in harness.context_files] == ["user"]
+
+
+def test_a_home_projects_context_file_linked_to_the_settings_is_refused(home: Path) -> None:
+    """Working in the home folder, ``AGENTS.md -> .config/harness/settings.json`` (or a skill
+    linked to ``settings.local.json``) stays inside the project: it is refused, never put
+    into the system prompt; the user's own skill beside the settings still loads."""
+    user_settings(home)
+    (home / "AGENTS.md").symlink_to(".config/harness/settings.json")
+    (home / ".agents" / "skills" / "s").mkdir(parents=True)
+    (home / ".agents" / "skills" / "s" / "SKILL.md").symlink_to(
+        "../../../.config/harness/settings.local.json"
+    )
+    resources = Resources(home, ResourceOptions())
+    listing = asyncio.run(resources.listing(SkillContext(session_id=None, cwd=home)))
+    texts = [f.content for f in resources.context_files]
+    assert not any("s3cret-pw" in t and "postgresql" in t for t in texts), texts
+    assert [f.scope for f in resources.context_files] == ["user"]
+    assert [r.name for r in listing.records] == ["mine"]
+    refused = [d.message for d in listing.diagnostics if "harness settings" in d.message]
+    assert len(refused) == 2, listing.diagnostics
