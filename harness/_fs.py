@@ -44,10 +44,13 @@ from typing import Final, Literal
 from attrs import frozen
 
 __all__ = [
+    "NAME_MAX",
+    "PATH_MAX",
     "SYSTEM_FOLDERS",
     "FileRefusedError",
     "Location",
     "beneath",
+    "check_length",
     "expand_home",
     "no_symlinks",
     "open_dir",
@@ -549,28 +552,95 @@ def open_parent(loc: Location) -> tuple[int, str]:
 
     Raises:
         FileRefusedError: a folder on the way leads outside the root or is a forbidden
-            symlink; the location names no file (``.``, a trailing ``/``).
-        OSError: a folder could not be created or opened.
+            symlink; the location names no file (``.``, a trailing ``/``); the path is longer
+            than the kernel takes (:func:`check_length`), found before any folder is made.
+        OSError: a folder could not be created or opened (the folders made are removed).
     """
+    fd, name, _made = _open_parent(loc)
+    return fd, name
+
+
+PATH_MAX: Final = 4096
+"""Bytes in a path the kernel takes, its NUL included (Linux's ``PATH_MAX``)."""
+NAME_MAX: Final = 255
+"""Bytes in one name of a path (Linux's ``NAME_MAX``)."""
+
+
+def check_length(loc: Location) -> None:
+    """Refuse a path the kernel could not open beneath the root: longer than
+    :data:`PATH_MAX` less its NUL, or a name longer than :data:`NAME_MAX` (review finding 11:
+    a ``write`` to ``a/a/a/…`` of thousands of names made 2049 folders before failing).
+
+    Raises:
+        FileRefusedError: ``ENAMETOOLONG``.
+    """
+    raw = os.fsencode(loc.rel)
+    if len(raw) >= PATH_MAX:
+        raise FileRefusedError(
+            errno.ENAMETOOLONG,
+            f"the path is too long ({len(raw)} bytes; at most {PATH_MAX - 1})",
+            _shortened(loc.path),
+        )
+    if any(len(part) > NAME_MAX for part in raw.split(b"/")):
+        raise FileRefusedError(
+            errno.ENAMETOOLONG,
+            f"a name on the path is too long (more than {NAME_MAX} bytes)",
+            _shortened(loc.path),
+        )
+
+
+def _shortened(path: str, keep: int = 200) -> str:
+    """``path`` for a message: at most ``keep`` characters of each end."""
+    return path if len(path) <= 2 * keep else f"{path[:keep]}…{path[-keep:]}"
+
+
+def _open_parent(loc: Location) -> tuple[int, str, list[str]]:
+    """:func:`open_parent`, and the folders it made (relative to the root, outermost
+    first); when it fails, those are removed again."""
     parent, name = os.path.split(loc.rel)
     if name in ("", ".", ".."):
         raise FileRefusedError(errno.EISDIR, "does not name a file", loc.path)
+    check_length(loc)
     parts = [p for p in parent.split("/") if p not in ("", ".")]
+    made: list[str] = []
     with _root_fd(loc) as root:
         current = _open_in(root, loc, ".", _DIR_FLAGS, 0)
         try:
             for i, part in enumerate(parts):
-                with suppress(FileExistsError):
+                folder = "/".join(parts[: i + 1])
+                try:
                     os.mkdir(part, dir_fd=current)
+                    made.append(folder)
+                except FileExistsError:
+                    pass
                 # Opened again from the root, so the rule holds for the whole path so far
                 # (a symlink inside the root may point to another folder inside it).
-                step = _open_in(root, loc, "/".join(parts[: i + 1]), _DIR_FLAGS, 0)
+                step = _open_in(root, loc, folder, _DIR_FLAGS, 0)
                 os.close(current)
                 current = step
         except BaseException:
             os.close(current)
+            _remove_made(loc, root, made)
             raise
-    return current, name
+    return current, name, made
+
+
+def _remove_made(loc: Location, root: int, made: list[str]) -> None:
+    """Remove the folders ``made`` (relative to ``root``), the deepest first, each opened
+    under the location's rule; stops at the first that cannot go (another writer put
+    something in it, or it was swapped)."""
+    for folder in reversed(made):
+        above, name = os.path.split(folder)
+        try:
+            fd = _open_in(root, loc, above or ".", _DIR_FLAGS, 0)
+        except OSError:
+            return
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
 
 
 def replace_file(
@@ -651,10 +721,11 @@ def write_file(loc: Location, data: bytes, *, durable: bool = False) -> bool:
         True when the file was created, False when one was replaced.
 
     Raises:
-        FileRefusedError: the path leaves the root, or names a folder, FIFO, device or socket.
-        OSError: the write failed.
+        FileRefusedError: the path leaves the root, names a folder, FIFO, device or socket, or
+            is too long (:func:`check_length`).
+        OSError: the write failed; the folders it made are removed again.
     """
-    parent, name = open_parent(loc)
+    parent, name, made = _open_parent(loc)
     try:
         existed = True
         try:
@@ -662,6 +733,11 @@ def write_file(loc: Location, data: bytes, *, durable: bool = False) -> bool:
         except FileNotFoundError:
             existed = False
         replace_file(parent, name, data, mode=_kept_mode(loc, parent, name), durable=durable)
+    except BaseException:
+        if made:  # a failed write leaves no folders it made behind (review finding 11)
+            with _root_fd(loc) as root:
+                _remove_made(loc, root, made)
+        raise
     finally:
         os.close(parent)
     return not existed

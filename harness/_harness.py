@@ -126,6 +126,7 @@ from ._permissions import (
     SecuritySupervisor,
     Supervisor,
     remembered_approvals,
+    session_files,
 )
 from ._providers.base import Model, ThinkingLevel, supports_output_schema
 from ._providers.faux import FauxModel, FauxReply
@@ -395,6 +396,8 @@ class AgentHarness:
         self._agents, self._agent_models = self._checked_agents(agents)
         self._task_tool = task_tool(tuple(self._agents.values()), self._run_task)
         self._parent_session_id: str | None = None  # a nested run's parent session
+        # a nested run's: the files of the sessions above it, protected as its own are
+        self._outer_session_files: tuple[str, ...] = ()
         self._agent_type: str | None = None  # a sub-agent's name
         self._thinking: ThinkingLevel = _checked_level(thinking_level or named_level or "off")
         self._system_prompt = system_prompt
@@ -987,6 +990,11 @@ class AgentHarness:
         if found is not None and found.signed:
             raise AwaitingApprovalError([a.id for a in found.approvals])
 
+    def _session_files(self) -> tuple[str, ...]:
+        """This session's files and those of the sessions above it: what a nested run's
+        calls may not change unasked either."""
+        return (*session_files(self._session), *self._outer_session_files)
+
     def _new_run(
         self,
         *,
@@ -1011,6 +1019,7 @@ class AgentHarness:
                 write=self._write,
                 notification_delay_s=self._notification_delay_s,
                 can_defer=self._depth == 0,
+                outer_session_files=self._outer_session_files,
             ),
             system_prompt=system_prompt,
             model=model,
@@ -1740,6 +1749,7 @@ class AgentHarness:
                 notification_delay_s=self._notification_delay_s,
             )
             child._parent_session_id = self._session.id
+            child._outer_session_files = self._session_files()
             return child
 
         return await run_skill(
@@ -2143,6 +2153,7 @@ class AgentHarness:
         )
         child._parent_budget = None if run is None else run.budget
         child._parent_session_id = self._session.id
+        child._outer_session_files = self._session_files()
         child._agent_type = agent.name
         child._disconnects.append(link_sender(child, self))
         return child

@@ -19,7 +19,7 @@ from .decisions import (
     PermissionRequest,
     Supervisor,
 )
-from .gate import PERMISSION_ENTRY, Gate, GateResult, remembered_approvals
+from .gate import PERMISSION_ENTRY, Gate, GateResult, remembered_approvals, session_files
 from .protected import protected_path
 from .rules import (
     OPERATION_RULES,
@@ -64,5 +64,6 @@ __all__ = [
     "permission_mode",
     "protected_path",
     "remembered_approvals",
+    "session_files",
     "user_settings_path",
 ]

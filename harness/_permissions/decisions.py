@@ -131,6 +131,10 @@ class PermissionRequest:
             theirs): what the approver would have said. :class:`SecuritySupervisor` takes it
             where it would ask; its deny rules and ``plan`` mode still come first, so a rule
             added meanwhile still denies. None for every other call.
+        session_files: the files of the session in use and of the sessions above a nested
+            run (a session file and its ``.torn`` sidecar), wherever they lie (``harness run
+            --session ./s.jsonl`` keeps one in the working folder): the harness's own data,
+            which :class:`SecuritySupervisor` protects as it does the ``store_folders``.
     """
 
     tool_call_id: str
@@ -151,6 +155,7 @@ class PermissionRequest:
     resolution: Literal["approve", "approve_always", "deny"] | None = None
     resolution_reason: str | None = None
     tool_controlled: bool = True
+    session_files: tuple[str, ...] = ()
 
 
 Approver: TypeAlias = Callable[[PermissionRequest], Awaitable[Decision]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -38,7 +39,7 @@ from .keys import describe_call
 from .rules import add_project_rule
 from .signing import ApprovalSigner
 
-__all__ = ["PERMISSION_ENTRY", "Gate", "GateResult", "remembered_approvals"]
+__all__ = ["PERMISSION_ENTRY", "Gate", "GateResult", "remembered_approvals", "session_files"]
 
 PERMISSION_ENTRY = "permission"
 """``customType`` of the session entry an approve-always writes:
@@ -46,6 +47,19 @@ PERMISSION_ENTRY = "permission"
 (``signature``: see :class:`ApprovalSigner`)."""
 
 _log = logging.getLogger("harness")
+
+
+def session_files(session: Session) -> tuple[str, ...]:
+    """The files ``session`` keeps on disk (a JSONL session file, which is also what its
+    writers lock, and the ``.torn`` sidecar an append sets a torn tail aside in); none for a
+    session in memory or in a database (the CLI names a SQLite store file as a store folder).
+    Wherever they lie (``--session ./s.jsonl`` in the working folder), no tool call changes or
+    reads them unasked (review finding 12)."""
+    path = session.path
+    if path is None:
+        return ()
+    named = os.fspath(path)
+    return (named, named + ".torn")
 
 
 def remembered_approvals(session: Session, signer: ApprovalSigner | None = None) -> set[str]:
@@ -115,6 +129,9 @@ class Gate:
     sent: someone is being asked. None: never."""
     can_defer: bool = True
     """Whether a :class:`Defer` may stand; False for a nested run, where it is a deny."""
+    outer_session_files: tuple[str, ...] = ()
+    """For a nested run: the files of the sessions above it (:func:`session_files`), protected
+    as its own session's are."""
 
     async def check(
         self,
@@ -175,6 +192,7 @@ class Gate:
             hook_reason=hook_reason,
             resolution=resolution,
             resolution_reason=resolution_reason,
+            session_files=(*session_files(self.session), *self.outer_session_files),
         )
         await notify(
             self.sender,

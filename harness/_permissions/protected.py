@@ -45,6 +45,7 @@ from .shell import ANSI_C, ansi_c, parse_command, without_expansions
 from .signing import approval_key_path
 
 __all__ = [
+    "file_url_paths",
     "harness_folders",
     "private_folders",
     "private_path",
@@ -343,6 +344,36 @@ def protected_path(
             "Code or git starts"
         )
     return None
+
+
+_FILE_URL = re.compile(r"file:[^\s\"'<>]*", re.IGNORECASE)
+_URL_DECODES = 3  # percent-decodings tried on a file URL (`%252F` is `/` decoded twice)
+
+
+def file_url_paths(text: str) -> list[str]:
+    """The paths the ``file:`` URLs in ``text`` name, decoded as a program reading them
+    would (review finding 8): the scheme in any case, any host (``localhost``, or another,
+    which some programs ignore), percent-encoding undone (each of the first
+    :data:`_URL_DECODES` decodings, so ``%2F%2F`` before the path and ``%73`` in a name are
+    seen), slashes collapsed, the query and fragment dropped."""
+    found: list[str] = []
+    for match in itertools.islice(_FILE_URL.finditer(text), _MAX_URLS):
+        spelt = match.group(0)
+        for _ in range(_URL_DECODES):
+            url = urllib.parse.urlsplit(spelt)
+            # the host as a folder too: `file://home/u/x` is /home/u/x to some programs
+            for path in (url.path, f"/{url.netloc}/{url.path}" if url.netloc else ""):
+                named = "/" + path.lstrip("/") if path.startswith("/") else path
+                if named and named not in found:
+                    found.append(named)
+            decoded = urllib.parse.unquote(spelt)
+            if decoded == spelt:
+                break
+            spelt = decoded
+    return found
+
+
+_MAX_URLS = 16  # file URLs in one string judged, at most
 
 
 def protected_command(

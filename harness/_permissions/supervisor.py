@@ -26,6 +26,7 @@ from .decisions import (
 )
 from .folders import user_folder
 from .protected import (
+    file_url_paths,
     private_folders,
     private_path,
     protected_command,
@@ -172,6 +173,8 @@ class SecuritySupervisor:
         store_folders: the sessions store in use and its checkpoint store when they are not
             the defaults (the CLI passes ``--root``'s): writing, or reading, there is asked in
             every mode (step 3a), like the user data folder and ``$HARNESS_SESSIONS_DIR``.
+            The files of the request's session (``PermissionRequest.session_files``: one a
+            run continues by its path, in the working folder say) are treated the same way.
 
     Raises:
         ValueError: an unknown mode, or a rule from code that does not parse.
@@ -202,6 +205,11 @@ class SecuritySupervisor:
         self._stores = tuple(os.fspath(f) for f in store_folders)
         # (session id, tool call id) of calls a person approved, until sandbox() is asked
         self._person_approved: set[tuple[str, str]] = set()
+
+    def _stores_of(self, request: PermissionRequest) -> tuple[str, ...]:
+        """The store folders, and the files of the request's sessions wherever they lie
+        (``--session ./s.jsonl``: review finding 12): the harness's own data."""
+        return (*self._stores, *request.session_files)
 
     @property
     def rules(self) -> PermissionRules:
@@ -322,7 +330,7 @@ class SecuritySupervisor:
                 "computed, or it runs code the harness cannot read, or it does not parse"
             )
             return await self._ask(request, policy, why)
-        if (protected := _protected(request, self._stores)) is not None:
+        if (protected := _protected(request, self._stores_of(request))) is not None:
             return await self._ask(
                 request, policy, f"{protected}; a protected path is always asked", hint=False
             )
@@ -361,7 +369,7 @@ class SecuritySupervisor:
             return None
         if request.kind != "execute":
             return None
-        return sandbox_paths(request.cwd, self._stores)
+        return sandbox_paths(request.cwd, self._stores_of(request))
 
     def hidden_paths(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         """For an approved call that walks a folder (``grep``, ``find``, ``ls``): whether a
@@ -406,7 +414,7 @@ class SecuritySupervisor:
             os.path.normpath(os.path.join(os.path.abspath(request.cwd), p)) for p in request.paths
         ]
         keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
-        stores = private_folders(self._stores)
+        stores = private_folders(self._stores_of(request))
         if not any(f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys)):
             return None
 
@@ -544,17 +552,25 @@ def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
         strings = list(itertools.islice(_strings(request.input, 0), _MAX_STRINGS + 1))
         if len(strings) > _MAX_STRINGS:
             return f"its input holds more than {_MAX_STRINGS} values to check for protected paths"
+        urls = 0
         for value in strings:
             if value == _TOO_DEEP:
                 return "its input nests deeper than the values checked for protected paths"
             if 0 < len(value) <= 4096 and "\0" not in value:
-                why = protected_path(value, request.cwd, stores)
-                if why is not None:
-                    return why
+                # the value as a path, and what the file: URLs in it name (any spelling:
+                # percent-encoded, FILE:, localhost; review finding 8)
+                named = file_url_paths(value)
+                urls += len(named)
+                if urls > _MAX_URL_PATHS:  # each check costs: a bound on the decision's time
+                    return f"its input names more than {_MAX_URL_PATHS} file URL paths to check"
+                for path in (value, *named):
+                    if "\0" not in path and (why := protected_path(path, request.cwd, stores)):
+                        return why
     return None
 
 
 _MAX_STRINGS = 256  # a path-less tool's string values checked for protected paths, at most
+_MAX_URL_PATHS = 64  # paths the file: URLs of a path-less tool's input name, checked at most
 _TOO_DEEP = "\0 nested too deep"  # what _strings yields for a value it does not look into
 
 

@@ -10,7 +10,7 @@ from hooks import JSONValue
 from .._errors import ToolError
 from .._globs import GlobError, compile_glob
 from ._files import locate, tool_error
-from ._walk import walk
+from ._walk import too_deep_note, walk
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["find_tool"]
@@ -44,7 +44,9 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
     whatever a ``.gitignore`` excludes are skipped, and symlinks are never followed. Results are
     sorted paths relative to ``path``, folders ending in ``/``, at most ``limit`` of them with a
     note when more matched; paths the supervisor keeps from being read (``ToolRun.hidden``) are
-    left out and counted. ``details`` is ``{"matches", "truncated", "hidden"}``.
+    left out and counted. ``details`` is ``{"matches", "truncated", "hidden"}``. Folders more
+    than ``MAX_DEPTH`` (128) levels below ``path`` are not entered: a note names the first,
+    and ``details`` counts them in ``tooDeep``.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
@@ -52,7 +54,10 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
         path = str(input.get("path") or ".")
         limit = int(input.get("limit") or default_limit)
         try:
-            found, more, hidden = await asyncio.to_thread(_find, run, path, pattern, limit)
+            too_deep: list[str] = []
+            found, more, hidden = await asyncio.to_thread(
+                _find, run, path, pattern, limit, too_deep
+            )
         except NotADirectoryError:
             raise ToolError(f"{safe_text(path)} is not a folder") from None
         except OSError as exc:
@@ -62,10 +67,11 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
             text += f"\n[more than {limit} matches; narrow the pattern or raise limit]"
         if hidden:
             text += f"\n[{hidden} matches left out: permission rules keep them from being read]"
-        return ToolResult(
-            content=text,
-            details={"matches": len(found), "truncated": more, "hidden": hidden},
-        )
+        details: dict[str, JSONValue] = {"matches": len(found), "truncated": more, "hidden": hidden}
+        if too_deep:
+            text += "\n" + too_deep_note(too_deep, "looked into")
+            details["tooDeep"] = len(too_deep)
+        return ToolResult(content=text, details=details)
 
     return Tool(
         name="find",
@@ -77,7 +83,9 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
     )
 
 
-def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str], bool, int]:
+def _find(
+    run: ToolRun, path: str, pattern: str, limit: int, too_deep: list[str]
+) -> tuple[list[str], bool, int]:
     by_name = "/" not in pattern
     try:
         glob = compile_glob(pattern)
@@ -85,7 +93,7 @@ def _find(run: ToolRun, path: str, pattern: str, limit: int) -> tuple[list[str],
         raise ToolError(f"invalid pattern {safe_text(pattern)!r}: {exc}") from None
     found: list[str] = []
     hidden = 0
-    for item in walk(locate(run, path)):
+    for item in walk(locate(run, path), too_deep):
         hit = glob.matches(item.name if by_name else item.rel)
         if hit and run.hidden is not None and run.hidden(item.rel):  # a deny/ask read rule's
             hidden += 1

@@ -24,7 +24,7 @@ from .._errors import ToolError
 from .._fs import FileRefusedError, open_regular, open_regular_at
 from .._globs import Glob, GlobError, compile_glob
 from ._files import locate, tool_error
-from ._walk import walk
+from ._walk import too_deep_note, walk
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["grep_tool"]
@@ -77,6 +77,7 @@ class _Found:
     hidden: int = 0
     truncated: bool = False
     timed_out: bool = False
+    too_deep: list[str] = field(factory=list)  # folders not entered: nested too deep
 
 
 @define
@@ -128,7 +129,8 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
     At most ``limit`` matches, with a note when more were found. ``details`` is
     ``{"matches", "files", "truncated", "skippedFiles", "hiddenFiles", "timedOut"}``;
     files the supervisor keeps from being read (``ToolRun.hidden``) are not searched, and
-    counted in ``hiddenFiles``.
+    counted in ``hiddenFiles``. Folders more than ``MAX_DEPTH`` (128) levels below ``path``
+    are not entered: a note names the first, and ``details`` counts them in ``tooDeep``.
 
     Args:
         default_limit: most matches when the call gives no ``limit``.
@@ -164,22 +166,24 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
             out += (
                 f"\n[{found.hidden} files not searched: permission rules keep them from being read]"
             )
+        if found.too_deep:
+            out += "\n" + too_deep_note(found.too_deep, "searched")
         if found.timed_out:
             out += (
                 f"\n[search stopped after {timeout_s:g} s; these are the matches found so far:"
                 " narrow the path or the glob]"
             )
-        return ToolResult(
-            content=out,
-            details={
-                "matches": found.matches,
-                "files": found.files,
-                "truncated": found.truncated,
-                "skippedFiles": found.skipped,
-                "hiddenFiles": found.hidden,
-                "timedOut": found.timed_out,
-            },
-        )
+        details: dict[str, JSONValue] = {
+            "matches": found.matches,
+            "files": found.files,
+            "truncated": found.truncated,
+            "skippedFiles": found.skipped,
+            "hiddenFiles": found.hidden,
+            "timedOut": found.timed_out,
+        }
+        if found.too_deep:
+            details["tooDeep"] = len(found.too_deep)
+        return ToolResult(content=out, details=details)
 
     return Tool(
         name="grep",
@@ -207,7 +211,7 @@ def _grep(run: ToolRun, path: str, search: _Search, file_glob: Glob | None) -> _
             _search(f.read(_MAX_FILE_BYTES + 1), path, search, found)
         return found
     base = "" if path in ("", ".") else path.rstrip("/") + "/"
-    for item in walk(start):
+    for item in walk(start, found.too_deep):
         if search.over(found):
             break
         if item.is_dir or (file_glob is not None and not _glob_hit(item.rel, item.name, file_glob)):

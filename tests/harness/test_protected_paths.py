@@ -1280,3 +1280,65 @@ async def test_a_path_less_tools_link_names_and_values_past_the_cap_are_asked(cw
         assert isinstance(decided, Deny), (str(args)[:80], decided)
     few = {"values": [f"v{i}" for i in range(100)]}
     assert isinstance(await s.decide(make_request(cwd, tool, **few)), Approve)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "file://{sessions}/x/s.jsonl",  # as written
+        "file://{sessions_encoded}/x/s.jsonl",  # harnes%73: percent-encoded
+        "file://localhost{sessions}/x/s.jsonl",  # the local host by name
+        "FILE://{sessions}/x/s.jsonl",  # the scheme in capitals
+        "File://LOCALHOST{sessions}/x/s.jsonl",
+        "file:%2F%2F{sessions_slashes}/x/s.jsonl",  # the slashes percent-encoded
+        "file:{sessions}/x/s.jsonl",  # no host part
+        "file://{all_encoded}",  # every character percent-encoded
+        "file://{home}/%2econfig/harness/approvals.key",
+        "file://{home}/.local/share/harness/sessions/x/s.jsonl?x=1#top",
+        "file:///{sessions}/x/s.jsonl",  # slashes doubled
+        "see file://{sessions_encoded}/x/s.jsonl please",  # a URI inside a longer text
+    ],
+)
+@pytest.mark.parametrize("as_key", [False, True])
+async def test_a_path_less_tools_file_uri_is_decoded_before_it_is_checked(
+    home: Path, spelling: str, as_key: bool
+) -> None:
+    # Review finding 8 (extension): a path-less tool's (an MCP server's) input naming the
+    # store by a percent-encoded or otherwise spelt file:// URI passed unasked in bypass.
+    async def fetch(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__fs__read_uri", description="read a URI", execute=fetch)
+    sessions = home / ".local" / "share" / "harness" / "sessions"
+    target = f"{sessions}/x/s.jsonl"
+    uri = (
+        spelling.replace("{sessions_encoded}", str(sessions).replace("harness", "harnes%73"))
+        .replace("{sessions_slashes}", str(sessions).replace("/", "%2F"))
+        .replace("{all_encoded}", "".join(f"%{b:02X}" for b in target.encode()))
+        .replace("{sessions}", str(sessions))
+        .replace("{home}", str(home))
+    )
+    work = home / "a"
+    work.mkdir()
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    args: dict[str, Any] = {"options": {uri: True}} if as_key else {"uri": uri}
+    decided = await s.decide(make_request(work, tool, **args))
+    assert isinstance(decided, Deny), (uri, decided)
+    assert "protected path" in decided.reason
+    plain = await s.decide(make_request(work, tool, uri=f"file://{work}/notes.txt"))
+    assert isinstance(plain, Approve), plain
+
+
+async def test_a_path_less_tools_input_with_too_many_file_uris_is_asked(home: Path) -> None:
+    # Each path a file: URL names costs a check (milliseconds): past 64 the call is asked,
+    # so a hostile input cannot stall the decision for a minute.
+    async def fetch(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__fs__read_uris", description="read URIs", execute=fetch)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    few = [f"file:///tmp/notes/{i}.txt" for i in range(8)]
+    assert isinstance(await s.decide(make_request(home, tool, uris=few)), Approve)
+    many = [f"file:///tmp/notes/{i}.txt" for i in range(65)]
+    decided = await s.decide(make_request(home, tool, uris=many))
+    assert isinstance(decided, Deny) and "more than 64 file URL paths" in decided.reason
