@@ -62,8 +62,14 @@ __all__ = [
 _FOLDERS: dict[str, tuple[str, ...] | None] = {
     ".git": None,  # hooks, config (core.hooksPath, core.fsmonitor, aliases), or a swapped .git
     ".harness": ("settings*.json", "hooks", "agents"),
-    ".claude": ("settings*.json", "hooks", "agents"),
+    # Claude Code's slash commands run their `!` lines with the tools their own
+    # `allowed-tools` grant, and its skills' `allowed-tools` are granted while the skill is
+    # active (review 9, finding 2)
+    ".claude": ("settings*.json", "hooks", "agents", "commands", "skills"),
     ".husky": None,  # husky's git hooks (git runs them through core.hooksPath)
+    # lefthook's script folders (`source_dir`, `source_dir_local`): its git hook runs them
+    ".lefthook": None,
+    ".lefthook-local": None,
 }
 _FILES = (
     ".mcp.json",
@@ -76,7 +82,7 @@ _FILES = (
 )
 
 # What the second component of a glob under .harness or .claude is tried against.
-_INSIDE_SAMPLES = ("settings.json", "settings.local.json", "hooks", "agents")
+_INSIDE_SAMPLES = ("settings.json", "settings.local.json", "hooks", "agents", "commands", "skills")
 
 _QUOTES = re.compile(r"['\"\\]")
 _WORD_BREAK = re.compile(r"[\s;&|()<>`=]+")
@@ -111,12 +117,13 @@ _UNKNOWN_CD = re.compile(
 )
 # Protected names anywhere in a command's text, glued to other characters or not (`.git/`
 # after any character; a bare `.git` only as a name of its own, so `repo.git` URLs stay free).
-_LEFTHOOK = re.compile(r"\.?lefthook(?:-local)?\.(?:ya?ml|json|toml)")
+_LEFTHOOK = re.compile(r"\.?lefthook(?:-local)?\.(?:ya?ml|jsonc?|toml)")
 _GLUED = re.compile(
     r"\.git/|(?<![\w.-])\.git(?![\w.-])|\.mcp\.json|\.claude\.json|\.gitconfig"
     r"|\.config/(?:git|harness)\b"
-    r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.husky\b"
-    r"|\.pre-commit-config\.yaml|lefthook(?:-local)?\.(?:ya?ml|json|toml)|\.config/husky\b",
+    r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.claude/(?:commands|skills)"
+    r"|\.husky\b|\.pre-commit-config\.yaml|lefthook(?:-local)?\.(?:ya?ml|jsonc?|toml)"
+    r"|(?<![\w.-])\.lefthook(?:-local)?(?![\w.-])|\.config/husky\b",
     re.IGNORECASE,
 )
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")
@@ -994,14 +1001,19 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
     and the files its config includes. Pinned (changeable inside, never removed
     or renamed): those git folders, and every folder above anything protected, hidden or
     watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
-    the user's harness config folder (created, mode 0700, when missing: a command must not be
-    the one to make it; its settings may name a store with its password: review 7, finding
-    13), the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
+    the user's harness config folder (its settings may name a store with its password: review
+    7, finding 13), the approvals key and :func:`private_folders`, except a folder holding
+    ``cwd``; the user's config, data, state and cache folders of the harness are made first
+    (mode 0700) when missing: a command must not be the one to make them (review 9, finding 1).
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
-    with contextlib.suppress(OSError):
-        config.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # the harness's own folders exist before any command runs, so they are hidden: a missing
+    # one could be made by the command, with a link in it where the harness later writes
+    # (chat's history, the list cache: review 9, finding 1)
+    for kind in ("config", "data", "state", "cache"):
+        with contextlib.suppress(OSError):
+            user_folder(kind).mkdir(mode=0o700, parents=True, exist_ok=True)
     read_only: list[str] = []
     watched: list[str] = []
     start = os.path.abspath(cwd)
@@ -1148,8 +1160,10 @@ _LEFTHOOK_NAMES = tuple(
     f"{dot}lefthook{local}.{ext}"
     for dot in ("", ".")
     for local in ("", "-local")
-    for ext in ("yml", "yaml", "json", "toml")
+    for ext in ("yml", "yaml", "json", "jsonc", "toml")
 )
+# lefthook reads its configs under `.config/` too (https://lefthook.dev/configuration)
+_LEFTHOOK_NAMES += tuple(f".config/{name}" for name in _LEFTHOOK_NAMES)
 
 
 def _real_unique(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:

@@ -315,9 +315,14 @@ class RpcServer:
         request_id = line.get("id")
         pending = self._pending.get(request_id) if isinstance(request_id, str) else None
         if pending is None or pending.done():
-            self._respond(
-                None, "extension_ui_response", error=f"no request is waiting for {request_id!r}"
+            # the id is echoed only as a short string: a repr of any other value may be huge
+            # or nested past the recursion limit (review 9, finding 3)
+            named = (
+                f"{request_id!r}"
+                if isinstance(request_id, str) and len(request_id) <= _MAX_ID
+                else "that id"
             )
+            self._respond(None, "extension_ui_response", error=f"no request is waiting for {named}")
             return
         pending.set_result(line)
 
@@ -343,7 +348,10 @@ class RpcServer:
                 if isinstance(item, ValueError):
                     self._respond(None, "parse", error=f"Failed to parse command: {item}")
                     continue
-                await self._line(item)
+                try:
+                    await self._line(item)
+                except Exception as exc:  # one line never ends the process (review 9, 3)
+                    self._respond(None, "error", error=f"the line failed: {type(exc).__name__}")
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
             stopped.cancel()

@@ -44,6 +44,11 @@ def rpc(work: Path, tmp_path: Path) -> Iterator[Callable[..., Rpc]]:
         server.close()
 
 
+def _deep(start: bytes, depth: int, end: bytes = b"") -> bytes:
+    """``start`` + a list nested ``depth`` deep + ``end`` + ``}``."""
+    return start + b"[" * depth + b"]" * depth + end + b"}"
+
+
 HOSTILE_LINES: list[tuple[bytes, str]] = [
     (b"not json", "parse"),
     (b"\xff\xfe\x00 bytes", "parse"),
@@ -68,6 +73,14 @@ HOSTILE_LINES: list[tuple[bytes, str]] = [
         "extension_ui_response",
     ),
     (b'{"type": "no_such_command"}', "no_such_command"),
+    # review 9, finding 3: an id nested just inside orjson's limit crashed the process when its
+    # repr went into the error (and other fields nested as deep, in other commands)
+    (_deep(b'{"type": "extension_ui_response", "id": ', 990), "extension_ui_response"),
+    (_deep(b'{"type": "extension_ui_response", "id": {"a": ', 500, b"}"), "extension_ui_response"),
+    (_deep(b'{"type": "prompt", "message": ', 1000), "prompt"),
+    (_deep(b'{"type": "set_session_name", "name": ', 1000), "set_session_name"),
+    (_deep(b'{"type": "fork", "entryId": ', 1000), "fork"),
+    (_deep(b'{"type": "nope", "id": ', 1000), "nope"),
 ]
 
 

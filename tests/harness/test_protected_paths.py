@@ -1347,6 +1347,8 @@ async def test_a_path_less_tools_input_with_too_many_file_uris_is_asked(home: Pa
     many = [f"file:///tmp/notes/{i}.txt" for i in range(65)]
     decided = await s.decide(make_request(home, tool, uris=many))
     assert isinstance(decided, Deny) and "more than 64 file URL paths" in decided.reason
+
+
 # --- the user's settings are private (review finding 10) ---------------------------------
 #
 # Reproduction: working in the home folder, `read .config/harness/settings.json` and
@@ -1464,3 +1466,45 @@ def test_a_home_projects_context_file_linked_to_the_settings_is_refused(home: Pa
     assert [r.name for r in listing.records] == ["mine"]
     refused = [d.message for d in listing.diagnostics if "harness settings" in d.message]
     assert len(refused) == 2, listing.diagnostics
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # review 9, finding 6: lefthook's JSONC configs, its `.config/` forms, its script folders
+        "lefthook-local.jsonc",
+        "lefthook.jsonc",
+        ".lefthook.jsonc",
+        ".lefthook-local.jsonc",
+        ".config/lefthook.yml",
+        ".config/lefthook-local.jsonc",
+        ".lefthook/pre-commit/run.sh",
+        ".lefthook-local/pre-commit/run.sh",
+        # review 9, finding 2: Claude Code's slash commands and skills grant tools and run `!`
+        ".claude/commands/review.md",
+        ".claude/commands/sub/deep.md",
+        ".claude/skills/deploy/SKILL.md",
+        ".claude/skills/deploy/scripts/run.sh",
+        "sub/.claude/commands/x.md",
+        ".CLAUDE/Commands/x.md",
+    ],
+)
+async def test_claude_codes_commands_and_skills_and_lefthooks_other_configs_are_protected(
+    cwd: Path, name: str
+) -> None:
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    decided = await s.decide(make_request(cwd, write_tool(), path=name, content="x"))
+    assert isinstance(decided, Deny), (name, decided)
+    bypass = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await bypass.decide(request(cwd, "bash", command=f"echo x > {name}"))
+    assert isinstance(decided, Deny), (name, decided)
+
+
+async def test_other_files_under_claude_and_lefthook_like_names_keep_the_mode(cwd: Path) -> None:
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    bypass = SecuritySupervisor(mode="bypass", setting_sources=())
+    for name in (".claude/notes.md", "lefthook.md", "docs/lefthook-guide.yml", "my.lefthook"):
+        decided = await s.decide(make_request(cwd, write_tool(), path=name, content="x"))
+        assert isinstance(decided, Approve), (name, decided)
+        decided = await bypass.decide(request(cwd, "bash", command=f"echo x > {name}"))
+        assert isinstance(decided, Approve), (name, decided)

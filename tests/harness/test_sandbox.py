@@ -742,3 +742,25 @@ async def test_an_included_git_config_is_protected_for_the_write_tool(home: Path
         make_request(home, write_tool(), path=".gitconfig.local", content="[core]\n")
     )
     assert isinstance(decided, Deny) and "protected path" in decided.reason, decided
+
+
+@pytest.mark.parametrize("kind", ["state", "cache", "data"])
+async def test_a_missing_harness_folder_is_made_before_the_command_and_hidden(
+    home: Path, kind: str
+) -> None:
+    """Review 9, finding 1: with the state folder missing (no chat ever ran), a sandboxed
+    command made it and put ``chat_history -> notes.txt`` in it; every later prompt of every
+    project was appended where the model reads it. The harness's folders are made (0700)
+    before the command, so the command sees them empty and read-only."""
+    folder = home / {"state": ".local/state", "cache": ".cache", "data": ".local/share"}[kind]
+    shutil.rmtree(folder / "harness", ignore_errors=True)
+    (home / "proj/notes.txt").write_text("my notes\n")
+    command = (
+        f'd="$(printenv HO""ME)/{folder.relative_to(home)}/harn""ess"; mkdir -p "$d"; '
+        'ln -s "$PWD/notes.txt" "$d/chat_history"'
+    )
+    [(_, details)] = await run_commands(home, [command], mode="bypass")
+    assert details.get("sandboxed") is True
+    assert (folder / "harness").is_dir()
+    assert (folder / "harness").stat().st_mode & 0o777 == 0o700
+    assert not os.path.lexists(folder / "harness/chat_history")
