@@ -81,7 +81,7 @@ NOT_PROTECTED = [
     ".gitignore",
     ".github/workflows/ci.yml",
     ".harness/skills/review/SKILL.md",
-    ".claude/commands/x.md",
+    ".claude/output-styles/x.md",
     "src/settings.json",
     "mcp.json",
 ]
