@@ -189,7 +189,7 @@ def bash_tool(
                     _log.warning(
                         "an aborted command made %s, a protected path: moved to %s",
                         path,
-                        where or "(could not be moved)",
+                        where or "(could not be moved: removed)",
                     )
             raise
         pipe.close()  # never wait on the pipe: a background job may hold it open for ever
@@ -225,7 +225,7 @@ def bash_tool(
                 f"replaced, to {safe_text(where)}: ask the user, with dangerouslyDisableSandbox]"
                 if where
                 else f"[the command made {safe_text(path)}, a protected path, and it could not be "
-                "moved aside: tell the user]"
+                "moved aside, so it was removed (see the log): tell the user]"
             )
         if timed_out:
             notes.append(f"[command timed out after {limit:g} s]")

@@ -77,7 +77,8 @@ def set_aside(before: dict[str, Identity]) -> list[tuple[str, str]]:
     deleted, to ``NAME.blocked-<pid>-<n>`` beside it (the first free one), so nothing is lost
     and nothing there grants or runs anything; a symlink that was there (and was removed or
     replaced) is made again as it was. Returns ``(path, where it went)`` pairs; a name that
-    cannot be moved is returned with ``""``."""
+    cannot be moved is removed instead (never left to grant or run anything) and returned
+    with ``""``."""
     moved: list[tuple[str, str]] = []
     for path, was in before.items():
         now = identities([path])[path]
@@ -87,18 +88,46 @@ def set_aside(before: dict[str, Identity]) -> list[tuple[str, str]]:
             _relink(path, was)
             continue
         for n in itertools.count():
-            target = f"{path}.blocked-{os.getpid()}-{n}"
+            target = _blocked_name(path, n)
             if not os.path.lexists(target):
                 break
         try:
             _rename(path, target)
         except OSError as exc:
+            # left in place it would grant or run what the command wrote: removed instead
             _log.error("could not move aside %s, which a sandboxed command made: %s", path, exc)
             target = ""
+            try:
+                _remove(path)
+            except OSError as again:
+                _log.error("could not remove %s either: %s", path, again)
+            else:
+                _relink(path, was)
         else:
             _relink(path, was)
         moved.append((path, target))
     return moved
+
+
+_NAME_MAX = 255  # bytes in one name (Linux)
+
+
+def _blocked_name(path: str, n: int) -> str:
+    """``NAME.blocked-<pid>-<n>`` beside ``path``, NAME cut short so the name fits in
+    :data:`_NAME_MAX` bytes (a 250-byte name failed to move with ``ENAMETOOLONG`` and stayed:
+    review 9, finding 9)."""
+    folder, name = os.path.split(path)
+    suffix = os.fsencode(f".blocked-{os.getpid()}-{n}")
+    kept = os.fsencode(name)[: _NAME_MAX - len(suffix)]
+    return os.path.join(folder, os.fsdecode(kept + suffix))
+
+
+def _remove(path: str) -> None:
+    """Remove what lies at ``path`` (a folder with what is in it), never following a link."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
 
 
 def _rename(path: str, target: str) -> None:

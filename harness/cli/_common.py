@@ -12,6 +12,7 @@ import asyncio
 import io
 import os
 import re
+import signal
 import sys
 import unicodedata
 from collections.abc import Callable, Coroutine, Iterator, Mapping
@@ -216,8 +217,48 @@ class HarnessGroup(click.Group):
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run one coroutine to completion from a (synchronous) click command."""
-    return asyncio.run(coro)
+    """Run one coroutine to completion from a (synchronous) click command.
+
+    SIGTERM and SIGHUP (a closed terminal, ``timeout``, a CI limit) cancel it as an abort
+    does, so what runs is ended cleanly: a sandboxed command is killed and what it planted is
+    set aside, the partial reply saved (review 9, finding 7). The process then exits with
+    128 + the signal's number, as the signal's default action would report. A command that
+    handles a signal itself (``harness rpc``: SIGTERM) replaces this handler.
+
+    Raises:
+        SystemExit: after SIGTERM or SIGHUP, once the coroutine has been cancelled.
+    """
+    got: list[int] = []
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop(signum: int) -> None:
+            got.append(signum)
+            task.cancel()
+
+        for signum in _ENDING:
+            loop.add_signal_handler(signum, stop, signum)
+        try:
+            return await coro
+        finally:
+            for signum in _ENDING:
+                loop.remove_signal_handler(signum)
+
+    try:
+        result = asyncio.run(main())
+    except asyncio.CancelledError:
+        if got:
+            raise SystemExit(128 + got[0]) from None
+        raise
+    if got:  # the work took the cancellation as an abort and returned
+        raise SystemExit(128 + got[0])
+    return result
+
+
+_ENDING = (signal.SIGTERM, signal.SIGHUP)
 
 
 STORE_ENV = "HARNESS_SESSIONS_DIR"

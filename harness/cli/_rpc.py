@@ -183,26 +183,39 @@ def _model_json(harness: AgentHarness) -> dict[str, Any]:
 class _Reader:
     """stdin's lines (bytes, LF-framed, at most :data:`MAX_LINE_BYTES`), read by a daemon
     thread into the loop: a read waiting for input never blocks the loop nor the exit.
-    ``None`` is the end of input; a too-long line comes as ``ValueError``."""
+    ``None`` is the end of input; a too-long line comes as ``ValueError``.
 
-    def __init__(self, stream: Any) -> None:
+    The thread reads the file descriptor with ``os.read``, not through ``sys.stdin.buffer``:
+    interpreter shutdown aborts the process ("could not acquire lock ... at interpreter
+    shutdown") when a daemon thread sits in a buffered stream's read (review 9, finding 8)."""
+
+    def __init__(self, fd: int) -> None:
         self._loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[bytes | ValueError | None] = asyncio.Queue()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+        threading.Thread(target=self._read, args=(fd,), daemon=True).start()
 
-    def _read(self, stream: Any) -> None:
+    def _read(self, fd: int) -> None:
+        line = bytearray()
+        dropping = False  # the rest of a too-long line is read and dropped
         try:
-            while True:
-                line = stream.readline(MAX_LINE_BYTES + 1)
-                if not line:
-                    break
-                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                    while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
-                        pass  # the rest of the line is dropped
-                    self._put(ValueError(f"a line longer than {MAX_LINE_BYTES} bytes"))
-                    continue
-                self._put(line)
-        except (OSError, ValueError):
+            while chunk := os.read(fd, 1 << 16):
+                while chunk:
+                    end = chunk.find(b"\n")
+                    piece, chunk = (chunk, b"") if end < 0 else (chunk[: end + 1], chunk[end + 1 :])
+                    if not dropping:
+                        line += piece
+                        if len(line) - (end >= 0) > MAX_LINE_BYTES:  # the LF not counted
+                            line.clear()
+                            dropping = True
+                            self._put(ValueError(f"a line longer than {MAX_LINE_BYTES} bytes"))
+                    if end >= 0:
+                        if not dropping:
+                            self._put(bytes(line))
+                        line.clear()
+                        dropping = False
+            if line and not dropping:
+                self._put(bytes(line))  # the last line, without its LF
+        except OSError:
             pass
         self._put(None)
 
@@ -330,7 +343,7 @@ class RpcServer:
 
     async def serve(self) -> None:
         """Handle stdin's lines until it ends (or SIGTERM); then shut down cleanly."""
-        reader = _Reader(sys.stdin.buffer)
+        reader = _Reader(sys.stdin.fileno())
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, stop.set)

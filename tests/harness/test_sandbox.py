@@ -764,3 +764,25 @@ async def test_a_missing_harness_folder_is_made_before_the_command_and_hidden(
     assert (folder / "harness").is_dir()
     assert (folder / "harness").stat().st_mode & 0o777 == 0o700
     assert not os.path.lexists(folder / "harness/chat_history")
+
+
+@pytest.mark.parametrize("length", [200, 240, 250, 255])
+async def test_a_watched_name_too_long_for_its_blocked_name_is_still_set_aside(
+    home: Path, length: int
+) -> None:
+    """Review 9, finding 9: the missing target of a protected link, under a name near 255
+    bytes, could not be renamed to ``NAME.blocked-PID-N`` (``ENAMETOOLONG``) and stayed, so
+    the link led to what the command wrote. The blocked name is cut to fit."""
+    name = "m" * length
+    proj = home / "proj"
+    (proj / "config").mkdir()
+    (proj / ".mcp.json").symlink_to(f"config/{name}")
+    command = f'n=$(printf "m%.0s" $(seq {length})); echo "{{\\"planted\\": 1}}" > "config/$n"'
+    [(_text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert not (proj / "config" / name).exists()
+    [[path, where]] = details["setAside"]
+    assert path == str(proj / "config" / name)
+    assert where and Path(where).read_text() == '{"planted": 1}\n'
+    assert len(os.fsencode(Path(where).name)) <= 255
+    assert os.readlink(proj / ".mcp.json") == f"config/{name}"
