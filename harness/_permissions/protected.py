@@ -79,6 +79,15 @@ _FILES = (
     ".pre-commit-config.yaml",
     "lefthook.yml",
     ".lefthook.yml",
+    # husky v4's configs: its installed git hooks read them at every hook (review 9, 6)
+    ".huskyrc",
+    ".huskyrc.json",
+    ".huskyrc.js",
+    ".huskyrc.cjs",
+    ".huskyrc.yaml",
+    ".huskyrc.yml",
+    "husky.config.js",
+    "husky.config.cjs",
 )
 
 # What the second component of a glob under .harness or .claude is tried against.
@@ -123,7 +132,7 @@ _GLUED = re.compile(
     r"|\.config/(?:git|harness)\b"
     r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.claude/(?:commands|skills)"
     r"|\.husky\b|\.pre-commit-config\.yaml|lefthook(?:-local)?\.(?:ya?ml|jsonc?|toml)"
-    r"|(?<![\w.-])\.lefthook(?:-local)?(?![\w.-])|\.config/husky\b",
+    r"|(?<![\w.-])\.lefthook(?:-local)?(?![\w.-])|\.config/husky\b|\.huskyrc|husky\.config\.c?js",
     re.IGNORECASE,
 )
 _GIT_CONFIG_READS = re.compile(r"^\s*(?:--get\S*|-l|--list|get|list)\b")

@@ -29,7 +29,14 @@ from pathlib import Path
 import attrs
 import click
 
-from harness import PERMISSION_ENTRY, ModelRegistry, load_registry
+from harness import (
+    APPROVAL_DECISION_TYPE,
+    APPROVAL_PENDING_TYPE,
+    APPROVAL_START_TYPE,
+    PERMISSION_ENTRY,
+    ModelRegistry,
+    load_registry,
+)
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -224,12 +231,19 @@ def session_jsonl(session: Session, advance: Callable[[int], None] = _nothing) -
     return b"".join(lines)
 
 
+# Entries the harness signs with this user's secret (permissions, waiting approvals).
+_SIGNED = frozenset(
+    (PERMISSION_ENTRY, APPROVAL_PENDING_TYPE, APPROVAL_DECISION_TYPE, APPROVAL_START_TYPE)
+)
+
+
 def _unsigned(obj: dict[str, object]) -> dict[str, object]:
-    """An exported ``permission`` entry without its signature: an export is for sharing, and
-    a signed approval in it could be replayed into a file with the same session id
-    (docs/permissions.md); the approval itself stays readable."""
+    """An exported signed entry (a ``permission``, a waiting approval and its decision)
+    without its signature: an export is for sharing, and a signed approval or waiting call in
+    it could be replayed into a file with the same session id and answered again
+    (docs/permissions.md; review 9, finding 12); the entry itself stays readable."""
     data = obj.get("data")
-    if obj.get("customType") == PERMISSION_ENTRY and isinstance(data, dict) and "signature" in data:
+    if obj.get("customType") in _SIGNED and isinstance(data, dict) and "signature" in data:
         return {**obj, "data": {k: v for k, v in data.items() if k != "signature"}}
     return obj
 

@@ -159,3 +159,25 @@ def test_approvals_list_shows_the_whole_command_of_a_waiting_call(
     harness(env, work, "run", "--offline", "--defer-approvals", "-p", f"!{command}")
     listed = harness(env, work, "approvals", "list").stdout
     assert f"│ {command}" in listed.splitlines()  # the one-line summary cuts it at 60 and 100
+
+
+def test_an_export_of_a_waiting_call_carries_no_signature_and_cannot_be_answered_again(
+    env: dict[str, str], work: Path, tmp_path: Path
+) -> None:
+    """Review 9, finding 12: the JSONL export left the signatures of waiting approvals (and
+    their decisions) in; the export sent back as a session file had the call answered and
+    run a second time."""
+    out, approval = deferred_run(env, work)
+    exported = tmp_path / "exp.jsonl"
+    harness(env, work, "export", str(out["path"]), "--format", "jsonl", "-o", str(exported))
+    harness(env, work, "approve", approval, "--offline")
+    assert (work / "out.txt").read_text() == "hi\n"
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    kinds = {line.get("customType") for line in lines}
+    assert "harness.approvals.pending" in kinds
+    assert not any("signature" in (line.get("data") or {}) for line in lines)
+    replayed = work / "replayed.jsonl"
+    replayed.write_bytes(exported.read_bytes())
+    again = harness(env, work, "approve", approval, "--offline", "--session", str(replayed), code=1)
+    assert "approval_refused" in again.stderr or "approval_not_found" in again.stderr
+    assert (work / "out.txt").read_text() == "hi\n"  # ran once

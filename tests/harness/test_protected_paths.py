@@ -1480,6 +1480,13 @@ def test_a_home_projects_context_file_linked_to_the_settings_is_refused(home: Pa
         ".config/lefthook-local.jsonc",
         ".lefthook/pre-commit/run.sh",
         ".lefthook-local/pre-commit/run.sh",
+        # husky v4's configs, read by its installed hooks at every hook
+        ".huskyrc",
+        ".huskyrc.json",
+        ".huskyrc.js",
+        ".huskyrc.yml",
+        "husky.config.js",
+        "sub/husky.config.cjs",
         # review 9, finding 2: Claude Code's slash commands and skills grant tools and run `!`
         ".claude/commands/review.md",
         ".claude/commands/sub/deep.md",
@@ -1503,7 +1510,8 @@ async def test_claude_codes_commands_and_skills_and_lefthooks_other_configs_are_
 async def test_other_files_under_claude_and_lefthook_like_names_keep_the_mode(cwd: Path) -> None:
     s = SecuritySupervisor(mode="accept_edits", setting_sources=())
     bypass = SecuritySupervisor(mode="bypass", setting_sources=())
-    for name in (".claude/notes.md", "lefthook.md", "docs/lefthook-guide.yml", "my.lefthook"):
+    others = (".claude/notes.md", "lefthook.md", "docs/lefthook-guide.yml", "my.lefthook")
+    for name in (*others, "husky.md", "huskyrc.txt"):
         decided = await s.decide(make_request(cwd, write_tool(), path=name, content="x"))
         assert isinstance(decided, Approve), (name, decided)
         decided = await bypass.decide(request(cwd, "bash", command=f"echo x > {name}"))
