@@ -162,7 +162,7 @@ def rewind(
 
     Every file the session's checkpoints recorded is restored as it was when ENTRY was
     written (an id `harness checkpoints list` or `sessions tree` prints, or a unique prefix of
-    one, 4 characters at least; a checkpoint's id gives the files after its change): created
+    one, 4 characters at least; a checkpoint's id gives the files after that change): created
     files are removed, deleted ones restored. A file changed since by
     something outside the session makes the rewind refuse, naming it (--force overwrites it).
     The rewind is recorded as an entry: rewinding to the entry before it undoes it (the
