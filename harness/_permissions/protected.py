@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import glob
 import itertools
 import os
@@ -202,6 +203,12 @@ def git_config_files() -> tuple[str, ...]:
     return _both([*named, *_git_includes(files)])
 
 
+@functools.cache
+def _interpreter_paths() -> dict[str, str]:
+    """The running interpreter's install paths (fixed for the process; looked up once)."""
+    return sysconfig.get_paths()
+
+
 _PACKAGES = ("harness", "repos", "hooks")  # the harness's own packages (pyproject.toml)
 
 
@@ -221,7 +228,7 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     named: list[str] = [*getattr(site, "getsitepackages", list)()]
     with contextlib.suppress(Exception):  # an embedded or odd Python: no user site
         named.append(site.getusersitepackages())
-    paths = sysconfig.get_paths()
+    paths = _interpreter_paths()
     keys = ("stdlib", "platstdlib", "purelib", "platlib", *(("scripts",) if scripts else ()))
     named += [paths[k] for k in keys if k in paths]
     named.append(os.path.join(sys.prefix, "pyvenv.cfg"))
