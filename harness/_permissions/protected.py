@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import glob
 import itertools
 import os
 import pwd
 import re
+import site
 import stat
+import sys
+import sysconfig
 import tempfile
 import urllib.parse
 from collections.abc import Iterable
@@ -39,6 +43,7 @@ from attrs import frozen
 
 from repos import InvalidStoreUrlError, parse_store_url
 
+from .._fs import root_only
 from .._tools.sandbox import Sandbox
 from .folders import user_folder
 from .shell import ANSI_C, ansi_c, parse_command, without_expansions
@@ -53,6 +58,7 @@ __all__ = [
     "private_path",
     "protected_command",
     "protected_path",
+    "python_folders",
     "sandbox_paths",
     "store_folders",
     "user_config_folders",
@@ -214,6 +220,57 @@ def git_config_files() -> tuple[str, ...]:
     named += [v for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if (v := os.environ.get(k))]
     files = [os.path.join(n, "config") if os.path.isdir(n) else n for n in named]
     return _both([*named, *_git_includes(files)])
+
+
+@functools.cache
+def _interpreter_paths() -> dict[str, str]:
+    """The running interpreter's install paths (fixed for the process; looked up once)."""
+    return sysconfig.get_paths()
+
+
+_PACKAGES = ("harness", "repos", "hooks")  # the harness's own packages (pyproject.toml)
+
+
+def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
+    """The folders of the Python the harness runs on whose files run at its next start, and
+    at every start of that Python (review 9, finding 5): its site folders
+    (``site.getsitepackages()``, where a ``.pth`` line runs), the user site
+    (``site.getusersitepackages()``, missing or not), the standard library
+    (``sitecustomize.py``), the scripts folder (the ``harness`` entry script; left out with
+    ``scripts=False``), ``pyvenv.cfg`` (which interpreter a venv runs) and the harness's own
+    package folders; both as written and with symlinks resolved.
+
+    Left out: a folder holding ``cwd`` or the home folder (a Python installed in the home
+    folder's own ``lib``), a package folder inside ``cwd`` (the harness's source being worked
+    on: the residual in docs/security.md), and, for a user other than root, folders only root
+    can change."""
+    named: list[str] = [*getattr(site, "getsitepackages", list)()]
+    with contextlib.suppress(Exception):  # an embedded or odd Python: no user site
+        named.append(site.getusersitepackages())
+    paths = _interpreter_paths()
+    keys = ("stdlib", "platstdlib", "purelib", "platlib", *(("scripts",) if scripts else ()))
+    named += [paths[k] for k in keys if k in paths]
+    named.append(os.path.join(sys.prefix, "pyvenv.cfg"))
+    packages: list[str] = []
+    for name in _PACKAGES:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(file, str):
+            packages.append(os.path.dirname(os.path.abspath(file)))
+    start = _both([cwd])
+    home = _both(["~"])
+    sources = _both(packages)
+    out: list[str] = []
+    for path in _both([*named, *packages]):
+        if _inside(start[0], [path]) or _inside(start[-1], [path]) or path == "/":
+            continue  # the working folder in it: held, it could not be worked in
+        if any(_inside(h, [path]) for h in home):
+            continue
+        if path in sources and any(_inside(path, [f]) for f in start):
+            continue  # the harness's source, the project being worked on
+        if os.geteuid() != 0 and root_only(path):
+            continue  # only root changes it (a system Python, /usr/lib/python3)
+        out.append(path)
+    return tuple(dict.fromkeys(out))
 
 
 def _with_journals(paths: tuple[str, ...]) -> tuple[str, ...]:
@@ -379,6 +436,11 @@ def protected_path(
         return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
     if any(_inside(f, git_config_files()) for f in _resolved(path, cwd)):
         return f"{path!r} is a git config git reads for every repository"
+    if any(_inside(f, python_folders(cwd)) for f in _resolved(path, cwd)):
+        return (
+            f"{path!r} is in the Python installation the harness runs on (a .pth or module "
+            "there runs at its next start)"
+        )
     if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
         return f"{path!r} is in a folder git runs code from (hooks, config)"
     if any(_inside(f, _linked_targets(cwd)) for f in _resolved(path, cwd)):
@@ -551,9 +613,9 @@ def protected_command(
     ]
     if len(words) * len(bases) > _CHECKS:
         return "it has more words than the harness checks for protected paths"
-    seen = _Seen.now(extra, cwd is not None)
+    seen = _Seen.now(extra, cwd is not None, here)
     decoded = urllib.parse.unquote(text)  # file:///…/harnes%73 (review 6, finding 25)
-    for place in (seen.user, seen.key, *seen.harness, *seen.git_configs):
+    for place in (seen.user, seen.key, *seen.harness, *seen.git_configs, *seen.python):
         if place in text or place in decoded:
             # named in the text, whatever surrounds it: a blank in it splits the words (review
             # 6, finding 12), sed's `w/…` glues a command to it (finding 26)
@@ -696,9 +758,10 @@ class _Seen:
     stores: tuple[str, ...]
     stores_too: bool
     git_configs: tuple[str, ...]
+    python: tuple[str, ...]
 
     @classmethod
-    def now(cls, extra: Iterable[str | os.PathLike[str]], stores_too: bool) -> _Seen:
+    def now(cls, extra: Iterable[str | os.PathLike[str]], stores_too: bool, cwd: str) -> _Seen:
         extra = tuple(extra)
 
         return cls(
@@ -708,6 +771,9 @@ class _Seen:
             stores=_with_journals(store_folders(extra)),
             stores_too=stores_too,
             git_configs=git_config_files(),
+            # not the scripts folder: running `.venv/bin/python` changes nothing (the sandbox
+            # and the write tool hold it)
+            python=python_folders(cwd, scripts=False),
         )
 
 
@@ -878,6 +944,8 @@ def _names_protected_at(
         return "it names the user's harness settings folder"
     if _inside(named, seen.git_configs):
         return f"it names {word!r}, a git config git reads for every repository"
+    if _inside(named, seen.python):
+        return f"it names {word!r}, in the Python installation the harness runs on"
     if named == seen.key:
         return "it names the key that signs this user's approvals"
     if named != "/" and seen.key.startswith(named.rstrip("/") + "/"):
@@ -1010,10 +1078,20 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
     and the files its config includes. Pinned (changeable inside, never removed
     or renamed): those git folders, and every folder above anything protected, hidden or
     watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
+<<<<<<< HEAD
     the user's harness config folder (its settings may name a store with its password: review
     7, finding 13), the approvals key and :func:`private_folders`, except a folder holding
     ``cwd``; the user's config, data, state and cache folders of the harness are made first
     (mode 0700) when missing: a command must not be the one to make them (review 9, finding 1).
+=======
+    the user's harness config folder (created, mode 0700, when missing: a command must not be
+    the one to make it; its settings may name a store with its password: review 7, finding
+    13), the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
+    The Python the harness runs on (:func:`python_folders`: its site folders, the user site,
+    the standard library, scripts, ``pyvenv.cfg``) is protected too, even in ``cwd`` (a
+    project whose ``.venv`` runs the harness: installing there needs the unsandboxed run a
+    person approves).
+>>>>>>> sec-r9a
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
@@ -1051,6 +1129,10 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
                 # a relative hooksPath is git's from the work tree (the folder it runs in)
                 for base in (os.path.dirname(path), start):
                     protect(os.path.join(base, _home(named, home)))
+    # the Python the harness runs on: a .pth in its site folder runs, unsandboxed, at the
+    # harness's next start (review 9, finding 5); a missing user site is watched
+    for path in python_folders(start):
+        protect(path)
     folders: list[str] = []
     # the folders above as written and as git finds them, through symlinks (review 7, 17)
     for first in dict.fromkeys((start, _realpath(start))):

@@ -205,8 +205,8 @@ _SSH = _opts(short="FIE", values=_SSH_VALUES)
 _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "tar": _opts(
         "checkpoint-action use-compress-program to-command info-script new-volume-script"
-        " rsh-command rmt-command",
-        "IF",
+        " rsh-command rmt-command index-file listed-incremental volno-file",
+        "IFg",
         safe="checkpoint to-stdout",
     ),
     "zip": _opts("unzip-command", starts="-TT"),
@@ -234,13 +234,32 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
 }
 _GIT_DIFFS = _opts("ext-diff output textconv")
 _GIT_REMOTE = _opts("upload-pack receive-pack exec", "u")
+# diff options whose value may follow in the same word (`-Sfoo` holds no -o)
+_GIT_DIFF_VALUES = "SGOIlUMCBXv"
 _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
     **dict.fromkeys(
-        ("diff", "log", "show", "whatchanged", "format-patch", "diff-tree", "diff-files",
-         "diff-index", "range-diff", "blame", "annotate", "stash"),
+        ("diff", "log", "show", "whatchanged", "diff-tree", "diff-files", "diff-index",
+         "range-diff", "blame", "annotate", "stash"),
         _GIT_DIFFS,
     ),
-    **dict.fromkeys(("fetch", "ls-remote", "archive"), _GIT_REMOTE),
+    **dict.fromkeys(("fetch", "ls-remote"), _GIT_REMOTE),
+    # review 9, finding 4: the files these write are named by an option, anywhere (a
+    # `--suffix=.pth` patch in a site-packages folder runs at every Python start)
+    "format-patch": _opts(
+        "ext-diff output textconv output-directory suffix", "o", values=_GIT_DIFF_VALUES
+    ),
+    "archive": _opts("upload-pack receive-pack exec output", "uo"),
+    "bugreport": _opts("output-directory suffix", "os"),
+    "diagnose": _opts("output-directory suffix", "os"),
+    "checkout-index": _opts("prefix"),
+    "index-pack": _opts(short="o"),
+    "mailsplit": _opts(short="o"),
+    "fast-import": _opts("export-marks export-pack-edges"),
+    "fast-export": _opts("export-marks"),
+    "credential-store": _opts("file"),
+    "credential-cache": _opts("socket"),
+    "apply": _opts("unsafe-paths"),
+    "init": _opts("template separate-git-dir"),
     # clone's own -c/--config applies to the new repository before it fetches
     # (core.sshCommand runs at once: review 6, finding 28), as do a template and a git dir
     "clone": _opts("upload-pack receive-pack exec config template separate-git-dir", "uc"),
@@ -251,8 +270,19 @@ _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
     "difftool": _opts("extcmd tool", "xt"),
     "mergetool": _opts("tool", "t"),
     "bisect": _opts(words="run"),
+    "bisect--helper": _opts(words="run"),
     "submodule": _opts(words="foreach"),
+    "submodule--helper": _opts(words="foreach"),
 }  # fmt: skip
+# Subcommands that exist to run a program or serve the repository (instaweb's web server and
+# browser, send-email's `--smtp-server` and `--*-cmd`, filter-branch's filters, daemon's
+# `--access-hook`, `shell -c`, remote-ext's command, svn's `--authors-prog`, the difftool
+# helper's `GIT_DIFFTOOL_EXTCMD`): no prefix rule approves them, only one naming every word
+# (review 9, finding 4).
+_GIT_RUNNERS = frozenset(
+    {"instaweb", "send-email", "filter-branch", "daemon", "shell", "remote-ext", "svn",
+     "difftool--helper"}
+)  # fmt: skip
 _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 _MAKE_ASSIGNMENT = re.compile(r"[^-=][^=]*=")  # make VAR=value overrides a recipe's variables
 # ProxyCommand, LocalCommand, Match exec, Include; libraries it loads (PKCS11Provider,
@@ -332,7 +362,13 @@ def _git_code_option(args: tuple[Word, ...]) -> str | None:
         i += 2 if value in _GIT_GLOBAL_VALUES else 1
     if i >= len(args):
         return None
-    options = _GIT_CODE_OPTIONS.get(args[i].value or "")
+    sub = args[i].value or ""
+    if sub in _GIT_RUNNERS:
+        return f"git {sub} (it runs programs: only a rule naming every word approves it)"
+    if any((a.value or "").casefold().startswith("ext::") for a in args[i + 1 :]):
+        # git's `ext::` transport runs the URL's command (if protocol.ext.allow lets it)
+        return "git and an ext:: URL (it runs a command)"
+    options = _GIT_CODE_OPTIONS.get(sub)
     if options is None:
         return None
     found = _finds_option(options, args[i + 1 :])

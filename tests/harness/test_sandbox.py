@@ -786,3 +786,87 @@ async def test_a_watched_name_too_long_for_its_blocked_name_is_still_set_aside(
     assert where and Path(where).read_text() == '{"planted": 1}\n'
     assert len(os.fsencode(Path(where).name)) <= 255
     assert os.readlink(proj / ".mcp.json") == f"config/{name}"
+
+
+@pytest.fixture
+def python_site(home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The site folders of the Python the harness runs on, in ``home``: a venv's
+    ``site-packages`` that exists, and a user site that does not exist yet (``site`` is the
+    standard library's: pointed here so no test writes the real installation)."""
+    import site
+
+    venv_site = home / "venv/lib/python3.11/site-packages"
+    venv_site.mkdir(parents=True)
+    user_site = home / ".local/lib/python3.11/site-packages"
+    monkeypatch.setattr(site, "getsitepackages", lambda prefixes=None: [str(venv_site)])
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(user_site))
+    return venv_site, user_site
+
+
+async def test_the_harness_pythons_site_folders_are_held(
+    home: Path, python_site: tuple[Path, Path]
+) -> None:
+    """Review 9, finding 5: a `.pth` a sandboxed command dropped into the site folder of the
+    Python the harness runs on ran, unsandboxed, at the harness's next start; the user site
+    (`pip install --user`) too, even before it exists."""
+    venv_site, user_site = python_site
+    commands = [
+        f's=site-pack; echo "import os" > "{venv_site.parent}/${{s}}ages/zz.pth"',
+        's=site-pack; mkdir -p "$HOME/.local/lib/python3.11/${s}ages" && '
+        'echo "import os" > "$HOME/.local/lib/python3.11/${s}ages/zz.pth"',
+    ]
+    for command in commands:  # the text check misses the computed names: the sandbox holds
+        decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+            make_request(home / "proj", BASH, command=command)
+        )
+        assert isinstance(decided, Approve)
+    results = await run_commands(home, commands, mode="bypass")
+    assert [d["sandboxed"] for _t, d in results] == [True, True]
+    assert os.listdir(venv_site) == [], results[0][0]
+    assert not (user_site / "zz.pth").exists(), results[1][0]
+    # (the calls may run at once: the first to end moves the new user site aside)
+    moved = [path for _t, d in results for path, _where in d.get("setAside", [])]
+    assert moved == [str(user_site)], results
+
+
+async def test_the_harness_pythons_site_folders_are_protected_for_tools_and_named_commands(
+    home: Path, python_site: tuple[Path, Path]
+) -> None:
+    """Review 9, finding 5: `write` and a command naming the site folder are asked in every
+    mode (denied in bypass without a person), like `.git/hooks`."""
+    from harness import write_tool
+
+    venv_site, user_site = python_site
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for path in (venv_site / "zz.pth", user_site / "usercustomize.py"):
+        decided = await s.decide(
+            make_request(home / "proj", write_tool(), path=str(path), content="import os\n")
+        )
+        assert isinstance(decided, Deny) and "protected path" in decided.reason, decided
+    for command in (
+        f"echo 'import os' > {venv_site}/zz.pth",
+        "cp x.pth ~/.local/lib/python3.11/site-packages/",
+        f"cd {venv_site}/.. && echo 'import os' > site-packages/zz.pth",
+    ):
+        decided = await s.decide(make_request(home / "proj", BASH, command=command))
+        assert isinstance(decided, Deny) and "protected path" in decided.reason, command
+
+
+def test_a_venv_in_the_working_folder_is_held_and_the_harness_source_there_is_not(
+    home: Path, python_site: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project whose `.venv` runs the harness: the venv stays held (installing there needs
+    the unsandboxed run a person approves); the harness's own source in the working folder
+    is the project being worked on, and is not."""
+    import site
+
+    import harness
+    from harness._permissions.protected import python_folders, sandbox_paths
+
+    venv_site = home / "proj/.venv/lib/python3.11/site-packages"
+    venv_site.mkdir(parents=True)
+    monkeypatch.setattr(site, "getsitepackages", lambda prefixes=None: [str(venv_site)])
+    assert str(venv_site) in sandbox_paths(home / "proj").read_only
+    source = Path(harness.__file__).resolve().parent
+    assert str(source) in python_folders(home / "proj")
+    assert str(source) not in python_folders(source.parent)

@@ -107,7 +107,9 @@ def makes_file(command: str, name: str, cwd: Path) -> bool:
         [BASH, "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
     )
     made = (cwd / name).exists()
-    if made:
+    if (cwd / name).is_dir():
+        shutil.rmtree(cwd / name)  # a folder the command wrote (git format-patch -o P)
+    elif made:
         (cwd / name).unlink()
     return made
 
@@ -977,6 +979,18 @@ CODE_OPTIONS = [
     ("bash(find:*)", "find . -name f.txt -fprint P"),
     ("bash(ssh:*)", "ssh -o ProxyCommand='touch P' x"),
     ("bash(ssh:*)", "ssh -oProxyCommand='touch P' x"),
+    # review 9, finding 4: options that name the file a git subcommand or tar writes
+    ("bash(git archive:*)", "git archive -o P HEAD"),
+    ("bash(git archive:*)", "git archive --output=P HEAD"),
+    ("bash(git archive:*)", "git archive --output P HEAD"),
+    ("bash(git archive:*)", "git archive -v -oP HEAD"),
+    ("bash(git format-patch:*)", "git format-patch -o P --root HEAD"),
+    ("bash(git format-patch:*)", "git format-patch -koP --root HEAD"),
+    ("bash(git format-patch:*)", "git format-patch --output-directory=P --root HEAD"),
+    ("bash(git checkout-index:*)", "git checkout-index -a --prefix=P/"),
+    ("bash(tar:*)", "tar -c --index-file=P -v -f /dev/null f.txt"),
+    ("bash(tar:*)", "tar -cg P -f /dev/null f.txt"),
+    ("bash(tar:*)", "tar --listed-incr=P -cf /dev/null f.txt"),
 ]
 
 
@@ -1051,6 +1065,42 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("less:*", "less --lesskey-file=k x"),
         ("man:*", "man -C man.conf ls"),
         ("man:*", "man --config-file=man.conf ls"),
+        # review 9, finding 4: the review's reproductions
+        ("git archive:*", "git archive --output=/tmp/r9/deny/out.tar HEAD"),
+        ("git archive:*", "git archive -o /tmp/r9/deny/out.tar HEAD"),
+        ("git instaweb:*", "git instaweb --httpd='touch P'"),
+        ("tar:*", "tar -c --index-file=/tmp/r9/deny/idx -v -f /dev/null ."),
+        ("git format-patch:*", "git format-patch -o /u/site-packages --suffix=.pth HEAD~1"),
+        # and other spellings and subcommands
+        ("git archive:*", "git archive --o=x.tar HEAD"),
+        ("git archive:*", "git archive -lvo x.tar HEAD"),
+        ("git format-patch:*", "git format-patch --suffix=.pth HEAD~1"),
+        ("git format-patch:*", "git format-patch --suf .pth HEAD~1"),
+        ("git format-patch:*", "git format-patch --output-directory=/u/s HEAD~1"),
+        ("git format-patch:*", "git format-patch -nod HEAD~1"),
+        ("git instaweb:*", "git instaweb --start"),
+        ("git instaweb:*", "git instaweb -b 'touch P'"),
+        ("git send-email:*", "git send-email --smtp-server=./evil x.patch"),
+        ("git send-email:*", "git send-email --to-cmd='touch P' x.patch"),
+        ("git send-email:*", "git send-email --sendmail-cmd='touch P' x.patch"),
+        ("git filter-branch:*", "git filter-branch --tree-filter 'touch P' HEAD"),
+        ("git daemon:*", "git daemon --access-hook=./evil ."),
+        ("git shell:*", "git shell -c 'git-upload-pack x'"),
+        ("git remote-ext:*", "git remote-ext x 'touch P'"),
+        ("git svn:*", "git svn fetch --authors-prog=./evil"),
+        ("git ls-remote:*", "git ls-remote 'ext::sh -c touch% P'"),
+        ("git fetch:*", "git fetch EXT::x"),
+        ("git clone:*", "git clone ext::x d"),
+        ("git checkout-index:*", "git checkout-index -a --prefix=/u/.local/"),
+        ("git bugreport:*", "git bugreport -s .pth -o /u/site-packages"),
+        ("git diagnose:*", "git diagnose --output-directory=/u/s"),
+        ("git submodule--helper:*", "git submodule--helper foreach 'touch P'"),
+        ("git fast-export:*", "git fast-export --export-marks=/u/x HEAD"),
+        ("git apply:*", "git apply --unsafe-paths x.patch"),
+        ("git init:*", "git init --templ=./t d"),
+        ("tar:*", "tar --listed-incremental=/u/x -cf x.tar ."),
+        ("tar:*", "tar -cvg /u/x -f x.tar ."),
+        ("tar:*", "tar --volno-file=/u/x -cf x.tar ."),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
@@ -1075,6 +1125,13 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         ("ssh:*", "ssh -oUserKnownHostsFile=/dev/null h ls"),  # a value, not -F
         ("find:*", "find . -name '*.py'"),
         ("less:*", "less -R f.txt"),
+        ("git archive:*", "git archive --format=tar HEAD"),
+        ("git format-patch:*", "git format-patch --stdout HEAD~1"),
+        ("git format-patch:*", "git format-patch -Sfoo -v2 HEAD~1"),  # -S's value, not -o
+        ("tar:*", "tar --level=0 -cf x.tar f.txt"),
+        # a positional output is what the rule names (as `cp:*` copies anywhere)
+        ("git bundle:*", "git bundle create x.bundle HEAD"),
+        ("git worktree:*", "git worktree add ../wt"),
     ],
 )
 def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None:
