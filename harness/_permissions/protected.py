@@ -53,6 +53,7 @@ __all__ = [
     "CONFIG_RESOURCES",
     "file_url_paths",
     "harness_folders",
+    "other_bash_log",
     "private_config_file",
     "private_folders",
     "private_path",
@@ -331,7 +332,7 @@ def private_path(path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] =
     checkpoint store), or None."""
     forms = _resolved(path, cwd)
     key = _realpath(approval_key_path())
-    if any(_other_bash_log(f) for f in forms):
+    if any(other_bash_log(f) for f in forms):
         return "it reads another harness process's command output (part of its session)"
     if key in forms or _same_file(forms[1], key):
         # the same file by another name too: a hard link (review 5, finding 36)
@@ -364,7 +365,7 @@ def private_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
     )
 
 
-def _other_bash_log(path: str) -> bool:
+def other_bash_log(path: str) -> bool:
     """Whether ``path`` is the full output another harness process's bash tool keeps
     (``$TMPDIR/harness-bash-PID-*.log``): part of that process's session (review 6, 39)."""
     folder, name = os.path.split(path)
@@ -782,9 +783,9 @@ def git_dirs(cwd: Path | str) -> tuple[str, ...]:
     as ``.git`` is: those a ``.git`` *file* (``gitdir: X``, as ``git init --separate-git-dir``
     and worktrees write) in ``cwd`` or a folder above it names (their hooks and config), and
     the hooks folder ``core.hooksPath`` sets (husky's ``.husky/_``, a ``.githooks`` folder) in
-    the nearest repository's config or the user's and system's git config. At most
-    :data:`_CONFIG_BYTES` of each file is read, and only regular files; ``include`` lines are
-    not followed."""
+    the nearest repository's config and its ``config.worktree``, the user's and system's git
+    config, and the files these include; and the files the repository's configs include
+    (3 levels). At most :data:`_CONFIG_BYTES` of each file is read, and only regular files."""
     found: list[str] = []
     hooks: list[str] = []
     configs: list[tuple[str, str]] = []  # (config file, the work tree its relative paths use)
@@ -811,12 +812,26 @@ def git_dirs(cwd: Path | str) -> tuple[str, ...]:
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     tree = configs[0][1] if configs else os.path.abspath(cwd)
+    # the worktree's own config (`git config --worktree`, read with extensions.worktreeConfig)
+    # beside each repository config (review 9, finding 17)
+    configs += [
+        (os.path.join(os.path.dirname(c), "config.worktree"), t)
+        for c, t in list(configs)
+        if os.path.basename(c) == "config"
+    ]
+    # the files the repository's configs include are its config too (finding 17: a tracked
+    # `tools/git.inc` took a core.fsmonitor)
+    for config, work_tree in list(configs):
+        for included in _git_includes([config]):
+            found.append(_realpath(included))
+            configs.append((included, work_tree))
     for user_config in (
         os.path.join(home, ".gitconfig"),
         os.path.join(xdg, "git", "config"),
         "/etc/gitconfig",
     ):
         configs.append((user_config, tree))
+        configs += [(included, tree) for included in _git_includes([user_config])]
     for config, work_tree in configs:
         value = _hooks_path(_read_regular(config, _CONFIG_BYTES) or "")
         if not value:
@@ -938,7 +953,7 @@ def _names_protected(
 def _names_protected_at(
     word: str, name: str, named: str, here: str, seen: _Seen, gits: tuple[str, ...]
 ) -> str | None:
-    if _other_bash_log(named):
+    if other_bash_log(named):
         return f"it names {word!r}, another harness process's command output"
     if named == seen.user or named.startswith(seen.user.rstrip("/") + "/"):
         return "it names the user's harness settings folder"
@@ -1062,36 +1077,36 @@ _GIT_CODE = ("config", "config.worktree", "hooks", "commondir")
 
 def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ()) -> Sandbox:
     """What a sandboxed bash command in ``cwd`` may not change or read (:class:`Sandbox`):
-    the protected paths found on the file system rather than in the command's text, so no
-    spelling of a name reaches them.
+        the protected paths found on the file system rather than in the command's text, so no
+        spelling of a name reaches them.
 
-    Protected (read-only when it exists; watched when it does not exist or is a symlink, since
-    no mount holds a missing name and a link can be replaced, its target read-only): the
-    user's and the system's git configs and the files their ``include``
-    and ``includeIf`` lines name (3 levels), and in ``cwd``, each folder above it and the home
-    folder the protected names (``.harness``, ``.claude``, ``.husky``, ``.mcp.json``,
-    ``.claude.json``, ``.gitconfig``, the hook managers' configs); the folders git runs hooks
-    from (:func:`git_dirs`); in every git folder found (a ``.git`` folder there, the one a
-    ``.git`` file names, the common one its ``commondir`` names, each linked worktree's
-    under ``worktrees/``, each submodule's under ``modules/``, nested too, at most
-    :data:`_GIT_FOLDERS`) its ``config``, ``config.worktree``, ``commondir`` and ``hooks``,
-    and the files its config includes. Pinned (changeable inside, never removed
-    or renamed): those git folders, and every folder above anything protected, hidden or
-    watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
-<<<<<<< HEAD
-    the user's harness config folder (its settings may name a store with its password: review
-    7, finding 13), the approvals key and :func:`private_folders`, except a folder holding
-    ``cwd``; the user's config, data, state and cache folders of the harness are made first
-    (mode 0700) when missing: a command must not be the one to make them (review 9, finding 1).
-=======
-    the user's harness config folder (created, mode 0700, when missing: a command must not be
-    the one to make it; its settings may name a store with its password: review 7, finding
-    13), the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
-    The Python the harness runs on (:func:`python_folders`: its site folders, the user site,
-    the standard library, scripts, ``pyvenv.cfg``) is protected too, even in ``cwd`` (a
-    project whose ``.venv`` runs the harness: installing there needs the unsandboxed run a
-    person approves).
->>>>>>> sec-r9a
+        Protected (read-only when it exists; watched when it does not exist or is a symlink, since
+        no mount holds a missing name and a link can be replaced, its target read-only): the
+        user's and the system's git configs and the files their ``include``
+        and ``includeIf`` lines name (3 levels), and in ``cwd``, each folder above it and the home
+        folder the protected names (``.harness``, ``.claude``, ``.husky``, ``.mcp.json``,
+        ``.claude.json``, ``.gitconfig``, the hook managers' configs); the folders git runs hooks
+        from (:func:`git_dirs`); in every git folder found (a ``.git`` folder there, the one a
+        ``.git`` file names, the common one its ``commondir`` names, each linked worktree's
+        under ``worktrees/``, each submodule's under ``modules/``, nested too, at most
+        :data:`_GIT_FOLDERS`) its ``config``, ``config.worktree``, ``commondir`` and ``hooks``,
+        and the files its config includes. Pinned (changeable inside, never removed
+        or renamed): those git folders, and every folder above anything protected, hidden or
+        watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
+    <<<<<<< HEAD
+        the user's harness config folder (its settings may name a store with its password: review
+        7, finding 13), the approvals key and :func:`private_folders`, except a folder holding
+        ``cwd``; the user's config, data, state and cache folders of the harness are made first
+        (mode 0700) when missing: a command must not be the one to make them (review 9, finding 1).
+    =======
+        the user's harness config folder (created, mode 0700, when missing: a command must not be
+        the one to make it; its settings may name a store with its password: review 7, finding
+        13), the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
+        The Python the harness runs on (:func:`python_folders`: its site folders, the user site,
+        the standard library, scripts, ``pyvenv.cfg``) is protected too, even in ``cwd`` (a
+        project whose ``.venv`` runs the harness: installing there needs the unsandboxed run a
+        person approves).
+    >>>>>>> sec-r9a
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
@@ -1184,7 +1199,9 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         for name in _GIT_CODE:
             protect(os.path.join(git, name))
     # what a repository's config includes (finding 6)
-    for path in _git_includes(os.path.join(git, "config") for git in seen):
+    for path in _git_includes(
+        os.path.join(git, name) for git in seen for name in ("config", "config.worktree")
+    ):
         protect(path)
     hidden = [
         f
@@ -1196,7 +1213,7 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         hidden += [
             e.path
             for e in itertools.islice(os.scandir(tempfile.gettempdir()), 10_000)
-            if e.name.startswith("harness-bash-") and _other_bash_log(e.path)
+            if e.name.startswith("harness-bash-") and other_bash_log(e.path)
         ]
     read_only_real = _real_unique(read_only)
     hidden_real = _real_unique(hidden)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -28,6 +29,7 @@ from .folders import user_folder
 from .keys import rule_paths
 from .protected import (
     file_url_paths,
+    other_bash_log,
     private_config_file,
     private_folders,
     private_path,
@@ -454,8 +456,9 @@ class SecuritySupervisor:
         return refused
 
     def _private_beneath(self, request: PermissionRequest) -> Callable[[str], bool] | None:
-        """For a walk of a folder holding a sessions or checkpoint store, the approvals key or
-        the user's settings (``grep -r`` from the home folder, or of the user config folder):
+        """For a walk of a folder holding a sessions or checkpoint store, the approvals key,
+        the user's settings (``grep -r`` from the home folder, or of the user config folder) or
+        other harness processes' kept command output (a walk of ``/tmp``):
         those paths, which a read is asked for (:func:`private_path`), relative to the walked
         folder. None when none lies beneath."""
         starts = [
@@ -464,9 +467,15 @@ class SecuritySupervisor:
         keys = {os.path.abspath(approval_key_path()), os.path.realpath(approval_key_path())}
         stores = private_folders(self._stores_of(request))
         config = user_config_folders()
+        # other harness processes' kept command output, in the temp folder (review 9, 13)
+        temp = {os.path.abspath(tempfile.gettempdir()), os.path.realpath(tempfile.gettempdir())}
         if not any(
-            f.startswith(s.rstrip("/") + "/") for s in starts for f in (*stores, *keys, *config)
-        ) and not any(s == c or s.startswith(c.rstrip("/") + "/") for s in starts for c in config):
+            f.startswith(s.rstrip("/") + "/")
+            for s in starts
+            for f in (*stores, *keys, *config, *temp)
+        ) and not any(
+            s == c or s.startswith(c.rstrip("/") + "/") for s in starts for c in (*config, *temp)
+        ):
             return None
 
         def hidden(rel: str) -> bool:
@@ -474,7 +483,7 @@ class SecuritySupervisor:
                 path = os.path.normpath(os.path.join(start, rel))
                 if path in keys or any(path == f or path.startswith(f + "/") for f in stores):
                     return True
-                if private_config_file(path):
+                if private_config_file(path) or other_bash_log(path):
                     return True
             return False
 

@@ -242,7 +242,7 @@ class RpcServer:
         self._approval_timeout_s = approval_timeout_s
         self._pending: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._bash: asyncio.Task[ToolResult | str] | None = None
+        self._bash: asyncio.Task[Any] | None = None
         self._steering_mode = "one_at_a_time"
         self._follow_up_mode = "one_at_a_time"
         self._compacting = False
@@ -427,6 +427,8 @@ class RpcServer:
         behaviour = command.get("streamingBehavior")
         if behaviour not in (None, "steer", "followUp"):
             raise CommandError("'streamingBehavior' is 'steer' or 'followUp'")
+        if self._bash is not None:
+            raise CommandError("a bash command runs or waits for its approval; abort_bash it first")
         if self.harness.busy:
             if behaviour is None:
                 raise CommandError(
@@ -751,9 +753,19 @@ class RpcServer:
             return None
 
         async def bash() -> None:
+            try:
+                await run_it()
+            finally:
+                self._bash = None
+
+        async def run_it() -> None:
             # The same gate as a model's bash call: deny rules and plan mode refuse it, the
             # mode or an allow rule lets it run, anything else is asked through the protocol.
-            decided = await gate.check(call, tool, {"command": text})
+            try:
+                decided = await gate.check(call, tool, {"command": text})
+            except asyncio.CancelledError:  # abort_bash while it waited for its approval
+                self._respond(id_, "bash", error="aborted before it ran")
+                return
             if decided.denied is not None:
                 self._respond(id_, "bash", error=f"denied: {decided.denied}")
                 return
@@ -761,15 +773,11 @@ class RpcServer:
             run = ToolRun(
                 tool_call_id=call.id, cwd=self.agents.cwd, sandbox=decided.sandbox, on_update=noop
             )
-            task = asyncio.ensure_future(tool.execute({"command": text}, run))
-            self._bash = task
             cancelled = False
             try:
-                result = await task
+                result = await tool.execute({"command": text}, run)
             except asyncio.CancelledError:
                 cancelled, result = True, ToolResult(content="(aborted)", is_error=True)
-            finally:
-                self._bash = None
             data = _bash_result(result, cancelled)
             self.session.append_message(
                 BashExecutionMessage(
@@ -783,7 +791,9 @@ class RpcServer:
             )
             self._respond(id_, "bash", data=data)
 
-        self._spawn(bash())
+        # busy from now on, its approval included: no prompt or session change runs beside it,
+        # and its result goes to the session it was asked in (review 9, finding 14)
+        self._bash = self._spawn(bash())
         return _LATER
 
     async def _abort_bash(self, command: Mapping[str, Any]) -> object:

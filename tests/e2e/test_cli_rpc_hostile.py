@@ -193,6 +193,56 @@ def test_the_protocols_bash_is_gated_like_a_models_call(
     assert server.close() == 0
 
 
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"type": "prompt", "message": "count 300"},
+        {"type": "new_session"},
+        {"type": "bash", "command": "echo second"},
+        {"type": "compact"},
+    ],
+)
+def test_nothing_runs_beside_a_protocol_bash_waiting_for_its_approval(
+    rpc: Callable[..., Rpc], work: Path, tmp_path: Path, other: dict[str, str]
+) -> None:
+    """Review 9, finding 14: a ``prompt`` (or ``new_session``) was accepted while a ``bash``
+    waited for its approval; the command then ran beside the model's turn, or was recorded in
+    the new session."""
+    server = rpc()
+    server.send({"id": "b", "type": "bash", "command": "echo FROM_BASH"})
+    request = server.until(lambda r: r["type"] == "extension_ui_request")
+    refused = server.call({"id": "o", **other})
+    assert refused["success"] is False, refused
+    server.send({"type": "extension_ui_response", "id": request["id"], "value": "Allow once"})
+    ran = server.response("b")
+    assert ran["data"]["output"] == "FROM_BASH\n"
+    state = server.call({"id": "s", "type": "get_state"})["data"]
+    assert server.close() == 0
+    [stored] = (tmp_path / "sessions").rglob("*.jsonl")
+    assert state["sessionId"] in stored.name
+    assert "FROM_BASH" in stored.read_text()
+    # once it has ended, a prompt runs
+    again = rpc()
+    assert again.call({"id": "p", "type": "prompt", "message": "hi"})["success"] is True
+    again.until(lambda r: r["type"] == "agent_end")
+    assert again.close() == 0
+
+
+def test_abort_bash_while_it_waits_for_its_approval_ends_it_unrun(
+    rpc: Callable[..., Rpc], work: Path
+) -> None:
+    server = rpc()
+    server.send({"id": "b", "type": "bash", "command": "touch ran.txt"})
+    server.until(lambda r: r["type"] == "extension_ui_request")
+    server.call({"id": "a", "type": "abort_bash"})
+    aborted = server.response("b")
+    assert aborted["success"] is False and "aborted" in aborted["error"]
+    assert server.call({"id": "p", "type": "prompt", "message": "hi"})["success"] is True
+    server.until(lambda r: r["type"] == "agent_end")
+    assert server.close() == 0
+    assert not (work / "ran.txt").exists()
+
+
 @pytest.mark.parametrize("how", ["stdin closes", "SIGTERM"])
 def test_the_end_of_input_ends_the_process_with_the_partial_reply_saved(
     rpc: Callable[..., Rpc], how: str

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -1516,3 +1517,42 @@ async def test_other_files_under_claude_and_lefthook_like_names_keep_the_mode(cw
         assert isinstance(decided, Approve), (name, decided)
         decided = await bypass.decide(request(cwd, "bash", command=f"echo x > {name}"))
         assert isinstance(decided, Approve), (name, decided)
+
+
+@pytest.mark.parametrize("start", ["tmp", "parent"])
+async def test_a_walk_of_the_temp_folder_leaves_other_processes_kept_output_out(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
+) -> None:
+    """Review 9, finding 13: working in ``/tmp``, a ``grep`` walk printed another harness
+    process's kept command output, which a ``read`` of the same file asks for."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    (temp / "harness-bash-1-abc.log").write_text("SECRET_TOKEN of another process\n")
+    (temp / f"harness-bash-{os.getpid()}-mine.log").write_text("SECRET_TOKEN of mine\n")
+    (temp / "notes.txt").write_text("SECRET_TOKEN in a note\n")
+    cwd = temp if start == "tmp" else tmp_path
+    calls = [
+        FauxToolCall(name="grep", arguments={"pattern": "SECRET_TOKEN", "path": "."}),
+        FauxToolCall(name="find", arguments={"pattern": "**/*", "path": "."}),
+    ]
+    session = await MemorySessionRepo().create(str(cwd))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[grep_tool(), find_tool()],
+        cwd=cwd,
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        resources=None,
+    )
+    await harness.prompt("go")
+    grep, find = (
+        str(m.content) for m in session.build_context().messages if m.role == "toolResult"
+    )
+    assert "in a note" in grep and "of mine" in grep
+    assert "another process" not in grep
+    assert "notes.txt" in find and "harness-bash-1-abc.log" not in find
+    read = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+        make_request(cwd, read_tool(), path=str(temp / "harness-bash-1-abc.log"))
+    )
+    assert isinstance(read, Deny)

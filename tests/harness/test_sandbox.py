@@ -36,6 +36,7 @@ from harness import (
     TextContent,
     ToolCall,
     bash_tool,
+    write_tool,
 )
 from harness._tools.sandbox import sandbox_available
 from hooks import connect
@@ -870,3 +871,44 @@ def test_a_venv_in_the_working_folder_is_held_and_the_harness_source_there_is_no
     source = Path(harness.__file__).resolve().parent
     assert str(source) in python_folders(home / "proj")
     assert str(source) not in python_folders(source.parent)
+
+
+@pytest.mark.parametrize("where", ["worktree", "include", "worktree-include"])
+async def test_hooks_and_includes_of_the_worktree_config_are_held_and_asked(
+    home: Path, where: str
+) -> None:
+    """Review 9, finding 17: a ``core.hooksPath`` in ``.git/config.worktree`` (read with
+    ``extensions.worktreeConfig``) and the files a repository's config includes were neither
+    asked nor held: a literal ``echo … >> tools/hooks/pre-commit`` or ``>> tools/git.inc``
+    ran unasked and the next commit or status ran it."""
+    proj = home / "proj"
+    (proj / "tools/hooks").mkdir(parents=True)
+    hook = proj / "tools/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho original\n")
+    include = proj / "tools/git.inc"
+    include.write_text("[user]\n\tname = x\n")
+    _git("config", "extensions.worktreeConfig", "true", cwd=proj)
+    if where == "worktree":
+        _git("config", "--worktree", "core.hooksPath", "tools/hooks", cwd=proj)
+        target, command = hook, 'echo "touch P" >> tools/hooks/pre-commit'
+    elif where == "include":
+        _git("config", "include.path", "../tools/git.inc", cwd=proj)
+        target = include
+        command = 'printf "[core]\\n\\tfsmonitor = touch P\\n" >> tools/git.inc'
+    else:
+        _git("config", "--worktree", "include.path", "../tools/git.inc", cwd=proj)
+        target = include
+        command = 'printf "[core]\\n\\tfsmonitor = touch P\\n" >> tools/git.inc'
+    before = target.read_text()
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    decided = await s.decide(make_request(proj, BASH, command=command))
+    assert isinstance(decided, Deny), decided  # the text check names it
+    written = await s.decide(
+        make_request(proj, write_tool(), path=str(target.relative_to(proj)), content="x")
+    )
+    assert isinstance(written, Deny), written
+    # computed, so only the sandbox holds it
+    computed = command.replace("tools/", '"$(printf too)ls/"')
+    [(_text, details)] = await run_commands(home, [computed], mode="bypass")
+    assert details["sandboxed"] is True
+    assert target.read_text() == before
