@@ -36,6 +36,7 @@ from .._fs import (
     read_capped,
     read_regular,
 )
+from .._ignore import MAX_IGNORE_BYTES, IgnoreFileError, compile_ignore
 from .._permissions.protected import private_path
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
@@ -68,7 +69,6 @@ a longer one is cut, with an ``invalid_metadata`` diagnostic."""
 MAX_SKILL_BYTES = 1_048_576
 """Largest skill file read (1 MiB); a larger one is refused with a ``read_failed``
 diagnostic."""
-_GITIGNORE_MAX = 1_000_000
 _SHOWN_CHARS = 80  # a value from a file quoted in a message is cut to this many characters
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -325,9 +325,13 @@ def _descriptors(
 def _ignore_file(
     folder: Path, loc: Location, diagnostics: list[ResourceDiagnostic]
 ) -> tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]:
+    """The folder's ``.gitignore``, or nothing and a diagnostic naming it when it cannot be read
+    or used (:func:`~harness._ignore.compile_ignore`): the folder is listed without it."""
     path = folder / ".gitignore"
     try:
-        lines = read_regular(loc.child(".gitignore"), _GITIGNORE_MAX).decode("utf-8").splitlines()
+        text = read_regular(loc.child(".gitignore"), MAX_IGNORE_BYTES).decode("utf-8")
+        # Patterns are rooted at the folder holding the .gitignore, as git does.
+        return ((folder, compile_ignore(text)),)
     except (OSError, UnicodeDecodeError) as exc:
         diagnostics.append(
             ResourceDiagnostic(
@@ -336,11 +340,15 @@ def _ignore_file(
                 path=str(path),
             )
         )
-        return ()
-    import pathspec  # here: `import harness` stays fast (issue 24)
-
-    # Patterns are rooted at the folder holding the .gitignore, as git does.
-    return ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),)
+    except IgnoreFileError as exc:
+        diagnostics.append(
+            ResourceDiagnostic(
+                code="parse_failed",
+                message=f"cannot use {path}: {exc}; the folder is listed without it",
+                path=str(path),
+            )
+        )
+    return ()
 
 
 def _ignored(path: Path, is_dir: bool, ignores: _Ignores) -> bool:
