@@ -9,11 +9,12 @@ says why, and the caller reports the file by name (a diagnostic, or a note) and 
 it. A file is used whole or not at all: one past a bound is not cut to its first patterns (a
 later ``!negation`` dropped would change what the earlier ones mean).
 
-The bounds keep the cost of one file under a second: at most :data:`MAX_IGNORE_BYTES` bytes,
-:data:`MAX_IGNORE_PATTERNS` patterns and :data:`MAX_IGNORE_PATTERN_CHARS` characters in one
-pattern (a single 1 MB line took ``pathspec`` 80 s to compile). Real ignore files are far
-smaller: the largest of GitHub's templates is under 10 KB and 300 patterns.
-"""
+The bounds keep the cost of one file under a second, and of one walk's under about 15 s: at
+most :data:`MAX_IGNORE_BYTES` bytes, :data:`MAX_IGNORE_PATTERNS` patterns and
+:data:`MAX_IGNORE_PATTERN_CHARS` characters in one pattern (a single 1 MB line took
+``pathspec`` 80 s to compile), and :data:`MAX_IGNORE_BYTES_PER_WALK` bytes of them in one walk.
+Real ignore files are far smaller (GitHub's templates are a few KB and a few hundred
+patterns at most)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_IGNORE_BYTES",
+    "MAX_IGNORE_BYTES_PER_WALK",
     "MAX_IGNORE_PATTERNS",
     "MAX_IGNORE_PATTERN_CHARS",
     "IgnoreFileError",
@@ -37,6 +39,11 @@ MAX_IGNORE_PATTERNS = 1000
 """An ignore file with more patterns (lines that are neither blank nor comments) is not used."""
 MAX_IGNORE_PATTERN_CHARS = 1024
 """An ignore file with a longer pattern is not used (a real one is far shorter)."""
+MAX_IGNORE_BYTES_PER_WALK = 1_000_000
+"""The ignore files one walk (a ``find`` or ``grep`` call, the scan of one skills root)
+compiles, together at most this many bytes: past it, a further one is not used (and named),
+so that a tree of many large ignore files cannot stall a search or the harness's start for
+minutes (each costs up to a second to compile)."""
 
 
 class IgnoreFileError(ValueError):

@@ -36,7 +36,12 @@ from .._fs import (
     read_capped,
     read_regular,
 )
-from .._ignore import MAX_IGNORE_BYTES, IgnoreFileError, compile_ignore
+from .._ignore import (
+    MAX_IGNORE_BYTES,
+    MAX_IGNORE_BYTES_PER_WALK,
+    IgnoreFileError,
+    compile_ignore,
+)
 from .._permissions.protected import private_path
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
@@ -271,6 +276,7 @@ def _descriptors(
     ``root``, depth first in name order (without recursion: a deep tree costs no stack)."""
     visited: set[tuple[int, int]] = set()
     out: list[tuple[Path, Location, bool]] = []
+    budget = [MAX_IGNORE_BYTES_PER_WALK]  # bytes of .gitignore files left to compile
     # Each item: a folder to list (with its depth and the ignore files above it), or a file.
     stack: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = [
         (root, start, 0, ())
@@ -300,7 +306,7 @@ def _descriptors(
                 out.append((folder / SKILL_FILE, loc.child(SKILL_FILE), False))
                 continue
             if ".gitignore" in names:
-                ignores = (*ignores, *_ignore_file(folder, loc, diagnostics))
+                ignores = (*ignores, *_ignore_file(folder, loc, diagnostics, budget))
             children: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = []
             for name in names:
                 if name.startswith(".") or name == "node_modules":
@@ -323,15 +329,21 @@ def _descriptors(
 
 
 def _ignore_file(
-    folder: Path, loc: Location, diagnostics: list[ResourceDiagnostic]
+    folder: Path, loc: Location, diagnostics: list[ResourceDiagnostic], budget: list[int]
 ) -> tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]:
     """The folder's ``.gitignore``, or nothing and a diagnostic naming it when it cannot be read
-    or used (:func:`~harness._ignore.compile_ignore`): the folder is listed without it."""
+    or used (:func:`~harness._ignore.compile_ignore`), or the root's ignore files would pass
+    ``budget`` (the bytes left to compile, taken from): the folder is listed without it."""
     path = folder / ".gitignore"
     try:
-        text = read_regular(loc.child(".gitignore"), MAX_IGNORE_BYTES).decode("utf-8")
+        data = read_regular(loc.child(".gitignore"), MAX_IGNORE_BYTES)
+        if len(data) > budget[0]:
+            raise IgnoreFileError(
+                f"this skills folder's ignore files pass {MAX_IGNORE_BYTES_PER_WALK} bytes"
+            )
+        budget[0] -= len(data)
         # Patterns are rooted at the folder holding the .gitignore, as git does.
-        return ((folder, compile_ignore(text)),)
+        return ((folder, compile_ignore(data.decode("utf-8"))),)
     except (OSError, UnicodeDecodeError) as exc:
         diagnostics.append(
             ResourceDiagnostic(

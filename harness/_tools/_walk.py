@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 from attrs import frozen
 
 from .._fs import Location, open_dir, read_regular, read_regular_at
-from .._ignore import MAX_IGNORE_BYTES, IgnoreFileError, compile_ignore
+from .._ignore import (
+    MAX_IGNORE_BYTES,
+    MAX_IGNORE_BYTES_PER_WALK,
+    IgnoreFileError,
+    compile_ignore,
+)
 from .base import safe_text
 
 if TYPE_CHECKING:
@@ -25,17 +30,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_DEPTH",
-    "MAX_WALK_IGNORE_BYTES",
     "WalkedFile",
     "too_deep_note",
     "unused_ignores_note",
     "walk",
 ]
-
-MAX_WALK_IGNORE_BYTES = 1_000_000
-"""The ``.gitignore`` files one walk compiles, together at most this many bytes: past it, a
-further one is not used (and named), so that a tree of many large ignore files cannot make one
-``find`` take minutes (each costs up to a second to compile)."""
 
 
 @frozen
@@ -68,8 +67,10 @@ class _Ignores:
             if exc.errno == errno.EFBIG:
                 self._unused(shown, f"it is larger than {MAX_IGNORE_BYTES} bytes")
             return None
-        if self.compiled + len(data) > MAX_WALK_IGNORE_BYTES:
-            self._unused(shown, f"this search's ignore files pass {MAX_WALK_IGNORE_BYTES} bytes")
+        if self.compiled + len(data) > MAX_IGNORE_BYTES_PER_WALK:
+            self._unused(
+                shown, f"this search's ignore files pass {MAX_IGNORE_BYTES_PER_WALK} bytes"
+            )
             return None
         self.compiled += len(data)
         try:

@@ -16,11 +16,11 @@ import pytest
 from harness import TextContent, ToolResult, ToolRun, find_tool, grep_tool
 from harness._ignore import (
     MAX_IGNORE_BYTES,
+    MAX_IGNORE_BYTES_PER_WALK,
     MAX_IGNORE_PATTERNS,
     IgnoreFileError,
     compile_ignore,
 )
-from harness._tools._walk import MAX_WALK_IGNORE_BYTES
 from hooks import JSONValue
 
 
@@ -152,7 +152,7 @@ def test_one_walk_compiles_at_most_its_budget_of_ignore_files(tmp_path: Path) ->
     # Each file is within the cap (comments cost nothing to compile); together they pass the
     # walk's budget, so the last ones are named and not used.
     filler = b"#" * (MAX_IGNORE_BYTES - 100) + b"\n*.tmp\n"
-    count = MAX_WALK_IGNORE_BYTES // len(filler) + 2
+    count = MAX_IGNORE_BYTES_PER_WALK // len(filler) + 2
     for i in range(count):
         folder = tmp_path / f"d{i:02}"
         folder.mkdir()

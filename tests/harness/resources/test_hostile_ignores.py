@@ -18,6 +18,7 @@ import pytest
 from resource_trees import listing, write_skill
 
 from harness import AgentHarness, FauxModel, JsonlSessionRepo, ResourceOptions, Resources
+from harness._ignore import MAX_IGNORE_BYTES, MAX_IGNORE_BYTES_PER_WALK
 
 LIMIT_S = 60.0
 
@@ -157,3 +158,26 @@ def test_listing_is_not_slowed_by_a_megabyte_gitignore(project: Path) -> None:
         ]
 
     asyncio.run(timed())
+
+
+def test_one_skills_root_compiles_at_most_its_budget_of_ignore_files(project: Path) -> None:
+    # Each file is within the cap (comments cost nothing to compile); together they pass the
+    # budget of one root's scan, so the last ones are diagnostics and their folders listed.
+    skills = project / ".agents" / "skills"
+    filler = b"#" * (MAX_IGNORE_BYTES - 100) + b"\nsecret/\n"
+    count = MAX_IGNORE_BYTES_PER_WALK // len(filler) + 2
+    for i in range(count):
+        write_skill(skills / f"d{i:02}", f"kept-{i:02}")
+        write_skill(skills / f"d{i:02}", f"secret-{i:02}", folder="secret")
+        (skills / f"d{i:02}" / ".gitignore").write_bytes(filler)
+    result = listing(Resources(project, ResourceOptions()), project)
+    names = [r.name for r in result.records]
+    assert [n for n in names if n.startswith("secret")] == [
+        f"secret-{count - 2:02}",
+        f"secret-{count - 1:02}",
+    ]
+    assert len([n for n in names if n.startswith("kept")]) == count
+    over = [d for d in result.diagnostics if "pass 1000000 bytes" in d.message]
+    assert [d.path for d in over] == [
+        str(skills / f"d{i:02}" / ".gitignore") for i in (count - 2, count - 1)
+    ]
