@@ -36,6 +36,12 @@ from .._fs import (
     read_capped,
     read_regular,
 )
+from .._ignore import (
+    MAX_IGNORE_BYTES,
+    MAX_IGNORE_BYTES_PER_WALK,
+    IgnoreFileError,
+    compile_ignore,
+)
 from .._permissions.protected import private_path
 from .frontmatter import FrontmatterError, split_frontmatter
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
@@ -68,7 +74,6 @@ a longer one is cut, with an ``invalid_metadata`` diagnostic."""
 MAX_SKILL_BYTES = 1_048_576
 """Largest skill file read (1 MiB); a larger one is refused with a ``read_failed``
 diagnostic."""
-_GITIGNORE_MAX = 1_000_000
 _SHOWN_CHARS = 80  # a value from a file quoted in a message is cut to this many characters
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -271,6 +276,7 @@ def _descriptors(
     ``root``, depth first in name order (without recursion: a deep tree costs no stack)."""
     visited: set[tuple[int, int]] = set()
     out: list[tuple[Path, Location, bool]] = []
+    budget = [MAX_IGNORE_BYTES_PER_WALK]  # bytes of .gitignore files left to compile
     # Each item: a folder to list (with its depth and the ignore files above it), or a file.
     stack: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = [
         (root, start, 0, ())
@@ -300,7 +306,7 @@ def _descriptors(
                 out.append((folder / SKILL_FILE, loc.child(SKILL_FILE), False))
                 continue
             if ".gitignore" in names:
-                ignores = (*ignores, *_ignore_file(folder, loc, diagnostics))
+                ignores = (*ignores, *_ignore_file(folder, loc, diagnostics, budget))
             children: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = []
             for name in names:
                 if name.startswith(".") or name == "node_modules":
@@ -323,11 +329,21 @@ def _descriptors(
 
 
 def _ignore_file(
-    folder: Path, loc: Location, diagnostics: list[ResourceDiagnostic]
+    folder: Path, loc: Location, diagnostics: list[ResourceDiagnostic], budget: list[int]
 ) -> tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]:
+    """The folder's ``.gitignore``, or nothing and a diagnostic naming it when it cannot be read
+    or used (:func:`~harness._ignore.compile_ignore`), or the root's ignore files would pass
+    ``budget`` (the bytes left to compile, taken from): the folder is listed without it."""
     path = folder / ".gitignore"
     try:
-        lines = read_regular(loc.child(".gitignore"), _GITIGNORE_MAX).decode("utf-8").splitlines()
+        data = read_regular(loc.child(".gitignore"), MAX_IGNORE_BYTES)
+        if len(data) > budget[0]:
+            raise IgnoreFileError(
+                f"this skills folder's ignore files pass {MAX_IGNORE_BYTES_PER_WALK} bytes"
+            )
+        budget[0] -= len(data)
+        # Patterns are rooted at the folder holding the .gitignore, as git does.
+        return ((folder, compile_ignore(data.decode("utf-8"))),)
     except (OSError, UnicodeDecodeError) as exc:
         diagnostics.append(
             ResourceDiagnostic(
@@ -336,11 +352,15 @@ def _ignore_file(
                 path=str(path),
             )
         )
-        return ()
-    import pathspec  # here: `import harness` stays fast (issue 24)
-
-    # Patterns are rooted at the folder holding the .gitignore, as git does.
-    return ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),)
+    except IgnoreFileError as exc:
+        diagnostics.append(
+            ResourceDiagnostic(
+                code="parse_failed",
+                message=f"cannot use {path}: {exc}; the folder is listed without it",
+                path=str(path),
+            )
+        )
+    return ()
 
 
 def _ignored(path: Path, is_dir: bool, ignores: _Ignores) -> bool:

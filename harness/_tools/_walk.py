@@ -1,27 +1,40 @@
 """Walking a folder tree for ``grep`` and ``find``: beneath the folder opened by the rules of
 :mod:`harness._fs`, never through a symlink, skipping ``.git`` and what ``.gitignore`` files
 exclude (matched with ``pathspec``'s git-compatible rules, so negations and folder-only
-patterns behave as in git)."""
+patterns behave as in git). A ``.gitignore`` that cannot be used (:mod:`harness._ignore`: too
+large, too many patterns, patterns RE2 cannot compile) never fails the walk: the walk goes on
+without it and names it in its ``unused_ignores`` list, for the tool's note."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 from .._fs import Location, open_dir, read_regular, read_regular_at
+from .._ignore import (
+    MAX_IGNORE_BYTES,
+    MAX_IGNORE_BYTES_PER_WALK,
+    IgnoreFileError,
+    compile_ignore,
+)
 from .base import safe_text
 
 if TYPE_CHECKING:
     import pathspec
 
-__all__ = ["MAX_DEPTH", "WalkedFile", "too_deep_note", "walk"]
-
-_GITIGNORE_MAX = 1_000_000  # a larger .gitignore is not read (it is no real one)
+__all__ = [
+    "MAX_DEPTH",
+    "WalkedFile",
+    "too_deep_note",
+    "unused_ignores_note",
+    "walk",
+]
 
 
 @frozen
@@ -35,19 +48,40 @@ class WalkedFile:
     is_dir: bool
 
 
-def _spec(data: bytes) -> pathspec.GitIgnoreSpec:
-    import pathspec  # here: `import harness` stays fast (issue 24)
+class _Ignores:
+    """One walk's account of its ``.gitignore`` files: the bytes compiled so far, and those not
+    used (``"path: why"``, the path relative to the walk's root) when the caller keeps a list."""
 
-    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+    def __init__(self, unused: list[str] | None) -> None:
+        self.compiled = 0
+        self.unused = unused
 
+    def spec(self, read: Callable[[], bytes], shown: str) -> pathspec.GitIgnoreSpec | None:
+        """The patterns of the file ``read`` returns; None when there is none, or it cannot be
+        used. One that is no regular file (a FIFO, a symlink) is not read, silently: it is no
+        real one. One too large, past the walk's budget, or that cannot be compiled is named in
+        ``unused``."""
+        try:
+            data = read()
+        except OSError as exc:
+            if exc.errno == errno.EFBIG:
+                self._unused(shown, f"it is larger than {MAX_IGNORE_BYTES} bytes")
+            return None
+        if self.compiled + len(data) > MAX_IGNORE_BYTES_PER_WALK:
+            self._unused(
+                shown, f"this search's ignore files pass {MAX_IGNORE_BYTES_PER_WALK} bytes"
+            )
+            return None
+        self.compiled += len(data)
+        try:
+            return compile_ignore(data.decode("utf-8", "replace"))
+        except IgnoreFileError as exc:
+            self._unused(shown, str(exc))
+            return None
 
-def _ignore_spec(dir_fd: int) -> pathspec.GitIgnoreSpec | None:
-    """The folder's ``.gitignore``; one that is no regular file (a FIFO, a symlink), or too
-    large, is not read: it is no real one."""
-    try:
-        return _spec(read_regular_at(dir_fd, ".gitignore", _GITIGNORE_MAX, ".gitignore"))
-    except OSError:
-        return None
+    def _unused(self, shown: str, why: str) -> None:
+        if self.unused is not None:
+            self.unused.append(f"{shown}: {why}")
 
 
 def _ignored(rules: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str, is_dir: bool) -> bool:
@@ -70,11 +104,15 @@ entered, and named in the walk's ``too_deep`` list (review finding 11: a chain o
 made ``os.fwalk`` recurse past Python's limit, and held a descriptor per level)."""
 
 
-def walk(start: Location, too_deep: list[str] | None = None) -> Iterator[WalkedFile]:
+def walk(
+    start: Location, too_deep: list[str] | None = None, unused_ignores: list[str] | None = None
+) -> Iterator[WalkedFile]:
     """Every folder and file under ``start`` (top-down, names sorted), ``.gitignore``
     respected; beneath a root, the root's own ``.gitignore`` applies below it too. Folders
     are entered without recursion, at most :data:`MAX_DEPTH` deep: the ``rel`` of each
-    folder not entered for its depth is appended to ``too_deep``.
+    folder not entered for its depth is appended to ``too_deep``. Each ``.gitignore`` that
+    cannot be used is appended to ``unused_ignores`` (``"path: why"``, the path from the
+    root); the walk goes on as if it were not there.
 
     Raises:
         FileRefusedError: ``start`` leaves its root, or has a forbidden symlink.
@@ -83,20 +121,21 @@ def walk(start: Location, too_deep: list[str] | None = None) -> Iterator[WalkedF
     within = start.rule == "beneath" and start.rel != "."
     prefix = f"{start.rel}/" if within else ""
     rules: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    ignores = _Ignores(unused_ignores)
     if within:
-        try:
-            top_rules = read_regular(Location(start.root, ".gitignore"), _GITIGNORE_MAX)
-        except OSError:
-            pass
-        else:
-            rules.append(("", _spec(top_rules)))
+        top_spec = ignores.spec(
+            lambda: read_regular(Location(start.root, ".gitignore"), MAX_IGNORE_BYTES),
+            ".gitignore",
+        )
+        if top_spec is not None:
+            rules.append(("", top_spec))
     top = open_dir(start)
     # The folders being walked, outermost first: (rel, descriptor, how many rules were known
     # before its .gitignore, its sub-folders still to enter).
     stack: list[tuple[str, int, int, list[str]]] = []
     try:
         known = len(rules)
-        subfolders = yield from _listed("", top, rules, prefix)
+        subfolders = yield from _listed("", top, rules, prefix, ignores)
         stack.append(("", top, known, subfolders))
         while stack:
             here, fd, known, subfolders = stack[-1]
@@ -117,7 +156,7 @@ def walk(start: Location, too_deep: list[str] | None = None) -> Iterator[WalkedF
                 continue
             try:
                 known = len(rules)
-                inner = yield from _listed(rel, child, rules, prefix)
+                inner = yield from _listed(rel, child, rules, prefix, ignores)
             except BaseException:
                 os.close(child)
                 raise
@@ -140,15 +179,32 @@ def too_deep_note(too_deep: list[str], verb: str) -> str:
     )
 
 
+def unused_ignores_note(unused: list[str], verb: str) -> str:
+    """The one-line note a tool's result ends with when ``.gitignore`` files were not used."""
+    first = safe_text(unused[0])
+    if len(first) > 300:
+        first = f"…{first[-300:]}"
+    more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
+    return f"[a .gitignore was not used, so what it excludes was {verb} too: {first}{more}]"
+
+
 def _listed(
-    here: str, dir_fd: int, rules: list[tuple[str, pathspec.GitIgnoreSpec]], prefix: str
+    here: str,
+    dir_fd: int,
+    rules: list[tuple[str, pathspec.GitIgnoreSpec]],
+    prefix: str,
+    ignores: _Ignores,
 ) -> Generator[WalkedFile, None, list[str]]:
     """Yield the folder's entries (its folders, then its files, names sorted), reading its
     ``.gitignore`` into ``rules``; return the folders to enter (as ``os.fwalk`` lists them:
     a symlink to a folder is met as a folder, and never entered)."""
-    spec = _ignore_spec(dir_fd)
+    base = (prefix + here).rstrip("/")
+    spec = ignores.spec(
+        lambda: read_regular_at(dir_fd, ".gitignore", MAX_IGNORE_BYTES, ".gitignore"),
+        f"{base}/.gitignore" if base else ".gitignore",
+    )
     if spec is not None:
-        rules.append(((prefix + here).rstrip("/"), spec))
+        rules.append((base, spec))
     folders: list[str] = []
     files: list[str] = []
     try:

@@ -10,7 +10,7 @@ from hooks import JSONValue
 from .._errors import ToolError
 from .._globs import GlobError, compile_glob
 from ._files import locate, tool_error
-from ._walk import too_deep_note, walk
+from ._walk import too_deep_note, unused_ignores_note, walk
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["find_tool"]
@@ -46,7 +46,10 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
     note when more matched; paths the supervisor keeps from being read (``ToolRun.hidden``) are
     left out and counted. ``details`` is ``{"matches", "truncated", "hidden"}``. Folders more
     than ``MAX_DEPTH`` (128) levels below ``path`` are not entered: a note names the first,
-    and ``details`` counts them in ``tooDeep``.
+    and ``details`` counts them in ``tooDeep``. A ``.gitignore`` that cannot be used (too
+    large, too many patterns, or patterns that cannot be compiled) is never an error: the
+    search goes on without it, a note names it, and ``details`` counts them in
+    ``unusedIgnores``.
     """
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
@@ -55,8 +58,9 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
         limit = int(input.get("limit") or default_limit)
         try:
             too_deep: list[str] = []
+            unused: list[str] = []
             found, more, hidden = await asyncio.to_thread(
-                _find, run, path, pattern, limit, too_deep
+                _find, run, path, pattern, limit, too_deep, unused
             )
         except NotADirectoryError:
             raise ToolError(f"{safe_text(path)} is not a folder") from None
@@ -71,6 +75,9 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
         if too_deep:
             text += "\n" + too_deep_note(too_deep, "looked into")
             details["tooDeep"] = len(too_deep)
+        if unused:
+            text += "\n" + unused_ignores_note(unused, "listed")
+            details["unusedIgnores"] = len(unused)
         return ToolResult(content=text, details=details)
 
     return Tool(
@@ -84,7 +91,7 @@ def find_tool(*, default_limit: int = 1000) -> Tool:
 
 
 def _find(
-    run: ToolRun, path: str, pattern: str, limit: int, too_deep: list[str]
+    run: ToolRun, path: str, pattern: str, limit: int, too_deep: list[str], unused: list[str]
 ) -> tuple[list[str], bool, int]:
     by_name = "/" not in pattern
     try:
@@ -93,7 +100,7 @@ def _find(
         raise ToolError(f"invalid pattern {safe_text(pattern)!r}: {exc}") from None
     found: list[str] = []
     hidden = 0
-    for item in walk(locate(run, path), too_deep):
+    for item in walk(locate(run, path), too_deep, unused):
         hit = glob.matches(item.name if by_name else item.rel)
         if hit and run.hidden is not None and run.hidden(item.rel):  # a deny/ask read rule's
             hidden += 1

@@ -24,7 +24,7 @@ from .._errors import ToolError
 from .._fs import FileRefusedError, open_regular, open_regular_at
 from .._globs import Glob, GlobError, compile_glob
 from ._files import locate, tool_error
-from ._walk import too_deep_note, walk
+from ._walk import too_deep_note, unused_ignores_note, walk
 from .base import Tool, ToolResult, ToolRun, safe_text
 
 __all__ = ["grep_tool"]
@@ -78,6 +78,7 @@ class _Found:
     truncated: bool = False
     timed_out: bool = False
     too_deep: list[str] = field(factory=list)  # folders not entered: nested too deep
+    unused_ignores: list[str] = field(factory=list)  # .gitignore files not used, and why
 
 
 @define
@@ -130,7 +131,10 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
     ``{"matches", "files", "truncated", "skippedFiles", "hiddenFiles", "timedOut"}``;
     files the supervisor keeps from being read (``ToolRun.hidden``) are not searched, and
     counted in ``hiddenFiles``. Folders more than ``MAX_DEPTH`` (128) levels below ``path``
-    are not entered: a note names the first, and ``details`` counts them in ``tooDeep``.
+    are not entered: a note names the first, and ``details`` counts them in ``tooDeep``. A
+    ``.gitignore`` that cannot be used (too large, too many patterns, or patterns that cannot
+    be compiled) is never an error: the search goes on without it, a note names it, and
+    ``details`` counts them in ``unusedIgnores``.
 
     Args:
         default_limit: most matches when the call gives no ``limit``.
@@ -168,6 +172,8 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
             )
         if found.too_deep:
             out += "\n" + too_deep_note(found.too_deep, "searched")
+        if found.unused_ignores:
+            out += "\n" + unused_ignores_note(found.unused_ignores, "searched")
         if found.timed_out:
             out += (
                 f"\n[search stopped after {timeout_s:g} s; these are the matches found so far:"
@@ -183,6 +189,8 @@ def grep_tool(*, default_limit: int = 100, timeout_s: float = 30.0) -> Tool:
         }
         if found.too_deep:
             details["tooDeep"] = len(found.too_deep)
+        if found.unused_ignores:
+            details["unusedIgnores"] = len(found.unused_ignores)
         return ToolResult(content=out, details=details)
 
     return Tool(
@@ -211,7 +219,7 @@ def _grep(run: ToolRun, path: str, search: _Search, file_glob: Glob | None) -> _
             _search(f.read(_MAX_FILE_BYTES + 1), path, search, found)
         return found
     base = "" if path in ("", ".") else path.rstrip("/") + "/"
-    for item in walk(start, found.too_deep):
+    for item in walk(start, found.too_deep, found.unused_ignores):
         if search.over(found):
             break
         if item.is_dir or (file_glob is not None and not _glob_hit(item.rel, item.name, file_glob)):

@@ -5,14 +5,16 @@ uvicorn); importing this package without it raises :class:`~harness.MissingExtra
 
 It serves on 127.0.0.1 by default and refuses any other address without a token
 (:func:`check_bind`), because session files hold secrets; with a token every request must carry
-it (:mod:`.guard`). What a hostile page, request, id or session file can never make it do is in
-docs/security.md ("The web app").
+it (:mod:`.guard`). :func:`serve` makes a new token at every start unless told ``no_token``:
+a loopback port is open to every process of the machine, a sandboxed command's too (it shares
+the network namespace), and the session store it cannot read on disk would be read over
+HTTP. What a hostile page, request, id, local process or session file can never make it do is
+in docs/security.md ("The web app").
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
 import socket
 from collections.abc import Callable
@@ -32,13 +34,14 @@ from repos import JsonlSessionRepo, SessionRepo, SqliteSessionRepo
 
 from .._providers.registry import ModelRegistry
 from .app import CSP, make_app
-from .guard import Guard, new_secret
+from .guard import Guard, is_loopback, new_secret
 
 __all__ = [
     "ServeRefusedError",
     "check_bind",
     "create_app",
     "is_loopback",
+    "new_secret",
     "open_store",
     "serve",
 ]
@@ -51,17 +54,6 @@ class ServeRefusedError(HarnessError):
     without a token, or a token too weak or of the wrong shape."""
 
     code = "serve_refused"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``) or ``localhost``.
-    Other names are not resolved: they count as not loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -79,8 +71,8 @@ def check_bind(host: str, token: str | None) -> None:
     if token is None and not is_loopback(host):
         raise ServeRefusedError(
             f"refusing to serve sessions on {host}, which is not a loopback address, without "
-            "a token: session files hold secrets. Give --token (or HARNESS_SERVE_TOKEN), or "
-            "serve on 127.0.0.1"
+            "a token: session files hold secrets. Drop --no-token (a token is made at each "
+            "start), or serve on 127.0.0.1"
         )
 
 
@@ -125,7 +117,8 @@ def create_app(
     Args:
         port: the port it is served on (Host headers must name it).
         host: the address bound.
-        token: every request must carry it (None: loopback Hosts only).
+        token: every request must carry it (None: none, loopback Hosts only; then every
+            process of the machine can read the store through it).
 
     Raises:
         ServeRefusedError: as :func:`check_bind`.
@@ -141,6 +134,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     token: str | None = None,
+    no_token: bool = False,
     registry: ModelRegistry | None = None,
     on_ready: Callable[[str], Any] | None = None,
 ) -> None:
@@ -148,10 +142,20 @@ def serve(
     bound; ``port=0`` picks a free port. ``on_ready(url)`` is called once listening, with the
     URL to open (carrying ``?token=`` when there is a token).
 
+    Args:
+        token: every request must carry it. None: a new one (:func:`.guard.new_secret`, 256
+            bits), known only through the URL ``on_ready`` is given.
+        no_token: serve without any token (loopback only): every process of this machine,
+            a sandboxed command too, can then read every session of ``repo`` and act on it.
+
     Raises:
-        ServeRefusedError: as :func:`check_bind`.
+        ServeRefusedError: as :func:`check_bind`; ``token`` with ``no_token``.
         OSError: the address cannot be bound.
     """
+    if no_token and token is not None:
+        raise ServeRefusedError("a token and no_token contradict each other")
+    if token is None and not no_token:
+        token = new_secret()
     check_bind(host, token)
     bare = host.strip("[]")
     family = socket.AF_INET6 if ":" in bare else socket.AF_INET

@@ -4,11 +4,15 @@ Session files hold secrets (commands, file contents, keys pasted into prompts), 
 runs pages from anywhere, so the guard refuses:
 
 * **a foreign Host** (DNS rebinding: a hostile page whose name resolves to 127.0.0.1 would be
-  same-origin with us): without a token only ``127.0.0.1``, ``localhost`` and ``[::1]`` at our
-  port (and the bound address) are served; with a token, any Host, since the token guards;
-* **a request without the token**, when one is set: ``Authorization: Bearer <token>``, the
-  ``harness_token`` cookie (HttpOnly, SameSite=Strict), or ``?token=`` once, which sets the
-  cookie and redirects to the same URL without it. Compared in constant time;
+  same-origin with us): on a loopback address only ``127.0.0.1``, ``localhost`` and ``[::1]``
+  at our port are served; on another address (which needs a token), any Host, since the
+  token guards;
+* **a request without the token**, when one is set (``harness serve`` makes one at every
+  start unless told ``--no-token``: the machine's other processes, a sandboxed command too,
+  reach a loopback port): ``Authorization: Bearer <token>``, the ``harness_token`` cookie
+  (HttpOnly, SameSite=Strict), or ``?token=`` once, which sets the cookie and redirects to
+  the same URL without it, so no page is ever served at a URL holding it. Compared in
+  constant time;
 * **a state-changing request from another origin** (CSRF): a POST needs an ``Origin`` (or,
   without one, a ``Referer``) that is this server's own origin, a ``Sec-Fetch-Site`` that is
   not ``cross-site``/``same-site``, and the page's CSRF token in its form (checked by the
@@ -22,12 +26,13 @@ a same-origin referrer policy and ``no-store``.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-__all__ = ["Guard", "csrf_ok", "new_secret"]
+__all__ = ["Guard", "csrf_ok", "is_loopback", "new_secret"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -70,6 +75,9 @@ class Guard:
         self.token = token
         hosts = {*_LOOPBACK_NAMES, f"[{bound}]" if ":" in bound else bound}
         self.hosts = frozenset(f"{h}:{port}" for h in hosts)
+        # With a token on a loopback address the Host is still checked: no other name is
+        # ours, and a check more costs nothing.
+        self.any_host = token is not None and not is_loopback(bound)
         self.headers = [
             (b"content-security-policy", csp.encode()),
             (b"x-content-type-options", b"nosniff"),
@@ -84,7 +92,7 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
-        if self.token is None and host not in self.hosts:
+        if not self.any_host and host not in self.hosts:
             await _plain(send, 421, "this server answers only to 127.0.0.1, localhost or [::1]")
             return
         if self.token is not None:
@@ -124,6 +132,17 @@ class Guard:
             name, _, value = part.strip().partition("=")
             if name == COOKIE and _same(self.token, value):
                 return True
+        return False
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``) or ``localhost``.
+    Other names are not resolved: they count as not loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
         return False
 
 

@@ -199,7 +199,7 @@ def _serve_refused(
 
 def test_a_non_loopback_bind_without_a_token_is_refused(store: Path) -> None:
     for host in ("0.0.0.0", "::", "192.0.2.1", "example.com"):
-        done = _serve_refused("--root", str(store), "--host", host)
+        done = _serve_refused("--root", str(store), "--host", host, "--no-token")
         assert done.returncode == 1, done.stderr
         assert "error[serve_refused]" in done.stderr and "without a token" in done.stderr
     weak = _serve_refused("--root", str(store), "--host", "0.0.0.0", "--token", "short")
@@ -210,7 +210,7 @@ def test_with_a_token_every_request_needs_it(store: Path) -> None:
     token = "t0ken-for-the-test-0123456789"
     with serve(store, "--host", "0.0.0.0", "--token", token) as server:
         assert server.url.endswith(f"?token={token}")
-        status, _, body = server.request("GET", "/")
+        status, _, body = server.request("GET", "/", auth=False)
         assert status == 401 and "Fixing" not in body
         assert server.request("GET", "/", headers={"Authorization": "Bearer nope"})[0] == 401
         ok = server.request("GET", "/", headers={"Authorization": f"Bearer {token}"})

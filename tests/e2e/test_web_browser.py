@@ -165,7 +165,7 @@ def test_no_payload_runs_in_the_export_or_the_web_app(
         fresh.wait_for_timeout(300)
         assert not _ran(fresh)
     with serve(root) as server:
-        fresh.goto(server.base + "/s/hostile1234")
+        fresh.goto(server.url_for("/s/hostile1234"))
         assert fresh.locator(".entry").count() > 5
         fresh.locator("#expand-all").click()
         fresh.wait_for_timeout(500)
@@ -205,7 +205,7 @@ def test_a_live_append_appears_without_a_reload(page: Any, served: tuple[Served,
     server, path = served
     with open_session(path) as session:
         sid = session.id
-    page.goto(f"{server.base}/s/{sid}")
+    page.goto(server.url_for(f"/s/{sid}"))
     # A selector, not wait_for_function: the page's CSP forbids a string predicate's eval.
     page.locator("#live-status:not(:empty)").wait_for()
     with open_session(path) as session:  # another process would do the same
@@ -224,7 +224,7 @@ def test_label_and_fork_from_the_page_change_the_store(
     with open_session(path) as session:
         sid = session.id
         first = session.get_branch()[1].id
-    page.goto(f"{server.base}/s/{sid}")
+    page.goto(server.url_for(f"/s/{sid}"))
     page.locator(f"#entry-{first} a.eid").click()  # picks the entry for the forms
     assert page.locator("#label-form input[name=entry]").input_value() == first
     page.fill("#label-form input[name=label]", "picked in the browser")
