@@ -1093,20 +1093,14 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         and the files its config includes. Pinned (changeable inside, never removed
         or renamed): those git folders, and every folder above anything protected, hidden or
         watched (but ``/``), so no rename of a folder above moves it away. Hidden (seen empty):
-    <<<<<<< HEAD
-        the user's harness config folder (its settings may name a store with its password: review
-        7, finding 13), the approvals key and :func:`private_folders`, except a folder holding
-        ``cwd``; the user's config, data, state and cache folders of the harness are made first
-        (mode 0700) when missing: a command must not be the one to make them (review 9, finding 1).
-    =======
-        the user's harness config folder (created, mode 0700, when missing: a command must not be
-        the one to make it; its settings may name a store with its password: review 7, finding
-        13), the approvals key and :func:`private_folders`, except a folder holding ``cwd``.
-        The Python the harness runs on (:func:`python_folders`: its site folders, the user site,
-        the standard library, scripts, ``pyvenv.cfg``) is protected too, even in ``cwd`` (a
-        project whose ``.venv`` runs the harness: installing there needs the unsandboxed run a
-        person approves).
-    >>>>>>> sec-r9a
+    the user's harness config folder (its settings may name a store with its password: review
+    7, finding 13), the approvals key and :func:`private_folders`, except a folder holding
+    ``cwd``; the user's config, data, state and cache folders of the harness are made first
+    (mode 0700) when missing: a command must not be the one to make them (review 9, finding 1).
+    The Python the harness runs on (:func:`python_folders`: its site folders, the user site,
+    the standard library, scripts, ``pyvenv.cfg``) is protected too, even in ``cwd`` (a
+    project whose ``.venv`` runs the harness: installing there needs the unsandboxed run a
+    person approves).
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
