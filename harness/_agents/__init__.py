@@ -13,6 +13,7 @@ from .approvals import (
 from .definitions import (
     AGENT_FOLDERS,
     MAX_AGENT_BYTES,
+    MAX_AGENTS,
     AgentCatalog,
     AgentDefinition,
     AgentDiagnostic,
@@ -48,6 +49,7 @@ __all__ = [
     "APPROVAL_PENDING_TYPE",
     "APPROVAL_START_TYPE",
     "DEFAULT_OUTPUT_RETRIES",
+    "MAX_AGENTS",
     "MAX_AGENT_BYTES",
     "OUTPUT_CORRECTION_TYPE",
     "RESPOND_TOOL_NAME",

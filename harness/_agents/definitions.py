@@ -40,7 +40,7 @@ from .._fs import FileRefusedError, Location, beneath, open_dir, open_regular_at
 from .._permissions.claude_code import CLAUDE_CODE_TOOLS
 from .._permissions.supervisor import SecuritySupervisor
 from .._providers.base import Model
-from .._resources.discovery import ReadCheck, check_opened
+from .._resources.discovery import ReadCheck, check_opened, cut_description
 from .._resources.frontmatter import FrontmatterError, split_frontmatter
 from .._resources.locations import user_folder
 from .errors import AgentDefinitionError
@@ -48,7 +48,9 @@ from .errors import AgentDefinitionError
 __all__ = [
     "AGENT_FOLDERS",
     "CLAUDE_CODE_MODEL_ALIASES",
+    "MAX_AGENTS",
     "MAX_AGENT_BYTES",
+    "MAX_AGENT_FILES",
     "AgentCatalog",
     "AgentDefinition",
     "AgentDiagnostic",
@@ -71,6 +73,13 @@ AGENT_FOLDERS: tuple[tuple[AgentSource, str], ...] = (
 
 MAX_AGENT_BYTES = 262_144
 """Largest agent file read (256 KiB); a larger one is reported and skipped."""
+
+MAX_AGENT_FILES = 256
+"""Files read from one agents folder (the first by name); the rest are reported, unread."""
+
+MAX_AGENTS = 64
+"""Agents a catalog holds, and the ``task`` tool lists (the first in precedence order): their
+names and descriptions go into every request (at most about 70,000 characters)."""
 
 MAX_NAME = 64
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -185,7 +194,9 @@ def load_agents(
 
     Returns:
         The definitions, first the user's then the project's, each name once (the first
-        found wins; the others are reported), and the diagnostics. Never raises for a file.
+        found wins; the others are reported), at most :data:`MAX_AGENTS` (the rest are
+        reported), and the diagnostics. Never raises for a file. A description is cut to
+        1,024 characters (as a skill's), with a diagnostic.
     """
     if read_check is None:
         read_check = SecuritySupervisor().read_check(Path(cwd))
@@ -204,6 +215,17 @@ def load_agents(
     winners: dict[str, AgentDefinition] = {}
     for definition in found:
         winner = winners.get(definition.name)
+        if winner is None and len(winners) >= MAX_AGENTS:
+            diagnostics.append(
+                AgentDiagnostic(
+                    path=definition.path or "",
+                    name=definition.name,
+                    dropped=True,
+                    message=f"more than {MAX_AGENTS} agents: {definition.name!r} was left out "
+                    "(the task tool lists each in every request)",
+                )
+            )
+            continue
         if winner is None:
             winners[definition.name] = definition
             continue
@@ -234,9 +256,18 @@ def _files(
         return []
     out: list[tuple[str, str]] = []
     try:
-        for name in sorted(os.listdir(fd)):
-            if not name.endswith(".md") or name.startswith("."):
-                continue
+        names = sorted(n for n in os.listdir(fd) if n.endswith(".md") and not n.startswith("."))
+        if len(names) > MAX_AGENT_FILES:
+            diagnostics.append(
+                AgentDiagnostic(
+                    path=loc.path,
+                    dropped=True,
+                    message=f"{len(names) - MAX_AGENT_FILES} files after "
+                    f"{names[MAX_AGENT_FILES - 1][:80]!r} were not read: a folder holds at most "
+                    f"{MAX_AGENT_FILES} agent files",
+                )
+            )
+        for name in names[:MAX_AGENT_FILES]:
             shown = os.path.join(loc.path, name)
             try:
                 file_fd, st = open_regular_at(fd, name, shown)
@@ -313,7 +344,7 @@ def _definition(
             )
     return AgentDefinition(
         name,
-        description.strip(),
+        cut_description(description.strip(), lambda m: problem(m, name=name)),
         instructions,
         tools=tools,
         model=model,

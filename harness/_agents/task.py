@@ -20,8 +20,9 @@ from attrs import frozen
 from hooks import AssistantMessage, JSONValue
 from repos import Session, SessionRepo
 
+from .._resources.discovery import MAX_DESCRIPTION
 from .._tools.base import Tool, ToolResult, ToolRun
-from .definitions import AgentDefinition, tool_name
+from .definitions import MAX_AGENTS, AgentDefinition, tool_name
 
 __all__ = [
     "AGENT_RUN_METADATA",
@@ -72,9 +73,24 @@ def task_tool(
     Its input is Claude Code's: ``subagent_type`` (the agent's name), ``description`` (a few
     words) and ``prompt`` (the task, everything the agent needs: it sees nothing else of the
     conversation). ``execute`` runs one call; its ``parent_entry_id`` is filled in by it.
+
+    Its description goes with every request, so it is bounded: the first :data:`MAX_AGENTS`
+    agents are offered, each description cut to 1,024 characters (names are at most 64); the
+    rest are counted in one line and logged, and cannot be called.
     """
-    by_name = {a.name: a for a in agents}
-    listing = "\n".join(f"- {a.name}: {a.description}" for a in agents)
+    listed = list(agents[:MAX_AGENTS])
+    by_name = {a.name: a for a in listed}
+    lines = [f"- {a.name}: {a.description[:MAX_DESCRIPTION]}" for a in listed]
+    if len(agents) > len(listed):
+        more = len(agents) - len(listed)
+        lines.append(f"({more} more agents are not listed.)")
+        _log.warning(
+            "%d agents were left out of the task tool (it offers at most %d): %s",
+            more,
+            MAX_AGENTS,
+            ", ".join(a.name for a in agents[MAX_AGENTS:]),
+        )
+    listing = "\n".join(lines)
 
     async def run(input: Mapping[str, JSONValue], tool_run: ToolRun) -> ToolResult:
         definition = by_name[str(input["subagent_type"])]  # the schema's enum checked it
@@ -102,7 +118,7 @@ def task_tool(
             "properties": {
                 "subagent_type": {
                     "type": "string",
-                    "enum": [a.name for a in agents],
+                    "enum": [a.name for a in listed],
                     "description": "The agent to hand the task to.",
                 },
                 "description": {

@@ -26,6 +26,8 @@ __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MAX_RESULT_CHARS",
     "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_TEXT_CHARS",
+    "MAX_SERVER_TOOL_BYTES",
     "MAX_TOOLS",
     "McpResult",
     "ToolInfo",
@@ -42,6 +44,16 @@ MAX_TOOLS = 256
 MAX_DESCRIPTION_CHARS = 2048
 """A tool description is cut to this many characters (Claude Code cuts at the same length)."""
 MAX_SCHEMA_BYTES = 64 * 1024
+MAX_SCHEMA_TEXT_CHARS = 1024
+"""A ``description`` or ``title`` inside an input schema is cut to this many characters, its
+control characters made spaces: the model reads them as it reads the tool's description."""
+MAX_SERVER_TOOL_BYTES = 256 * 1024
+"""The tool definitions taken from one server (names, descriptions and input schemas as JSON)
+hold at most this much in all: they go with every request. The tool that would pass it and
+the ones after it are left out, with a note. About 64,000 tokens: Claude Code warns past 25,000
+tokens of MCP tools in all, and 256 tools of 1 KB each fit."""
+_DATA_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
+"""Schema keywords whose values are data, not schemas: their strings are left as they are."""
 MAX_SCHEMA_NESTING = 32
 MAX_SCHEMA_EXPANSION = 10_000
 """Nodes a schema may have with its local ``$ref``s written out; past it (or on a loop) the
@@ -113,6 +125,28 @@ def _schema_problem(schema: object) -> str | None:
     except jsonschema.exceptions.SchemaError as exc:
         return f"its input schema is not a valid JSON Schema: {exc.message[:200]}"
     return None
+
+
+def _cut_texts(value: Any) -> Any:
+    """The schema with each ``description`` and ``title`` string cut to
+    :data:`MAX_SCHEMA_TEXT_CHARS` characters and its control characters made spaces (values
+    under ``const``, ``default``, ``enum`` and ``examples`` are data, kept as they are)."""
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in ("description", "title") and isinstance(item, str):
+                text = _CONTROL.sub(" ", _clean(item))
+                if len(text) > MAX_SCHEMA_TEXT_CHARS:
+                    text = text[: MAX_SCHEMA_TEXT_CHARS - 1] + "…"
+                out[key] = text
+            elif key in _DATA_KEYWORDS:
+                out[key] = item
+            else:
+                out[key] = _cut_texts(item)
+        return out
+    if isinstance(value, list):
+        return [_cut_texts(v) for v in value]
+    return value
 
 
 def _remote_ref(value: object) -> bool:
@@ -219,14 +253,18 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
     A tool is left out when its name is empty, its full name is longer than 64 characters or
     repeats an earlier one, its input schema is not a JSON Schema object (or is larger than
     64 KB, nests deeper than 32 levels, or refers to another document), or the server offers
-    more than 256 tools. Descriptions lose control characters and are cut to 2,048
-    characters. A schema whose ``$ref``s loop or expand past 10,000 nodes loses them (and a
-    note says so): validating a model's input against it could take exponential time.
+    more than 256 tools, or once the tool definitions taken pass 256 KB in all (names,
+    descriptions and schemas as JSON: that tool and the rest, with one note). Descriptions
+    lose control characters and are cut to 2,048 characters, a schema's ``description`` and
+    ``title`` strings to 1,024. A schema whose ``$ref``s loop or expand past 10,000 nodes
+    loses them (and a note says so): validating a model's input against it could take
+    exponential time.
     """
     tools: list[ToolInfo] = []
     notes: list[str] = []
     seen: set[str] = set()
-    for raw in listed:
+    budget = MAX_SERVER_TOOL_BYTES
+    for index, raw in enumerate(listed):
         remote = raw.get("name")
         if not isinstance(remote, str) or not remote:
             notes.append("a tool without a name was left out")
@@ -247,8 +285,7 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
         if problem is not None:
             notes.append(f"tool {shown} was left out: {problem}")
             continue
-        seen.add(name.lower())
-        parameters = _without_patterns(schema)
+        parameters = _cut_texts(_without_patterns(schema))
         if _expands_too_far(parameters):
             parameters = _without_refs(parameters)
             notes.append(
@@ -260,6 +297,17 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
         text = _CONTROL.sub(" ", _clean(description)) if isinstance(description, str) else ""
         if len(text) > MAX_DESCRIPTION_CHARS:
             text = text[: MAX_DESCRIPTION_CHARS - 1] + "…"
+        text = text or f"Tool {remote!r} of the MCP server {server!r}."
+        size = len(name) + len(text.encode()) + len(orjson.dumps(parameters))
+        if size > budget:
+            notes.append(
+                f"{len(listed) - index} tools from {shown} on were left out: the server's tool "
+                f"definitions would pass {MAX_SERVER_TOOL_BYTES} bytes in all (they go with "
+                "every request)"
+            )
+            break
+        budget -= size
+        seen.add(name.lower())
         annotations = raw.get("annotations")
         hints = annotations if isinstance(annotations, Mapping) else {}
         destructive = hints.get("destructiveHint")
@@ -267,7 +315,7 @@ def adapt_tools(server: str, listed: list[Mapping[str, Any]]) -> tuple[list[Tool
             ToolInfo(
                 name=name,
                 remote_name=remote,
-                description=text or f"Tool {remote!r} of the MCP server {server!r}.",
+                description=text,
                 parameters=parameters,
                 read_only=hints.get("readOnlyHint") is True,
                 destructive=destructive if isinstance(destructive, bool) else None,

@@ -53,6 +53,7 @@ __all__ = [
     "ReadCheck",
     "SkillRoot",
     "check_opened",
+    "cut_description",
     "first_paragraph",
     "is_dir_at",
     "open_resource",
@@ -108,6 +109,19 @@ class SkillRoot:
 def valid_skill_name(name: str) -> bool:
     """pi's rule: 1-64 of ``[a-z0-9-]``, no leading, trailing or doubled hyphen."""
     return len(name) <= MAX_NAME and _NAME.fullmatch(name) is not None
+
+
+def cut_description(description: str, warn: Callable[[str], None]) -> str:
+    """``description`` cut to :data:`MAX_DESCRIPTION` characters (the Agent Skills limit),
+    calling ``warn`` with why when it was longer: a skill's or an agent file's description goes
+    into every request."""
+    if len(description) <= MAX_DESCRIPTION:
+        return description
+    warn(
+        f"description is {len(description)} characters, longer than {MAX_DESCRIPTION} "
+        f"(the Agent Skills limit); cut to {MAX_DESCRIPTION}"
+    )
+    return description[:MAX_DESCRIPTION]
 
 
 def shown_value(value: object) -> str:
@@ -433,13 +447,7 @@ def _load(
     if not isinstance(description, str) or not description.strip():
         report("missing_description", f"skill {name!r} has no description", name, True)
         return None
-    description = " ".join(description.split())
-    if len(description) > MAX_DESCRIPTION:
-        warn(
-            f"description is {len(description)} characters, longer than {MAX_DESCRIPTION} "
-            f"(the Agent Skills limit); cut to {MAX_DESCRIPTION}"
-        )
-        description = description[:MAX_DESCRIPTION]
+    description = cut_description(" ".join(description.split()), warn)
     return SkillSummary(
         name=name,
         description=description,

@@ -43,6 +43,7 @@ DiagnosticCode: TypeAlias = Literal[
     "list_failed",
     "outside_root",
     "invalid_metadata",
+    "over_budget",
     "collision",
     "root_failed",
     "provider_failed",
@@ -61,7 +62,8 @@ class ResourceDiagnostic:
     ``missing_description``, ``parse_failed``, ``read_failed`` (unreadable, not UTF-8, no
     regular file, larger than the cap), ``list_failed``, ``outside_root`` (a file or folder
     that leads out of its scope's folder through a symlink or ``..``: never read),
-    ``invalid_metadata``, ``collision`` (``winner_path``, ``loser_path`` and ``reason`` say who
+    ``invalid_metadata``, ``over_budget`` (a context file past the total budget of context
+    files), ``collision`` (``winner_path``, ``loser_path`` and ``reason`` say who
     won and why), ``root_failed`` (a root resolver raised) and ``provider_failed``.
 
     Attributes:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from harness import (
     MAX_AGENT_BYTES,
+    MAX_AGENTS,
+    AgentDefinition,
     AgentHarness,
     FauxModel,
     FauxReply,
@@ -21,6 +23,8 @@ from harness import (
     read_tool,
     write_tool,
 )
+from harness._agents.definitions import MAX_AGENT_FILES
+from harness._resources.discovery import MAX_DESCRIPTION
 
 HOSTILE = (
     "---\n"
@@ -177,3 +181,133 @@ async def test_files_that_are_no_agents_are_reported_and_never_block(
         "alias.md",
     }
     assert all("Secret" not in d.message for d in catalog.diagnostics)
+
+
+# --- bounds: the task tool's description goes with every request (review 9, finding 15) -----
+
+
+def task_description(model: FauxModel) -> str:
+    (task,) = [t for t in model.requests[0].tools if t.name == "task"]
+    return task.description
+
+
+def task_enum(model: FauxModel) -> list[str]:
+    (task,) = [t for t in model.requests[0].tools if t.name == "task"]
+    enum = task.parameters["properties"]["subagent_type"]["enum"]  # type: ignore[index]
+    return list(enum)  # type: ignore[arg-type]
+
+
+async def test_untrusted_agent_files_cannot_flood_every_request(
+    session: Session, project: Path
+) -> None:
+    # The review's reproduction: 20 files of a 200 KB description each made the task tool's
+    # description 4,000,454 characters, sent with every request of the run.
+    folder = project / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    for i in range(20):
+        (folder / f"a{i}.md").write_text(
+            f'---\nname: a{i}\ndescription: "{"x" * 200_000}"\n---\nDo things.\n'
+        )
+    catalog = load_agents(project)
+    assert len(catalog.agents) == 20
+    assert all(len(a.description) == MAX_DESCRIPTION for a in catalog.agents)
+    cut = [d for d in catalog.diagnostics if "cut to 1024" in d.message]
+    assert len(cut) == 20 and not any(d.dropped for d in cut)
+
+    model = FauxModel(["ok"])
+    h = AgentHarness(
+        session=session, cwd=project, model=model, tools=[read_tool()], agents=catalog.agents
+    )
+    await h.prompt("hi")
+    description = task_description(model)
+    assert len(description) < 20 * (MAX_DESCRIPTION + 10) + 1_000
+    assert "x" * (MAX_DESCRIPTION + 1) not in description
+
+
+async def test_a_trusted_projects_block_scalar_description_is_cut_too(
+    session: Session, project: Path
+) -> None:
+    folder = project / ".harness" / "agents"
+    folder.mkdir(parents=True)
+    lines = "".join(f"  line {i} {'y' * 90}\n" for i in range(2_000))
+    (folder / "big.md").write_text(f"---\ndescription: |\n{lines}---\nWork.\n")
+    (folder / "folded.md").write_text(f"---\ndescription: >\n{lines}---\nWork.\n")
+
+    catalog = load_agents(project, trust_project=True)
+
+    assert [(a.name, a.trusted) for a in catalog.agents] == [("big", True), ("folded", True)]
+    assert all(len(a.description) == MAX_DESCRIPTION for a in catalog.agents)
+    assert all(a.description.startswith("line 0 ") for a in catalog.agents)
+    model = FauxModel(["ok"])
+    h = AgentHarness(
+        session=session, cwd=project, model=model, tools=[read_tool()], agents=catalog.agents
+    )
+    await h.prompt("hi")
+    assert len(task_description(model)) < 2 * (MAX_DESCRIPTION + 10) + 1_000
+
+
+async def test_long_agent_names_are_refused(project: Path) -> None:
+    folder = project / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    long = "a" * 65
+    (folder / "named.md").write_text(f"---\nname: {long}\ndescription: d\n---\nWork.\n")
+    (folder / f"{long}.md").write_text("---\ndescription: d\n---\nWork.\n")
+    (folder / "block.md").write_text(f"---\nname: |\n  {'b' * 5000}\ndescription: d\n---\nW\n")
+    (folder / f"{'c' * 64}.md").write_text("---\ndescription: d\n---\nWork.\n")
+
+    catalog = load_agents(project)
+
+    assert [a.name for a in catalog.agents] == ["c" * 64]
+    refused = [d for d in catalog.diagnostics if d.dropped]
+    assert {Path(d.path).name for d in refused} == {"named.md", f"{long}.md", "block.md"}
+    assert all(len(d.message) < 200 for d in refused)
+
+
+async def test_many_agent_files_are_capped_and_the_rest_reported(
+    session: Session, project: Path, tmp_path: Path
+) -> None:
+    user = tmp_path / "user-agents"
+    user.mkdir()
+    (user / "mine.md").write_text("---\ndescription: The user's.\n---\nWork.\n")
+    folder = project / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    for i in range(MAX_AGENT_FILES + 20):
+        (folder / f"p{i:04d}.md").write_text("---\ndescription: A project agent.\n---\nWork.\n")
+
+    catalog = load_agents(project, user_dir=user)
+
+    # The user's agent first, then the project's up to the cap; the rest reported by name.
+    assert len(catalog.agents) == MAX_AGENTS
+    assert catalog.agents[0].name == "mine"
+    left_out = [d for d in catalog.diagnostics if d.dropped and d.name is not None]
+    assert len(left_out) == MAX_AGENT_FILES - (MAX_AGENTS - 1)
+    assert left_out[0].name == f"p{MAX_AGENTS - 1:04d}"
+    assert f"more than {MAX_AGENTS} agents" in left_out[0].message
+    (unread,) = [d for d in catalog.diagnostics if d.name is None]
+    assert unread.path == str(folder) and "20 files after 'p0255.md' were not read" in (
+        unread.message
+    )
+
+    model = FauxModel(["ok"])
+    h = AgentHarness(
+        session=session, cwd=project, model=model, tools=[read_tool()], agents=catalog.agents
+    )
+    await h.prompt("hi")
+    assert len(task_enum(model)) == MAX_AGENTS
+    assert "more agents are not listed" not in task_description(model)
+
+
+async def test_agents_from_code_are_listed_up_to_the_cap_and_counted(
+    session: Session, project: Path
+) -> None:
+    agents = [AgentDefinition(f"agent-{i}", "z" * 5_000, "Work.") for i in range(MAX_AGENTS + 36)]
+    model = FauxModel(["ok"])
+    h = AgentHarness(session=session, cwd=project, model=model, tools=[read_tool()], agents=agents)
+    await h.prompt("hi")
+
+    description = task_description(model)
+    assert "(36 more agents are not listed.)" in description
+    assert "- agent-63: " in description and "- agent-64: " not in description
+    assert "z" * (MAX_DESCRIPTION + 1) not in description
+    assert len(description) < MAX_AGENTS * (MAX_DESCRIPTION + 80) + 1_000
+    assert task_enum(model) == [f"agent-{i}" for i in range(MAX_AGENTS)]

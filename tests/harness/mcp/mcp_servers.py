@@ -3,7 +3,7 @@
 Imported by the tests for an in-process server (:func:`build`), and run as a program for the
 same server over stdio (``python mcp_servers.py``), streamable HTTP on 127.0.0.1
 (``python mcp_servers.py --http PORT``) or HTTP+SSE (``--sse PORT``). ``--hostile`` serves
-the hostile tools instead.
+the hostile tools instead, ``--schema-flood`` the tools of huge schemas.
 """
 
 from __future__ import annotations
@@ -188,6 +188,33 @@ def build_hostile() -> MCPServer:
     return server
 
 
+def build_schema_flood(tools: int = 200, chars: int = 60_000) -> MCPServer:
+    """The review's flood (review 9, finding 16): ``tools`` tools whose one parameter has a
+    description of ``chars`` characters (12 MB of tool definitions for every request)."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    server = MCPServer("flood")
+    big = "y" * chars
+
+    def make(i: int) -> Any:
+        def tool(x: str) -> str:
+            return "ok"
+
+        # Set, not written: this module's annotations are strings, and `big` is local.
+        tool.__annotations__ = {
+            "x": Annotated[str, Field(description=big, title=big[:3000])],
+            "return": str,
+        }
+        tool.__name__ = f"t{i}"
+        return tool
+
+    for i in range(tools):
+        server.tool(name=f"t{i}", description="short")(make(i))
+    return server
+
+
 SCRIPT = Path(__file__).resolve()
 
 
@@ -219,7 +246,10 @@ def wait_gone(pid: int, within_s: float = 15.0) -> bool:
 
 if __name__ == "__main__":
     hostile = "--hostile" in sys.argv
-    served = build_hostile() if hostile else build()
+    if "--schema-flood" in sys.argv:
+        served = build_schema_flood()
+    else:
+        served = build_hostile() if hostile else build()
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         asyncio.run(served.run_streamable_http_async(host="127.0.0.1", port=port))

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers import ESC, SCRIPT, build, build_hostile, stdio, wait_gone
+from mcp_servers import (
+    ESC,
+    SCRIPT,
+    build,
+    build_hostile,
+    build_schema_flood,
+    stdio,
+    wait_gone,
+)
 
 from harness import (
     AgentHarness,
@@ -31,6 +39,7 @@ from harness import (
     load_mcp_config,
     nested_deeper,
 )
+from harness._mcp.adapter import MAX_SCHEMA_TEXT_CHARS, MAX_SERVER_TOOL_BYTES
 
 
 def write(path: Path, data: object) -> None:
@@ -512,4 +521,78 @@ async def test_names_that_differ_only_in_case_are_refused(tmp_path: Path) -> Non
     (status,) = await harness.start_mcp_servers()
     assert status.tools == ("mcp__s__read",)
     assert any("'READ'" in n and "is taken" in n for n in status.notes)
+    await harness.shutdown()
+
+
+@pytest.mark.parametrize("transport", ["in_process", "stdio"])
+async def test_a_server_cannot_flood_every_request_through_its_schemas(
+    transport: str, tmp_path: Path
+) -> None:
+    # The review's reproduction (review 9, finding 16): 200 tools with a 60 KB description
+    # of a parameter each were 12,032,290 bytes of tool definitions in every request.
+    server = build_schema_flood() if transport == "in_process" else stdio("--schema-flood")
+    session = await MemorySessionRepo().create(str(tmp_path))
+    model = FauxModel(["ok"])
+    harness = AgentHarness(
+        session=session,
+        model=model,
+        mcp_servers={"flood": server},
+        mcp_options=McpOptions(start_timeout_s=60.0),
+        resources=None,
+        cwd=tmp_path,
+    )
+    await harness.prompt("hi")
+    tools = model.requests[0].tools
+    # What the server said (the description without our note naming the server), as JSON.
+    sent = sum(
+        len(json.dumps(t.parameters, separators=(",", ":"), ensure_ascii=False).encode())
+        + len(t.description.split("\n\n[MCP server flood]")[0].encode())
+        + len(t.name)
+        for t in tools
+    )
+    assert sent <= MAX_SERVER_TOOL_BYTES
+    assert 100 <= len(tools) < 200  # cut to 1,024 characters, most tools still fit
+    x = tools[0].parameters["properties"]["x"]  # type: ignore[index]
+    assert len(x["description"]) == len(x["title"]) == MAX_SCHEMA_TEXT_CHARS  # type: ignore[index]
+    (status,) = harness.mcp_servers
+    (note,) = [n for n in status.notes if "left out" in n]
+    assert note.startswith(f"{200 - len(tools)} tools from 't{len(tools)}' on were left out")
+    assert f"{MAX_SERVER_TOOL_BYTES} bytes in all" in note
+    await harness.shutdown()
+
+
+async def test_texts_in_a_schema_are_cut_and_its_data_kept(tmp_path: Path) -> None:
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool
+
+    long = "z" * 5_000
+    schema = {
+        "type": "object",
+        "title": ESC + long,
+        "properties": {
+            "description": {"type": "string", "description": long, "default": long},
+            "title": {"type": "string", "enum": [long, "b"], "examples": [long]},
+            "n": {"$ref": "#/$defs/n"},
+        },
+        "$defs": {"n": {"type": "integer", "description": "\x1b[2J" + long, "const": 3}},
+    }
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="t", input_schema=schema)])
+
+    server: Server[object] = Server("s", on_list_tools=list_tools)
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(session=session, mcp_servers={"s": server}, resources=None, cwd=tmp_path)
+    await harness.start_mcp_servers()
+    offered: Any = harness.turn_settings().tools["mcp__s__t"].parameters
+    shown = " ]52;c;aGk=  [2J"  # ESC, BEL and ESC made spaces
+    assert offered["title"] == shown + "z" * (1_023 - len(shown)) + "…"
+    assert len(offered["title"]) == MAX_SCHEMA_TEXT_CHARS
+    props = offered["properties"]
+    # Properties named description and title are schemas, not texts; data stays as sent.
+    assert props["description"]["description"] == "z" * 1_023 + "…"
+    assert props["description"]["default"] == long
+    assert props["title"] == {"type": "string", "enum": [long, "b"], "examples": [long]}
+    assert offered["$defs"]["n"]["description"] == " [2J" + "z" * 1_019 + "…"
+    assert offered["$defs"]["n"]["const"] == 3
     await harness.shutdown()

@@ -21,6 +21,7 @@ from harness import (
     StreamOptionsPatch,
     UserMessage,
 )
+from harness._resources.context_files import MAX_CONTEXT_TOTAL_BYTES
 
 
 async def test_context_files_in_documented_order(
@@ -147,4 +148,47 @@ async def test_no_discovery_switch_keeps_explicit_roots_only(
     assert h.context_files == () and h.templates == ()
     default = AgentHarness(session=session, cwd=session.cwd)
     assert [r.name for r in await default.get_skills()] == ["project-skill", "user-skill"]
+    session.close()
+
+
+async def test_context_files_hold_at_most_their_budget_in_all(
+    project: Path, user_config: Path, tmp_path: Path
+) -> None:
+    # The review's note (finding 15): an AGENTS.md and a CLAUDE.md of 250 KB in each of 12
+    # folders gave a 3,000,618-character system prompt to a user working 12 folders deep.
+    user_config.mkdir(parents=True)
+    (user_config / "AGENTS.md").write_text("USER RULES")
+    deep = project
+    for i in range(12):
+        deep = deep / f"d{i}"
+        deep.mkdir()
+        (deep / "AGENTS.md").write_text(f"AGENTS {i} " + "a" * 250_000)
+        (deep / "CLAUDE.md").write_text(f"CLAUDE {i} " + "c" * 250_000)
+    (project / "CLAUDE.md").write_text("ROOT RULES")
+    (deep / "AGENTS.md").write_text("NEAREST RULES")  # small: it still fits after the others
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(deep))
+    model = FauxModel(["ok"])
+    h = AgentHarness(session=session, cwd=session.cwd, model=model, system_prompt="BASE")
+    await h.prompt("hi")
+
+    prompt = model.requests[0].system_prompt
+    assert len(prompt) <= MAX_CONTEXT_TOTAL_BYTES + 2_000
+    for kept in ("USER RULES", "ROOT RULES", "AGENTS 0 ", "NEAREST RULES"):
+        assert kept in prompt
+    assert "AGENTS 1 " not in prompt and "CLAUDE" not in prompt.replace("CLAUDE.md", "")
+    assert [Path(f.path) for f in h.context_files] == [
+        user_config / "AGENTS.md",
+        project / "CLAUDE.md",
+        project / "d0" / "AGENTS.md",
+        deep / "AGENTS.md",
+    ]
+    listing = await h.get_skill_listing()
+    over = [d for d in listing.diagnostics if d.code == "over_budget"]
+    folder = project / "d0"
+    left_out = []
+    for i in range(1, 11):
+        folder = folder / f"d{i}"
+        left_out.append(str(folder / "AGENTS.md"))
+    assert [d.path for d in over] == left_out  # each named; the folder's CLAUDE.md not read
+    assert all(d.dropped and d.kind == "context_file" for d in over)
     session.close()
