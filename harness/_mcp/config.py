@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 import orjson
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .errors import McpConfigError
@@ -78,7 +78,10 @@ class StdioServer:
         args: its arguments.
         env: variables set for it, over the SDK's safe default environment (``HOME``,
             ``PATH``, ``USER``, ...; the rest of the harness's environment is not passed).
-        cwd: its working folder (default: the harness's ``cwd``).
+        cwd: its working folder (default: the harness's ``cwd``; a server of the user's
+            settings, when the project is not trusted: the user's harness config folder, so
+            the project's files never configure its launcher). ``HARNESS_PROJECT_DIR`` holds
+            the harness's ``cwd`` either way.
     """
 
     command: str
@@ -357,6 +360,8 @@ def load_mcp_config(
         found, bad = parse_servers(data, label)
         skipped.extend(bad)
         for name, server in found.items():
+            if root is None and not trust_project and isinstance(server, StdioServer):
+                server = _outside_project(server, user_file.parent)
             # Rules compare names without case: "Docs" would be named by a rule for "docs".
             twin = next((n for n in servers if n.lower() == name.lower() and n != name), None)
             if twin is not None:
@@ -366,6 +371,20 @@ def load_mcp_config(
             servers[name] = server
             origin[name] = label
     return McpConfig(servers=servers, sources=origin, skipped=tuple(skipped))
+
+
+def _outside_project(server: StdioServer, neutral: Path) -> StdioServer:
+    """The user's stdio server, started in ``neutral`` (the user's harness config folder)
+    rather than in a project that is not trusted, unless its settings name a ``cwd``.
+
+    Launchers take configuration and code from their current folder (``npx`` reads a
+    project's ``.npmrc``, whose ``script-shell`` it runs; ``python -m`` imports from it), so a
+    cloned repository would decide what the user's own server runs (review 10, finding 2).
+    ``HARNESS_PROJECT_DIR`` tells the server where the project is."""
+    if server.cwd is not None:
+        return server
+    neutral.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return evolve(server, cwd=str(neutral))
 
 
 def _local(data: object, project: str, path: Path) -> object:

@@ -349,7 +349,8 @@ class McpConnection:
             params = StdioServerParameters(
                 command=config.command,
                 args=list(config.args),
-                env=dict(config.env) or None,
+                # where the project is, even when the server runs elsewhere (review 10, 2)
+                env={"HARNESS_PROJECT_DIR": str(self.cwd), **config.env},
                 cwd=config.cwd or str(self.cwd),
             )
             return stdio_client(params, errlog=self._stderr.file)

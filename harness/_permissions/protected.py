@@ -68,7 +68,9 @@ __all__ = [
 # (folder, what beneath it): None protects the folder and everything in it.
 _FOLDERS: dict[str, tuple[str, ...] | None] = {
     ".git": None,  # hooks, config (core.hooksPath, core.fsmonitor, aliases), or a swapped .git
-    ".harness": ("settings*.json", "hooks", "agents"),
+    # skills: a trusted project's skills' `build` commands run (review 10, finding 1)
+    ".harness": ("settings*.json", "hooks", "agents", "skills"),
+    ".agents": ("skills",),
     # Claude Code's slash commands run their `!` lines with the tools their own
     # `allowed-tools` grant, and its skills' `allowed-tools` are granted while the skill is
     # active (review 9, finding 2)
@@ -137,7 +139,8 @@ _LEFTHOOK = re.compile(r"\.?lefthook(?:-local)?\.(?:ya?ml|jsonc?|toml)")
 _GLUED = re.compile(
     r"\.git/|(?<![\w.-])\.git(?![\w.-])|\.mcp\.json|\.claude\.json|\.gitconfig"
     r"|\.config/(?:git|harness)\b"
-    r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents)|\.claude/(?:commands|skills)"
+    r"|\.(?:harness|claude)/(?:settings[^/\s]*\.json|hooks|agents|skills)|\.claude/commands"
+    r"|\.agents/skills"
     r"|\.husky\b|\.pre-commit-config\.yaml|lefthook(?:-local)?\.(?:ya?ml|jsonc?|toml)"
     r"|(?<![\w.-])\.lefthook(?:-local)?(?![\w.-])|\.config/husky\b|\.huskyrc|husky\.config\.c?js",
     re.IGNORECASE,

@@ -280,3 +280,48 @@ def test_chat_lists_its_mcp_servers(harness: Run, tmp_path: Path) -> None:
     assert chat.returncode == 0, chat.stdout + chat.stderr
     assert "probe: ready (stdio " in chat.stdout  # /mcp starts what is not up, to show it
     assert "  mcp__probe__echo" in chat.stdout
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_the_users_server_never_starts_in_an_untrusted_project(
+    harness: Run, work: Path, config_home: Path, tmp_path: Path, trusted: bool
+) -> None:
+    """Review 10, finding 2: the user's stdio servers started with the working folder (a
+    cloned repository) as their folder, and launchers take code from there: ``python -m``
+    imported the project's module of that name (``npx`` runs a project ``.npmrc``'s
+    ``script-shell``). In a project that is not trusted they start in the user's config
+    folder; ``HARNESS_PROJECT_DIR`` says where the project is."""
+    marker = tmp_path / "ran.txt"
+    (work / "probe_mod").mkdir()
+    (work / "probe_mod" / "__init__.py").write_text("")
+    (work / "probe_mod" / "__main__.py").write_text(
+        f"open({str(marker)!r}, 'w').write('the project ran')\n"
+    )
+    where = tmp_path / "where.txt"
+    probe = tmp_path / "probe_mod" / "__main__.py"
+    probe.parent.mkdir()
+    (probe.parent / "__init__.py").write_text("")
+    probe.write_text(
+        "import os\n"
+        f"open({str(where)!r}, 'w').write(os.getcwd() + '|' + "
+        "os.environ.get('HARNESS_PROJECT_DIR', ''))\n"
+    )
+    settings = {
+        "mcpServers": {
+            "probe": {
+                "command": sys.executable,
+                "args": ["-m", "probe_mod"],
+                "env": {"PYTHONPATH": str(tmp_path)},
+            }
+        }
+    }
+    (config_home / "harness").mkdir(parents=True)
+    (config_home / "harness" / "settings.json").write_text(json.dumps(settings))
+    harness("mcp", "list", *(["--trust-project"] if trusted else []))
+    if trusted:  # the user vouched for the folder: the server starts there, as before
+        assert marker.read_text() == "the project ran"
+        return
+    assert not marker.exists()
+    cwd, project = where.read_text().split("|")
+    assert Path(cwd) == (config_home / "harness").resolve()
+    assert Path(project) == work.resolve()

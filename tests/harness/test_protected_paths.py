@@ -81,7 +81,8 @@ PROTECTED_PATHS = [
 NOT_PROTECTED = [
     ".gitignore",
     ".github/workflows/ci.yml",
-    ".harness/skills/review/SKILL.md",
+    ".harness/prompts/review.md",
+    ".agents/prompts/review.md",
     ".claude/output-styles/x.md",
     "src/settings.json",
     "mcp.json",
@@ -1481,6 +1482,12 @@ def test_a_home_projects_context_file_linked_to_the_settings_is_refused(home: Pa
         ".config/lefthook-local.jsonc",
         ".lefthook/pre-commit/run.sh",
         ".lefthook-local/pre-commit/run.sh",
+        # review 10, finding 1: a trusted project's skills' `build` commands run
+        ".harness/skills/helper/SKILL.md",
+        ".agents/skills/helper/SKILL.md",
+        ".agents/skills/one-file.md",
+        "sub/.agents/skills/x/scripts/run.sh",
+        ".AGENTS/Skills/x/SKILL.md",
         # husky v4's configs, read by its installed hooks at every hook
         ".huskyrc",
         ".huskyrc.json",

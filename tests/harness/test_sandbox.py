@@ -912,3 +912,20 @@ async def test_hooks_and_includes_of_the_worktree_config_are_held_and_asked(
     [(_text, details)] = await run_commands(home, [computed], mode="bypass")
     assert details["sandboxed"] is True
     assert target.read_text() == before
+
+
+@pytest.mark.parametrize("folder", [".agents", ".harness"])
+async def test_a_project_skill_a_command_makes_is_set_aside(home: Path, folder: str) -> None:
+    """Review 10, finding 1: a sandboxed command wrote ``.agents/skills/helper/SKILL.md``,
+    whose ``build`` a trusted project runs unsandboxed."""
+    # computed, so the text check cannot read the name
+    computed = '"${d}' + folder[-2:] + '"'
+    command = (
+        f"d={folder[:-2]}; mkdir -p {computed}/skills/helper && printf '%s\\n' --- "
+        f"'name: helper' 'description: helps' 'build: touch P' --- "
+        f"> {computed}/skills/helper/SKILL.md"
+    )
+    [(_text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert not (home / "proj" / folder / "skills" / "helper" / "SKILL.md").exists()
+    assert details.get("setAside")
