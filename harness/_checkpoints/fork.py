@@ -94,12 +94,12 @@ def remove_workspace(workspace: Workspace, folder: Path, kind: str) -> None:
     """Undo :func:`materialize` (a fork that could not be completed)."""
     if kind == "git-worktree":
         with contextlib.suppress(subprocess.SubprocessError, OSError):
-            workspace.run_git(["worktree", "remove", "--force", str(folder)])
+            workspace.run_git(["worktree", "remove", "--force", str(folder)], filters=True)
     shutil.rmtree(folder, ignore_errors=True)
 
 
 def _git_worktree(workspace: Workspace, folder: Path) -> None:
-    workspace.run_git(["worktree", "add", "--detach", "--quiet", str(folder), "HEAD"])
+    workspace.run_git(["worktree", "add", "--detach", "--quiet", str(folder), "HEAD"], filters=True)
     git = workspace.git_info()
     if git is None:  # it was a repository a moment ago
         raise OSError("the working folder is no longer in a git repository")

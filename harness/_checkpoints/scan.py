@@ -34,6 +34,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import secrets
 import stat
 import subprocess
@@ -55,6 +56,7 @@ from .._fs import (
     program_path,
     read_capped,
     read_regular_at,
+    root_only,
 )
 from .._permissions import protected_path
 from .records import Change, FileState, Missed, Pending
@@ -93,7 +95,24 @@ _GIT_SAFETY: Final = (
     "safe.bareRepository=explicit",
     "-c",
     "protocol.allow=never",  # no fetch, lazy (a promisor remote) or not: review 6, finding 18
+    # a repository's `protocol.<name>.allow=always` wins over protocol.allow (review 10, 3)
+    *(
+        arg
+        for name in ("file", "git", "ssh", "http", "https", "ext", "fd", "ftp", "ftps")
+        for arg in ("-c", f"protocol.{name}.allow=never")
+    ),
 )
+_FILTER_KEY = re.compile(rb"^filter\.(.+)\.(?:clean|smudge|process|required)$", re.IGNORECASE)
+
+
+def _trusted_path() -> str:
+    """``$PATH`` for the scan's git: its entries no user but root can change (for root, the
+    system folders). git runs programs a config names by bare name (a filter's ``git-lfs``)
+    through ``$PATH``, and a sandboxed command can plant one in ``~/.local/bin``, which would
+    run outside the sandbox at the next scan (review 10, finding 5)."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    kept = [e for e in entries if os.path.isabs(e) and root_only(os.path.realpath(e))]
+    return os.pathsep.join(dict.fromkeys(kept)) or "/usr/bin:/bin"
 
 
 @frozen
@@ -191,6 +210,7 @@ class Workspace:
         program = program_path(git) if git is not None else None
         self._git_program = program if program is not None and os.path.isabs(program) else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
+        self._no_filters: tuple[str, ...] = ()  # -c pairs turning the filter drivers off
         self._cache: dict[str, tuple[_StatKey, FileState | Pending]] = {}
         self._writer: ThreadPoolExecutor | None = None
         self._queued: list[
@@ -614,14 +634,42 @@ class Workspace:
                         ]
                     )
                     top, prefix, index, git_dir = os.fsdecode(out).split("\n")[:4]
+                    keys = self._config_keys()
+                    if b"extensions.partialclone" in keys:
+                        # a promisor remote fetches a missing object, running what its config
+                        # names: such a repository is scanned as a plain folder (finding 3)
+                        return None
+                    # no filter runs in a scan: a driver's program is the repository's or
+                    # found through $PATH (finding 5); a file a filter would change is only
+                    # seen as modified
+                    drivers = {m.group(1) for k in keys if (m := _FILTER_KEY.match(k))}
+                    self._no_filters = tuple(
+                        arg
+                        for d in sorted(drivers)
+                        for key, value in (("clean", ""), ("process", ""), ("required", "false"))
+                        for arg in ("-c", f"filter.{os.fsdecode(d)}.{key}={value}")
+                    )
                     self._git = _Git(top, prefix, os.path.join(self.root, index), git_dir)
         return self._git
 
+    def _config_keys(self) -> set[bytes]:
+        """The names of every config key git sees here (reading the config runs nothing),
+        lowercased as git prints them."""
+        out = self.run_git(["config", "--null", "--name-only", "--list"])
+        return {k.lower() for k in out.split(b"\0") if k}
+
     def run_git(
-        self, args: Sequence[str], *, env: dict[str, str] | None = None, input: bytes | None = None
+        self,
+        args: Sequence[str],
+        *,
+        env: dict[str, str] | None = None,
+        input: bytes | None = None,
+        filters: bool = False,
     ) -> bytes:
         """git's output for ``args``, run in the working folder (no repository hook or file
-        system monitor, no optional locks, 60 s at most).
+        system monitor, no fetch, no optional locks, programs found only in folders no user
+        but root can change, 60 s at most); ``filters``: let the repository's filter drivers
+        run (a checkout that must give a file's real content), else none runs.
 
         Raises:
             OSError: git is not installed; subprocess.SubprocessError: it failed or timed out.
@@ -629,12 +677,19 @@ class Workspace:
         if self._git_program is None:
             raise FileNotFoundError("git is not installed")
         done = subprocess.run(
-            [self._git_program, *_GIT_SAFETY, *args],
+            [self._git_program, *_GIT_SAFETY, *(() if filters else self._no_filters), *args],
             cwd=self.root,
             input=input,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", **(env or {})},
+            env={
+                **os.environ,
+                "PATH": _trusted_path(),
+                "GIT_NO_LAZY_FETCH": "1",  # git 2.45 on; older ones have the -c above
+                "GIT_OPTIONAL_LOCKS": "0",
+                "LC_ALL": "C",
+                **(env or {}),
+            },
             check=True,
         )
         return done.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workspaces import call, make_harness, seed, tree
+from workspaces import call, git, make_harness, seed, tree
 
 from harness import (
     CHECKPOINT_ENTRY,
@@ -258,3 +258,76 @@ async def test_a_rewind_entry_naming_no_earlier_start_is_read_as_naming_none(
     assert states_at(session, real.entry_id, store)[1]["keep.txt"] == FileState.from_json(
         change["after"]
     )
+
+
+async def test_a_scan_never_fetches_even_when_the_repository_allows_its_protocol(
+    tmp_path: Path, repo: JsonlSessionRepo
+) -> None:
+    """Review 10, finding 3: a repository's ``protocol.file.allow=always`` wins over the
+    scan's ``protocol.allow=never``, so a partial clone's missing blob was fetched lazily and
+    its promisor remote's ``uploadpack`` ran, outside the sandbox."""
+    marker = tmp_path / "uploadpack-ran"
+    ws = seed(tmp_path / "ws", "git")
+    blob = git(ws, "rev-parse", "HEAD:keep.txt").strip()
+    os.unlink(ws / ".git" / "objects" / blob[:2] / blob[2:])  # a partial clone's missing blob
+    config = (
+        (ws / ".git" / "config")
+        .read_text()
+        .replace("repositoryformatversion = 0", "repositoryformatversion = 1")
+    )
+    config += (
+        "[extensions]\n\tpartialClone = origin\n"
+        f'[remote "origin"]\n\turl = file://{ws}\n\tpromisor = true\n'
+        f'\tuploadpack = "touch {marker}; false"\n'
+        '[protocol "file"]\n\tallow = always\n'
+    )
+    (ws / ".git" / "config").write_text(config)
+    session = await repo.create(str(ws))
+    command = "echo more >> keep.txt"
+    harness = make_harness(
+        session, ws, [FauxReply(tool_calls=[call("bash", command=command)]), "ok"]
+    )
+    await harness.prompt("go")
+    assert (ws / "keep.txt").read_text() == "keep\nmore\n"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("where", ["repository", "user"])
+async def test_a_scan_runs_no_filter_driver(
+    tmp_path: Path, repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Review 10, finding 5: the scan's ``git status`` re-hashed a changed file through its
+    filter driver: the repository's own command, or one the user's config names by bare
+    name (``git-lfs``) found first in a folder a sandboxed command can write
+    (``~/.local/bin``), ran outside the sandbox."""
+    marker = tmp_path / "filter-ran"
+    home = tmp_path / "home"
+    planted = home / ".local" / "bin"
+    planted.mkdir(parents=True)
+    (planted / "git-lfs").write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    (planted / "git-lfs").chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{planted}{os.pathsep}{os.environ['PATH']}")
+    ws = seed(tmp_path / "ws", "git")
+    (ws / ".gitattributes").write_text("*.bin filter=lfs -text\n")
+    (ws / "data.bin").write_text("data\n")
+    git(ws, "-c", "filter.lfs.clean=cat", "add", ".")
+    git(ws, "-c", "filter.lfs.clean=cat", "commit", "-qm", "data")
+    driver = (
+        f'[filter "lfs"]\n\tclean = touch {marker}; cat\n\trequired = true\n'
+        if where == "repository"
+        else '[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\tprocess = git-lfs filter-process\n'
+    )
+    target = ws / ".git" / "config" if where == "repository" else home / ".gitconfig"
+    with target.open("a") as f:
+        f.write(driver)
+    session = await repo.create(str(ws))
+    calls = [call("bash", command="printf 'dat9\\n' > data.bin"), call("bash", command="true")]
+    harness = make_harness(
+        session,
+        ws,
+        [FauxReply(tool_calls=[c]) for c in calls] + ["ok"],  # two scans
+    )
+    await harness.prompt("go")
+    assert (ws / "data.bin").read_text() == "dat9\n"
+    assert not marker.exists()
