@@ -241,8 +241,9 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     (``site.getsitepackages()``, where a ``.pth`` line runs), the user site
     (``site.getusersitepackages()``, missing or not), the standard library
     (``sitecustomize.py``), the scripts folder (the ``harness`` entry script; left out with
-    ``scripts=False``), ``pyvenv.cfg`` (which interpreter a venv runs) and the harness's own
-    package folders; both as written and with symlinks resolved.
+    ``scripts=False``), ``pyvenv.cfg`` (which interpreter a venv runs), the absolute
+    ``$PYTHONPATH`` folders outside ``cwd`` and the harness's own package folders; both as
+    written and with symlinks resolved.
 
     Left out: a folder holding ``cwd`` or the home folder (a Python installed in the home
     folder's own ``lib``), a package folder inside ``cwd`` (the harness's source being worked
@@ -255,6 +256,11 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     keys = ("stdlib", "platstdlib", "purelib", "platlib", *(("scripts",) if scripts else ()))
     named += [paths[k] for k in keys if k in paths]
     named.append(os.path.join(sys.prefix, "pyvenv.cfg"))
+    # $PYTHONPATH's folders come first on the path: a `sitecustomize.py` there runs at every
+    # start (review 10, finding 8); one inside the working folder is the project's source
+    python_path = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    outside = [e for e in python_path if os.path.isabs(e) and not _inside(e, _both([cwd]))]
+    named += outside
     packages: list[str] = []
     for name in _PACKAGES:
         file = getattr(sys.modules.get(name), "__file__", None)

@@ -374,7 +374,9 @@ class SecuritySupervisor:
             return None
         if request.kind != "execute":
             return None
-        return sandbox_paths(request.cwd, self._stores_of(request))
+        stores = self._stores_of(request)
+        # found when the command starts (review 10, finding 9)
+        return Sandbox.when_run(lambda: sandbox_paths(request.cwd, stores))
 
     def hidden_paths(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         """For an approved call that walks a folder (``grep``, ``find``, ``ls``): whether a

@@ -145,7 +145,8 @@ def bash_tool(
         command = str(input["command"])
         if "\0" in command:  # no argument of a process can hold one
             raise ToolError("the command holds a NUL byte, which no shell command can")
-        walls = run.sandbox if sandbox != "off" else None
+        # found now, not when decided: earlier calls of the reply may have changed what exists
+        walls = run.sandbox.current() if run.sandbox is not None and sandbox != "off" else None
         if walls is not None and not sandbox_available():
             if sandbox == "required":
                 raise ToolError(

@@ -17,10 +17,10 @@ import shutil
 import stat
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeAlias
 
-from attrs import frozen
+from attrs import field, frozen
 
 from .._fs import SYSTEM_FOLDERS, root_only
 
@@ -32,8 +32,8 @@ _PROBE_S = 10.0  # how long the one-time check that bwrap works may take
 
 @frozen(kw_only=True)
 class Sandbox:
-    """What a sandboxed command may not change or read (absolute paths that existed when the
-    call was decided).
+    """What a sandboxed command may not change or read (absolute paths), or how to find it
+    when the command starts (``make``).
 
     Attributes:
         read_only: files and folders the command sees as they are but cannot change, remove
@@ -52,6 +52,20 @@ class Sandbox:
     pinned: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     watched: tuple[str, ...] = ()
+    make: Callable[[], Sandbox] | None = field(default=None, eq=False, repr=False)
+    """When given, the sandbox is found by calling it when the command starts
+    (:meth:`current`), not when the call was decided: an earlier call of the same reply may
+    have made a protected path since (a person-approved ``git init`` made ``.git``, which a
+    sandbox found at decision time did not hold: review 10, finding 9)."""
+
+    @classmethod
+    def when_run(cls, make: Callable[[], Sandbox]) -> Sandbox:
+        """A sandbox found by ``make()`` when the command starts."""
+        return cls(make=make)
+
+    def current(self) -> Sandbox:
+        """The sandbox as the file system is now: ``make()`` when given, else this one."""
+        return self.make() if self.make is not None else self
 
 
 Identity: TypeAlias = "tuple[int, int, int, str | None] | None"

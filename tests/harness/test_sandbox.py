@@ -929,3 +929,70 @@ async def test_a_project_skill_a_command_makes_is_set_aside(home: Path, folder: 
     assert details["sandboxed"] is True
     assert not (home / "proj" / folder / "skills" / "helper" / "SKILL.md").exists()
     assert details.get("setAside")
+
+
+async def test_a_later_calls_sandbox_holds_what_an_earlier_call_of_the_reply_made(
+    home: Path,
+) -> None:
+    """Review 10, finding 9: every call of a reply was decided, its sandbox found, before any
+    ran; a person-approved ``git init`` made ``.git`` and the later unasked call (bypass)
+    wrote ``.git/hooks/pre-commit`` through a sandbox that did not hold it."""
+    work = home / "plain"
+    work.mkdir()
+    asked: list[str] = []
+
+    async def person(request: PermissionRequest) -> Approve:
+        asked.append(str(request.input.get("command")))
+        return Approve()
+
+    calls = [
+        FauxToolCall(
+            name="bash", arguments={"command": "git init -q", "dangerouslyDisableSandbox": True}
+        ),
+        FauxToolCall(name="write", arguments={"path": "hook.sh", "content": "#!/bin/sh\nid\n"}),
+        FauxToolCall(
+            name="bash",
+            arguments={"command": "cp hook.sh $(printf .gi)t/hooks/pre-commit && echo copied"},
+        ),
+    ]
+    session = await MemorySessionRepo().create(str(work))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "ok"]),
+        tools=[BASH, write_tool()],
+        cwd=work,
+        supervisor=SecuritySupervisor(mode="bypass", approver=person, setting_sources=()),
+        resources=None,
+    )
+    await harness.prompt("go")
+    assert asked == ["git init -q"]
+    assert (work / ".git" / "HEAD").exists()
+    assert not (work / ".git" / "hooks" / "pre-commit").exists()
+    [*_, last] = [m for m in session.build_context().messages if m.role == "toolResult"]
+    assert isinstance(last.details, dict) and last.details["sandboxed"] is True
+    assert last.is_error
+
+
+async def test_pythonpath_folders_outside_the_working_folder_are_held(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 10, finding 8: a sandboxed command planted ``sitecustomize.py`` in a
+    ``$PYTHONPATH`` folder, which ran unsandboxed at the harness's next start. A
+    ``$PYTHONPATH`` folder inside the working folder is the project's source and stays
+    writable."""
+    pylib = home / "pylib"
+    pylib.mkdir()
+    src = home / "proj" / "src"
+    src.mkdir()
+    monkeypatch.setenv("PYTHONPATH", f"{pylib}{os.pathsep}{src}")
+    command = 'd=$(echo cHlsaWI= | base64 -d); echo "import os" > "$HOME/$d/sitecustomize.py"'
+    results = await run_commands(home, [command, "echo x > src/mod.py"], mode="bypass")
+    details = results[0][1]
+    assert details["sandboxed"] is True
+    assert not (pylib / "sitecustomize.py").exists()
+    assert (src / "mod.py").read_text() == "x\n"
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    written = await s.decide(
+        make_request(home / "proj", write_tool(), path=str(pylib / "sitecustomize.py"), content="")
+    )
+    assert isinstance(written, Deny)
