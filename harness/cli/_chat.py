@@ -51,7 +51,7 @@ from ._agent import (
 )
 from ._chat_commands import run_command
 from ._chat_input import LineReader, PipeReader, history_path
-from ._chat_view import ChatView
+from ._chat_view import ChatView, approval_cut
 from ._common import cli_text, describe_store, one_line, run_async
 from ._hooks import attach_hook_output, load_command_hooks
 from ._models import ModelChoice
@@ -153,6 +153,8 @@ class Chat:
         self.view.end_line()
         self.view.approval(request)  # the whole command, before the one-line question
         where = ", outside the working folder" if request.leaves_cwd else ""
+        if approval_cut(request):
+            where += ", its input CUT above (not all shown)"
         question = f"allow {one_line(request.operation_key)}{where}? [y]es / [n]o / [a]lways: "
         while True:
             try:

@@ -30,10 +30,17 @@ from hooks import (
 from .._harness import AgentHarness
 from .._permissions import PermissionRequest
 from ._common import APPROVAL_GUTTER, gutter_lines, one_line
-from ._escape import terminal
+from ._escape import json_line, terminal
 from ._render import short
 
-__all__ = ["APPROVAL_GUTTER", "OUTPUT_LINES", "ChatView", "approval_lines"]
+__all__ = [
+    "APPROVAL_GUTTER",
+    "APPROVAL_INPUT_CHARS",
+    "OUTPUT_LINES",
+    "ChatView",
+    "approval_cut",
+    "approval_lines",
+]
 
 OUTPUT_LINES = 3
 """Lines of a tool's output shown under its call; the rest is counted, not shown."""
@@ -41,6 +48,9 @@ OUTPUT_LINES = 3
 _LINE_CHARS = 160
 _THINKING = "dim italic"
 _ARGS_CHARS = 120
+APPROVAL_INPUT_CHARS = 65536
+"""The most of a path-less call's input (as indented JSON) an approval question shows; past it
+the question says the input is cut."""
 
 
 def _call_text(name: str, input: Mapping[str, JSONValue]) -> str:
@@ -53,19 +63,54 @@ def _call_text(name: str, input: Mapping[str, JSONValue]) -> str:
     return short(f"{name} {main}".rstrip(), _ARGS_CHARS)
 
 
+def _input_text(request: PermissionRequest) -> str:
+    """A path-less call's whole input, as indented JSON (every argument, nested ones too;
+    control characters in strings as JSON escapes)."""
+    return json_line(dict(request.input), indent=True)
+
+
+def _indented(line: str) -> str:
+    """One line of indented JSON after the gutter: its indent (ours: JSON strings hold no
+    newline) kept as blanks up to 32, the rest as :func:`gutter_lines` shows it."""
+    rest = line.lstrip(" ")
+    indent = len(line) - len(rest)
+    if indent > 32:
+        return gutter_lines(line)[0]
+    return APPROVAL_GUTTER + " " * indent + gutter_lines(rest)[0][len(APPROVAL_GUTTER) :]
+
+
+def approval_cut(request: PermissionRequest) -> bool:
+    """The approval question about ``request`` shows only the first
+    :data:`APPROVAL_INPUT_CHARS` of its input (a path-less call with a larger input)."""
+    return request.target is None and len(_input_text(request)) > APPROVAL_INPUT_CHARS
+
+
 def approval_lines(request: PermissionRequest) -> list[str]:
     """What the person approving ``request`` reads before answering: the tool, then the whole
     command (or path) it asks about, line by line, each after :data:`APPROVAL_GUTTER`, nothing
     shortened or joined (a second command after a newline is a line of its own, not a word of
     the first), control characters and tabs shown escaped (a CR, an escape sequence or a bidi
     override cannot redraw or reorder what is shown) and long runs of blanks counted; then the
-    operation key an "always" remembers, when it is not the command itself."""
-    target = request.target if request.target is not None else ""
+    operation key an "always" remembers, when it is not the command itself.
+
+    A call without a target (an MCP tool, a code tool without ``target``) shows its whole
+    input instead, as indented JSON in the same gutter (review 10, finding 6: only the start
+    line, cut at 120 characters, showed the arguments, so a payload hid past them); an input
+    of more than :data:`APPROVAL_INPUT_CHARS` is cut there and a last line says so."""
     verb = "run" if request.kind == "execute" else "use"
     where = ", outside the working folder" if request.leaves_cwd else ""
     lines = [f"{request.tool_name} wants to {verb}{where}:"]
-    lines += gutter_lines(target)
-    if request.target is not None and request.operation_key != f"{request.tool_name}({target})":
+    if request.target is None:
+        text = _input_text(request)
+        lines += [_indented(line) for line in text[:APPROVAL_INPUT_CHARS].split("\n")]
+        if len(text) > APPROVAL_INPUT_CHARS:
+            lines.append(
+                f"input CUT: only its first {APPROVAL_INPUT_CHARS} of {len(text)} characters "
+                "are shown above; the rest is not (answer n unless you know what it holds)"
+            )
+        return lines
+    lines += gutter_lines(request.target)
+    if request.operation_key != f"{request.tool_name}({request.target})":
         lines.append(f"always would approve: {one_line(request.operation_key)}")
     return lines
 

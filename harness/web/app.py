@@ -153,8 +153,14 @@ def _document(
     )
 
 
-def _error_page(status: int, message: str) -> HTMLResponse:
-    body = '<div class="page"><nav class="crumbs"><a href="/">Sessions</a></nav>'
+def _root(request: Request) -> str:
+    """The path the app is served under (the guard's secret prefix; empty without a token),
+    for every link and redirect of a page."""
+    return quote(str(request.scope.get("root_path", "")))
+
+
+def _error_page(status: int, message: str, root: str = "") -> HTMLResponse:
+    body = f'<div class="page"><nav class="crumbs"><a href="{root}/">Sessions</a></nav>'
     body += f"<h1>Error {status}</h1><p>{_e(message)}</p></div>"
     return _document(f"Error {status}", body, status=status)
 
@@ -248,6 +254,7 @@ def make_app(
             raise _BadRequest(404, f"no session {sid!r}") from None
 
     async def index(request: Request) -> Response:
+        root = _root(request)
         q = request.query_params.get("q", "").strip().lower()[:MAX_FIELD]
         folder = request.query_params.get("folder", "")[:MAX_FIELD]
         model = request.query_params.get("model", "").strip().lower()[:MAX_FIELD]
@@ -287,7 +294,7 @@ def make_app(
             for f in folders
         )
         form = (
-            '<form class="filters" method="get" action="/">'
+            f'<form class="filters" method="get" action="{root}/">'
             f'<input name="q" type="search" placeholder="Search" value="{_e(q)}">'
             f'<select name="folder"><option value="">every folder</option>{options}</select>'
             f'<label>since <input name="since" type="date" value="{_e(since or "")}"></label>'
@@ -296,7 +303,7 @@ def make_app(
             '<button type="submit">Filter</button></form>'
         )
         rows = "".join(
-            f'<tr data-session-id="{_e(i.id)}"><td><a href="/s/{quote(i.id)}">'
+            f'<tr data-session-id="{_e(i.id)}"><td><a href="{root}/s/{quote(i.id)}">'
             f"{_e(i.name or short(i.first_message, 60) or i.id)}</a></td>"
             f"<td><code>{_e(i.id[:8])}</code></td><td>{_e(i.cwd)}</td>"
             f"<td>{_e(i.modified.astimezone(UTC).strftime('%Y-%m-%d %H:%M'))}</td>"
@@ -315,10 +322,11 @@ def make_app(
         return _document(title, body)
 
     async def show(request: Request) -> Response:
+        root = _root(request)
         with await open_session(request) as session:
             parts = await asyncio.to_thread(session_parts, session, registry=registry)
             count = len(session.entry_ids())
-            sid = quote(session.id)
+            sid = root + "/s/" + quote(session.id)
             name = session.name or ""
         hidden = f'<input type="hidden" name="csrf" value="{_e(csrf_token)}">'
         entry_field = (
@@ -327,25 +335,25 @@ def make_app(
         )
         actions = (
             '<div class="actions">'
-            f'<form method="post" action="/s/{sid}/name" id="name-form">{hidden}'
+            f'<form method="post" action="{sid}/name" id="name-form">{hidden}'
             f'<input name="name" value="{_e(name)}" placeholder="name" aria-label="name">'
             '<button type="submit">Rename</button></form>'
-            f'<form method="post" action="/s/{sid}/label" id="label-form">{hidden}{entry_field}'
+            f'<form method="post" action="{sid}/label" id="label-form">{hidden}{entry_field}'
             '<input name="label" placeholder="label" aria-label="label">'
             '<button type="submit">Label</button></form>'
-            f'<form method="post" action="/s/{sid}/checkout" id="checkout-form">{hidden}'
+            f'<form method="post" action="{sid}/checkout" id="checkout-form">{hidden}'
             f'{entry_field}<button type="submit">Check out</button></form>'
-            f'<form method="post" action="/s/{sid}/fork" id="fork-form">{hidden}{entry_field}'
+            f'<form method="post" action="{sid}/fork" id="fork-form">{hidden}{entry_field}'
             '<select name="position" aria-label="fork position"><option value="at">at</option>'
             '<option value="before">before</option></select>'
             '<button type="submit">Fork</button></form></div>'
         )
         body = (
-            '<header class="top"><nav class="crumbs"><a href="/">Sessions</a></nav>'
+            f'<header class="top"><nav class="crumbs"><a href="{root}/">Sessions</a></nav>'
             f'{parts.header}{actions}<p id="live-status"></p></header>'
             f'<div class="layout">{parts.side}{parts.main}</div>'
         )
-        attrs = f' data-live="/s/{sid}/live" data-count="{count}"'
+        attrs = f' data-live="{sid}/live" data-count="{count}"'
         return _document(parts.title, body, attrs=attrs, script=True)
 
     async def live(request: Request) -> Response:
@@ -386,7 +394,7 @@ def make_app(
             raise _BadRequest(403, "the form's CSRF token is missing or wrong; reload the page")
         with await open_session(request) as session:
             where = act(session, form)
-            target = f"/s/{quote(session.id)}"
+            target = f"{_root(request)}/s/{quote(session.id)}"
         return RedirectResponse(where or target, status_code=303)
 
     async def label(request: Request) -> Response:
@@ -395,7 +403,7 @@ def make_app(
             leaf = session.leaf_id
             session.set_label(entry, _field(form, "label", required=False) or None)
             session.move_to(leaf)  # a label entry must not become the active leaf (as the CLI)
-            return f"/s/{quote(session.id)}#entry-{quote(entry)}"
+            return f"{_root(request)}/s/{quote(session.id)}#entry-{quote(entry)}"
 
         return await post_action(request, act)
 
@@ -409,7 +417,7 @@ def make_app(
         def act(session: Session, form: dict[str, str]) -> str:
             entry = _entry(session, _field(form, "entry"))
             session.move_to(entry)
-            return f"/s/{quote(session.id)}#entry-{quote(entry)}"
+            return f"{_root(request)}/s/{quote(session.id)}#entry-{quote(entry)}"
 
         return await post_action(request, act)
 
@@ -426,15 +434,15 @@ def make_app(
             source = session.id
         new = await repo.fork(source, entry_id=entry, position=position)
         with new:
-            return RedirectResponse(f"/s/{quote(new.id)}", status_code=303)
+            return RedirectResponse(f"{_root(request)}/s/{quote(new.id)}", status_code=303)
 
     async def failures(request: Request, exc: Exception) -> Response:
         if isinstance(exc, _BadRequest):
-            return _error_page(exc.status, str(exc))
+            return _error_page(exc.status, str(exc), _root(request))
         if isinstance(exc, EntryNotFoundError | SessionNotFoundError):
-            return _error_page(404, str(exc))
+            return _error_page(404, str(exc), _root(request))
         if isinstance(exc, HarnessError):
-            return _error_page(400, f"{exc.code}: {exc}")
+            return _error_page(400, f"{exc.code}: {exc}", _root(request))
         raise exc
 
     def routed(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:

@@ -10,9 +10,12 @@ runs pages from anywhere, so the guard refuses:
 * **a request without the token**, when one is set (``harness serve`` makes one at every
   start unless told ``--no-token``: the machine's other processes, a sandboxed command too,
   reach a loopback port): ``Authorization: Bearer <token>``, the ``harness_token`` cookie
-  (HttpOnly, SameSite=Strict), or ``?token=`` once, which sets the cookie and redirects to
-  the same URL without it, so no page is ever served at a URL holding it. Compared in
-  constant time;
+  (HttpOnly, SameSite=Strict, its ``Path`` a random prefix new at each start, under which
+  every page is served: a browser sends a cookie to every port of its host, so a server on
+  another port of 127.0.0.1 would get it from any link; it gets it only from a link under a
+  path it does not know), or ``?token=`` once, which sets the cookie and redirects to the
+  same URL under the prefix without the token, so no page is ever served at a URL holding
+  it. Compared in constant time;
 * **a state-changing request from another origin** (CSRF): a POST needs an ``Origin`` (or,
   without one, a ``Referer``) that is this server's own origin, a ``Sec-Fetch-Site`` that is
   not ``cross-site``/``same-site``, and the page's CSRF token in its form (checked by the
@@ -73,6 +76,12 @@ class Guard:
         self.app = app
         self.port = port
         self.token = token
+        # Every page is served under a random path, new at each start, and the token's
+        # cookie is scoped to it: a browser sends a host's cookies to every port of it
+        # (RFC 6265), so a server a sandboxed command starts on another port of 127.0.0.1
+        # got the cookie when the user opened its link (review 10, finding 7). It cannot
+        # name a link under this path without knowing it.
+        self.base = f"/h-{secrets.token_urlsafe(16)}" if token is not None else ""
         hosts = {*_LOOPBACK_NAMES, f"[{bound}]" if ":" in bound else bound}
         self.hosts = frozenset(f"{h}:{port}" for h in hosts)
         # With a token on a loopback address the Host is still checked: no other name is
@@ -95,6 +104,11 @@ class Guard:
         if not self.any_host and host not in self.hosts:
             await _plain(send, 421, "this server answers only to 127.0.0.1, localhost or [::1]")
             return
+        if self.base:
+            path = str(scope.get("path", "/"))
+            if path == self.base or path.startswith(self.base + "/"):
+                inner = path[len(self.base) :] or "/"
+                scope = {**scope, "path": inner, "raw_path": inner.encode(), "root_path": self.base}
         if self.token is not None:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             given = query.get("token")
@@ -106,8 +120,8 @@ class Guard:
                 # One leading slash: `//evil.example/x` (or `/\evil`) is another host to a
                 # browser, an open redirect from the token URL (review 5, finding 9).
                 path = "/" + str(scope.get("path", "/")).lstrip("/\\")
-                where = quote(path) + (f"?{rest}" if rest else "")
-                await _redirect(send, where, cookie=self.token)
+                where = quote(self.base + path) + (f"?{rest}" if rest else "")
+                await _redirect(send, where, cookie=self.token, path=self.base)
                 return
             if not self._authorised(headers):
                 await _plain(send, 401, "a token is needed: open the URL harness serve printed")
@@ -175,8 +189,8 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect(send: Send, where: str, *, cookie: str) -> None:
-    value = f"{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/"
+async def _redirect(send: Send, where: str, *, cookie: str, path: str) -> None:
+    value = f"{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path={quote(path or '/')}"
     await send(
         {
             "type": "http.response.start",

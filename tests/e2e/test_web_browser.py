@@ -7,15 +7,17 @@ Screenshots go to ``$HARNESS_ARTIFACTS`` when set (CI keeps them)."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hostile_sessions import MARK, PAYLOADS_HTML, write_session
@@ -240,3 +242,46 @@ def test_label_and_fork_from_the_page_change_the_store(
     with open_session(fork) as forked:
         assert forked.header.parent_session == str(path) and forked.leaf_id == first
     _shot(page, "harness-serve-fork.png")
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Another server on 127.0.0.1, as a sandboxed command would start: it records the
+    cookies the browser sends it."""
+
+    cookies: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.cookies.append(self.headers.get("Cookie") or "")
+        body = b"<p>a preview</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_server_on_another_port_gets_no_token(page: Any, served: tuple[Served, Path]) -> None:
+    """Review 10, finding 7: a browser sends a host's cookies to every port of it, so a server
+    a sandboxed command started on another port of 127.0.0.1 got the token's cookie when the
+    user opened its link, and read every session with it. The cookie's path is a random
+    prefix every page is under, which no link of the other server can name."""
+    server, _ = served
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=other.serve_forever, daemon=True)
+    thread.start()
+    try:
+        page.goto(server.url)
+        page.get_by_role("link", name="Fixing the greeting").click()
+        page.wait_for_selector("main#tree .entry")  # the cookie works on our own pages
+        port = other.server_address[1]
+        for where in ("/report", "/", "/s/x", "/h-/"):
+            page.goto(f"http://127.0.0.1:{port}{where}")
+            page.wait_for_selector("p")
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert server.token is not None and len(_Recorder.cookies) >= 4  # and /favicon.ico
+    assert not any(server.token in cookie for cookie in _Recorder.cookies), _Recorder.cookies

@@ -117,11 +117,14 @@ def test_with_the_token_it_works_and_no_page_holds_it(server: Served, store: Pat
     assert server.token is not None
     # The printed URL: a redirect to the same place without the token, setting the cookie.
     status, headers, body = server.request("GET", f"/s/{sid}?token={server.token}", auth=False)
-    assert status == 303 and headers["location"] == f"/s/{sid}"
+    # Under a random prefix the cookie is scoped to (review 10, finding 7).
+    base = re.fullmatch(r"(/h-[A-Za-z0-9_-]{20,})/s/" + sid, headers["location"])
+    assert status == 303 and base is not None, headers["location"]
     assert server.token not in headers["location"] and server.token not in body
     cookie = headers["set-cookie"]
     assert cookie.startswith(f"harness_token={server.token};")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert f"Path={base.group(1)}" in cookie.split("; ")
     kept = {"Cookie": cookie.split(";")[0]}
     for where in ["/", "/?q=greeting", f"/s/{sid}", "/s/hostile1234"]:
         status, headers, page = server.request("GET", where, headers=kept)
