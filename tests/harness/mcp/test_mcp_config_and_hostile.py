@@ -73,7 +73,8 @@ def test_settings_in_claude_codes_shape_with_variables(
     )
     config = load_mcp_config(tmp_path, user_settings=user)
     assert config.servers == {
-        "files": StdioServer("srv-default", ["--x"]),
+        # the project is not trusted: the user's server starts in their config folder
+        "files": StdioServer("srv-default", ["--x"], cwd=str(user.parent)),
         "docs": HttpServer("https://docs.test/mcp", headers={"Authorization": "Bearer s3cret"}),
         "old": SseServer("http://127.0.0.1:1/sse"),
     }
