@@ -277,11 +277,15 @@ def _under(path: str, folders: Iterable[str]) -> bool:
 
 
 def _base(program: str) -> list[str]:
-    """The namespace every sandboxed command gets: the file system as it is (devices too), a
+    """The namespace every sandboxed command gets: the file system as it is (but ``/dev``), a
     process namespace of its own with its own ``/proc`` (another process's
     ``/proc/PID/root`` would lead back to the file system outside), and for root no
     capabilities (with them a command could unmount what covers a protected path)."""
-    out = [program, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"]
+    # A /dev of its own (null, zero, urandom, tty, its own pts and shm): the host's terminals
+    # (/dev/pts/N) are not there, so a command cannot draw on the user's terminal past every
+    # escaper, and a session of its own, so no TIOCSTI into one (review 10, finding 4).
+    out = [program, "--dev-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc"]
+    out.append("--new-session")
     # The kernel's own settings stay read-only (root without capabilities could still write
     # /proc/sys/kernel/core_pattern, a program the kernel runs as root: review 7, finding 12),
     # and so does bubblewrap itself.

@@ -38,7 +38,8 @@ from harness import (
     bash_tool,
     write_tool,
 )
-from harness._tools.sandbox import sandbox_available
+from harness._permissions.protected import sandbox_paths
+from harness._tools.sandbox import sandbox_available, sandboxed
 from hooks import connect
 
 pytestmark = [
@@ -996,3 +997,31 @@ async def test_pythonpath_folders_outside_the_working_folder_are_held(
         make_request(home / "proj", write_tool(), path=str(pylib / "sitecustomize.py"), content="")
     )
     assert isinstance(written, Deny)
+
+
+def test_a_sandboxed_command_cannot_reach_the_users_terminals(tmp_path: Path) -> None:
+    """Review 10, finding 4: the sandbox bound the host's ``/dev``, so a command wrote an
+    OSC 52 clipboard write and a screen clear straight to ``/dev/pts/N``, past every escaper."""
+    import pty
+
+    master, slave = pty.openpty()
+    name = os.ttyname(slave)
+    try:
+        walls = sandbox_paths(tmp_path)
+        argv = sandboxed(
+            ["bash", "-c", f"printf '\\033]52;c;cHduZWQ=\\007' > {name}; echo $?; ls /dev/pts"],
+            walls,
+            str(tmp_path),
+        )
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        assert done.stdout.splitlines()[0] != "0"  # the write failed
+        assert os.path.basename(name) not in done.stdout.split()
+        os.set_blocking(master, False)
+        try:
+            seen = os.read(master, 1024)
+        except BlockingIOError:
+            seen = b""
+        assert b"\x1b]52" not in seen
+    finally:
+        os.close(master)
+        os.close(slave)
