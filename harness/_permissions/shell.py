@@ -249,6 +249,9 @@ _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
         "ext-diff output textconv output-directory suffix", "o", values=_GIT_DIFF_VALUES
     ),
     "archive": _opts("upload-pack receive-pack exec output", "uo"),
+    # review 10, finding 12: -v prints the staged and unstaged diffs, every changed file's
+    # content, so `git status`'s prefix key (an approve-always) never covers it
+    "status": _opts("verbose", "v"),
     "bugreport": _opts("output-directory suffix", "os"),
     "diagnose": _opts("output-directory suffix", "os"),
     "checkout-index": _opts("prefix"),

@@ -677,7 +677,7 @@ def test_words_are_compared_never_re_joined() -> None:
     assert not spec.allows(one_word)
     assert spec.allows(parse_command("git 'status' x").commands[0])
     assert not compile_spec("git:*").allows(parse_command("$g status").commands[0])
-    assert compile_spec("git status:*").allows(parse_command("git status $x").commands[0])
+    assert compile_spec("git add:*").allows(parse_command("git add $x").commands[0])
     # $x may be --output=~/.bashrc: a computed word where an option could run a program
     assert not compile_spec("git log:*").allows(parse_command("git log $x").commands[0])
     assert not compile_spec("npm test").allows(parse_command("npm $x").commands[0])
@@ -1101,6 +1101,12 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("tar:*", "tar --listed-incremental=/u/x -cf x.tar ."),
         ("tar:*", "tar -cvg /u/x -f x.tar ."),
         ("tar:*", "tar --volno-file=/u/x -cf x.tar ."),
+        # review 10, finding 12: git status -v prints every changed file's content
+        ("git status:*", "git status -v"),
+        ("git status:*", "git status -vv"),
+        ("git status:*", "git status --verbose"),
+        ("git status:*", "git status --verb"),
+        ("git status:*", "git status -sv"),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
@@ -1114,7 +1120,7 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
     [
         ("git fetch:*", "git fetch origin"),
         ("git grep:*", "git grep -n xyz"),
-        ("git status:*", "git status $x"),
+        ("git add:*", "git add $x"),
         ("git log:*", "git log --oneline -n 3"),
         ("tar:*", "tar -cf x.tar f.txt"),
         ("tar:*", "tar --checkpoint=1 -cf x.tar f.txt"),
