@@ -20,6 +20,7 @@ from harness import (
     CHECKPOINT_ENTRY,
     CheckpointError,
     CheckpointStore,
+    CompactionSettings,
     CustomEntry,
     FauxReply,
     JsonlSessionRepo,
@@ -224,7 +225,15 @@ async def test_a_run_cancelled_while_it_waits_for_its_contents_still_frees_the_h
 ) -> None:
     store = CheckpointStore(tmp_path / "store", max_file_bytes=4 * BIG)
     big = call("write", path="big.txt", content="w" * (3 * BIG))
-    harness = make_harness(session, ws, [FauxReply(tool_calls=[big]), "ok"], checkpoints=store)
+    # No automatic compaction: the 48 MB call is over the threshold, and its summary request
+    # would take the "ok" meant for the second turn (the run then ended on an error reply).
+    harness = make_harness(
+        session,
+        ws,
+        [FauxReply(tool_calls=[big]), "ok"],
+        checkpoints=store,
+        compaction=CompactionSettings(enabled=False),
+    )
     ended = asyncio.Event()
     harness.on("agent_end")(lambda sender, event: ended.set())
 
@@ -235,6 +244,8 @@ async def test_a_run_cancelled_while_it_waits_for_its_contents_still_frees_the_h
         await task
 
     assert not harness.busy
+    last: Any = session.build_context().messages[-1]
+    assert last.stop_reason == "stop"  # the "ok", not an error reply
     result = await harness.rewind_files(None)  # not refused as busy; waits for the content
     assert result.removed == ("big.txt",)
 
