@@ -431,8 +431,15 @@ class PostgresSessionRepo(SqlRepo):
         )
         try:
             self._pool.open(wait=True, timeout=timeout)
-            with self._connection() as conn:
-                ensure_schema(conn)
+            try:
+                with self._connection() as conn:
+                    ensure_schema(conn)
+            except psycopg.OperationalError:
+                # The server restarted between the pool's connect and this use: the schema's
+                # transaction rolled back, so it is tried once more on a live connection.
+                self._recheck()
+                with self._connection() as conn:
+                    ensure_schema(conn)
         except BaseException as exc:
             self._pool.close()
             if isinstance(exc, (psycopg.Error, PoolTimeout, StorageError)):
