@@ -66,6 +66,7 @@ class Word:
 
 
 _UNKNOWN = Word(None)
+_LITERAL_NUMBER = re.compile(r"-?[0-9A-Za-z]+(?:#[0-9A-Za-z@_]+)?")
 _SPLITS = Word(None, splits=True)
 
 
@@ -695,7 +696,8 @@ def _word_and_mask(node: Node, src: bytes, *, at_start: bool) -> tuple[Word, str
         return word, mask
     if t == "number":
         raw = _text(src, node)
-        return (Word(raw) if raw.isalnum() else _UNKNOWN), opaque
+        # -3, 0x1F, 10#ff: letters, digits and these marks are literal to bash outside (( ))
+        return (Word(raw) if _LITERAL_NUMBER.fullmatch(raw) else _UNKNOWN), opaque
     if t == "variable_name":
         return Word(_text(src, node)), opaque
     if t == "raw_string":

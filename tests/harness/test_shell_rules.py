@@ -1138,6 +1138,10 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         # a positional output is what the rule names (as `cp:*` copies anywhere)
         ("git bundle:*", "git bundle create x.bundle HEAD"),
         ("git worktree:*", "git worktree add ../wt"),
+        # the grammar reads these as numbers; to bash they are plain words
+        ("git log:*", "git log -3"),
+        ("git log:*", "git log --oneline -20 HEAD"),
+        ("tail:*", "tail -n -3 f.txt"),
     ],
 )
 def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None:
