@@ -43,7 +43,15 @@ from .._restore import THINKING_LEVELS
 from ._agent import Agents
 from ._chat_input import LineReader
 from ._chat_view import ChatView
-from ._common import cli_text, describe_store, find_ref, one_line, open_ref, resolve_entry
+from ._common import (
+    MIN_PREFIX,
+    cli_text,
+    describe_store,
+    find_ref,
+    one_line,
+    open_ref,
+    resolve_entry,
+)
 from ._export import (
     default_export_path,
     session_html,
@@ -105,9 +113,10 @@ async def _fork(chat: ChatHost, args: str) -> None:
     entries = [w for w in words if w != "--at"]
     if len(entries) > 1 or (at and not entries) or len(words) - len(entries) > 1:
         raise CommandError(
-            "usage: /fork [ENTRY [--at]] (an entry id from /tree; default: the whole branch)"
+            "usage: /fork [ENTRY [--at]] (an entry id from /tree or a unique prefix of at least "
+            f"{MIN_PREFIX} characters; default: the whole branch)"
         )
-    entry = entries[0] if entries else None
+    entry = resolve_entry(chat.session, entries[0]) if entries else None
     source = chat.session
     message = _user_message(source, entry) if entry is not None and not at else None
     # pi's /fork: from a user message, the fork ends before it and its text comes back to edit;
@@ -248,8 +257,11 @@ async def _permissions(chat: ChatHost, args: str) -> None:
 
 async def _checkout(chat: ChatHost, args: str) -> None:
     if not args or len(args.split()) != 1:
-        raise CommandError("usage: /checkout ENTRY (an entry id from /tree)")
-    result = await chat.harness.navigate_tree(args)
+        raise CommandError(
+            "usage: /checkout ENTRY (an entry id from /tree, or a unique prefix of at least "
+            f"{MIN_PREFIX} characters)"
+        )
+    result = await chat.harness.navigate_tree(resolve_entry(chat.session, args.strip()))
     if result.cancelled:
         chat.view.line("cancelled by a hook")
         return

@@ -619,3 +619,26 @@ def test_chat_help_lists_rewind_and_rewind_alone_explains_it(
     assert "an entry id from /tree" in usage and "unique prefix" in usage
     for flag in ("--both (the default)", "--files-only", "--conversation-only", "--force"):
         assert flag in usage, flag
+
+
+def test_chat_checkout_takes_an_entry_id_prefix(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 leftover: chat's /checkout took whole ids only, where /rewind takes prefixes.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    first, leaf = first_entry(path), leaf_of(path)
+    with open_session(path) as session:
+        ids = session.entry_ids()
+    unique = next(
+        first[:n] for n in range(4, len(first)) if sum(i.startswith(first[:n]) for i in ids) == 1
+    )
+    chat = cli(
+        env, ws, "chat", "--root", root, "--offline", "--session", sid,
+        stdin=f"/checkout {unique}\n/checkout {first[:2]}\n/fork {unique} --at\n/exit\n",
+    )  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    # The first entry is the user's message: the leaf goes to its parent, its text offered.
+    assert f"leaf: {leaf} -> None" in chat.stdout and "(to edit and resend: !echo" in chat.stdout
+    assert "at least 4 characters" in chat.stdout + chat.stderr
+    assert "forked" in chat.stdout.split(f"/fork {unique}")[1], chat.stdout
