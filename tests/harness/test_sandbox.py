@@ -614,6 +614,22 @@ async def test_the_store_address_and_the_user_settings_are_not_the_commands(
     assert text.startswith("[]")
 
 
+async def test_no_harness_variable_reaches_a_command(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, finding 1: `HARNESS_SERVE_TOKEN` reached sandboxed commands, which then read
+    every session of every project through a running `harness serve`."""
+    monkeypatch.setenv("HARNESS_SERVE_TOKEN", "t0ken-of-the-user-0123456789")
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("HARNESS_SOMETHING_LATER", "x")
+    monkeypatch.setenv("NOT_HARNESS_X", "kept")
+    [(text, details)] = await run_commands(home, ["env | sort"], mode="bypass")
+    assert details["sandboxed"] is True
+    assert "t0ken-of-the-user" not in text
+    assert not [line for line in text.splitlines() if line.startswith("HARNESS_")], text
+    assert "NOT_HARNESS_X=kept" in text
+
+
 async def test_an_aborted_command_has_its_protected_names_set_aside(home: Path) -> None:
     """Review 8, finding 1: a command cancelled while it ran (the user's abort, a run's
     timeout) skipped the setting aside, so the `.mcp.json` it made stayed."""
