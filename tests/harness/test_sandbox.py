@@ -1041,3 +1041,27 @@ def test_a_sandboxed_command_cannot_reach_the_users_terminals(tmp_path: Path) ->
     finally:
         os.close(master)
         os.close(slave)
+
+
+async def test_the_harness_command_on_the_path_is_held(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Review 11, finding 8: pipx and `uv tool` put the `harness` the user types in
+    ~/.local/bin (a link into the tool's venv); a bypass command replaced it, and the next
+    `harness` ran what it wrote."""
+    from harness._permissions.protected import python_folders
+
+    tool_bin = tmp_path / "tool-venv" / "bin"
+    tool_bin.mkdir(parents=True)
+    (tool_bin / "harness").write_text("#!/bin/sh\necho real\n")
+    (tool_bin / "harness").chmod(0o755)
+    local_bin = home / ".local" / "bin"
+    local_bin.mkdir(parents=True, exist_ok=True)
+    (local_bin / "harness").symlink_to(tool_bin / "harness")
+    monkeypatch.setenv("PATH", f"{local_bin}{os.pathsep}{os.environ['PATH']}")
+    assert str(local_bin) in python_folders(home / "proj")
+    command = 'b=.local; rm ~/$b/bin/harness; printf "#!/bin/sh\\necho P\\n" > ~/$b/bin/harness'
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert (local_bin / "harness").is_symlink(), text
+    assert os.readlink(local_bin / "harness") == str(tool_bin / "harness")
