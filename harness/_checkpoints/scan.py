@@ -105,6 +105,21 @@ _GIT_SAFETY: Final = (
 _FILTER_KEY = re.compile(rb"^filter\.(.+)\.(?:clean|smudge|process|required)$", re.IGNORECASE)
 
 
+def _add_config(env: dict[str, str], pairs: Sequence[tuple[str, str]]) -> None:
+    """Add ``pairs`` to git's command-line configuration in ``env``, after any the
+    environment already gives (``GIT_CONFIG_COUNT``; an unreadable count is replaced)."""
+    if not pairs:
+        return
+    try:
+        count = max(0, int(env.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        count = 0
+    for i, (key, value) in enumerate(pairs, start=count):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    env["GIT_CONFIG_COUNT"] = str(count + len(pairs))
+
+
 def _trusted_path() -> str:
     """``$PATH`` for the scan's git: its entries no user but root can change (for root, the
     system folders). git runs programs a config names by bare name (a filter's ``git-lfs``)
@@ -210,7 +225,8 @@ class Workspace:
         program = program_path(git) if git is not None else None
         self._git_program = program if program is not None and os.path.isabs(program) else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
-        self._no_filters: tuple[str, ...] = ()  # -c pairs turning the filter drivers off
+        # config pairs turning the filter drivers off
+        self._no_filters: tuple[tuple[str, str], ...] = ()
         self._cache: dict[str, tuple[_StatKey, FileState | Pending]] = {}
         self._writer: ThreadPoolExecutor | None = None
         self._queued: list[
@@ -635,7 +651,7 @@ class Workspace:
                     )
                     top, prefix, index, git_dir = os.fsdecode(out).split("\n")[:4]
                     keys = self._config_keys()
-                    if b"extensions.partialclone" in keys:
+                    if b"extensions.partialclone" in {k.lower() for k in keys}:
                         # a promisor remote fetches a missing object, running what its config
                         # names: such a repository is scanned as a plain folder (finding 3)
                         return None
@@ -643,20 +659,23 @@ class Workspace:
                     # found through $PATH (finding 5); a file a filter would change is only
                     # seen as modified
                     drivers = {m.group(1) for k in keys if (m := _FILTER_KEY.match(k))}
+                    # Given through GIT_CONFIG_KEY_n/VALUE_n, not -c: git splits a -c at its
+                    # first "=", so a driver named "a=b" kept its clean (review 11, finding 4).
                     self._no_filters = tuple(
-                        arg
+                        (f"filter.{os.fsdecode(d)}.{key}", value)
                         for d in sorted(drivers)
                         for key, value in (("clean", ""), ("process", ""), ("required", "false"))
-                        for arg in ("-c", f"filter.{os.fsdecode(d)}.{key}={value}")
                     )
                     self._git = _Git(top, prefix, os.path.join(self.root, index), git_dir)
         return self._git
 
     def _config_keys(self) -> set[bytes]:
-        """The names of every config key git sees here (reading the config runs nothing),
-        lowercased as git prints them."""
+        """The names of every config key git sees here (reading the config runs nothing), as
+        git prints them: section and variable lowercased, a subsection's case kept (git
+        compares subsections with case: lowercasing ``[filter "Evil"]`` missed its driver,
+        review 11, finding 4)."""
         out = self.run_git(["config", "--null", "--name-only", "--list"])
-        return {k.lower() for k in out.split(b"\0") if k}
+        return {k for k in out.split(b"\0") if k}
 
     def run_git(
         self,
@@ -676,20 +695,26 @@ class Workspace:
         """
         if self._git_program is None:
             raise FileNotFoundError("git is not installed")
+        environment = {
+            **os.environ,
+            "PATH": _trusted_path(),
+            "GIT_NO_LAZY_FETCH": "1",  # git 2.45 on; older ones have the -c above
+            "GIT_OPTIONAL_LOCKS": "0",
+            "LC_ALL": "C",
+            **(env or {}),
+        }
+        if not filters:
+            _add_config(environment, self._no_filters)
+        # Never the harness's stdin (rpc's protocol, chat's terminal): a repository config may
+        # include /dev/stdin, and git would read it (review 11, finding 5).
         done = subprocess.run(
-            [self._git_program, *_GIT_SAFETY, *(() if filters else self._no_filters), *args],
+            [self._git_program, *_GIT_SAFETY, *args],
             cwd=self.root,
             input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
-            env={
-                **os.environ,
-                "PATH": _trusted_path(),
-                "GIT_NO_LAZY_FETCH": "1",  # git 2.45 on; older ones have the -c above
-                "GIT_OPTIONAL_LOCKS": "0",
-                "LC_ALL": "C",
-                **(env or {}),
-            },
+            env=environment,
             check=True,
         )
         return done.stdout

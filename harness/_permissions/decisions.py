@@ -157,6 +157,14 @@ class PermissionRequest:
     tool_controlled: bool = True
     session_files: tuple[str, ...] = ()
 
+    @property
+    def reaches(self) -> str | None:
+        """Where the path leads through a symlink when that is not the path as written
+        (relative to ``cwd``, absolute outside it), else None: what a person approving the
+        call must see besides the name (review 11, finding 3: ``build.cfg`` was
+        ``.git/config``)."""
+        return self.paths[-1] if len(self.paths) > 1 else None
+
 
 Approver: TypeAlias = Callable[[PermissionRequest], Awaitable[Decision]]
 """``async def approver(request) -> Approve | Deny | ApproveAlways | Defer``: the application's

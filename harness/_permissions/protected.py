@@ -30,6 +30,7 @@ import itertools
 import os
 import pwd
 import re
+import shutil
 import site
 import stat
 import sys
@@ -232,6 +233,14 @@ def _interpreter_paths() -> dict[str, str]:
     return sysconfig.get_paths()
 
 
+@functools.lru_cache(maxsize=4)
+def _harness_command(search: str) -> str | None:
+    """The absolute path of the ``harness`` command on ``search`` (a ``$PATH``), as written
+    (a link not followed), or None; looked up once per ``$PATH``."""
+    found = shutil.which("harness", path=search)
+    return found if found is not None and os.path.isabs(found) else None
+
+
 _PACKAGES = ("harness", "repos", "hooks")  # the harness's own packages (pyproject.toml)
 
 
@@ -242,8 +251,9 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     (``site.getusersitepackages()``, missing or not), the standard library
     (``sitecustomize.py``), the scripts folder (the ``harness`` entry script; left out with
     ``scripts=False``), ``pyvenv.cfg`` (which interpreter a venv runs), the absolute
-    ``$PYTHONPATH`` folders outside ``cwd`` and the harness's own package folders; both as
-    written and with symlinks resolved.
+    ``$PYTHONPATH`` folders outside ``cwd``, the harness's own package folders and the folder
+    of the ``harness`` command found on ``$PATH`` (with ``scripts``); both as written and with
+    symlinks resolved.
 
     Left out: a folder holding ``cwd`` or the home folder (a Python installed in the home
     folder's own ``lib``), a package folder inside ``cwd`` (the harness's source being worked
@@ -256,6 +266,13 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     keys = ("stdlib", "platstdlib", "purelib", "platlib", *(("scripts",) if scripts else ()))
     named += [paths[k] for k in keys if k in paths]
     named.append(os.path.join(sys.prefix, "pyvenv.cfg"))
+    if scripts:
+        # The `harness` the user types, where pipx and `uv tool` put it (~/.local/bin, a link
+        # into the tool's venv): the link's folder, since a folder entry cannot be held alone
+        # and a replaced link runs at the next start (review 11, finding 8).
+        entry = _harness_command(os.environ.get("PATH", os.defpath))
+        if entry is not None:
+            named.append(os.path.dirname(entry))
     # $PYTHONPATH's folders come first on the path: a `sitecustomize.py` there runs at every
     # start (review 10, finding 8); one inside the working folder is the project's source
     python_path = os.environ.get("PYTHONPATH", "").split(os.pathsep)

@@ -305,7 +305,8 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
 
     Raises:
         ValueError: the file cannot be read as above, is not JSON of that shape, a rule does
-            not parse, or the mode is not one of :data:`PERMISSION_MODES` nor Claude Code's
+            not parse, it holds more than :data:`MAX_RULES` rules, or the mode is not one of
+            :data:`PERMISSION_MODES` nor Claude Code's
             name of one (the message names the file and the key, e.g.
             ``permissions.allow[2]``).
     """
@@ -342,6 +343,14 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
                 raise ValueError(f"'permissions.{key}' must be a list of strings")
         if any(not v or "\0" in v for v in folders):
             raise ValueError("'permissions.additionalDirectories' holds an empty path or a NUL")
+        count = sum(len(v) for v in lists.values())
+        if count > MAX_RULES or len(folders) > MAX_RULES:
+            # every read and every file of a walk is matched against every rule: a file
+            # cannot make each call cost seconds (review 11, finding 11)
+            raise ValueError(
+                f"it holds {max(count, len(folders)):,} rules or folders; at most "
+                f"{MAX_RULES:,} are read from one settings file"
+            )
         rules = PermissionRules(
             allow=_rules(lists["allow"], str(path), "permissions.allow"),
             deny=_rules(lists["deny"], str(path), "permissions.deny"),
@@ -379,6 +388,10 @@ def _settings_mode(permissions: Mapping[str, Any]) -> PermissionMode | None:
 
 
 SETTINGS_MAX_BYTES = 1_000_000
+MAX_RULES = 1_000
+"""The most rules (``allow``, ``deny`` and ``ask`` together) and ``additionalDirectories``
+one settings file may hold; beyond, the file is refused as broken (every call denied,
+naming it)."""
 """A settings file larger than this is refused (no real one comes near)."""
 
 

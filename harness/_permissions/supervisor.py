@@ -144,7 +144,8 @@ class SecuritySupervisor:
     5. an **allow** rule matches: approved;
     6. a call that is not controlled (a ``read``/``ls``/``grep``/``find`` inside the working
        folder, a tool not marked ``controlled``) is approved;
-    7. asking: an operation key approved always before (``request.approvals``) is approved;
+    7. asking: an operation key approved always before (``request.approvals``) is approved,
+       except for a protected path (3a) and a path that reaches another through a symlink;
        a deferred call being resumed gets the person's answer (``request.resolution``); in
        ``dont_ask`` mode the call is denied; with no approver it is denied with a reason
        saying so; otherwise the approver's answer stands (``Defer`` included).
@@ -336,8 +337,15 @@ class SecuritySupervisor:
             )
             return await self._ask(request, policy, why)
         if (protected := _protected(request, self._stores_of(request))) is not None:
+            # Never answered by an earlier "always": that was given for another input (an MCP
+            # tool's bare name covers every input) or for what a path named then (review 11,
+            # findings 6 and 7).
             return await self._ask(
-                request, policy, f"{protected}; a protected path is always asked", hint=False
+                request,
+                policy,
+                f"{protected}; a protected path is always asked",
+                hint=False,
+                remembered=False,
             )
         if request.kind == "execute" and request.input.get(UNSANDBOXED) is True:
             return await self._ask(
@@ -492,9 +500,18 @@ class SecuritySupervisor:
         return hidden
 
     async def _ask(
-        self, request: PermissionRequest, policy: _Policy, why: str, *, hint: bool = True
+        self,
+        request: PermissionRequest,
+        policy: _Policy,
+        why: str,
+        *,
+        hint: bool = True,
+        remembered: bool = True,
     ) -> Decision:
-        if request.operation_key in request.approvals:
+        # A path key names the path as written: once a symlink leads elsewhere, the "always"
+        # given for it does not cover where it leads now (review 11, finding 6).
+        followed = len(set(request.paths)) > 1
+        if remembered and not followed and request.operation_key in request.approvals:
             return Approve(reason=f"{request.operation_key} was approved always before")
         if request.resolution is not None:  # a deferred call: the person has answered
             return self._from_person(

@@ -75,6 +75,11 @@ a longer one is cut, with an ``invalid_metadata`` diagnostic."""
 MAX_SKILL_BYTES = 1_048_576
 """Largest skill file read (1 MiB); a larger one is refused with a ``read_failed``
 diagnostic."""
+MAX_SKILL_FILES = 1_000
+"""The most skill files read from one skills folder (an ``over_budget`` diagnostic says the
+rest were left out)."""
+MAX_SKILL_FOLDERS = 10_000
+"""The most folders listed while looking for skills in one skills folder."""
 _SHOWN_CHARS = 80  # a value from a file quoted in a message is cut to this many characters
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -295,12 +300,26 @@ def _descriptors(
     stack: list[tuple[Path, Location, int, _Ignores] | tuple[Path, Location]] = [
         (root, start, 0, ())
     ]
+    listed = 0
     while stack:
+        if len(out) >= MAX_SKILL_FILES or listed >= MAX_SKILL_FOLDERS:
+            # each skill file is opened, checked against the read rules and parsed at every
+            # start: a tree cannot make a start take minutes (review 11, finding 11)
+            diagnostics.append(
+                ResourceDiagnostic(
+                    code="over_budget",
+                    message=f"{root}: only the first {MAX_SKILL_FILES:,} skill files (in "
+                    f"{MAX_SKILL_FOLDERS:,} folders at most) are read; the rest are left out",
+                    path=str(root),
+                )
+            )
+            break
         item = stack.pop()
         if len(item) == 2:
             out.append((item[0], item[1], True))
             continue
         folder, loc, depth, ignores = item
+        listed += 1
         try:
             fd = open_dir(loc)
         except FileNotFoundError as exc:

@@ -48,18 +48,12 @@ _PARAMETERS: dict[str, JSONValue] = {
     "additionalProperties": False,
 }
 
-# what would make bash run or go where the supervisor did not see, and the sessions store's
-# address, which may hold a database's password (review 7, finding 13)
-_DROPPED = (
-    "OLDPWD",
-    "CDPATH",
-    "BASH_ENV",
-    "ENV",
-    "BASHOPTS",
-    "SHELLOPTS",
-    "GLOBIGNORE",
-    "HARNESS_SESSIONS_DIR",
-)
+# what would make bash run or go where the supervisor did not see
+_DROPPED = ("OLDPWD", "CDPATH", "BASH_ENV", "ENV", "BASHOPTS", "SHELLOPTS", "GLOBIGNORE")
+# The harness's own variables are the user's to the harness, never a command's: the sessions
+# store's address may hold a database password (review 7, finding 13), `harness serve`'s token
+# opens every session of every project (review 11, finding 1), others name private files.
+_DROPPED_PREFIX = "HARNESS_"
 _MAX_TIMEOUT_S = 600.0  # the most a model's `timeout` may ask (unless timeout_s is more)
 _DRAIN_S = 0.1  # once the command is gone, how long to wait for the rest of its output
 _UPDATE_EVERY_S = 0.05  # at most one update event per this many seconds
@@ -514,6 +508,8 @@ def _environment() -> dict[str, str]:
     # (`cd -- -`), CDPATH, startup files and inherited shell options (review 6, finding 42)
     for name in _DROPPED:
         env.pop(name, None)
+    for name in [n for n in env if n.startswith(_DROPPED_PREFIX)]:
+        del env[name]
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:

@@ -213,6 +213,7 @@ def sandbox_available() -> bool:
             try:
                 done = subprocess.run(
                     [*_base(program), "--ro-bind", "/", "/", "true"],
+                    stdin=subprocess.DEVNULL,  # never the harness's own (rpc's protocol)
                     capture_output=True,
                     timeout=_PROBE_S,
                     check=False,

@@ -110,6 +110,8 @@ def approval_lines(request: PermissionRequest) -> list[str]:
             )
         return lines
     lines += gutter_lines(request.target)
+    if request.reaches is not None:
+        lines.append(f"which is, through a symlink: {one_line(request.reaches)}")
     if request.operation_key != f"{request.tool_name}({request.target})":
         lines.append(f"always would approve: {one_line(request.operation_key)}")
     return lines

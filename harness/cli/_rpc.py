@@ -296,6 +296,11 @@ class RpcServer:
                 "id": request_id,
                 "method": "select",
                 "title": f"Allow {request.operation_key}?"
+                + (
+                    f" (which is, through a symlink: {request.reaches})"
+                    if request.reaches is not None
+                    else ""
+                )
                 + (" (outside the working folder)" if request.leaves_cwd else ""),
                 "options": list(APPROVAL_OPTIONS),
                 "timeout": round(self._approval_timeout_s * 1000),
@@ -305,6 +310,7 @@ class RpcServer:
                     "input": dict(request.input),
                     "operationKey": request.operation_key,
                     "leavesCwd": request.leaves_cwd,
+                    "reaches": request.reaches,
                 },
             }
         )

@@ -770,3 +770,19 @@ def test_a_huge_pathless_input_is_cut_and_the_question_says_so(
     assert PAYLOAD not in shown and shown.count("a") >= APPROVAL_INPUT_CHARS - 20
     assert f"input CUT: only its first {APPROVAL_INPUT_CHARS} of" in proc.stdout
     assert "allow mcp__probe__danger, its input CUT above (not all shown)?" in proc.stdout
+
+
+def test_the_approval_question_shows_where_a_symlinked_path_leads(
+    piped: Callable[..., subprocess.CompletedProcess[str]], work: Path
+) -> None:
+    """Review 11, finding 3: a cloned repository's `build.cfg -> .git/config` was asked about
+    as `edit build.cfg`; the person approved an ordinary-looking edit of the git config."""
+    (work / ".git").mkdir(exist_ok=True)
+    (work / ".git" / "config").write_text("[core]\n")
+    (work / "build.cfg").symlink_to(".git/config")
+    edit = {"path": "build.cfg", "oldText": "[core]", "newText": "[core]\n\tx = 1"}
+    proc = piped(f"@edit {json.dumps(edit)}\nn\n/exit\n", "--mode", "accept_edits")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    question = proc.stdout[proc.stdout.index("edit wants to use:") : proc.stdout.index("allow ")]
+    assert "which is, through a symlink: .git/config" in question, question
+    assert (work / ".git" / "config").read_text() == "[core]\n"

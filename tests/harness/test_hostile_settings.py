@@ -169,3 +169,22 @@ def test_a_settings_file_that_is_no_regular_file_denies_without_blocking(
         path.symlink_to(f"/dev/{kind.removeprefix('dev_')}")
     out = _decide_in_subprocess(project, user=path if where == "user" else None)
     assert out.startswith("Deny(") and "settings are broken" in out, out
+
+
+async def test_a_settings_file_with_too_many_rules_is_refused_and_denies(tmp_path: Path) -> None:
+    """Review 11, finding 11: 20,000 deny rules in an untrusted project's settings (within the
+    1 MB cap) made every read cost seconds and a grep or find walk files x rules."""
+    from harness._permissions.rules import MAX_RULES
+
+    project = tmp_path / "project"
+    (project / ".harness").mkdir(parents=True)
+    deny = [f"Read(**/n{i})" for i in range(MAX_RULES + 1)]
+    settings = project / ".harness" / "settings.json"
+    settings.write_bytes(orjson.dumps({"permissions": {"deny": deny}}))
+    s = SecuritySupervisor(setting_sources=("project",))
+    decided = await s.decide(_request(project, "ls"))
+    assert isinstance(decided, Deny) and "settings are broken" in decided.reason
+    assert f"at most {MAX_RULES:,}" in decided.reason
+    settings.write_bytes(orjson.dumps({"permissions": {"deny": deny[:MAX_RULES]}}))
+    at_most = await s.decide(_request(project, "ls"))
+    assert isinstance(at_most, Deny) and "settings are broken" not in at_most.reason

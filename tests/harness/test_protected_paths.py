@@ -1563,3 +1563,57 @@ async def test_a_walk_of_the_temp_folder_leaves_other_processes_kept_output_out(
         make_request(cwd, read_tool(), path=str(temp / "harness-bash-1-abc.log"))
     )
     assert isinstance(read, Deny)
+
+
+async def test_an_always_for_a_tool_never_answers_a_protected_places_question(cwd: Path) -> None:
+    # Review 11, finding 7: "always" for an MCP write_file (its key is the bare tool name, so
+    # every input) made its later write of .git/hooks/pre-commit unasked, in the default mode;
+    # the same for a read of the user's settings through an MCP read_file.
+    async def write_file(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__fs__write_file", description="write", execute=write_file)
+    asked: list[str] = []
+
+    async def approver(request: PermissionRequest) -> Deny:
+        asked.append(request.operation_key)
+        return Deny(reason="no")
+
+    s = SecuritySupervisor(setting_sources=(), approver=approver)
+    always = frozenset({tool.name})
+    plain = await s.decide(make_request(cwd, tool, always, path="notes.md", content="x"))
+    assert isinstance(plain, Approve) and asked == []  # what "always" is for
+    hook = {"path": ".git/hooks/pre-commit", "content": "touch P", "mode": 0o755}
+    decided = await s.decide(make_request(cwd, tool, always, **hook))
+    assert isinstance(decided, Deny) and asked == [tool.name], decided
+    edit = await s.decide(
+        make_request(cwd, edit_tool(), frozenset({"edit(.mcp.json)"}), path=".mcp.json")
+    )
+    assert isinstance(edit, Deny) and asked[-1] == "edit(.mcp.json)"
+
+
+async def test_an_always_for_a_path_never_covers_what_a_symlink_there_leads_to(cwd: Path) -> None:
+    # Review 11, finding 6: "always" to edit(build.cfg), an ordinary file; a bypass command
+    # then made build.cfg a symlink to .git/config, and the next edit of build.cfg was approved
+    # by the remembered key: `fsmonitor` ran at the next git status.
+    (cwd / ".git").mkdir(exist_ok=True)
+    (cwd / ".git" / "config").write_text("[core]\n")
+    (cwd / "notes.txt").write_text("x")
+    (cwd / "build.cfg").symlink_to(".git/config")
+    (cwd / "link.txt").symlink_to("notes.txt")
+    asked: list[str] = []
+
+    async def approver(request: PermissionRequest) -> Deny:
+        asked.append(request.operation_key)
+        return Deny(reason="no")
+
+    s = SecuritySupervisor(mode="bypass", setting_sources=(), approver=approver)
+    always = frozenset({"edit(build.cfg)", "edit(link.txt)", "read(/etc/hosts)"})
+    decided = await s.decide(make_request(cwd, edit_tool(), always, path="build.cfg"))
+    assert isinstance(decided, Deny) and asked == ["edit(build.cfg)"], decided
+    # not protected, but through a link: asked again, where the plain file is not
+    d = SecuritySupervisor(setting_sources=(), approver=approver)
+    assert isinstance(await d.decide(make_request(cwd, edit_tool(), always, path="link.txt")), Deny)
+    assert asked[-1] == "edit(link.txt)"
+    outside = await d.decide(make_request(cwd, read_tool(), always, path="/etc/hosts"))
+    assert isinstance(outside, Approve), outside

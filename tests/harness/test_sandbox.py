@@ -614,6 +614,22 @@ async def test_the_store_address_and_the_user_settings_are_not_the_commands(
     assert text.startswith("[]")
 
 
+async def test_no_harness_variable_reaches_a_command(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, finding 1: `HARNESS_SERVE_TOKEN` reached sandboxed commands, which then read
+    every session of every project through a running `harness serve`."""
+    monkeypatch.setenv("HARNESS_SERVE_TOKEN", "t0ken-of-the-user-0123456789")
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("HARNESS_SOMETHING_LATER", "x")
+    monkeypatch.setenv("NOT_HARNESS_X", "kept")
+    [(text, details)] = await run_commands(home, ["env | sort"], mode="bypass")
+    assert details["sandboxed"] is True
+    assert "t0ken-of-the-user" not in text
+    assert not [line for line in text.splitlines() if line.startswith("HARNESS_")], text
+    assert "NOT_HARNESS_X=kept" in text
+
+
 async def test_an_aborted_command_has_its_protected_names_set_aside(home: Path) -> None:
     """Review 8, finding 1: a command cancelled while it ran (the user's abort, a run's
     timeout) skipped the setting aside, so the `.mcp.json` it made stayed."""
@@ -1025,3 +1041,27 @@ def test_a_sandboxed_command_cannot_reach_the_users_terminals(tmp_path: Path) ->
     finally:
         os.close(master)
         os.close(slave)
+
+
+async def test_the_harness_command_on_the_path_is_held(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Review 11, finding 8: pipx and `uv tool` put the `harness` the user types in
+    ~/.local/bin (a link into the tool's venv); a bypass command replaced it, and the next
+    `harness` ran what it wrote."""
+    from harness._permissions.protected import python_folders
+
+    tool_bin = tmp_path / "tool-venv" / "bin"
+    tool_bin.mkdir(parents=True)
+    (tool_bin / "harness").write_text("#!/bin/sh\necho real\n")
+    (tool_bin / "harness").chmod(0o755)
+    local_bin = home / ".local" / "bin"
+    local_bin.mkdir(parents=True, exist_ok=True)
+    (local_bin / "harness").symlink_to(tool_bin / "harness")
+    monkeypatch.setenv("PATH", f"{local_bin}{os.pathsep}{os.environ['PATH']}")
+    assert str(local_bin) in python_folders(home / "proj")
+    command = 'b=.local; rm ~/$b/bin/harness; printf "#!/bin/sh\\necho P\\n" > ~/$b/bin/harness'
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert (local_bin / "harness").is_symlink(), text
+    assert os.readlink(local_bin / "harness") == str(tool_bin / "harness")

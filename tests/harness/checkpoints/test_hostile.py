@@ -9,6 +9,8 @@ contents the store really holds, so only the path is what stops the write.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -292,14 +294,23 @@ async def test_a_scan_never_fetches_even_when_the_repository_allows_its_protocol
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("where", ["repository", "user"])
+@pytest.mark.parametrize(
+    ("where", "name"),
+    [("repository", "lfs"), ("user", "lfs"), ("repository", "a=b"), ("repository", "Evil")],
+)
 async def test_a_scan_runs_no_filter_driver(
-    tmp_path: Path, repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch, where: str
+    tmp_path: Path,
+    repo: JsonlSessionRepo,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    name: str,
 ) -> None:
     """Review 10, finding 5: the scan's ``git status`` re-hashed a changed file through its
     filter driver: the repository's own command, or one the user's config names by bare
     name (``git-lfs``) found first in a folder a sandboxed command can write
-    (``~/.local/bin``), ran outside the sandbox."""
+    (``~/.local/bin``), ran outside the sandbox. Review 11, finding 4: a driver named
+    ``a=b`` (git splits ``-c`` at the first ``=``) or ``Evil`` (subsections keep their case)
+    was not turned off."""
     marker = tmp_path / "filter-ran"
     home = tmp_path / "home"
     planted = home / ".local" / "bin"
@@ -309,12 +320,12 @@ async def test_a_scan_runs_no_filter_driver(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{planted}{os.pathsep}{os.environ['PATH']}")
     ws = seed(tmp_path / "ws", "git")
-    (ws / ".gitattributes").write_text("*.bin filter=lfs -text\n")
+    (ws / ".gitattributes").write_text(f"*.bin filter={name} -text\n")
     (ws / "data.bin").write_text("data\n")
-    git(ws, "-c", "filter.lfs.clean=cat", "add", ".")
-    git(ws, "-c", "filter.lfs.clean=cat", "commit", "-qm", "data")
+    git(ws, "-c", f"filter.{name}.clean=cat", "add", ".")
+    git(ws, "-c", f"filter.{name}.clean=cat", "commit", "-qm", "data")
     driver = (
-        f'[filter "lfs"]\n\tclean = touch {marker}; cat\n\trequired = true\n'
+        f'[filter "{name}"]\n\tclean = touch {marker}; cat\n\trequired = true\n'
         if where == "repository"
         else '[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\tprocess = git-lfs filter-process\n'
     )
@@ -331,3 +342,37 @@ async def test_a_scan_runs_no_filter_driver(
     await harness.prompt("go")
     assert (ws / "data.bin").read_text() == "dat9\n"
     assert not marker.exists()
+
+
+def test_the_scans_git_never_reads_the_harnesss_stdin(tmp_path: Path) -> None:
+    """Review 11, finding 5: the scan's git inherited the harness's stdin (rpc's protocol
+    pipe, chat's terminal); a repository config including ``/dev/stdin`` made it swallow what
+    was there."""
+    ws = seed(tmp_path / "ws", "git")
+    with (ws / ".git" / "config").open("a") as f:
+        f.write("[include]\n\tpath = /dev/stdin\n")
+    script = f"""
+import asyncio, sys
+from harness import (AgentHarness, CheckpointStore, FauxModel, FauxReply, FauxToolCall,
+                     JsonlSessionRepo, SecuritySupervisor, bash_tool)
+async def main():
+    session = await JsonlSessionRepo({str(tmp_path / "s")!r}).create({str(ws)!r})
+    model = FauxModel([FauxReply(tool_calls=[FauxToolCall(name="bash",
+                       arguments={{"command": "true"}})]), "ok"])
+    h = AgentHarness(session=session, model=model, tools=[bash_tool()], cwd={str(ws)!r},
+                     supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+                     resources=None, checkpoints=CheckpointStore({str(tmp_path / "c")!r}))
+    await h.prompt("go")
+asyncio.run(main())
+print("left:", sys.stdin.read().split())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input="LINE1\nLINE2\nLINE3\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "left: ['LINE1', 'LINE2', 'LINE3']" in done.stdout, (done.stdout, done.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from resource_trees import listing, write_skill
 
 from harness import ResourceOptions, Resources, SkillContext
@@ -130,3 +131,21 @@ def test_skill_context_is_what_the_resolver_sees(tmp_path: Path) -> None:
     resources = Resources(tmp_path, ResourceOptions(discover=False, scopes=resolver))
     listing(resources, tmp_path)
     assert seen and seen[0].cwd == tmp_path
+
+
+def test_a_folder_of_too_many_skills_is_read_up_to_the_cap_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review 11, finding 11: 20,000 skills made a start take a minute (each is opened, judged
+    # by the read rules and parsed). The cap is lowered here: the walk is what is tested.
+    from harness._resources import discovery
+
+    monkeypatch.setattr(discovery, "MAX_SKILL_FILES", 5)
+    root = tmp_path / "skills"
+    for i in range(8):
+        write_skill(root, f"s{i}")
+    resources = Resources(tmp_path, ResourceOptions(discover=False, skill_roots=[root]))
+    result = listing(resources, tmp_path)
+    assert [r.name for r in result.records] == [f"s{i}" for i in range(5)]
+    [over] = [d for d in result.diagnostics if d.code == "over_budget"]
+    assert "only the first 5 skill files" in over.message and over.path == str(root)
