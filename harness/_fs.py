@@ -269,6 +269,31 @@ SYSTEM_FOLDERS: Final = (
 """The system's folders: root's sandboxed commands see them read-only."""
 
 
+BASH_LOG_PREFIX: Final = "harness-bash-"
+"""How the bash tool's kept full outputs are named (``harness-bash-PID-*.log``), and the
+folder that holds them (``harness-bash-logs-UID``) in the temporary folder."""
+
+
+def bash_log_folder() -> str | None:
+    """The folder where every harness process of this user keeps its bash outputs:
+    ``$TMPDIR/harness-bash-logs-UID``, made mode 0700 if missing. One folder for all of them,
+    so a sandbox can hide it whole, logs made after its command started included (review 11,
+    finding 2). None when the name is taken by something that is not this user's private
+    folder (a link, another user's folder in a shared ``/tmp``): then logs go to
+    ``$TMPDIR`` itself, as before."""
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"{BASH_LOG_PREFIX}logs-{os.geteuid()}")
+    with suppress(FileExistsError, OSError):
+        os.mkdir(path, 0o700)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+    return path if private else None
+
+
 def root_only(path: str) -> bool:
     """Whether ``path`` and its folder are owned by root and writable by nobody else; for a
     process run as root, also in :data:`SYSTEM_FOLDERS` (root's sandboxed commands can write

@@ -44,7 +44,7 @@ from attrs import frozen
 
 from repos import InvalidStoreUrlError, parse_store_url
 
-from .._fs import root_only
+from .._fs import BASH_LOG_PREFIX, bash_log_folder, root_only
 from .._tools.sandbox import Sandbox
 from .folders import user_folder
 from .shell import ANSI_C, ansi_c, parse_command, without_expansions
@@ -393,12 +393,15 @@ def private_folders(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[str, 
 
 def other_bash_log(path: str) -> bool:
     """Whether ``path`` is the full output another harness process's bash tool keeps
-    (``$TMPDIR/harness-bash-PID-*.log``): part of that process's session (review 6, 39)."""
+    (``$TMPDIR/harness-bash-logs-UID/harness-bash-PID-*.log``, or in ``$TMPDIR`` itself): part
+    of that process's session (review 6, 39); the shared folder itself is too."""
     folder, name = os.path.split(path)
-    return (
-        name.startswith("harness-bash-")
-        and not name.startswith(f"harness-bash-{os.getpid()}-")
-        and _realpath(folder) == _realpath(tempfile.gettempdir())
+    if not name.startswith(BASH_LOG_PREFIX) or name.startswith(f"{BASH_LOG_PREFIX}{os.getpid()}-"):
+        return False
+    real = _realpath(folder)
+    shared = bash_log_folder()
+    return real == _realpath(tempfile.gettempdir()) or (
+        shared is not None and real == _realpath(shared)
     )
 
 
@@ -1228,7 +1231,13 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         for f in (os.fspath(config), os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
-    # other harness processes' kept command output, as it is now (review 8, finding 3)
+    # other harness processes' kept command output: the folder they all keep it in, hidden
+    # whole, so logs made while the command runs are hidden too (review 11, finding 2; this
+    # process's own are hidden with them: the read tool reads them), and those an older
+    # harness left in the temporary folder itself, as they are now (review 8, finding 3)
+    logs = bash_log_folder()
+    if logs is not None:
+        hidden.append(logs)
     with contextlib.suppress(OSError):
         hidden += [
             e.path

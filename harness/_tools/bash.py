@@ -19,7 +19,7 @@ from typing import BinaryIO, ClassVar, Literal
 from hooks import JSONValue
 
 from .._errors import ToolError
-from .._fs import program_path
+from .._fs import BASH_LOG_PREFIX, bash_log_folder, program_path
 from .base import Tool, ToolResult, ToolRun, safe_text
 from .sandbox import Sandbox, identities, sandbox_available, sandboxed, set_aside
 
@@ -336,7 +336,9 @@ class _Output(asyncio.Protocol):
             if self._file is None:
                 # the process id in the name: another process's logs are private to it
                 # (docs/security.md; review 6, finding 39)
-                fd, name = tempfile.mkstemp(prefix=f"harness-bash-{os.getpid()}-", suffix=".log")
+                fd, name = tempfile.mkstemp(
+                    prefix=f"{BASH_LOG_PREFIX}{os.getpid()}-", suffix=".log", dir=bash_log_folder()
+                )
                 self._file = os.fdopen(fd, "wb")
                 self._file_name = name
             self._file.write(data)

@@ -1065,3 +1065,46 @@ async def test_the_harness_command_on_the_path_is_held(
     assert details["sandboxed"] is True
     assert (local_bin / "harness").is_symlink(), text
     assert os.readlink(local_bin / "harness") == str(tool_bin / "harness")
+
+
+async def test_another_processs_output_kept_while_a_command_runs_is_hidden_too(
+    home: Path,
+) -> None:
+    """Review 11, finding 2: the sandbox emptied only the logs present when its command
+    started; a command that polled read another process's output kept later."""
+    from harness._fs import bash_log_folder
+
+    folder = bash_log_folder()
+    assert folder is not None and (os.stat(folder).st_mode & 0o777) == 0o700
+    later = Path(folder) / f"harness-bash-{os.getpid() + 100000}-later.log"
+    command = (
+        f"for i in $(seq 40); do cat {folder}/*.log 2>/dev/null | grep -a -o 'OTHER-SECRET'; "
+        "sleep 0.1; done | sort -u; echo done"
+    )
+
+    async def write_later() -> None:
+        await asyncio.sleep(0.5)
+        later.write_text("OTHER-SECRET\n")
+
+    try:
+        writer = asyncio.ensure_future(write_later())
+        [(text, details)] = await run_commands(home, [command], mode="bypass")
+        await writer
+    finally:
+        later.unlink(missing_ok=True)
+    assert details["sandboxed"] is True
+    assert "done" in text and "OTHER-SECRET" not in text, text
+
+
+def test_this_processs_kept_output_goes_to_the_private_log_folder(tmp_path: Path) -> None:
+    from harness import ToolRun
+    from harness._fs import bash_log_folder
+
+    async def no_update(partial: object) -> None:
+        pass
+
+    run = ToolRun(tool_call_id="t", cwd=tmp_path, on_update=no_update)
+    result = asyncio.run(BASH.execute({"command": "seq 1 200000"}, run))
+    assert not isinstance(result, str)
+    kept = result.details["fullOutputPath"]  # type: ignore[index]
+    assert os.path.dirname(kept) == bash_log_folder()
