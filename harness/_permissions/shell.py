@@ -25,6 +25,7 @@ from tree_sitter import Language, Node, Parser, Tree
 __all__ = [
     "ANSI_C",
     "MAX_COMMAND_CHARS",
+    "MAX_COMMAND_OPERATORS",
     "Found",
     "ParsedCommand",
     "SimpleCommand",
@@ -41,6 +42,9 @@ __all__ = [
 MAX_COMMAND_CHARS = 100_000
 """Longer commands are not parsed: no rule allows them by their words, and every deny and ask rule
 counts as possibly matching them (so they are asked)."""
+MAX_COMMAND_OPERATORS = 5_000
+"""A command holding more of ``| & ; ( ) < >`` than this is not parsed either (as above)."""
+_OPERATOR_CHARS = "|&;()<>"
 
 _LANGUAGE = Language(tree_sitter_bash.language())
 _MAX_DEPTH = 8  # code inside code (bash -c "bash -c '…'"), commands run by xargs and find -exec
@@ -593,6 +597,11 @@ def _parse(command: str) -> tuple[bytes, Tree] | None:
     """The bytes bash runs (line continuations joined) and their tree; None when the command is
     too long, holds NUL, cannot be encoded, or keeps changing as continuations are joined."""
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
+        return None
+    if sum(command.count(c) for c in _OPERATOR_CHARS) > MAX_COMMAND_OPERATORS:
+        # tree-sitter's parse of a long pipeline or list is quadratic (80 KB of `a|` took
+        # minutes) and cannot be cancelled mid-way: such a command is not parsed (review 11,
+        # finding 15)
         return None
     try:
         src = os.fsencode(command)  # as subprocess hands it to bash

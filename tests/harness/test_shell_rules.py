@@ -44,6 +44,7 @@ from harness import (
 from harness._permissions.rules import Rule
 from harness._permissions.shell import (
     MAX_COMMAND_CHARS,
+    MAX_COMMAND_OPERATORS,
     ParsedCommand,
     Word,
     command_key,
@@ -308,7 +309,9 @@ async def test_a_possible_match_is_asked_with_the_rule_named(tmp_path: Path) -> 
 
 async def test_an_unparsable_or_huge_command_is_asked_under_any_deny_rule(tmp_path: Path) -> None:
     s = supervisor("bypass", rules={"deny": ["bash(rm:*)"], "allow": ["bash(echo:*)"]})
-    for command in ("echo 'unclosed", "echo (", "echo " + "x" * MAX_COMMAND_CHARS):
+    # review 11, finding 15: 80 KB of `a|` took minutes to parse
+    pipeline = "echo " + "a|" * (MAX_COMMAND_OPERATORS + 1) + "a"
+    for command in ("echo 'unclosed", "echo (", "echo " + "x" * MAX_COMMAND_CHARS, pipeline):
         assert isinstance(await s.decide(request(tmp_path, command)), Deny)
         allowed = supervisor("dont_ask", rules={"allow": ["bash(echo:*)"]})
         assert isinstance(await allowed.decide(request(tmp_path, command)), Deny)
