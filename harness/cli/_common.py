@@ -22,16 +22,6 @@ from typing import IO, Any, TypeVar
 
 import click
 import orjson
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from hooks import HarnessError
 from repos import (
@@ -50,9 +40,6 @@ from repos import (
     validate_session_id,
 )
 
-from .._fs import read_regular_file
-from .._permissions import user_settings_path
-from .._permissions.rules import SETTINGS_MAX_BYTES
 from ._escape import echo, terminal
 
 __all__ = [
@@ -301,6 +288,12 @@ def store_setting(path: Path | None = None) -> str | None:
     Raises:
         click.UsageError: the file cannot be read, or ``store`` is not a string.
     """
+    # Imported here: the permissions package is large, and a command given --root or
+    # $HARNESS_SESSIONS_DIR never reads the setting.
+    from .._fs import read_regular_file
+    from .._permissions import user_settings_path
+    from .._permissions.rules import SETTINGS_MAX_BYTES
+
     where = path if path is not None else user_settings_path()
     try:
         raw = read_regular_file(where, max_bytes=SETTINGS_MAX_BYTES)
@@ -582,6 +575,16 @@ def progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
     if not sys.stdout.isatty():
         yield lambda n: None
         return
+    # rich is imported where a terminal shows progress (not for `list`, or output to a pipe).
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description}", markup=False),
@@ -601,6 +604,9 @@ def spinner(message: str) -> Iterator[None]:
     if not sys.stdout.isatty():
         yield
         return
+    from rich.console import Console
+    from rich.markup import escape
+
     with Console().status(escape(message)):
         yield
 
