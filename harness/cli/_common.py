@@ -33,7 +33,6 @@ from repos import (
     SessionError,
     SessionNotFoundError,
     SessionRepo,
-    SqliteSessionRepo,
     open_session,
     open_store,
     parse_store_url,
@@ -360,6 +359,8 @@ def describe_store(repo: SessionRepo) -> str:
     PostgreSQL server and database (no credentials) or ``memory:``."""
     if isinstance(repo, JsonlSessionRepo):
         return str(repo.root)
+    from repos import SqliteSessionRepo  # not imported for a JSONL folder
+
     if isinstance(repo, SqliteSessionRepo):
         return f"sqlite:{repo.path}"
     if isinstance(repo, MemorySessionRepo):

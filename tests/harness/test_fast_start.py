@@ -147,8 +147,8 @@ def test_help_imports_the_command_line_and_no_command(tmp_path: Path) -> None:
     assert loaded == {"harness", "harness.cli", "harness.cli._escape", "harness.cli._lazy"}
 
 
-# What the agent loop, the permissions, checkpoints, compaction, tools, providers, the hook bus
-# and the other commands build: `harness sessions list` needs none of it.
+# What the agent loop, the permissions, checkpoints, compaction, tools, providers, the hook bus,
+# the SQLite store and the other commands build: `harness sessions list` needs none of it.
 NOT_FOR_LIST = (
     "harness._agents",
     "harness._checkpoints",
@@ -161,6 +161,7 @@ NOT_FOR_LIST = (
     "harness._tools",
     "hooks._bus",
     "hooks._events",
+    "repos._sqlite",
     "harness.cli._agent",
     "harness.cli._chat",
     "harness.cli._copy",
