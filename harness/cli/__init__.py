@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._escape import TerminalFormatter, excepthook
+from ._escape import TerminalFormatter, echo, excepthook
 from ._lazy import LazyGroup
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def _version() -> str:
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     # click's `version_option`, with the version looked up only when asked for.
     if value and not ctx.resilient_parsing:
-        click.echo(f"harness, version {_version()}", color=ctx.color)
+        echo(f"harness, version {_version()}")
         ctx.exit()
 
 

@@ -251,3 +251,17 @@ def test_help_lists_each_command_as_its_own_help_does(tmp_path: Path) -> None:
     )
     out = _run("import sys\n" + code, [], tmp_path, {}).stdout
     assert "Commands:" in out and "approvals" in out
+
+
+def test_version_is_looked_up_when_asked_for(tmp_path: Path) -> None:
+    """``--version`` prints what click's version option printed; ``--help`` does not import
+    ``importlib.metadata`` to find it."""
+    out = _run("import sys\n" + _CLI, ["--version"], tmp_path, {}).stdout
+    assert out.startswith("harness, version ") and out.count("\n") == 1
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(\n"
+        "    'META', 'importlib.metadata' in sys.modules, file=sys.stderr))\n"
+    )
+    code += _CLI
+    assert "META False" in _run(code, ["--help"], tmp_path, {}).stderr
