@@ -5,8 +5,6 @@ from __future__ import annotations
 import secrets
 import uuid
 
-from hooks import SessionBeforeForkEvent, emit_session_before_fork
-
 from ._codec import dumps_line, encode_entry, encode_header
 from ._entries import LabelEntry, LeafEntry, SessionHeader, SessionInfoEntry
 from ._errors import ForkCancelledError, InvalidForkTargetError
@@ -163,6 +161,8 @@ async def check_fork_allowed(
     Raises:
         ForkCancelledError: a hook cancelled.
     """
+    from hooks import SessionBeforeForkEvent, emit_session_before_fork  # on use: a fast start
+
     decision = await emit_session_before_fork(
         repo,
         SessionBeforeForkEvent(

@@ -16,15 +16,10 @@ from pathlib import Path
 import orjson
 from attrs import define, field, frozen
 
-from hooks import (
-    AssistantMessage,
-    SessionCreatedEvent,
-    SessionDeletedEvent,
-    SessionForkEvent,
-    UserMessage,
-    notify,
-)
+from hooks import AssistantMessage, UserMessage
 
+# hooks' session events and its bus are imported where an event is sent: opening, reading
+# and listing sessions need neither (a fast start, issue 24 point 6).
 from ._codec import CodecError, decode_entry, decode_header, loads_line
 from ._entries import Entry, MessageEntry, SessionHeader
 from ._errors import (
@@ -149,6 +144,8 @@ class MemorySessionRepo:
             metadata=metadata,
         )
         session = self._publish(header, [header_line(header)])
+        from hooks import SessionCreatedEvent, notify
+
         await notify(
             self,
             SessionCreatedEvent(
@@ -176,6 +173,8 @@ class MemorySessionRepo:
         record = self._sessions.pop(sid, None)
         if record is not None:
             record.deleted = True
+            from hooks import SessionDeletedEvent, notify
+
             await notify(self, SessionDeletedEvent(session_id=sid, path=None))
 
     async def fork(
@@ -196,6 +195,8 @@ class MemorySessionRepo:
         header = fork_header(src, session_id=session_id, cwd=cwd, parent_session=src.id)
         lines = fork_lines(src, header, entry_id=entry_id, position=position, scope=scope)
         fork = self._publish(header, lines)
+        from hooks import SessionForkEvent, notify
+
         await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))
         return fork
 

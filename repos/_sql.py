@@ -33,8 +33,8 @@ from pathlib import Path
 import orjson
 from attrs import frozen
 
-from hooks import SessionCreatedEvent, SessionDeletedEvent, SessionForkEvent, notify
-
+# hooks' session events and its bus are imported where an event is sent: opening, reading
+# and listing sessions need neither (a fast start, issue 24 point 6).
 from ._codec import CodecError, decode_entry, decode_header, dumps_line, encode_header, loads_line
 from ._entries import Entry, SessionHeader
 from ._errors import (
@@ -654,6 +654,8 @@ class SqlRepo(ABC):
             metadata=metadata,
         )
         session = await asyncio.to_thread(self._publish, header, header_line(header))
+        from hooks import SessionCreatedEvent, notify
+
         await notify(
             self,
             SessionCreatedEvent(
@@ -695,6 +697,8 @@ class SqlRepo(ABC):
         Sessions open on it refuse further appends (``SessionGoneError``)."""
         sid = self._check(ref)
         if await asyncio.to_thread(self._delete, sid):
+            from hooks import SessionDeletedEvent, notify
+
             await notify(self, SessionDeletedEvent(session_id=sid, path=None))
 
     async def fork(
@@ -718,6 +722,8 @@ class SqlRepo(ABC):
             header = fork_header(src, session_id=session_id, cwd=cwd, parent_session=src.id)
             ids, extra = fork_plan(src, entry_id=entry_id, position=position, scope=scope)
             fork = await asyncio.to_thread(self._fork, src, header, ids, extra)
+        from hooks import SessionForkEvent, notify
+
         await notify(self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=None))
         return fork
 

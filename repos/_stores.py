@@ -30,7 +30,6 @@ from ._jsonl.repo import JsonlSessionRepo
 from ._memory import MemorySessionRepo
 from ._repo import SessionRepo
 from ._session import FsyncPolicy, Session
-from ._sqlite import SqliteSessionRepo
 
 __all__ = [
     "STORE_SCHEMES",
@@ -175,6 +174,8 @@ def open_store(
     if url.scheme == "jsonl":
         return JsonlSessionRepo(Path(url.location).expanduser(), fsync=fsync, strict=strict)
     if url.scheme == "sqlite":
+        from ._sqlite import SqliteSessionRepo  # on use: a JSONL folder's commands need no SQL
+
         return SqliteSessionRepo(Path(url.location).expanduser(), fsync=fsync, strict=strict)
     if url.scheme == "memory":
         return MemorySessionRepo()

@@ -22,16 +22,6 @@ from typing import IO, Any, TypeVar
 
 import click
 import orjson
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from hooks import HarnessError
 from repos import (
@@ -43,16 +33,12 @@ from repos import (
     SessionError,
     SessionNotFoundError,
     SessionRepo,
-    SqliteSessionRepo,
     open_session,
     open_store,
     parse_store_url,
     validate_session_id,
 )
 
-from .._fs import read_regular_file
-from .._permissions import user_settings_path
-from .._permissions.rules import SETTINGS_MAX_BYTES
 from ._escape import echo, terminal
 
 __all__ = [
@@ -301,6 +287,12 @@ def store_setting(path: Path | None = None) -> str | None:
     Raises:
         click.UsageError: the file cannot be read, or ``store`` is not a string.
     """
+    # Imported here: the permissions package is large, and a command given --root or
+    # $HARNESS_SESSIONS_DIR never reads the setting.
+    from .._fs import read_regular_file
+    from .._permissions import user_settings_path
+    from .._permissions.rules import SETTINGS_MAX_BYTES
+
     where = path if path is not None else user_settings_path()
     try:
         raw = read_regular_file(where, max_bytes=SETTINGS_MAX_BYTES)
@@ -367,6 +359,8 @@ def describe_store(repo: SessionRepo) -> str:
     PostgreSQL server and database (no credentials) or ``memory:``."""
     if isinstance(repo, JsonlSessionRepo):
         return str(repo.root)
+    from repos import SqliteSessionRepo  # not imported for a JSONL folder
+
     if isinstance(repo, SqliteSessionRepo):
         return f"sqlite:{repo.path}"
     if isinstance(repo, MemorySessionRepo):
@@ -582,6 +576,16 @@ def progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
     if not sys.stdout.isatty():
         yield lambda n: None
         return
+    # rich is imported where a terminal shows progress (not for `list`, or output to a pipe).
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description}", markup=False),
@@ -601,6 +605,9 @@ def spinner(message: str) -> Iterator[None]:
     if not sys.stdout.isatty():
         yield
         return
+    from rich.console import Console
+    from rich.markup import escape
+
     with Console().status(escape(message)):
         yield
 

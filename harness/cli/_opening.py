@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from repos import CorruptSessionError, Session, SessionRepo, session_from_lines
-from repos.claude_code import convert, is_claude_code
 
 from ._common import one_line, open_ref, resolve_ref, run_async
 from ._escape import echo
@@ -50,6 +49,8 @@ def opened(repo: SessionRepo, ref: str) -> Iterator[Session]:
     try:
         session = run_async(open_ref(repo, found))
     except CorruptSessionError:
+        from repos.claude_code import is_claude_code
+
         if not (isinstance(found, Path) and found.is_file() and is_claude_code(found)):
             raise
         session = _open_claude_code(found)
@@ -65,6 +66,8 @@ def opened(repo: SessionRepo, ref: str) -> Iterator[Session]:
 
 def _open_claude_code(path: Path) -> Session:
     """A Claude Code transcript, converted and held in memory (nothing is written)."""
+    from repos.claude_code import convert
+
     conversion = convert(path)
     echo(
         f"note: {path} is a Claude Code transcript (session {conversion.source_session_id}, "

@@ -10,18 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import orjson
 
-from harness import (
-    PERMISSION_ENTRY,
-    RUN_STOP_TYPE,
-    TASK_TOOL_NAME,
-    ModelRegistry,
-    cost_of,
-    remembered_approvals,
-)
 from hooks import (
     AssistantMessage,
     BashExecutionMessage,
@@ -61,6 +54,12 @@ from repos import (
 )
 
 from ._common import one_line, short_id
+
+if TYPE_CHECKING:
+    from harness import ModelRegistry
+
+# The names this module uses from `harness` itself (the agents, permissions and the model
+# registry) are imported where they are used: `harness sessions list` needs none of them.
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -160,6 +159,8 @@ def _user_content_text(content: str | Iterable[UserContent]) -> str:
 def _agent_link(result: ToolResultMessage) -> str:
     """`` [agent NAME: session ID]`` for the result of a ``task`` call that links its child
     session (its ``details``; from the file, so shown escaped and cut)."""
+    from harness import TASK_TOOL_NAME
+
     details = result.details
     if result.tool_name != TASK_TOOL_NAME or not isinstance(details, Mapping):
         return ""
@@ -233,6 +234,8 @@ def totals(entries: Iterable[Entry], registry: ModelRegistry | None = None) -> T
 
 def reply_totals(messages: Iterable[Message], registry: ModelRegistry | None = None) -> Totals:
     """:func:`totals` of messages (the assistant ones count)."""
+    from harness import ModelRegistry, cost_of
+
     registry = registry or ModelRegistry.builtin()
     sums = dict.fromkeys(("replies", "input", "output", "cache_read", "cache_write", "unpriced"), 0)
     cost = estimated = 0.0
@@ -282,6 +285,8 @@ def context_lines(
         "active tools: " + ("(not set)" if tools is None else ", ".join(tools) or "(none)"),
         f"leaf: {session.leaf_id or '(before the first entry)'}",
     ]
+    from harness import remembered_approvals
+
     honoured = remembered_approvals(session)
     if honoured:  # approve-always decisions of the supervisor (docs/permissions.md)
         lines.append("approved always: " + ", ".join(sorted(honoured)))
@@ -378,6 +383,8 @@ def entry_kind(entry: Entry) -> str:
 
 def _recorded_approvals(session: Session) -> set[str]:
     """Every operation key a ``permission`` entry of ``session`` names, signed or not."""
+    from harness import PERMISSION_ENTRY
+
     keys = set()
     for entry in session.entries():
         if isinstance(entry, CustomEntry) and entry.custom_type == PERMISSION_ENTRY:
@@ -408,6 +415,8 @@ def entry_text(entry: Entry) -> str:
     if isinstance(entry, CustomMessageEntry):
         return f"{entry.custom_type}: {short(_user_content_text(entry.content))}"
     if isinstance(entry, CustomEntry):
+        from harness import PERMISSION_ENTRY, RUN_STOP_TYPE
+
         data = entry.data
         if entry.custom_type == PERMISSION_ENTRY and isinstance(data, Mapping):
             return f"{entry.custom_type}: {data.get('decision')} {data.get('operationKey')}"

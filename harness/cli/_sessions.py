@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from harness import HarnessError, load_registry
+from hooks import HarnessError
 from repos import (
     ForkPosition,
     JsonlSessionRepo,
@@ -38,6 +38,7 @@ from ._common import (
     short_id,
 )
 from ._escape import echo, json_line, terminal
+from ._lazy import LazyGroup
 from ._opening import opened, shown_path
 from ._render import (
     DEFAULT_MAX_CHARS,
@@ -60,7 +61,12 @@ def _dump(value: object) -> str:
     return json_line(value, indent=True)
 
 
-@click.group(cls=HarnessGroup)
+class _SessionsGroup(LazyGroup, HarnessGroup):
+    """``harness sessions``: the commands below, and those of other modules, imported when
+    used (registered at the end of this module)."""
+
+
+@click.group(cls=_SessionsGroup)
 def sessions() -> None:
     """List, inspect, fork and delete sessions (pi-compatible JSONL files)."""
 
@@ -115,6 +121,8 @@ def list_command(root: str | None, cwd: str | None, as_json: bool, with_cost: bo
 def _costs(repo: SessionRepo, infos: Iterable[SessionInfo]) -> dict[str, Totals]:
     """Every branch's usage and cost of each listed session; one that cannot be read is left
     out and named on stderr."""
+    from harness import load_registry  # the model registry: only with --cost
+
     registry = load_registry().registry
     found: dict[str, Totals] = {}
     for info in infos:
@@ -160,6 +168,8 @@ def show(root: str | None, ref: str, as_json: bool, max_chars: int, page: bool |
         if as_json:
             echo(_dump([encode_message(m) for m in context.messages]))
             return
+        from harness import load_registry
+
         registry = load_registry().registry
         _emit(context_lines(session, context, max_chars=max_chars, registry=registry), page)
 
@@ -348,3 +358,50 @@ def delete(root: str | None, ref: str) -> None:
                 raise
             return  # another process wrote a session there meanwhile: the folder stays
         echo(f"removed the empty folder {folder}")
+
+
+# The commands of `harness sessions` that other modules define (they import the agent loop,
+# checkpoints or compaction, which `list` does not need); the summary is the first paragraph of
+# each one's help, what `harness sessions --help` lists.
+for _name, _target, _summary in (
+    (
+        "copy",
+        "._copy:copy",
+        "Copy sessions between stores, line for line (byte-identical on a round trip).",
+    ),
+    (
+        "verify",
+        "._maintenance:verify",
+        "Check a session file for every problem, without writing to it.",
+    ),
+    (
+        "repair",
+        "._maintenance:repair",
+        "Rewrite a session file without the problems `verify` reports.",
+    ),
+    (
+        "migrate",
+        "._maintenance:migrate",
+        "Rewrite a v1/v2 session file as v3, with the same entry ids a read gives.",
+    ),
+    (
+        "stats",
+        "._stats:stats",
+        "Usage of the sessions under the root (or of ID|PATH...): tokens in, out and cached, "
+        "cache hit rate, cost, turns, tool calls and how many failed, compactions; every "
+        "branch counts.",
+    ),
+    (
+        "compact",
+        "._tree_ops:compact",
+        "Compact a session: summarise all but the recent messages into one compaction entry.",
+    ),
+    (
+        "checkout",
+        "._tree_ops:checkout",
+        "Move the session's active leaf to ENTRY (persisted as a leaf entry).",
+    ),
+    ("label", "._tree_ops:label", 'Label ENTRY with TEXT ("" clears the label).'),
+):
+    sessions.add_lazy_command(_name, _target, _summary)
+del _name, _target, _summary

@@ -20,13 +20,8 @@ from typing import Any
 import orjson
 from attrs import define, evolve
 
-from hooks import (
-    SessionCreatedEvent,
-    SessionDeletedEvent,
-    SessionForkEvent,
-    notify,
-)
-
+# hooks' session events and its bus are imported where an event is sent: opening, reading
+# and listing sessions need neither (a fast start, issue 24 point 6).
 from .._codec import (
     CodecError,
     decode_header,
@@ -229,6 +224,8 @@ class JsonlSessionRepo:
             session = self._publish(header, lines, check_id=check)
         else:
             session = await asyncio.to_thread(self._publish, header, lines, check_id=check)
+        from hooks import SessionCreatedEvent, notify
+
         await notify(
             self,
             SessionCreatedEvent(
@@ -272,6 +269,8 @@ class JsonlSessionRepo:
         if path is not None and await asyncio.to_thread(_unlink, path):
             self._list_cache.pop(str(path), None)
             session_id = path.stem.split("_", 1)[1] if "_" in path.stem else path.stem
+            from hooks import SessionDeletedEvent, notify
+
             await notify(self, SessionDeletedEvent(session_id=session_id, path=str(path)))
 
     async def fork(
@@ -359,6 +358,8 @@ class JsonlSessionRepo:
                 scope=scope,
                 held=path if held else None,
             )
+        from hooks import SessionForkEvent, notify
+
         await notify(
             self, SessionForkEvent(source_id=src.id, session_id=fork.id, path=str(fork.path))
         )
