@@ -1030,8 +1030,8 @@ def test_a_sandboxed_command_cannot_reach_the_users_terminals(tmp_path: Path) ->
             str(tmp_path),
         )
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-        assert done.stdout.splitlines()[0] != "0"  # the write failed
-        assert os.path.basename(name) not in done.stdout.split()
+        assert done.stdout.splitlines()[0] != "0", (done.stdout, done.stderr)  # the write failed
+        assert os.path.basename(name) not in done.stdout.split()[1:], (name, done.stdout)
         os.set_blocking(master, False)
         try:
             seen = os.read(master, 1024)
