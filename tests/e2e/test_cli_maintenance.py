@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from repos import open_session
 
@@ -33,6 +34,8 @@ def cli(tmp_path: Path) -> Cli:
     }
 
     def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+            return run_cli(args, env=env, cwd=REPO_ROOT)
         return subprocess.run(
             [sys.executable, "-m", "harness.cli", *map(str, args)],
             capture_output=True,
