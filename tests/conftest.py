@@ -57,6 +57,7 @@ _load("rich_session", TESTS / "fixtures" / "rich_session.py")
 _load("web_server", TESTS / "fixtures" / "web_server.py")
 _load("rpc_process", TESTS / "fixtures" / "rpc_process.py")
 _load("stress", TESTS / "fixtures" / "stress.py")
+_load("cli_in_process", TESTS / "fixtures" / "cli_in_process.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402

@@ -1,4 +1,4 @@
-"""The ``harness`` command line, run for real in a subprocess (``python -m harness.cli``).
+"""The ``harness`` command line's session commands, run through its entry point in-process.
 
 The pi sessions are generated (``tests/fixtures/pi_sessions.py``) under ``tmp_path``; everything
 written goes there too (``--root`` and ``HARNESS_SESSIONS_DIR`` both point there). Assertions are
@@ -12,12 +12,12 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_in_process import run_cli
 from pi_sessions import PiSession
 
 from hooks import AssistantMessage, TextContent, UserMessage
@@ -37,7 +37,9 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    """Run ``harness ARGS...`` and return the finished process (stdout/stderr as text)."""
+    """Run ``harness ARGS...`` and return the finished process (stdout/stderr as text): in-process
+    (``cli_in_process``), as these commands only print and write files; other modules start the
+    same commands as real processes."""
     env = {
         **os.environ,
         # Anything that ignored --root would land here, never in the user's real folder.
@@ -46,16 +48,7 @@ def cli(tmp_path: Path) -> Cli:
     }
 
     def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "harness.cli", *map(str, args)],
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            env=env,
-            cwd=REPO_ROOT,
-            timeout=120,
-            check=False,
-        )
+        return run_cli(args, env=env, cwd=REPO_ROOT)
 
     return run
 

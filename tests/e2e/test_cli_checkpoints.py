@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from harness import (
     CHECKPOINT_ENTRY,
@@ -40,6 +41,8 @@ def ws(tmp_path: Path) -> Path:
 def cli(
     env: dict[str, str], cwd: Path, *args: str | Path, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env=env, cwd=cwd, input=stdin)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,

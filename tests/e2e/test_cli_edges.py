@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import orjson
+from cli_in_process import needs_process, run_cli
 
 from harness import ToolResult, ToolRun, bash_tool
 from hooks import (
@@ -32,17 +33,20 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def run(
     cwd: Path, *args: str | Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    full = {
+        **os.environ,
+        "HARNESS_SESSIONS_DIR": str(cwd / "default-root"),
+        "PYTHONIOENCODING": "utf-8",
+        **(env or {}),
+    }
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env=full, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",
-        env={
-            **os.environ,
-            "HARNESS_SESSIONS_DIR": str(cwd / "default-root"),
-            "PYTHONIOENCODING": "utf-8",
-            **(env or {}),
-        },
+        env=full,
         cwd=cwd,
         timeout=120,
         check=False,

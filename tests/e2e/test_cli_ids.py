@@ -2,7 +2,8 @@
 id, or the 8-character prefix ``list`` and ``tree`` print, in every command that takes one; an
 ambiguous prefix lists its candidates; a bare name that exists in the current folder is a path.
 
-Run for real in subprocesses, on sessions written with the library under ``tmp_path``.
+Run in-process through the CLI's entry point (``run`` in a real subprocess), on sessions
+written with the library under ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -15,22 +16,31 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 
 from hooks import AssistantMessage, TextContent, UserMessage
 from repos import CompactionEntry, JsonlSessionRepo, LabelEntry, LeafEntry, open_session
 
+# Commands that read stdin as a process does (``run``, ``chat``, ``rpc``) start a real one; the
+# others, which only print and write files, run in-process (``cli_in_process``), the same entry
+# point without an interpreter's start for each.
+_PROCESS = frozenset({"run", "chat", "rpc", "serve"})
+
 
 def run(cwd: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HARNESS_SESSIONS_DIR": str(cwd / "default-root"),
+        "PYTHONIOENCODING": "utf-8",
+    }
+    if str(args[0]) not in _PROCESS:
+        return run_cli(args, env=env, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",
-        env={
-            **os.environ,
-            "HARNESS_SESSIONS_DIR": str(cwd / "default-root"),
-            "PYTHONIOENCODING": "utf-8",
-        },
+        env=env,
         cwd=cwd,
         timeout=120,
         check=False,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from claude_code_transcripts import SESSION, small_transcript, write
+from cli_in_process import needs_process, run_cli
 
 from hooks import (
     AssistantMessage,
@@ -25,6 +26,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def harness(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env={**os.environ, "PYTHONIOENCODING": "utf-8"}, cwd=REPO_ROOT)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,

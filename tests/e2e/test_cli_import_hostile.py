@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pytest
 from claude_code_transcripts import SESSION, assistant, small_transcript, user, write
+from cli_in_process import needs_process, run_cli
 
 from repos import open_session
 
@@ -27,12 +28,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def harness(*args: str | Path, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env=env, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        env=env,
         cwd=cwd,
         timeout=120,  # a guard against a hang, not a measurement
         check=False,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVER = REPO_ROOT / "tests" / "harness" / "mcp" / "mcp_servers.py"
@@ -44,6 +45,8 @@ def harness(tmp_path: Path, work: Path, config_home: Path) -> Run:
     def run(
         *args: str | Path, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
+        if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+            return run_cli(args, env={**base, **(env or {})}, cwd=work)
         return subprocess.run(
             [sys.executable, "-m", "harness.cli", *map(str, args)],
             capture_output=True,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from repos import SqliteSessionRepo
 
@@ -45,6 +46,8 @@ def harness(
         HARNESS_SESSIONS_DIR=str(cwd.parent / "default-root"),
         XDG_CONFIG_HOME=str(cwd.parent / "config"),
     )
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env={**base, **(env or {})}, cwd=cwd, input=input)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         input=input,

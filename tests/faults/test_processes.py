@@ -74,7 +74,17 @@ def _check_file(path: Path, *, torn_tail: bool = False) -> list[dict[str, object
     return entries
 
 
-@pytest.mark.parametrize(("writers", "each"), [(2, 5000), (4, 5000), (8, 5000), (4, 10000)])
+@pytest.mark.parametrize(
+    ("writers", "each"),
+    [
+        (2, 500),
+        (8, 500),
+        *(
+            pytest.param(w, n, marks=pytest.mark.stress)
+            for w, n in [(2, 5000), (4, 5000), (8, 5000), (4, 10000)]
+        ),
+    ],
+)
 async def test_several_processes_append_to_one_session(
     tmp_path: Path, writers: int, each: int
 ) -> None:

@@ -49,7 +49,9 @@ def _lines(db: Path, session_id: str) -> list[dict[str, object]]:
     return entries
 
 
-@pytest.mark.parametrize(("writers", "each"), [(8, 2000)])
+@pytest.mark.parametrize(
+    ("writers", "each"), [(8, 200), pytest.param(8, 2000, marks=pytest.mark.stress)]
+)
 async def test_eight_processes_append_to_one_session(
     tmp_path: Path, writers: int, each: int
 ) -> None:
