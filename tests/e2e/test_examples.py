@@ -26,7 +26,14 @@ def run_example(name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=True,
     )
-    assert list(temp.iterdir()) == [], f"{name} left files in the temporary folder"
+    # the user's bash-output folder stays (shared by every harness process, hidden whole
+    # from sandboxed commands: docs/security.md), but empty
+    left = [
+        p for p in temp.iterdir() if not (p.name.startswith("harness-bash-logs-") and p.is_dir())
+    ]
+    assert left == [], f"{name} left files in the temporary folder"
+    for logs in temp.glob("harness-bash-logs-*"):
+        assert list(logs.iterdir()) == [], f"{name} left its bash output behind"
     assert not (tmp_path / "s").exists()
     return proc
 

@@ -1068,12 +1068,17 @@ async def test_the_harness_command_on_the_path_is_held(
 
 
 async def test_another_processs_output_kept_while_a_command_runs_is_hidden_too(
-    home: Path,
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Review 11, finding 2: the sandbox emptied only the logs present when its command
     started; a command that polled read another process's output kept later."""
     from harness._fs import bash_log_folder
 
+    # a temporary folder of the test's own (not one an earlier test cached, nor the one other
+    # test runs on this machine share)
+    (tmp_path / "t").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "t"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     folder = bash_log_folder()
     assert folder is not None and (os.stat(folder).st_mode & 0o777) == 0o700
     later = Path(folder) / f"harness-bash-{os.getpid() + 100000}-later.log"
