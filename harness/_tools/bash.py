@@ -21,7 +21,7 @@ from hooks import JSONValue
 from .._errors import ToolError
 from .._fs import BASH_LOG_PREFIX, bash_log_folder, program_path
 from .base import Tool, ToolResult, ToolRun, safe_text
-from .sandbox import Sandbox, identities, sandbox_available, sandboxed, set_aside
+from .sandbox import Identity, Sandbox, identities, sandbox_available, sandboxed, set_aside
 
 __all__ = ["bash_tool"]
 
@@ -58,6 +58,10 @@ _MAX_TIMEOUT_S = 600.0  # the most a model's `timeout` may ask (unless timeout_s
 _DRAIN_S = 0.1  # once the command is gone, how long to wait for the rest of its output
 _UPDATE_EVERY_S = 0.05  # at most one update event per this many seconds
 _REAP_S = 2.0  # how long to wait for a killed command to be reaped
+# How often the names no mount can hold are looked at while a sandboxed command runs: one it
+# makes is live to other programs (a shell prompt's `git status`) until the command is
+# stopped, at most about this long (review 11, finding 10).
+_WATCH_EVERY_S = 0.02
 _MIN_PENDING = 64 * 1024  # output held for observers, at least; older bytes are skipped
 
 
@@ -98,7 +102,9 @@ def bash_tool(
     A command the supervisor approved without a person seeing it (a mode, an allow rule, a
     hook, a remembered approval) runs in a **sandbox** (``ToolRun.sandbox``): a bubblewrap
     mount namespace where the protected paths are read-only and the sessions stores and the
-    approvals key empty, whatever spelling reaches them (docs/security.md). It is not a
+    approvals key empty, whatever spelling reaches them (docs/security.md); a command that
+    makes a protected name no mount can hold (a missing ``.mcp.json``, a first ``.git``) is
+    killed within about 20 ms and the name moved aside (``details["stoppedFor"]``). It is not a
     confinement to the working folder: a command can still ``cd`` elsewhere and write there.
     The input flag ``dangerouslyDisableSandbox`` (Claude Code's) asks the user to run it
     outside.
@@ -120,7 +126,8 @@ def bash_tool(
             ``sandbox``.
 
     The result's ``details`` is ``{"exitCode", "truncated", "timedOut", "sandboxed"}``, plus
-    ``fullOutputPath`` when the output was cut; ``exitCode`` is negative (``-signal``) when a
+    ``fullOutputPath`` when the output was cut, ``setAside`` (``[path, moved to]`` pairs) and
+    ``stoppedFor`` (the path) when the sandbox acted; ``exitCode`` is negative (``-signal``) when a
     signal ended bash, as after a timeout's kill.
     """
 
@@ -160,6 +167,7 @@ def bash_tool(
         out = _Output(max_bytes, log_max_bytes)
         proc, pipe = await _start(command, run.cwd, out, walls)
         streamer = asyncio.create_task(_stream(out, run))
+        watcher = _Watcher(proc.pid, watched) if watched else None
         timed_out = False
         try:
             try:
@@ -172,6 +180,8 @@ def bash_tool(
             await out.wait_eof(_DRAIN_S)
             drained = out.eof.is_set()  # else a background job still holds the pipe
         except BaseException:  # cancelled, or an observer failed: kill the whole group
+            if watcher is not None:
+                watcher.stop()
             _kill(proc)
             pipe.close()
             streamer.cancel()
@@ -187,6 +197,7 @@ def bash_tool(
                         where or "(could not be moved: removed)",
                     )
             raise
+        stopped_for = watcher.stop() if watcher is not None else None
         pipe.close()  # never wait on the pipe: a background job may hold it open for ever
         out.finish()
         await streamer
@@ -212,6 +223,11 @@ def bash_tool(
             text = f"[output truncated: showing the last {max_bytes} bytes]\n{saved}{text}"
         code = proc.returncode
         notes = []
+        if stopped_for is not None:
+            notes.append(
+                "[the sandbox stopped the command when it made or replaced "
+                f"{safe_text(stopped_for)}, a protected path]"
+            )
         # a protected name no mount could hold (missing, or a link) that the command made
         moved = set_aside(watched) if watched else []
         for path, where in moved:
@@ -228,7 +244,7 @@ def bash_tool(
             notes.append(
                 "[command done; background jobs still running, their later output is lost]"
             )
-        if not timed_out and code:
+        if not timed_out and code and stopped_for is None:
             notes.append(f"[exit code {code}]" if code > 0 else f"[killed by signal {-code}]")
         if notes:
             text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes)
@@ -240,6 +256,7 @@ def bash_tool(
                 "timedOut": timed_out,
                 "sandboxed": walls is not None,
                 **({"setAside": [[p, w] for p, w in moved]} if moved else {}),
+                **({"stoppedFor": safe_text(stopped_for)} if stopped_for is not None else {}),
                 **({"fullOutputPath": safe_text(full_path)} if full_path else {}),
             },
             is_error=timed_out or bool(code) or bool(moved),
@@ -447,6 +464,46 @@ async def _start(
     finally:
         os.close(write_fd)  # the child holds its copy; ours would keep the pipe open for ever
     return proc, pipe
+
+
+class _Watcher:
+    """Looks at the watched names (:attr:`Sandbox.watched`: protected names no mount can hold,
+    since they are missing or symlinks) every :data:`_WATCH_EVERY_S` while a sandboxed command
+    runs, and kills the command's process group at the first one it made or replaced: set
+    aside only when the command ended, such a name stayed live to other programs for as long
+    as it ran (up to 600 s: review 11, finding 10), and a command that made it again after
+    each look could keep it live. A thread, not a task: a busy event loop must not put the
+    look off."""
+
+    def __init__(self, pid: int, before: dict[str, Identity]) -> None:
+        self._pid = pid
+        self._before = before
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self.changed: str | None = None
+        self._thread = threading.Thread(target=self._run, name="harness-bash-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(_WATCH_EVERY_S):
+            now = identities(self._before)
+            changed = next((p for p, was in self._before.items() if now[p] != was), None)
+            if changed is None:
+                continue
+            with self._lock:
+                # not once the command is done: its group's number may be free again
+                if not self._done.is_set():
+                    self.changed = changed
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(self._pid, signal.SIGKILL)
+            return
+
+    def stop(self) -> str | None:
+        """Stop looking; the watched name the command was stopped for, if it was."""
+        with self._lock:
+            self._done.set()
+        self._thread.join()
+        return self.changed
 
 
 async def _stream(out: _Output, run: ToolRun) -> None:

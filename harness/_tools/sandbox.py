@@ -24,7 +24,7 @@ from attrs import field, frozen
 
 from .._fs import SYSTEM_FOLDERS, root_only
 
-__all__ = ["Sandbox", "identities", "sandbox_available", "sandboxed", "set_aside"]
+__all__ = ["Identity", "Sandbox", "identities", "sandbox_available", "sandboxed", "set_aside"]
 
 _log = logging.getLogger("harness")
 _PROBE_S = 10.0  # how long the one-time check that bwrap works may take

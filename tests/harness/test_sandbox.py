@@ -630,11 +630,16 @@ async def test_no_harness_variable_reaches_a_command(
     assert "NOT_HARNESS_X=kept" in text
 
 
-async def test_an_aborted_command_has_its_protected_names_set_aside(home: Path) -> None:
+async def test_an_aborted_command_has_its_protected_names_set_aside(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Review 8, finding 1: a command cancelled while it ran (the user's abort, a run's
-    timeout) skipped the setting aside, so the `.mcp.json` it made stayed."""
+    timeout) skipped the setting aside, so the `.mcp.json` it made stayed. (The look that
+    stops such a command is put off here, so the cancellation comes first.)"""
     from harness import ToolRun
     from harness._permissions.protected import sandbox_paths
+
+    monkeypatch.setattr("harness._tools.bash._WATCH_EVERY_S", 600.0)
 
     async def no_update(partial: object) -> None:
         pass
@@ -653,6 +658,32 @@ async def test_an_aborted_command_has_its_protected_names_set_aside(home: Path) 
         await task
     assert not os.path.lexists(proj / ".mcp.json")
     assert [p.name for p in proj.iterdir() if p.name.startswith(".mcp.json.blocked-")]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'm=.mc; echo "{}" > "${m}p.json"; sleep 5; touch after',
+        # made again after each removal: still stopped at the first
+        'm=.mc; for i in $(seq 500); do echo "{}" > "${m}p.json"; rm -f "${m}p.json"; '
+        "sleep 0.01; done; touch after",
+        # in the home folder, above the working folder
+        'g=.gi; mkdir -p "$HOME/${g}t/hooks"; sleep 5; touch after',
+    ],
+)
+async def test_a_command_that_makes_a_protected_name_is_stopped_at_once(
+    home: Path, command: str
+) -> None:
+    """Review 11, finding 10: a name no mount can hold (a missing `.mcp.json`, a first `.git`
+    in the home folder) was set aside only when the command ended, so for as long as it ran
+    another program (a shell prompt's `git status`, another harness) saw it. The command is
+    now stopped at the first look that finds it; what it would have done next never runs."""
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert details["stoppedFor"] in (str(home / "proj/.mcp.json"), str(home / ".git")), details
+    assert "stopped the command" in text
+    assert not (home / "proj/after").exists()
+    assert not (home / "proj/.mcp.json").exists() and not (home / ".git").exists()
 
 
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
