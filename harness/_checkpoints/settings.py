@@ -13,7 +13,7 @@ import orjson
 
 from .._fs import read_regular_file
 from .._permissions import user_settings_path
-from .._permissions.rules import SETTINGS_MAX_BYTES
+from .._permissions.folders import SETTINGS_MAX_BYTES
 
 __all__ = ["checkpoints_setting"]
 

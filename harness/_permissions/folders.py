@@ -15,7 +15,10 @@ from typing import Literal
 
 from platformdirs import user_cache_path, user_config_path, user_data_path, user_state_path
 
-__all__ = ["user_folder"]
+__all__ = ["SETTINGS_MAX_BYTES", "user_folder", "user_settings_path"]
+
+SETTINGS_MAX_BYTES = 1_000_000
+"""A settings file larger than this is refused (no real one comes near)."""
 
 _ENV = (
     "HOME",
@@ -43,3 +46,9 @@ def user_folder(kind: Kind) -> Path:
 @functools.lru_cache(maxsize=64)
 def _folder(kind: Kind, env: tuple[str | None, ...]) -> Path:
     return _LOOKUP[kind]("harness")
+
+
+def user_settings_path() -> Path:
+    """``settings.json`` in the user config folder (``platformdirs.user_config_path("harness")``,
+    e.g. ``~/.config/harness/settings.json`` on Linux, honouring ``XDG_CONFIG_HOME``)."""
+    return user_folder("config") / "settings.json"

@@ -41,6 +41,7 @@ from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .._globs import GlobError, compile_glob
 from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
+from .folders import SETTINGS_MAX_BYTES
 from .shell import (
     ParsedCommand,
     SimpleCommand,
@@ -387,12 +388,10 @@ def _settings_mode(permissions: Mapping[str, Any]) -> PermissionMode | None:
     return next(iter(modes.values()), None)
 
 
-SETTINGS_MAX_BYTES = 1_000_000
 MAX_RULES = 1_000
 """The most rules (``allow``, ``deny`` and ``ask`` together) and ``additionalDirectories``
 one settings file may hold; beyond, the file is refused as broken (every call denied,
 naming it)."""
-"""A settings file larger than this is refused (no real one comes near)."""
 
 
 def add_project_rule(cwd: Path, rule: str) -> Path:

@@ -25,7 +25,7 @@ from .decisions import (
     PermissionRequest,
     answered,
 )
-from .folders import user_folder
+from .folders import user_settings_path
 from .keys import rule_paths
 from .protected import (
     file_url_paths,
@@ -60,12 +60,6 @@ PROJECT_SETTINGS = Path(".harness") / "settings.json"
 """Where project rules live, relative to the working folder."""
 
 SettingSource = Literal["user", "project"]
-
-
-def user_settings_path() -> Path:
-    """``settings.json`` in the user config folder (``platformdirs.user_config_path("harness")``,
-    e.g. ``~/.config/harness/settings.json`` on Linux, honouring ``XDG_CONFIG_HOME``)."""
-    return user_folder("config") / "settings.json"
 
 
 @frozen

@@ -23,7 +23,7 @@ import re2
 from attrs import Factory, field, frozen
 
 from .._fs import read_regular_file
-from .._permissions.rules import SETTINGS_MAX_BYTES
+from .._permissions.folders import SETTINGS_MAX_BYTES
 from .errors import HookSettingsError
 
 __all__ = [

@@ -290,8 +290,7 @@ def store_setting(path: Path | None = None) -> str | None:
     # Imported here: the permissions package is large, and a command given --root or
     # $HARNESS_SESSIONS_DIR never reads the setting.
     from .._fs import read_regular_file
-    from .._permissions import user_settings_path
-    from .._permissions.rules import SETTINGS_MAX_BYTES
+    from .._permissions.folders import SETTINGS_MAX_BYTES, user_settings_path
 
     where = path if path is not None else user_settings_path()
     try:

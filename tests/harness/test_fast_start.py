@@ -56,8 +56,8 @@ def _run(
         XDG_DATA_HOME=str(tmp_path / "data"),
         HARNESS_SESSIONS_DIR=str(tmp_path / "sessions"),
         PYTHONPATH=str(REPO_ROOT),
-        **env_extra,
     )
+    env.update(env_extra)
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
@@ -124,9 +124,11 @@ _OURS = (
 _CLI = "from harness.cli import main\nsys.argv[0] = 'harness'\nmain()"
 
 
-def _ours(code: str, args: list[str], tmp_path: Path) -> tuple[set[str], str]:
+def _ours(
+    code: str, args: list[str], tmp_path: Path, env: dict[str, str] | None = None
+) -> tuple[set[str], str]:
     """Our modules loaded by ``code`` run with ``args`` in a fresh interpreter, and its stdout."""
-    done = _run(_OURS + code, args, tmp_path, {})
+    done = _run(_OURS + code, args, tmp_path, env or {})
     return set(json.loads(done.stderr.rsplit("\nOURS ", 1)[1])), done.stdout
 
 
@@ -181,6 +183,26 @@ async def test_sessions_list_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert "a question" in out  # the listing ran
     assert {"harness.cli._sessions", "repos._jsonl.repo"} <= loaded
     assert sorted(m for m in loaded if m.startswith(NOT_FOR_LIST)) == []
+
+
+async def test_sessions_list_reading_the_users_store_setting_imports_no_permission_code(
+    tmp_path: Path,
+) -> None:
+    """Without ``--root`` or ``$HARNESS_SESSIONS_DIR`` (the everyday case) a command reads the
+    user settings' ``store``: that takes the settings file's path, not the rules, the shell
+    parser and the supervisor (they were ~0.2 s of a 0.3 s listing)."""
+    with await JsonlSessionRepo(tmp_path / "elsewhere").create(str(tmp_path)) as s:
+        s.append_message(UserMessage(content="a question"))
+    settings = tmp_path / "config/harness/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"store": str(tmp_path / "elsewhere")}))
+    env = {"HARNESS_SESSIONS_DIR": ""}  # empty: not set
+    loaded, out = _ours(_CLI, ["sessions", "list"], tmp_path, env)
+    assert "a question" in out  # the listing read the store the setting names
+    assert sorted(m for m in loaded if m.startswith(NOT_FOR_LIST)) == [
+        "harness._permissions",
+        "harness._permissions.folders",
+    ]
 
 
 def test_every_public_name_resolves_on_first_use(tmp_path: Path) -> None:
