@@ -188,6 +188,31 @@ class _CodeOptions:
     """Letters that take the rest of a ``-abc`` word as their value (``-oUserKnownHostsFile``
     holds no ``-F``)."""
     unknown: bool = True
+    only: frozenset[str] | None = None
+    """When given, every option word (up to ``--``) must be one of these, as written or
+    with ``=value``: the program takes any option it does not know as configuration (npm
+    reads ``--node-options=…`` as its config key), so only known ones are safe."""
+
+
+# What a prefix rule for npm, pnpm or yarn covers after it (before `--`, whose words go to the
+# script): output, workspace selection, install flags that write only the project's files.
+_PACKAGE_MANAGER_OPTIONS = frozenset(
+    {
+        "--silent", "-s", "--quiet", "-q", "--verbose", "-d", "-dd", "-ddd", "--loglevel",
+        "--if-present", "--ignore-scripts", "--workspace", "-w", "--workspaces", "-ws",
+        "--include-workspace-root", "--json", "--parseable", "-p", "--long", "-l", "--all",
+        "-a", "--depth", "--color", "--no-color", "--audit", "--no-audit", "--fund",
+        "--no-fund", "--offline", "--prefer-offline", "--prefer-online", "--production",
+        "--omit", "--include", "--save", "-S", "--save-dev", "-D", "--save-optional", "-O",
+        "--save-peer", "--save-exact", "-E", "--save-prod", "-P", "--no-save", "--dry-run",
+        "--legacy-peer-deps", "--strict-peer-deps", "--foreground-scripts", "--progress",
+        "--no-progress", "--yes", "-y", "--no-yes", "--help", "-h", "--version",
+        "--package-lock", "--no-package-lock", "--filter", "-F", "--recursive", "-r",
+        "--frozen-lockfile", "--prefer-frozen-lockfile", "--immutable", "--stream",
+        "--parallel", "--reporter", "--workspace-root", "--aggregate-output", "--reverse",
+        "--sort", "--no-sort", "--watch", "--coverage", "--ci",
+    }
+)  # fmt: skip
 
 
 def _opts(
@@ -233,9 +258,30 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
         "eOoaPi",
     ),
     "cargo": _opts("config"),
-    "npm": _opts("script-shell"),
-    "pnpm": _opts("script-shell"),
-    "yarn": _opts("script-shell"),
+    # npm, pnpm and yarn take any `--key=value` as configuration: `--node-options=--import=…`
+    # runs code, `--userconfig`/`--globalconfig` an npmrc that sets `script-shell`, `-C`/
+    # `--prefix` another folder's scripts (review 12, finding 1); only these are safe
+    **dict.fromkeys(("npm", "pnpm", "yarn"), _CodeOptions(only=_PACKAGE_MANAGER_OPTIONS)),
+    # `--basetemp` is emptied first, `-o`/`-c` name other settings (`cache_dir`, `addopts`),
+    # `-p` loads a module as a plugin; the others write report files where they name
+    "pytest": _opts(
+        "basetemp junitxml junit-xml junit-prefix debug report-log result-log resultlog"
+        " override-ini config-file rootdir confcutdir pyargs",
+        "pco",
+        safe="co",  # --co: --collect-only, not a prefix of --config-file here
+        values="kmrnW",  # -k EXPR, -m EXPR, -rfE, -n 4, -W error: the rest is a value
+    ),
+    # `-exec`/`-toolexec` run a program, `-ldflags=-extld=…` a linker, `-overlay` swaps the
+    # sources, `-C` changes folder; the profile flags write files where they name
+    "go": _opts(
+        starts=(
+            "-exec -toolexec -overlay -modfile -ldflags -gcflags -asmflags -gccgoflags -C -o "
+            "-coverprofile -cpuprofile -memprofile -blockprofile -mutexprofile -trace -outputdir "
+            "--exec --toolexec --overlay --modfile --ldflags --gcflags --asmflags --gccgoflags "
+            "--C --o --coverprofile --cpuprofile --memprofile --blockprofile --mutexprofile "
+            "--trace --outputdir"
+        )
+    ),
 }
 _GIT_DIFFS = _opts("ext-diff output textconv")
 _GIT_REMOTE = _opts("upload-pack receive-pack exec", "u")
@@ -335,6 +381,10 @@ def _finds_option(options: _CodeOptions, args: tuple[Word, ...]) -> str | None:
             continue
         if value == "--":
             break
+        if options.only is not None:
+            if value.startswith("-") and value.partition("=")[0] not in options.only:
+                return value
+            continue
         if value in options.words or (options.starts and value.startswith(options.starts)):
             return value
         if value.startswith("--") and len(value) > 2:

@@ -1110,6 +1110,32 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("git status:*", "git status --verbose"),
         ("git status:*", "git status --verb"),
         ("git status:*", "git status -sv"),
+        # review 12, finding 1: npm takes any --key=value as its configuration
+        ("npm test:*", "npm test --node-options='--import=data:text/javascript,x'"),
+        ("npm test:*", "npm test --userconfig=/dev/stdin"),
+        ("npm test:*", "npm test --globalconfig=./x"),
+        ("npm test:*", "npm test --prefix=/other/project"),
+        ("npm test:*", "npm test -C /other/project"),
+        ("npm test:*", "npm test --node-opt=x"),  # an abbreviation npm expands
+        ("npm test:*", "npm test --script-shell=./evil"),
+        ("npm test:*", "npm test $opt"),
+        ("npm run test:*", "npm run test --onload-script=./x"),
+        ("pnpm test:*", "pnpm test --config.node-options=x"),
+        ("yarn test:*", "yarn test --use-yarnrc=./x"),
+        ("pytest:*", "pytest --basetemp=/u/important"),
+        ("pytest:*", "pytest -p evil_plugin"),
+        ("pytest:*", "pytest -qp evil_plugin"),
+        ("pytest:*", "pytest -o cache_dir=/u/x"),
+        ("pytest:*", "pytest -c /other/pytest.ini"),
+        ("pytest:*", "pytest --junitxml=/u/.bashrc"),
+        ("pytest:*", "pytest --confcut=/"),  # an abbreviation
+        ("go test:*", "go test -exec=./evil ./..."),
+        ("go test:*", "go test -toolexec ./evil ./..."),
+        ("go test:*", "go test -ldflags=-extld=./evil ./..."),
+        ("go test:*", "go test -overlay=o.json ./..."),
+        ("go test:*", "go test -C /other ./..."),
+        ("go test:*", "go test -coverprofile=/u/.bashrc ./..."),
+        ("go build:*", "go build -o /u/.local/bin/harness ."),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
@@ -1145,6 +1171,13 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         ("git log:*", "git log -3"),
         ("git log:*", "git log --oneline -20 HEAD"),
         ("tail:*", "tail -n -3 f.txt"),
+        ("npm test:*", "npm test"),
+        ("npm test:*", "npm test --silent -- --coverage --config=jest.ci.js"),  # the script's
+        ("npm run test:*", "npm run test --if-present -w packages/api"),
+        ("pnpm test:*", "pnpm test --filter api --reporter=append-only"),
+        ("pytest:*", "pytest -q -x -k 'not slow' -m unit -rfE -n 4 -W error tests/"),
+        ("pytest:*", "pytest --co -q"),
+        ("go test:*", "go test -race -run TestX -count=1 ./..."),
     ],
 )
 def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None:
