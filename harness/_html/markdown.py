@@ -16,19 +16,26 @@ Markdown's own elements and nothing the text could steer:
   entity such as ``&#x202e;`` decodes to a bidi control during parsing).
 
 Text longer than :data:`MAX_MARKDOWN_CHARS` is shown as plain preformatted text, and fences
-longer than :data:`MAX_HIGHLIGHT_CHARS` are not highlighted: rendering stays bounded.
+longer than :data:`MAX_HIGHLIGHT_CHARS` are not highlighted. Highlighting is bounded in time
+as well: some of pygments' lexers take time quadratic in a block's length on crafted text (49,000
+characters of ``a a a`` in a ``java`` fence took 68 s: review 12, finding 2), so a block that
+takes more than :data:`HIGHLIGHT_SECONDS` is shown plain, and within :func:`highlight_budget`
+(a whole page) blocks are highlighted only until :data:`HIGHLIGHT_PAGE_SECONDS` are spent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
-from pygments import highlight
+from pygments import format as format_tokens
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
@@ -38,9 +45,12 @@ from ..cli._escape import html_text, terminal
 
 __all__ = [
     "HIGHLIGHT_CSS",
+    "HIGHLIGHT_PAGE_SECONDS",
+    "HIGHLIGHT_SECONDS",
     "MAX_HIGHLIGHT_CHARS",
     "MAX_MARKDOWN_CHARS",
     "code_html",
+    "highlight_budget",
     "markdown_html",
 ]
 
@@ -48,6 +58,25 @@ MAX_MARKDOWN_CHARS = 200_000
 """Longer text is shown as plain preformatted text, not parsed."""
 MAX_HIGHLIGHT_CHARS = 50_000
 """Longer code is shown unhighlighted."""
+HIGHLIGHT_SECONDS = 0.25
+"""A code block whose highlighting takes longer (wall time) is shown unhighlighted."""
+HIGHLIGHT_PAGE_SECONDS = 2.0
+"""Within :func:`highlight_budget`, the most time all blocks' highlighting takes together."""
+
+# the wall-clock time by which highlighting stops within highlight_budget()
+_page_deadline: ContextVar[float | None] = ContextVar("_page_deadline", default=None)
+
+
+@contextlib.contextmanager
+def highlight_budget(seconds: float = HIGHLIGHT_PAGE_SECONDS) -> Iterator[None]:
+    """Within this block (this context: a page being rendered), code is highlighted only for
+    ``seconds`` of wall time in all; blocks after that are shown unhighlighted (escaped)."""
+    token = _page_deadline.set(time.perf_counter() + seconds)
+    try:
+        yield
+    finally:
+        _page_deadline.reset(token)
+
 
 _SAFE_SCHEMES = ("http://", "https://", "mailto:")
 # Names a fence may give; anything else is plain text. A fixed list: the info string is
@@ -86,10 +115,31 @@ def code_html(code: str, language: str = "") -> str:
     names one of the known languages and the code is short enough; escaped either way."""
     code = terminal(code)
     lexer = _lexer(_LANGUAGES[language.lower()]) if language.lower() in _LANGUAGES else None
-    if lexer is None or len(code) > MAX_HIGHLIGHT_CHARS:
+    done = _highlighted(code, lexer) if lexer is not None else None
+    if done is None:
         return f'<pre class="code"><code>{html_text(code)}</code></pre>'
     # pygments escapes & < > " ' in token text; its classes are its own fixed set.
-    return f'<pre class="code"><code>{terminal(highlight(code, lexer, _FORMATTER))}</code></pre>'
+    return f'<pre class="code"><code>{terminal(done)}</code></pre>'
+
+
+def _highlighted(code: str, lexer: Lexer) -> str | None:
+    """``code`` highlighted as HTML, or None when it is too long or its time runs out (the
+    lexer yields tokens as it goes, so the clock is read between them)."""
+    if len(code) > MAX_HIGHLIGHT_CHARS:
+        return None
+    start = time.perf_counter()
+    deadline = start + HIGHLIGHT_SECONDS
+    page = _page_deadline.get()
+    if page is not None:
+        deadline = min(deadline, page)
+    if start >= deadline:
+        return None
+    tokens = []
+    for token in lexer.get_tokens(code):
+        tokens.append(token)
+        if time.perf_counter() > deadline:
+            return None
+    return str(format_tokens(tokens, _FORMATTER))
 
 
 def _fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:

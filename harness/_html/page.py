@@ -63,7 +63,7 @@ from ..cli._escape import html_text as _e
 from ..cli._escape import html_token, image_src
 from ..cli._render import entry_kind, entry_text, short, totals
 from .assets import SCRIPT, STYLE
-from .markdown import markdown_html
+from .markdown import highlight_budget, markdown_html
 
 __all__ = [
     "FOLD_LINES",
@@ -541,7 +541,8 @@ def session_parts(
         + usage_html(session, registry, entries)
         + _CONTROLS
     )
-    main, side = _tree(session, advance)
+    with highlight_budget():  # the whole page's code blocks, together (review 12, finding 2)
+        main, side = _tree(session, advance)
     return SessionParts(
         title=title,
         header=top,

@@ -46,6 +46,7 @@ from repos import (
 )
 
 from .._html.assets import SCRIPT, STYLE
+from .._html.markdown import highlight_budget
 from .._html.page import csp_hash, entry_html, session_parts
 from .._providers.registry import ModelRegistry
 from ..cli._escape import html_text as _e
@@ -475,12 +476,13 @@ def _entry_event(
     if kind in ("label", "leaf"):
         return None
     entry = session.get_entry(entry_id)
-    html = entry_html(
-        entry,
-        on_path=entry_id in on_path,
-        is_leaf=entry_id == leaf,
-        label=session.get_label(entry_id),
-    )
+    with highlight_budget():  # an entry's code blocks, together (review 12, finding 2)
+        html = entry_html(
+            entry,
+            on_path=entry_id in on_path,
+            is_leaf=entry_id == leaf,
+            label=session.get_label(entry_id),
+        )
     data = {
         "id": entry_id,
         "parentId": entry.parent_id,
