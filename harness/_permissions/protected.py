@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import functools
-import glob
 import itertools
 import os
 import pwd
@@ -598,6 +597,7 @@ def protected_command(
                 # git under another name (`./g -> /usr/bin/git`: review 6, finding 32)
                 return f"it runs git as {program!r}, which may write its config"
     bases = [here]
+    budget = _GlobBudget(_GLOB_ENTRIES)
     if _UNKNOWN_CD.search(text):
         return "it changes to a folder the harness cannot tell (cd -, popd, pushd alone)"
     if _BARE_CD.search(text):  # `cd` alone goes home (review 5, finding 23)
@@ -618,7 +618,7 @@ def protected_command(
                 return f"it changes to {written!r}, a folder the harness cannot tell"
             targets = [target]
             if any(c in "*?[" for c in target):
-                expansions = _globbed(target, base)
+                expansions = _globbed(target, base, budget)
                 if expansions is None:
                     return f"it changes to {target!r}, a glob too wide to check for protected paths"
                 targets = expansions
@@ -688,7 +688,7 @@ def protected_command(
                 if any(c in "*?[" for c in expanded):
                     globs += 1
                     far = globs > _GLOB_WORDS * len(bases) or len(expanded) > _GLOB_CHARS
-                    found = None if far else _globbed(expanded, base)
+                    found = None if far else _globbed(expanded, base, budget)
                     if found is None:  # past the caps: it could name anything (asked)
                         return f"it names {word!r}, a glob too wide to check for protected paths"
                     names += found
@@ -947,21 +947,81 @@ def _home(word: str, home: str) -> str:
     return home + word[1:] if word.startswith("~/") or word == "~" else word
 
 
-def _globbed(pattern: str, base: str) -> list[str] | None:
+class _GlobBudget:
+    """Folder entries one command's glob words may read in all (review 12, finding 3: 16
+    words such as ``../*/*/*z1`` from 40 ``cd`` folders walked a 64,000-name tree for each
+    pair, 41 s for a 1 KB command, minutes under a ``node_modules``), and the expansions
+    already made."""
+
+    def __init__(self, entries: int) -> None:
+        self.left = entries
+        self.done: dict[str, list[str] | None] = {}  # by the folder's real path and pattern
+
+
+_GLOB_ENTRIES = 100_000  # folder entries read per command for its globs; past that, asked
+
+
+def _globbed(pattern: str, base: str, budget: _GlobBudget) -> list[str] | None:
     """The names bash's glob ``pattern`` expands to from ``base`` (dot names included, as
-    with ``shopt -s dotglob``), at most :data:`_GLOB_NAMES`; None for a pattern with more
-    wildcard components than :data:`_GLOB_PARTS` or one glob cannot read."""
-    parts = [p for p in pattern.split("/") if any(c in "*?[" for c in p)]
-    if len(parts) > _GLOB_PARTS:
+    with ``shopt -s dotglob``; bash's ``[^x]`` as ``[!x]``), written as the pattern is
+    (relative stays relative), at most :data:`_GLOB_NAMES`; None for a pattern with more
+    wildcard components than :data:`_GLOB_PARTS`, more names, or more folder entries to read
+    than ``budget`` has left (each is then asked)."""
+    parts = pattern.split("/")
+    if sum(1 for p in parts if _magic(p)) > _GLOB_PARTS:
         return None
-    try:
-        # bash's [^x] is Python's [!x]
-        found = glob.iglob(pattern.replace("[^", "[!"), root_dir=base, include_hidden=True)
-        names = list(itertools.islice(found, _GLOB_NAMES + 1))
-    except (OSError, ValueError, re.error):
-        return None
+    key = f"{_realpath(base)}\0{pattern}"  # `..` is taken physically, as the kernel does
+    if key in budget.done:
+        return budget.done[key]
+    found: list[str] | None = [""] if parts[0] else ["/"]
+    for i, part in enumerate(parts[0 if parts[0] else 1 :]):
+        last = i == len(parts) - (1 if parts[0] else 2)
+        found = _glob_step(found or [], part, base, last, budget)
+        if not found:
+            break
     # more than the cap: one past it could be protected (review 5, finding 29), so asked
-    return names if len(names) <= _GLOB_NAMES else None
+    if found is not None and len(found) > _GLOB_NAMES:
+        found = None
+    budget.done[key] = found
+    return found
+
+
+def _magic(part: str) -> bool:
+    return any(c in "*?[" for c in part)
+
+
+def _glob_step(
+    prefixes: list[str], part: str, base: str, last: bool, budget: _GlobBudget
+) -> list[str] | None:
+    """Each of ``prefixes`` (as written) followed by the names ``part`` matches; None past the
+    budget or the names cap."""
+    out: list[str] = []
+    for prefix in prefixes:
+        folder = os.path.join(base, prefix) if prefix else base
+        if not part:  # a trailing slash: folders only
+            if os.path.isdir(folder):
+                out.append(prefix + "/" if prefix and not prefix.endswith("/") else prefix)
+            continue
+        if not _magic(part):
+            path = os.path.join(prefix, part) if prefix else part
+            if (os.path.lexists if last else os.path.isdir)(os.path.join(base, path)):
+                out.append(path)
+            continue
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    budget.left -= 1
+                    if budget.left < 0:
+                        return None
+                    if fnmatch.fnmatchcase(entry.name, part.replace("[^", "[!")) and (
+                        last or entry.is_dir()
+                    ):
+                        out.append(os.path.join(prefix, entry.name) if prefix else entry.name)
+                        if last and len(out) > _GLOB_NAMES:  # (folders on the way: the budget)
+                            return None
+        except (OSError, ValueError, re.error):
+            continue  # as glob: a folder it cannot read matches nothing
+    return out
 
 
 def _names_protected(

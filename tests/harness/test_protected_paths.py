@@ -742,6 +742,55 @@ def test_a_long_command_is_decided_promptly(tmp_path: Path) -> None:
             assert isinstance(result, Deny if asked else Approve), result
 
 
+def test_glob_words_from_many_folders_read_a_bounded_number_of_entries(tmp_path: Path) -> None:
+    """Review 12, finding 3: 16 glob words from 40 `cd` folders each walked the whole tree
+    (41 s for a 1 KB command over 64,000 names). The command's globs share one budget of
+    folder entries; past it the command is asked."""
+    from harness._permissions.protected import _GLOB_ENTRIES, protected_command
+
+    for i in range(20):
+        for j in range(20):
+            sub = tmp_path / f"d{i}" / f"e{j}"
+            sub.mkdir(parents=True)
+            for k in range(20):
+                (sub / f"f{k}").touch()
+    entries_per_walk = 20 + 20 * 20 + 20 * 20 * 20
+    command = (
+        "".join(f"cd {tmp_path}/d{i}; " for i in range(20))
+        + "ls "
+        + " ".join(f"../*/*/*z{n}" for n in range(16))
+    )
+    assert 16 * 20 * entries_per_walk > _GLOB_ENTRIES  # what the walks from d* would read
+    work = tmp_path / "w"  # so `..` from every folder is tmp_path
+    work.mkdir()
+    why = protected_command(command, work)
+    assert why is not None and "glob too wide" in why, why
+    # one such word from one folder stays within the budget and is judged
+    assert protected_command("ls ../*/*/*z1", work) is None
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["*", "*/*", ".*", "*/", "a/*", "a/*/c.txt", "*/b/*", "lnk/*", "[^a]*", "?.py",
+     "../w/*", "nomatch*", "*/.g*", ".gi?/con*", "*.py/", "a/b/c.txt*"],
+)  # fmt: skip
+def test_glob_expansion_agrees_with_the_standard_librarys(tmp_path: Path, pattern: str) -> None:
+    """The supervisor's own walk (it counts what it reads) finds what `glob` finds, dot names
+    included (bash's `[^x]` as `[!x]`), from the folder and from a folder below it."""
+    import glob
+
+    from harness._permissions.protected import _globbed, _GlobBudget
+
+    for name in ["a/b/c.txt", "a/.h/x", ".git/config", "b/c/d/e", "x.py", "a/b/.c", "w/sub/y"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    (tmp_path / "lnk").symlink_to("a")
+    for base in (tmp_path, tmp_path / "w" / "sub"):
+        ours = _globbed(pattern, str(base), _GlobBudget(10_000))
+        theirs = glob.glob(pattern.replace("[^", "[!"), root_dir=base, include_hidden=True)
+        assert ours is not None and sorted(ours) == sorted(theirs), (base, pattern)
+
+
 # Review 5, finding 20: brace sequences, bash's [^x] and POSIX classes, and extended globs.
 BASH_GLOB_COMMANDS = [
     "cp p .{g..g}it/config",
