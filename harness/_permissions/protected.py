@@ -43,7 +43,7 @@ from attrs import frozen
 
 from repos import InvalidStoreUrlError, parse_store_url
 
-from .._fs import BASH_LOG_PREFIX, bash_log_folder, root_only
+from .._fs import BASH_LOG_PREFIX, SYSTEM_FOLDERS, bash_log_folder, root_only
 from .._tools.sandbox import Sandbox
 from .folders import user_folder
 from .shell import ANSI_C, ansi_c, parse_command, without_expansions
@@ -241,6 +241,27 @@ def _harness_command(search: str) -> str | None:
 
 
 _PACKAGES = ("harness", "repos", "hooks")  # the harness's own packages (pyproject.toml)
+_SHARED_OBJECT = re.compile(r"\.so(?:\.[0-9.]+)?$")
+
+
+@functools.cache
+def _loaded_libraries() -> tuple[str, ...]:
+    """The shared objects mapped into this process when first asked (``/proc/self/maps``;
+    nothing where there is none): libpython and the libraries of the extension modules
+    loaded by then, as the loader found them."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            lines = maps.read(4_000_000).splitlines()
+    except OSError:
+        return ()
+    found = (line.split(maxsplit=5)[-1] for line in lines if line.count(" ") >= 5)
+    return tuple(
+        dict.fromkeys(
+            f
+            for f in found
+            if f.startswith("/") and _SHARED_OBJECT.search(f) and not _inside(f, SYSTEM_FOLDERS)
+        )
+    )
 
 
 def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
@@ -265,6 +286,12 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     keys = ("stdlib", "platstdlib", "purelib", "platlib", *(("scripts",) if scripts else ()))
     named += [paths[k] for k in keys if k in paths]
     named.append(os.path.join(sys.prefix, "pyvenv.cfg"))
+    # the interpreter itself (a venv's python is a link to it) and the shared objects it has
+    # loaded from outside the system's folders (a pyenv, uv or conda build's libpython): they
+    # run, unsandboxed, at the next start (review 12, finding 5)
+    named.append(os.path.dirname(os.path.realpath(sys.executable)))
+    folders = [*named, *(_realpath(n) for n in named)]
+    named += [f for f in _loaded_libraries() if not _inside(f, folders)]
     if scripts:
         # The `harness` the user types, where pipx and `uv tool` put it (~/.local/bin, a link
         # into the tool's venv): the link's folder, since a folder entry cannot be held alone

@@ -24,7 +24,15 @@ from attrs import field, frozen
 
 from .._fs import SYSTEM_FOLDERS, root_only
 
-__all__ = ["Identity", "Sandbox", "identities", "sandbox_available", "sandboxed", "set_aside"]
+__all__ = [
+    "Identity",
+    "Node",
+    "Sandbox",
+    "identities",
+    "sandbox_available",
+    "sandboxed",
+    "set_aside",
+]
 
 _log = logging.getLogger("harness")
 _PROBE_S = 10.0  # how long the one-time check that bwrap works may take
@@ -68,36 +76,61 @@ class Sandbox:
         return self.make() if self.make is not None else self
 
 
-Identity: TypeAlias = "tuple[int, int, int, str | None] | None"
+Node: TypeAlias = "tuple[int, int, int, str | None] | None"
+"""One name's (device, inode, file type, a symlink's target) without following a symlink,
+None if missing."""
+Identity: TypeAlias = "tuple[Node, ...]"
+"""A path's :data:`Node` for each of its components as written, outermost first, the name
+itself last: a folder above it made or replaced (a link ``~/.local/lib -> elsewhere``) changes
+it as surely as the name does."""
 
 
 def identities(paths: Iterable[str]) -> dict[str, Identity]:
-    """Each path's (device, inode, file type, a symlink's target) without following a
-    symlink, None if missing."""
+    """Each absolute path's :data:`Identity` (a component shared by several paths is looked
+    at once)."""
+    nodes: dict[str, Node] = {}
     out: dict[str, Identity] = {}
     for path in paths:
+        out[path] = tuple(_node(p, nodes) for p in _components(path))
+    return out
+
+
+def _components(path: str) -> list[str]:
+    """``/a/b/c`` as ``["/a", "/a/b", "/a/b/c"]``."""
+    parts = [p for p in path.split("/") if p]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _node(path: str, nodes: dict[str, Node]) -> Node:
+    if path not in nodes:
         try:
             st = os.lstat(path)
             link = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-            out[path] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), link)
+            nodes[path] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), link)
         except (OSError, ValueError):
-            out[path] = None
-    return out
+            nodes[path] = None
+    return nodes[path]
 
 
 def set_aside(before: dict[str, Identity]) -> list[tuple[str, str]]:
     """Move aside what a sandboxed command left at a watched name that is not what was there
-    before it ran (a new ``.mcp.json``, a first ``.git``, a link replaced): renamed, never
-    deleted, to ``NAME.blocked-<pid>-<n>`` beside it (the first free one), so nothing is lost
-    and nothing there grants or runs anything; a symlink that was there (and was removed or
-    replaced) is made again as it was. Returns ``(path, where it went)`` pairs; a name that
-    cannot be moved is removed instead (never left to grant or run anything) and returned
-    with ``""``."""
+    before it ran (a new ``.mcp.json``, a first ``.git``, a link replaced), or at a folder
+    above it that was missing (``~/.local/lib`` made a link, so the user site resolved to
+    another folder: review 12, finding 4; the thing the link led to is never touched):
+    renamed, never deleted, to ``NAME.blocked-<pid>-<n>`` beside it (the first free one), so
+    nothing is lost and nothing there grants or runs anything; a symlink that was there (and
+    was removed or replaced) is made again as it was. Returns ``(path, where it went)`` pairs;
+    a name that cannot be moved is removed instead (never left to grant or run anything) and
+    returned with ``""``."""
     moved: list[tuple[str, str]] = []
-    for path, was in before.items():
-        now = identities([path])[path]
-        if now == was:
+    for watched, was_all in before.items():
+        # looked at anew for each: one moved with a folder above it is as it was again
+        now_all = identities([watched])[watched]
+        if now_all == was_all:
             continue
+        # the outermost component that is not what it was: the command's doing
+        i = next(i for i, (a, b) in enumerate(zip(was_all, now_all, strict=True)) if a != b)
+        path, was, now = _components(watched)[i], was_all[i], now_all[i]
         if now is None:
             _relink(path, was)
             continue
@@ -161,7 +194,7 @@ def _rename(path: str, target: str) -> None:
             os.chmod(folder, mode)
 
 
-def _relink(path: str, was: Identity) -> None:
+def _relink(path: str, was: Node) -> None:
     """Make again the symlink ``was`` describes at ``path`` (nothing if it was no link)."""
     if was is None or was[3] is None:
         return

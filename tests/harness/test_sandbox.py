@@ -686,6 +686,48 @@ async def test_a_command_that_makes_a_protected_name_is_stopped_at_once(
     assert not (home / "proj/.mcp.json").exists() and not (home / ".git").exists()
 
 
+async def test_a_link_made_above_a_watched_name_is_moved_and_what_it_leads_to_is_not(
+    home: Path,
+) -> None:
+    """Review 12, finding 4: a watched name as written (`.config/lefthook.yml` in the working
+    folder, `~/.local/lib/python3.X/site-packages`) resolved through a folder the command
+    made a link: `set_aside` then renamed the file the link led to (the harness's own site
+    folder, so it no longer started). What is moved is the link the command made."""
+    outside = home / "outside"
+    outside.mkdir()
+    (outside / "lefthook.yml").write_text("mine\n")
+    command = 'ln -s "$HOME/outside" .config'
+    [(_, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert (outside / "lefthook.yml").read_text() == "mine\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["lefthook.yml"]
+    [[path, where]] = details["setAside"]
+    assert path == str(home / "proj/.config")
+    assert os.readlink(where) == str(outside)
+    assert not os.path.lexists(home / "proj/.config")
+
+
+async def test_the_interpreter_and_its_libpython_are_read_only(home: Path) -> None:
+    """Review 12, finding 5: the interpreter a venv links to and the `libpython` it maps (a
+    pyenv, uv or conda build in the home folder) were writable from the sandbox, and run
+    unsandboxed at the next start. Opening them for appending (no byte written) fails."""
+    from harness._permissions.protected import _loaded_libraries
+
+    targets = [os.path.realpath(sys.executable)]
+    targets += [f for f in _loaded_libraries() if "libpython" in os.path.basename(f)]
+    for target in targets:
+        half = len(target) // 2
+        # computed, so the text check does not see the path: the sandbox must hold
+        command = f"p='{target[:half]}'; : >> \"${{p}}{target[half:]}\" && echo OPENED"
+        decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+            make_request(home / "proj", BASH, command=command)
+        )
+        assert isinstance(decided, Approve)
+        [(text, details)] = await run_commands(home, [command], mode="bypass")
+        assert details["sandboxed"] is True
+        assert "OPENED" not in text and details["exitCode"] != 0, (target, text)
+
+
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
     a planted template hook runs at the user's next `git clone` or `git init`."""
@@ -873,9 +915,10 @@ async def test_the_harness_pythons_site_folders_are_held(
     assert [d["sandboxed"] for _t, d in results] == [True, True]
     assert os.listdir(venv_site) == [], results[0][0]
     assert not (user_site / "zz.pth").exists(), results[1][0]
-    # (the calls may run at once: the first to end moves the new user site aside)
+    # (the calls may run at once: the first to end moves aside the outermost folder the
+    # command made on the way to the user site, `~/.local/lib`: review 12, finding 4)
     moved = [path for _t, d in results for path, _where in d.get("setAside", [])]
-    assert moved == [str(user_site)], results
+    assert moved == [str(home / ".local/lib")], results
 
 
 async def test_the_harness_pythons_site_folders_are_protected_for_tools_and_named_commands(
