@@ -179,11 +179,45 @@ def _emit(lines: Iterable[str], page: bool | None) -> None:
     is a terminal; click writes straight through when it is not."""
     if page is None:
         page = sys.stdout.isatty()
-    if page:
-        click.echo_via_pager(f"{terminal(line)}\n" for line in lines)
+    pager = _pager() if page else None
+    if pager is not None:
+        saved = os.environ.get("PAGER")
+        os.environ["PAGER"] = pager  # click runs $PAGER (its first word found on $PATH)
+        try:
+            click.echo_via_pager(f"{terminal(line)}\n" for line in lines)
+        finally:
+            if saved is None:
+                del os.environ["PAGER"]
+            else:
+                os.environ["PAGER"] = saved
         return
     for line in lines:
         echo(line)
+
+
+def _pager() -> str | None:
+    """The pager command to run: ``$PAGER`` (the user's setting), else ``less``, else
+    ``more``, its program looked up as the harness looks up ``bash`` and ``git``
+    (:func:`program_path`: absolute ``$PATH`` entries only, a root-only copy first), since
+    click's own lookup takes the working folder's ``less`` through an empty ``$PATH`` entry,
+    or one a sandboxed command left in ``~/.local/bin`` (review 12, finding 6). None when
+    none is found: the lines are printed as they are."""
+    import shlex
+
+    from .._fs import program_path
+
+    setting = os.environ.get("PAGER", "").strip()
+    try:
+        choices = [shlex.split(setting)] if setting else [["less"], ["more"]]
+    except ValueError:
+        return None
+    for words in choices:
+        if not words:
+            continue
+        program = words[0] if os.path.isabs(words[0]) else program_path(words[0])
+        if os.path.isabs(program):
+            return shlex.join([program, *words[1:]])
+    return None
 
 
 @sessions.command()

@@ -160,6 +160,41 @@ def test_show_sums_tokens_and_cost_of_the_branch_and_of_the_whole_tree(tmp_path:
     )
 
 
+def test_the_pager_is_never_a_program_the_working_folder_holds(tmp_path: Path) -> None:
+    """Review 12, finding 6: click looked `less` up over the whole `$PATH`, so an empty entry
+    ran the working folder's own `less` (a repository can ship one), unsandboxed. The pager is
+    looked up as `bash` and `git` are: absolute entries only."""
+    root = tmp_path / "sessions"
+    session_id, _ = branched_session(root)
+    work = tmp_path / "work"
+    work.mkdir()
+    planted = work / "less"
+    planted.write_text(f'#!/bin/sh\n: > "{tmp_path / "PLANTED_RAN"}"\n/bin/cat > /dev/null\n')
+    planted.chmod(0o755)
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    paged = tmp_path / "paged.txt"
+    (bin_folder / "less").write_text(f'#!/bin/sh\n/bin/cat > "{paged}"\n')
+    (bin_folder / "less").chmod(0o755)
+
+    main, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "PAGER"}
+    env.update(PATH=f":{bin_folder}", HARNESS_SESSIONS_DIR=str(root), TERM="xterm")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "sessions", "show", session_id],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=env,
+        cwd=work,
+    )
+    os.close(secondary)
+    _read_all(main)
+    assert proc.wait(timeout=120) == 0
+    assert not (tmp_path / "PLANTED_RAN").exists()
+    assert f"session: {session_id}" in paged.read_text()  # the absolute entry's `less` ran
+
+
 def test_show_pages_through_the_pager_on_a_terminal(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     session_id, _ = branched_session(root)
