@@ -258,6 +258,7 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
         "eOoaPi",
     ),
     "cargo": _opts("config"),
+    "rg": _opts("pre"),  # ripgrep runs the --pre program on each file (review 12, finding 9)
     # npm, pnpm and yarn take any `--key=value` as configuration: `--node-options=--import=…`
     # runs code, `--userconfig`/`--globalconfig` an npmrc that sets `script-shell`, `-C`/
     # `--prefix` another folder's scripts (review 12, finding 1); only these are safe
@@ -338,6 +339,38 @@ _GIT_RUNNERS = frozenset(
      "difftool--helper"}
 )  # fmt: skip
 _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+# git's own commands (`git --list-cmds=main,builtins,nohelpers`, git 2.39, and later ones): any
+# other subcommand word may be an alias from a config git reads (`[alias] p = push`), so a
+# rule on git possibly matches it (review 12, finding 9)
+_GIT_COMMANDS = frozenset(
+    {
+        "add", "am", "annotate", "apply", "archive", "backfill", "bisect", "blame", "branch",
+        "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
+        "check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "clean",
+        "clone", "column", "commit", "commit-graph", "commit-tree", "config", "count-objects",
+        "credential", "credential-cache", "credential-store", "daemon", "describe", "diagnose",
+        "diff", "diff-files", "diff-index", "diff-tree", "difftool", "fast-export", "fast-import",
+        "fetch", "fetch-pack", "filter-branch", "fmt-merge-msg", "for-each-ref", "for-each-repo",
+        "format-patch", "fsck", "fsck-objects", "gc", "get-tar-commit-id", "grep", "hash-object",
+        "help", "hook", "http-backend", "http-fetch", "http-push", "imap-send", "index-pack",
+        "init", "init-db", "instaweb", "interpret-trailers", "last-modified", "log", "ls-files",
+        "ls-remote", "ls-tree", "mailinfo", "mailsplit", "maintenance", "merge", "merge-base",
+        "merge-file", "merge-index", "merge-octopus", "merge-one-file", "merge-ours",
+        "merge-recursive", "merge-recursive-ours", "merge-recursive-theirs", "merge-resolve",
+        "merge-subtree", "merge-tree", "mergetool", "mktag", "mktree", "multi-pack-index", "mv",
+        "name-rev", "notes", "pack-objects", "pack-redundant", "pack-refs", "patch-id", "pickaxe",
+        "prune", "prune-packed", "pull", "push", "quiltimport", "range-diff", "read-tree",
+        "rebase", "receive-pack", "reflog", "refs", "remote", "remote-ext", "remote-fd",
+        "remote-ftp", "remote-ftps", "remote-http", "remote-https", "repack", "replace", "replay",
+        "request-pull", "rerere", "reset", "restore", "rev-list", "rev-parse", "revert", "rm",
+        "send-pack", "shell", "shortlog", "show", "show-branch", "show-index", "show-ref",
+        "sparse-checkout", "stage", "stash", "status", "stripspace", "submodule", "subtree",
+        "switch", "symbolic-ref", "tag", "unpack-file", "unpack-objects", "update-index",
+        "update-ref", "update-server-info", "upload-archive", "upload-pack", "var",
+        "verify-commit", "verify-pack", "verify-tag", "version", "whatchanged", "worktree",
+        "write-tree",
+    }
+)  # fmt: skip
 _MAKE_ASSIGNMENT = re.compile(r"[^-=][^=]*=")  # make VAR=value overrides a recipe's variables
 # ProxyCommand, LocalCommand, Match exec, Include; libraries it loads (PKCS11Provider,
 # SecurityKeyProvider); a socket another process serves (ControlPath)
@@ -1256,8 +1289,10 @@ class _Analysis:
 
         ``git-push`` (git's program for a subcommand, by any path) is ``git push``; a git whose
         aliases or programs may come from elsewhere (``-c``, ``--config-env``, ``--exec-path``
-        before the subcommand, or ``GIT_CONFIG*``/``GIT_EXEC_PATH`` anywhere in the line) may
-        run any subcommand: every rule on git possibly matches (review 5, finding 02)."""
+        before the subcommand, or ``GIT_CONFIG*``/``GIT_EXEC_PATH`` anywhere in the line), or
+        whose subcommand is not one of git's own (an alias: ``git p`` for ``push``) may run any
+        subcommand: every rule on git possibly matches (review 5, finding 02; review 12,
+        finding 9)."""
         words = command.words
         name = _basename(words[s].value or "")
         if name.startswith("git-") and len(name) > 4:
@@ -1272,6 +1307,11 @@ class _Analysis:
                 self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
                 break
             i += 2 if option in _GIT_GLOBAL_VALUES else 1
+        else:
+            sub = words[i].value if i < len(words) else ""
+            if sub is not None and sub and sub not in _GIT_COMMANDS:
+                # an alias (or a `git-NAME` program) may run any subcommand
+                self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
         if self.git_environment:
             self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
         return False

@@ -1136,6 +1136,8 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("go test:*", "go test -C /other ./..."),
         ("go test:*", "go test -coverprofile=/u/.bashrc ./..."),
         ("go build:*", "go build -o /u/.local/bin/harness ."),
+        ("rg:*", "rg --pre sh -e . /proc/self/fd/0"),
+        ("rg:*", "rg --pre=./evil x"),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
@@ -1270,7 +1272,36 @@ GIT_ALIAS_SPELLINGS = [
     "GIT_EXEC_PATH=./bin git p",
     "git --exec-path=./bin p",
     "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; bash -c 'git p'",
+    # review 12, finding 9: an alias from the user's own ~/.gitconfig (`[alias] p = push`)
+    "git p origin HEAD:main",
+    "git -C . p origin HEAD:main",
 ]
+
+
+async def test_a_git_alias_from_the_users_config_never_passes_a_deny_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 12, finding 9: with `bash(git:*)` allowed and `bash(git push:*)` denied, the
+    user's alias `p = push` pushed. A subcommand that is not one of git's own may be an
+    alias: the deny rule applies. git's own commands stay allowed."""
+    import subprocess
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[alias]\n\tp = push\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    # git really takes `p` for push here
+    done = subprocess.run(
+        ["git", "p", "--dry-run", "nowhere"], cwd=work, capture_output=True, text=True
+    )
+    assert "nowhere" in done.stderr and "is not a git command" not in done.stderr
+    s = supervisor("default", rules={"allow": ["bash(git:*)"], "deny": ["bash(git push:*)"]})
+    assert isinstance(await s.decide(request(work, "git p origin HEAD:main")), Deny)
+    assert isinstance(await s.decide(request(work, "git status")), Approve)
+    assert isinstance(await s.decide(request(work, "git log --oneline")), Approve)
 
 
 @pytest.mark.parametrize("command", GIT_ALIAS_SPELLINGS)
