@@ -376,7 +376,11 @@ def make_app(
                             leaf = session.leaf_id
                             on_path = set(session.path_ids(leaf))
                             for index in range(sent, len(ids)):
-                                event = _entry_event(session, ids[index], leaf, on_path, index + 1)
+                                # rendered off the event loop: a slow entry must not
+                                # stall every other request (review 12, finding 2)
+                                event = await asyncio.to_thread(
+                                    _entry_event, session, ids[index], leaf, on_path, index + 1
+                                )
                                 if event is not None:
                                     yield event
                             sent = len(ids)
