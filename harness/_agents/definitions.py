@@ -41,7 +41,7 @@ from .._permissions.claude_code import CLAUDE_CODE_TOOLS
 from .._permissions.supervisor import SecuritySupervisor
 from .._providers.base import Model
 from .._resources.discovery import ReadCheck, check_opened, cut_description
-from .._resources.frontmatter import FrontmatterError, split_frontmatter
+from .._resources.frontmatter import FrontmatterError, frontmatter_budget, split_frontmatter
 from .._resources.locations import user_folder
 from .errors import AgentDefinitionError
 
@@ -208,10 +208,12 @@ def load_agents(
     for source, rel in AGENT_FOLDERS:
         roots.append((source, Path(cwd), rel, trust_project))
     for source, root, rel, trusted in roots:
-        for path, text in _files(root, rel, diagnostics, read_check):
-            definition = _definition(path, text, source, trusted, diagnostics)
-            if definition is not None:
-                found.append(definition)
+        # one folder's files share a budget of YAML (review 12, finding 7)
+        with frontmatter_budget():
+            for path, text in _files(root, rel, diagnostics, read_check):
+                definition = _definition(path, text, source, trusted, diagnostics)
+                if definition is not None:
+                    found.append(definition)
     winners: dict[str, AgentDefinition] = {}
     for definition in found:
         winner = winners.get(definition.name)

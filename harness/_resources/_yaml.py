@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .frontmatter import MAX_DEPTH, FrontmatterError
+from .frontmatter import MAX_DEPTH, MAX_NODES, FrontmatterError
 
 __all__ = ["load_bounded"]
 
@@ -19,13 +19,25 @@ class _BoundedLoader(yaml.SafeLoader):
     """PyYAML's safe loader refusing aliases and nesting past :data:`MAX_DEPTH` while it
     composes, before its recursive constructor could run out of stack."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, scan_left: list[int] | None) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
+        self._scan_left = scan_left
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             raise FrontmatterError("YAML aliases (*name) are not allowed in frontmatter")
+        # counted as composed, before the slow construction: the cost is bounded by the count
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise FrontmatterError(f"frontmatter has more than {MAX_NODES:,} YAML values")
+        if self._scan_left is not None:
+            self._scan_left[0] -= 1
+            if self._scan_left[0] < 0:
+                raise FrontmatterError(
+                    "not read: the files before it used up the YAML this scan reads"
+                )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -35,16 +47,18 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def load_bounded(text: str) -> Any:
-    """The YAML document ``text`` as Python values.
+def load_bounded(text: str, scan_left: list[int] | None = None) -> Any:
+    """The YAML document ``text`` as Python values; each node it composes is taken from
+    ``scan_left[0]`` when given (the scan's budget, :func:`.frontmatter.frontmatter_budget`).
 
     Raises:
         FrontmatterError: a YAML syntax error, an alias, nesting deeper than
-            :data:`MAX_DEPTH`, or a value PyYAML cannot make (a 5,000-digit integer, month 13).
+            :data:`MAX_DEPTH`, more nodes than :data:`MAX_NODES` or than ``scan_left`` holds,
+            or a value PyYAML cannot make (a 5,000-digit integer, month 13).
     """
     try:
         # Its reader refuses control characters already here, in the constructor.
-        loader = _BoundedLoader(text)
+        loader = _BoundedLoader(text, scan_left)
     except yaml.YAMLError as exc:
         raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
     try:

@@ -43,7 +43,7 @@ from .._ignore import (
     compile_ignore,
 )
 from .._permissions.protected import private_path
-from .frontmatter import FrontmatterError, split_frontmatter
+from .frontmatter import FrontmatterError, frontmatter_budget, split_frontmatter
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
 
 __all__ = [
@@ -173,11 +173,13 @@ def scan_skills(
         except FileRefusedError as exc:
             diagnostics.append(_folder_failed(root.path, exc))
             continue
-        for path, loc, top_level in _descriptors(root.path, start, diagnostics):
-            skill = _load(path, loc, root.scope, top_level, diagnostics, seen, check)
-            if skill is not None and skill.location is not None:
-                found.append(skill)
-                places[skill.location] = loc
+        # one root's files share a budget of YAML: a project's cannot spend the user's
+        with frontmatter_budget():
+            for path, loc, top_level in _descriptors(root.path, start, diagnostics):
+                skill = _load(path, loc, root.scope, top_level, diagnostics, seen, check)
+                if skill is not None and skill.location is not None:
+                    found.append(skill)
+                    places[skill.location] = loc
     return _first_per_scope(found, diagnostics), diagnostics, places
 
 

@@ -15,14 +15,56 @@ make (a 5,000-digit integer, a 13th month, a malformed ``!!timestamp``) and any 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "FrontmatterError", "split_frontmatter"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "SCAN_CHARS",
+    "SCAN_NODES",
+    "FrontmatterError",
+    "frontmatter_budget",
+    "split_frontmatter",
+]
 
 MAX_DEPTH = 32
 """Deepest nesting of mappings and lists a frontmatter may have (the top mapping is 1)."""
+MAX_NODES = 2_000
+"""Most YAML nodes (scalars, sequences, mappings) one frontmatter may have. PyYAML's loader is
+pure Python, about 40 µs a node: a 1 MiB flow sequence ``[b, b, …]`` took 8 s, and a project
+may hold a thousand such skill files (review 12, finding 7). Real frontmatter has tens."""
+MAX_CHARS = 65_536
+"""Longest YAML frontmatter (characters between the ``---`` lines): the scanner takes about
+2 µs a character even where there are few nodes (one long plain scalar)."""
+SCAN_NODES = 100_000
+"""Within :func:`frontmatter_budget` (one scan of a kind of file: skills, templates, agents),
+the most YAML nodes all files' frontmatter may have together; files after that are errors."""
+SCAN_CHARS = 2_000_000
+"""Within :func:`frontmatter_budget`, the most characters of YAML frontmatter read in all."""
+
+# YAML nodes and characters left to the current scan (shared by its files), if any
+_scan_left: ContextVar[list[int] | None] = ContextVar("_scan_left", default=None)
+
+
+@contextlib.contextmanager
+def frontmatter_budget(nodes: int | None = None, chars: int | None = None) -> Iterator[None]:
+    """Within this block, every :func:`split_frontmatter` takes its YAML nodes and characters
+    from one budget (default :data:`SCAN_NODES` and :data:`SCAN_CHARS`); once it is spent, a file with YAML frontmatter raises
+    :class:`FrontmatterError` (so one scan costs a few seconds at most, whatever the files)."""
+    token = _scan_left.set(
+        [SCAN_NODES if nodes is None else nodes, SCAN_CHARS if chars is None else chars]
+    )
+    try:
+        yield
+    finally:
+        _scan_left.reset(token)
+
 
 _YAML_FENCE = re.compile(r"\A---[ \t]*\r?\n")
 _YAML_END = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
@@ -31,7 +73,8 @@ _JSON_END = re.compile(r"\A[ \t]*(?:\r?\n)?(?:---[ \t]*(?:\r?\n|\Z))?")
 
 class FrontmatterError(ValueError):
     """The frontmatter is not valid YAML/JSON, not a mapping, nested deeper than
-    :data:`MAX_DEPTH`, or uses YAML aliases."""
+    :data:`MAX_DEPTH`, longer than :data:`MAX_CHARS`, has more YAML nodes than
+    :data:`MAX_NODES` (or more of either than its scan has left), or uses YAML aliases."""
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
@@ -51,7 +94,17 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         # Imported here, not at the top: `import harness` stays fast (issue 24).
         from ._yaml import load_bounded
 
-        meta = load_bounded(text[fence.end() : end.start()])
+        yaml_text = text[fence.end() : end.start()]
+        if len(yaml_text) > MAX_CHARS:
+            raise FrontmatterError(f"the frontmatter is longer than {MAX_CHARS:,} characters")
+        left = _scan_left.get()
+        if left is not None:
+            left[1] -= len(yaml_text)
+            if left[1] < 0:
+                raise FrontmatterError(
+                    "not read: the files before it used up the YAML this scan reads"
+                )
+        meta = load_bounded(yaml_text, left)
         _check_text(meta)
         return _mapping(meta), text[end.end() :]
     if text.lstrip().startswith("{"):

@@ -18,7 +18,7 @@ from attrs import frozen
 
 from .._fs import Location, beneath, open_dir
 from .discovery import ReadCheck, is_dir_at, read_resource, refusal_code, refusal_text
-from .frontmatter import FrontmatterError, split_frontmatter
+from .frontmatter import FrontmatterError, frontmatter_budget, split_frontmatter
 from .records import ResourceDiagnostic
 
 __all__ = ["PromptTemplate", "expand_template", "parse_args", "scan_templates", "split_command"]
@@ -29,6 +29,9 @@ _DESCRIPTION_CHARS = 60
 MAX_TEMPLATE_BYTES = 1_048_576
 """Largest template file read (1 MiB); a larger one is refused with a ``read_failed``
 diagnostic."""
+MAX_TEMPLATE_FILES = 1_000
+"""Most template files read from one folder (the first by name); the rest are left out with
+an ``over_budget`` diagnostic."""
 
 
 @frozen(kw_only=True)
@@ -117,8 +120,23 @@ def scan_templates(
     found: dict[str, PromptTemplate] = {}
     diagnostics: list[ResourceDiagnostic] = []
     for folder, scope, boundary in folders:
-        for path, loc in _listed(folder, boundary, diagnostics):
-            template = _load(path, loc, scope, diagnostics, check)
+        listed = _listed(folder, boundary, diagnostics)
+        if len(listed) > MAX_TEMPLATE_FILES:
+            # each is opened, checked and parsed at every start: 20,000 made a start take
+            # 30 s (review 12, finding 7)
+            diagnostics.append(
+                ResourceDiagnostic(
+                    code="over_budget",
+                    kind="template",
+                    message=f"{folder}: only the first {MAX_TEMPLATE_FILES:,} templates (by "
+                    "name) are read; the rest are left out",
+                    path=str(folder),
+                )
+            )
+            listed = listed[:MAX_TEMPLATE_FILES]
+        with frontmatter_budget():  # one folder's files share a budget of YAML
+            loaded = [_load(path, loc, scope, diagnostics, check) for path, loc in listed]
+        for path, template in zip((p for p, _ in listed), loaded, strict=True):
             if template is None:
                 continue
             winner = found.get(template.name)

@@ -149,3 +149,43 @@ def test_a_folder_of_too_many_skills_is_read_up_to_the_cap_and_says_so(
     assert [r.name for r in result.records] == [f"s{i}" for i in range(5)]
     [over] = [d for d in result.diagnostics if d.code == "over_budget"]
     assert "only the first 5 skill files" in over.message and over.path == str(root)
+
+
+def test_a_frontmatter_of_too_many_values_or_characters_is_refused() -> None:
+    """Review 12, finding 7: PyYAML (pure Python) took 8 s on one 1 MiB frontmatter of
+    `x: [b, b, ...]`. One frontmatter holds at most MAX_NODES values and MAX_CHARS
+    characters; composing stops at the cap, before the slow construction."""
+    from harness._resources.frontmatter import (
+        MAX_CHARS,
+        MAX_NODES,
+        FrontmatterError,
+        split_frontmatter,
+    )
+
+    items = ", ".join("b" for _ in range(MAX_NODES))
+    with pytest.raises(FrontmatterError, match="more than 2,000 YAML values"):
+        split_frontmatter(f"---\nx: [{items}]\n---\nbody")
+    with pytest.raises(FrontmatterError, match="longer than 65,536 characters"):
+        split_frontmatter(f"---\nx: {'a ' * (MAX_CHARS // 2)}\n---\nbody")
+    fine = ", ".join("b" for _ in range(100))
+    assert split_frontmatter(f"---\nx: [{fine}]\n---\nbody")[0]["x"] == ["b"] * 100
+
+
+def test_one_scans_files_share_a_budget_of_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thousand files each just under the caps still cost minutes: a scan's files take
+    their YAML from one budget, and those after it is spent are reported, not read. (The
+    budget is lowered here: the sharing is what is tested.)"""
+    from harness._resources import frontmatter
+
+    monkeypatch.setattr(frontmatter, "SCAN_NODES", 1_000)
+    root = tmp_path / "skills"
+    items = ", ".join("b" for _ in range(290))  # ~292 values with the name and description
+    for i in range(6):
+        write_skill(root, f"s{i}", extra=f"x: [{items}]\n")
+    resources = Resources(tmp_path, ResourceOptions(discover=False, skill_roots=[root]))
+    result = listing(resources, tmp_path)
+    assert [r.name for r in result.records] == ["s0", "s1", "s2"]
+    spent = [d for d in result.diagnostics if "used up the YAML" in d.message]
+    assert [Path(d.path or "").parent.name for d in spent] == ["s3", "s4", "s5"]

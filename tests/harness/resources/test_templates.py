@@ -115,3 +115,21 @@ async def test_extra_template_roots(tmp_path: Path) -> None:
     )
     assert h.get_template("go").expand("now") == "Go now"
     session.close()
+
+
+def test_a_folder_of_too_many_templates_is_read_up_to_the_cap_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 12, finding 7: a project's 20,000 templates made every start take 30 s (each is
+    opened, checked and parsed). The cap is lowered here: the cut is what is tested."""
+    from harness._resources import templates
+
+    monkeypatch.setattr(templates, "MAX_TEMPLATE_FILES", 5)
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    for i in range(8):
+        (folder / f"t{i}.md").write_text(f"template {i}\n")
+    found, diagnostics = templates.scan_templates([(folder, "project", tmp_path)])
+    assert [t.name for t in found] == [f"t{i}" for i in range(5)]
+    [over] = [d for d in diagnostics if d.code == "over_budget"]
+    assert "only the first 5 templates" in over.message and over.path == str(folder)
