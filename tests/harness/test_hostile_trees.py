@@ -68,3 +68,25 @@ def test_a_hostile_tree_is_built_and_rendered(tmp_path: Path, shape: object) -> 
     page = export_page(session)
     assert page.startswith("<!DOCTYPE html>")
     assert session.build_context() is not None
+
+
+def test_a_comb_shaped_session_draws_lines_of_bounded_length(tmp_path: Path) -> None:
+    """Review 12, finding 8: a chain with one extra leaf at every step added a `|  ` column
+    per level to every later line, so `sessions tree` of 12,000 such steps printed 430 MB
+    (O(n²)). Past 20 levels the gutter counts the levels it leaves out."""
+
+    def comb() -> Iterable[dict[str, object]]:
+        for i in range(2_000):
+            parent = None if i == 0 else f"e{2 * (i - 1):07d}"
+            yield message(2 * i, parent)  # the chain
+            yield message(2 * i + 1, parent)  # its extra leaf
+
+    with open_session(write(tmp_path / "comb.jsonl", comb())) as session:
+        view = tree_view(session)
+    assert view.shown == 4_000
+    assert max(len(line) for line in view.lines) < 120
+    # every entry is still drawn, with how deep it lies
+    [deepest] = [line for line in view.lines if "e0003998" in line]
+    cut, gutter = deepest[2:].split("] ", 1)
+    drawn = gutter.split("e0003998")[0]
+    assert int(cut.removeprefix("[+")) + len(drawn) // 3 == 2_000  # its depth, as counted
