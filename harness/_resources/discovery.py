@@ -43,7 +43,12 @@ from .._ignore import (
     compile_ignore,
 )
 from .._permissions.protected import private_path
-from .frontmatter import FrontmatterError, frontmatter_budget, split_frontmatter
+from .frontmatter import (
+    FrontmatterError,
+    frontmatter_budget,
+    new_budget,
+    split_frontmatter,
+)
 from .records import DiagnosticCode, ResourceDiagnostic, SkillSummary
 
 __all__ = [
@@ -167,14 +172,16 @@ def scan_skills(
     found: list[SkillSummary] = []
     places: dict[str, Location] = {}
     diagnostics: list[ResourceDiagnostic] = []
+    # the roots of a scope share a budget of YAML (review 12, finding 7): a project's many
+    # roots (each folder up to the repository's) get one, and cannot spend the user's
+    budgets: dict[str, list[int]] = {}
     for root in roots:
         try:
             start = beneath(root.top, root.path)
         except FileRefusedError as exc:
             diagnostics.append(_folder_failed(root.path, exc))
             continue
-        # one root's files share a budget of YAML: a project's cannot spend the user's
-        with frontmatter_budget():
+        with frontmatter_budget(budgets.setdefault(root.scope, new_budget())):
             for path, loc, top_level in _descriptors(root.path, start, diagnostics):
                 skill = _load(path, loc, root.scope, top_level, diagnostics, seen, check)
                 if skill is not None and skill.location is not None:

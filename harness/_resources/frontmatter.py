@@ -30,6 +30,7 @@ __all__ = [
     "SCAN_NODES",
     "FrontmatterError",
     "frontmatter_budget",
+    "new_budget",
     "split_frontmatter",
 ]
 
@@ -52,14 +53,19 @@ SCAN_CHARS = 2_000_000
 _scan_left: ContextVar[list[int] | None] = ContextVar("_scan_left", default=None)
 
 
+def new_budget() -> list[int]:
+    """A budget for :func:`frontmatter_budget`: ``[YAML nodes, characters]`` left, at first
+    :data:`SCAN_NODES` and :data:`SCAN_CHARS`."""
+    return [SCAN_NODES, SCAN_CHARS]
+
+
 @contextlib.contextmanager
-def frontmatter_budget(nodes: int | None = None, chars: int | None = None) -> Iterator[None]:
+def frontmatter_budget(budget: list[int] | None = None) -> Iterator[None]:
     """Within this block, every :func:`split_frontmatter` takes its YAML nodes and characters
-    from one budget (default :data:`SCAN_NODES` and :data:`SCAN_CHARS`); once it is spent, a file with YAML frontmatter raises
-    :class:`FrontmatterError` (so one scan costs a few seconds at most, whatever the files)."""
-    token = _scan_left.set(
-        [SCAN_NODES if nodes is None else nodes, SCAN_CHARS if chars is None else chars]
-    )
+    from ``budget`` (default a :func:`new_budget`; pass one to share it between blocks); once
+    it is spent, a file with YAML frontmatter raises :class:`FrontmatterError`, so one scan
+    costs a few seconds at most, whatever its files hold."""
+    token = _scan_left.set(new_budget() if budget is None else budget)
     try:
         yield
     finally:

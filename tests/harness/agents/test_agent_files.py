@@ -201,12 +201,13 @@ async def test_untrusted_agent_files_cannot_flood_every_request(
     session: Session, project: Path
 ) -> None:
     # The review's reproduction: 20 files of a 200 KB description each made the task tool's
-    # description 4,000,454 characters, sent with every request of the run.
+    # description 4,000,454 characters, sent with every request of the run. (A frontmatter
+    # is now at most 65,536 characters, review 12 finding 7: 60 KB each here.)
     folder = project / ".claude" / "agents"
     folder.mkdir(parents=True)
     for i in range(20):
         (folder / f"a{i}.md").write_text(
-            f'---\nname: a{i}\ndescription: "{"x" * 200_000}"\n---\nDo things.\n'
+            f'---\nname: a{i}\ndescription: "{"x" * 60_000}"\n---\nDo things.\n'
         )
     catalog = load_agents(project)
     assert len(catalog.agents) == 20
@@ -229,7 +230,8 @@ async def test_a_trusted_projects_block_scalar_description_is_cut_too(
 ) -> None:
     folder = project / ".harness" / "agents"
     folder.mkdir(parents=True)
-    lines = "".join(f"  line {i} {'y' * 90}\n" for i in range(2_000))
+    # (under the 65,536 characters a frontmatter may hold: review 12, finding 7)
+    lines = "".join(f"  line {i} {'y' * 90}\n" for i in range(600))
     (folder / "big.md").write_text(f"---\ndescription: |\n{lines}---\nWork.\n")
     (folder / "folded.md").write_text(f"---\ndescription: >\n{lines}---\nWork.\n")
 
