@@ -31,12 +31,24 @@ from typing import Any
 import bracex
 import re2
 
-__all__ = ["MAX_BRACE_EXPANSIONS", "MAX_PATTERN_CHARS", "Glob", "GlobError", "compile_glob"]
+__all__ = [
+    "MAX_BRACE_EXPANSIONS",
+    "MAX_EXPANDED_CHARS",
+    "MAX_PATTERN_CHARS",
+    "Glob",
+    "GlobError",
+    "compile_glob",
+    "expanded_chars",
+]
 
 MAX_BRACE_EXPANSIONS = 256
 """A pattern whose braces expand to more alternatives is refused (:class:`GlobError`)."""
 MAX_PATTERN_CHARS = 4096
 """A longer pattern is refused (:class:`GlobError`)."""
+MAX_EXPANDED_CHARS = 16_384
+"""A pattern whose brace alternatives hold more characters in all is refused
+(:class:`GlobError`): 256 alternatives of a 950-character pattern took RE2 0.6 s and 8 MB to
+compile, and a settings file may hold a thousand such rules (review 12, finding 10)."""
 
 # POSIX classes, as RE2 spells them, without "/" (punct, graph and print hold it: spelt out).
 _PUNCT = "!\"#$%&'()*+,\\-.:;<=>?@\\[\\\\\\]^_`{|}~"
@@ -202,13 +214,51 @@ def _brace_depth(pattern: str) -> int:
 
 
 @functools.lru_cache(maxsize=1024)
+def _expanded(pattern: str) -> list[str]:
+    """``pattern``'s brace alternatives (bracex), at most :data:`MAX_BRACE_EXPANSIONS` of
+    them and :data:`MAX_EXPANDED_CHARS` characters in all (counted as they are made).
+
+    Raises:
+        GlobError: past either cap, or braces nested too deep."""
+    out: list[str] = []
+    chars = 0
+    try:
+        for alternative in bracex.iexpand(pattern, keep_escapes=True, limit=MAX_BRACE_EXPANSIONS):
+            chars += len(alternative)
+            if chars > MAX_EXPANDED_CHARS:
+                raise GlobError(
+                    f"the pattern's braces expand to more than {MAX_EXPANDED_CHARS:,} characters"
+                )
+            out.append(alternative)
+    except bracex.ExpansionLimitException:
+        raise GlobError(
+            f"the pattern's braces expand to more than {MAX_BRACE_EXPANSIONS} alternatives"
+        ) from None
+    except RecursionError:
+        raise GlobError("the pattern's braces nest too deep") from None
+    return out
+
+
+def expanded_chars(pattern: str) -> int:
+    """How many characters ``pattern``'s brace alternatives hold in all (what compiling it
+    costs), without compiling it.
+
+    Raises:
+        GlobError: as :func:`compile_glob` for the length, nesting and expansion caps."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise GlobError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+    if _brace_depth(pattern) > MAX_BRACE_DEPTH:
+        raise GlobError(f"the pattern's braces nest deeper than {MAX_BRACE_DEPTH} levels")
+    return sum(map(len, _expanded(pattern))) or len(pattern)
+
+
 def compile_glob(pattern: str) -> Glob:
     """Compile ``pattern`` (see the module doc); cached.
 
     Raises:
         GlobError: the pattern is longer than :data:`MAX_PATTERN_CHARS`, its braces nest deeper
             than :data:`MAX_BRACE_DEPTH` or expand to more than :data:`MAX_BRACE_EXPANSIONS`
-            alternatives, or RE2 refuses it.
+            alternatives or :data:`MAX_EXPANDED_CHARS` characters, or RE2 refuses it.
     """
     if len(pattern) > MAX_PATTERN_CHARS:
         raise GlobError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
@@ -216,15 +266,7 @@ def compile_glob(pattern: str) -> Glob:
         # bracex recurses once per level before any cap applies: a 600-byte rule in a cloned
         # project's settings raised RecursionError (review 6, finding 23)
         raise GlobError(f"the pattern's braces nest deeper than {MAX_BRACE_DEPTH} levels")
-    try:
-        expanded = bracex.expand(pattern, keep_escapes=True, limit=MAX_BRACE_EXPANSIONS)
-    except bracex.ExpansionLimitException:
-        raise GlobError(
-            f"the pattern's braces expand to more than {MAX_BRACE_EXPANSIONS} alternatives"
-        ) from None
-    except RecursionError:
-        raise GlobError("the pattern's braces nest too deep") from None
-    patterns = expanded or [pattern]
+    patterns = _expanded(pattern) or [pattern]
     alternatives = dict.fromkeys(_translate(p) for p in patterns)
     literals = frozenset(_unescaped(p) for p in patterns if not _WILD.search(p))
     options = re2.Options()

@@ -38,7 +38,7 @@ import orjson
 from attrs import field, frozen
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
-from .._globs import GlobError, compile_glob
+from .._globs import GlobError, compile_glob, expanded_chars
 from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
 from .folders import SETTINGS_MAX_BYTES
@@ -242,6 +242,27 @@ def _tool_name(name: str) -> str:
     return CLAUDE_CODE_TOOLS.get(lowered, lowered)
 
 
+def _path_pattern_chars(texts: Iterable[str]) -> int:
+    """The characters the path rules among ``texts`` expand to, counted without compiling
+    (a rule that does not parse, or whose glob is refused, counts nothing here: parsing it
+    reports it)."""
+    total = 0
+    for text in texts:
+        found = _RULE.fullmatch(text.strip())
+        if found is None or found["spec"] in (None, "", "*"):
+            continue
+        if _tool_name(found["tool"]) not in OPERATION_RULES:
+            continue
+        spec = found["spec"]
+        try:
+            total += expanded_chars(spec.removeprefix("/").removeprefix("./"))
+        except GlobError:
+            continue
+        if total > MAX_PATTERN_CHARS_PER_FILE:
+            break
+    return total
+
+
 def _rules(values: Iterable[str | Rule], source: str, key: str | None = None) -> tuple[Rule, ...]:
     """Parse rules; with ``key`` (a settings file's ``permissions.allow``), an error names
     the item (``permissions.allow[2]``)."""
@@ -352,6 +373,14 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
                 f"it holds {max(count, len(folders)):,} rules or folders; at most "
                 f"{MAX_RULES:,} are read from one settings file"
             )
+        chars = _path_pattern_chars(v for values in lists.values() for v in values)
+        if chars > MAX_PATTERN_CHARS_PER_FILE:
+            # each path rule is compiled to one expression: a thousand rules of 256 long
+            # alternatives took minutes and gigabytes (review 12, finding 10)
+            raise ValueError(
+                f"its path rules expand to more than {MAX_PATTERN_CHARS_PER_FILE:,} characters "
+                "of patterns"
+            )
         rules = PermissionRules(
             allow=_rules(lists["allow"], str(path), "permissions.allow"),
             deny=_rules(lists["deny"], str(path), "permissions.deny"),
@@ -388,6 +417,9 @@ def _settings_mode(permissions: Mapping[str, Any]) -> PermissionMode | None:
     return next(iter(modes.values()), None)
 
 
+MAX_PATTERN_CHARS_PER_FILE = 262_144
+"""The most characters the path rules of one settings file may expand to (their brace
+alternatives, what compiling them costs); beyond, the file is refused as broken."""
 MAX_RULES = 1_000
 """The most rules (``allow``, ``deny`` and ``ask`` together) and ``additionalDirectories``
 one settings file may hold; beyond, the file is refused as broken (every call denied,

@@ -171,6 +171,35 @@ def test_a_settings_file_that_is_no_regular_file_denies_without_blocking(
     assert out.startswith("Deny(") and "settings are broken" in out, out
 
 
+async def test_path_rules_whose_patterns_expand_too_far_refuse_their_file(tmp_path: Path) -> None:
+    """Review 12, finding 10: 1,000 rules of 256 brace alternatives of ~950 characters (each
+    within every cap) took RE2 minutes and gigabytes to compile at the first decision. A
+    pattern expands to at most 16,384 characters and one file's path rules to 262,144; past
+    either, the file is refused as broken before anything is compiled."""
+    from harness._globs import MAX_EXPANDED_CHARS, GlobError, compile_glob
+
+    braces = "".join(f"{{a{i},b{i}}}" for i in range(8))  # 256 alternatives
+    wide = f"**/{braces}{'x' * 900}*"
+    with pytest.raises(GlobError, match="more than 16,384 characters"):
+        compile_glob(wide)
+    project = tmp_path / "project"
+    (project / ".harness").mkdir(parents=True)
+    settings = project / ".harness" / "settings.json"
+    s = SecuritySupervisor(setting_sources=("project",))
+    settings.write_bytes(orjson.dumps({"permissions": {"deny": [f"Read({wide})"]}}))
+    decided = await s.decide(_request(project, "ls"))
+    assert isinstance(decided, Deny) and "settings are broken" in decided.reason
+    # under the per-pattern cap, but 40 of them pass the file's
+    each = f"**/{braces[: len(braces) // 2]}{'y' * (MAX_EXPANDED_CHARS // 16 - 40)}*"
+    assert compile_glob(each)  # one alone is fine
+    settings.write_bytes(orjson.dumps({"permissions": {"deny": [f"Read({each})"] * 40}}))
+    decided = await s.decide(_request(project, "ls"))
+    assert isinstance(decided, Deny) and "more than 262,144 characters" in decided.reason
+    settings.write_bytes(orjson.dumps({"permissions": {"deny": [f"Read({each})"] * 10}}))
+    decided = await s.decide(_request(project, "ls"))
+    assert "settings are broken" not in decided.reason
+
+
 async def test_a_settings_file_with_too_many_rules_is_refused_and_denies(tmp_path: Path) -> None:
     """Review 11, finding 11: 20,000 deny rules in an untrusted project's settings (within the
     1 MB cap) made every read cost seconds and a grep or find walk files x rules."""
