@@ -1,14 +1,15 @@
-"""`harness sessions compact | checkout | label` in a subprocess, and a snapshot of `tree`."""
+"""`harness sessions compact | checkout | label` and a snapshot of `tree`, run in-process through
+the CLI's entry point (``cli_in_process``; they only read and write files)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+from cli_in_process import run_cli
 from pi_sessions import PiSession
 
 from harness import (
@@ -26,15 +27,7 @@ SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 
 def harness_cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HARNESS_SESSIONS_DIR": str(tmp_path / "default-root")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
+    proc = run_cli(args, env=env, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
     return proc
 
