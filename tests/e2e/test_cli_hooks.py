@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +42,8 @@ def env(tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def harness(work: Path, env: dict[str, str]) -> Harness:
     def run(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+            return run_cli(args, env=env, cwd=work, input=stdin)
         return subprocess.run(
             [sys.executable, "-m", "harness.cli", *map(str, args)],
             capture_output=True,
