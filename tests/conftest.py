@@ -23,19 +23,22 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import pytest
 
 TESTS = Path(__file__).resolve().parent
 
 
-def _load(name: str, path: Path) -> None:
+def _load(name: str, path: Path, *, lazy: bool = False) -> None:
+    """``lazy``: the module runs on first use (its imports take seconds, and a pytest run that
+    collects no test using it, such as the runs tests start, need not pay for them)."""
     if name in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
+    if lazy:
+        spec.loader = importlib.util.LazyLoader(spec.loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -46,7 +49,7 @@ _load("corpus", TESTS / "fixtures" / "corpus.py")
 _load("replay_server", TESTS / "replay_server.py")
 _load("anthropic_streams", TESTS / "fixtures" / "anthropic_streams.py")
 _load("openai_streams", TESTS / "fixtures" / "openai_streams.py")
-_load("cross_provider", TESTS / "fixtures" / "cross_provider.py")
+_load("cross_provider", TESTS / "fixtures" / "cross_provider.py", lazy=True)  # providers, SDKs
 _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
 _load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
 _load("permission_requests", TESTS / "fixtures" / "permission_requests.py")
@@ -65,6 +68,9 @@ from pi_sessions import PiSession, generate  # noqa: E402
 from postgres_server import PostgresServer, unavailable  # noqa: E402
 from replay_server import ReplayServer  # noqa: E402
 from stress import SLOW, SLOW_OFF, STRESS, STRESS_OFF  # noqa: E402
+
+if TYPE_CHECKING:
+    import anthropic  # by the fixture that uses it: the SDK takes seconds to import
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -184,6 +190,8 @@ def replay_server() -> Iterator[ReplayServer]:
 @pytest.fixture
 async def anthropic_client(replay_server: ReplayServer) -> AsyncIterator[anthropic.AsyncAnthropic]:
     """The real SDK client against the replay server, with SDK retries off (max_retries=0)."""
+    import anthropic
+
     client = anthropic.AsyncAnthropic(api_key="test", base_url=replay_server.url, max_retries=0)
     try:
         yield client
