@@ -80,6 +80,15 @@ def pytest_configure(config: pytest.Config) -> None:
         cache = tempfile.mkdtemp(prefix="harness-test-cache-")
         os.environ["HARNESS_CACHE_DIR"] = cache
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    # The CLI, workers and scripts the tests start import this project's modules afresh each
+    # time: with PYTHONDONTWRITEBYTECODE set (as on CI's machine), every start compiled them
+    # again (a third of an offline run's start). They keep their bytecode in a folder of the
+    # run's own instead, so the project's folders still get none.
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
+        pycache = tempfile.mkdtemp(prefix="harness-test-pycache-")
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ["PYTHONPYCACHEPREFIX"] = pycache
+        config.add_cleanup(lambda: shutil.rmtree(pycache, ignore_errors=True))
     config.addinivalue_line(
         "markers",
         "corpus: reads real inputs from the corpus ($HARNESS_TEST_CORPUS or ../shared/fixtures); "
