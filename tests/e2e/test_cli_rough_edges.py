@@ -46,8 +46,11 @@ def _env(work: Path) -> dict[str, str]:
     return env
 
 
-def harness(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+def harness(
+    *args: str | Path, cwd: Path, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    # The same entry point, in-process (``cli_in_process``), unless ``process``.
+    if not process and not needs_process(args):
         return run_cli(args, env=_env(cwd), cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
@@ -110,7 +113,7 @@ def test_list_commands_print_one_json_array_of_objects_with_the_same_keys(
         ("models", "--json"),
         ("mcp", "list", "--json"),
     ]:
-        done = harness(*args, cwd=work)
+        done = harness(*args, cwd=work, process=True)  # each keeps a real-process run here
         assert done.returncode == 0, done.stderr
         rows = json.loads(done.stdout)
         assert isinstance(rows, list) and rows, args
