@@ -10,7 +10,8 @@ Real inputs from outside the team (the *corpus*: ``../shared/fixtures`` or
 ``$HARNESS_TEST_CORPUS``) are read in place, never copied into the project, only by tests
 marked ``corpus`` (in ``tests/corpus/``); without a corpus those are skipped with one reason.
 Tests marked ``stress`` (the long variants, ``tests/fixtures/stress.py``) skip unless
-``HARNESS_TEST_STRESS=1``.
+``HARNESS_TEST_STRESS=1``; tests marked ``slow`` (whole-tool checks: mypy, a wheel, the
+benchmarks) unless ``HARNESS_TEST_SLOW=1``.
 """
 
 from __future__ import annotations
@@ -22,19 +23,22 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import pytest
 
 TESTS = Path(__file__).resolve().parent
 
 
-def _load(name: str, path: Path) -> None:
+def _load(name: str, path: Path, *, lazy: bool = False) -> None:
+    """``lazy``: the module runs on first use (its imports take seconds, and a pytest run that
+    collects no test using it, such as the runs tests start, need not pay for them)."""
     if name in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
+    if lazy:
+        spec.loader = importlib.util.LazyLoader(spec.loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -45,7 +49,7 @@ _load("corpus", TESTS / "fixtures" / "corpus.py")
 _load("replay_server", TESTS / "replay_server.py")
 _load("anthropic_streams", TESTS / "fixtures" / "anthropic_streams.py")
 _load("openai_streams", TESTS / "fixtures" / "openai_streams.py")
-_load("cross_provider", TESTS / "fixtures" / "cross_provider.py")
+_load("cross_provider", TESTS / "fixtures" / "cross_provider.py", lazy=True)  # providers, SDKs
 _load("pi_sessions", TESTS / "fixtures" / "pi_sessions.py")
 _load("claude_code_transcripts", TESTS / "fixtures" / "claude_code_transcripts.py")
 _load("permission_requests", TESTS / "fixtures" / "permission_requests.py")
@@ -63,7 +67,10 @@ from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402
 from postgres_server import PostgresServer, unavailable  # noqa: E402
 from replay_server import ReplayServer  # noqa: E402
-from stress import STRESS, STRESS_OFF  # noqa: E402
+from stress import SLOW, SLOW_OFF, STRESS, STRESS_OFF  # noqa: E402
+
+if TYPE_CHECKING:
+    import anthropic  # by the fixture that uses it: the SDK takes seconds to import
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,6 +80,15 @@ def pytest_configure(config: pytest.Config) -> None:
         cache = tempfile.mkdtemp(prefix="harness-test-cache-")
         os.environ["HARNESS_CACHE_DIR"] = cache
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    # The CLI, workers and scripts the tests start import this project's modules afresh each
+    # time: with PYTHONDONTWRITEBYTECODE set (as on CI's machine), every start compiled them
+    # again (a third of an offline run's start). They keep their bytecode in a folder of the
+    # run's own instead, so the project's folders still get none.
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
+        pycache = tempfile.mkdtemp(prefix="harness-test-pycache-")
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ["PYTHONPYCACHEPREFIX"] = pycache
+        config.add_cleanup(lambda: shutil.rmtree(pycache, ignore_errors=True))
     config.addinivalue_line(
         "markers",
         "corpus: reads real inputs from the corpus ($HARNESS_TEST_CORPUS or ../shared/fixtures); "
@@ -92,6 +108,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skips.append(("corpus", pytest.mark.skip(reason=CORPUS_MISSING)))
     if not STRESS:
         skips.append(("stress", pytest.mark.skip(reason=STRESS_OFF)))
+    if not SLOW:
+        skips.append(("slow", pytest.mark.skip(reason=SLOW_OFF)))
     for item in items:
         for marker, skip in skips:
             if item.get_closest_marker(marker) is not None:
@@ -181,6 +199,8 @@ def replay_server() -> Iterator[ReplayServer]:
 @pytest.fixture
 async def anthropic_client(replay_server: ReplayServer) -> AsyncIterator[anthropic.AsyncAnthropic]:
     """The real SDK client against the replay server, with SDK retries off (max_retries=0)."""
+    import anthropic
+
     client = anthropic.AsyncAnthropic(api_key="test", base_url=replay_server.url, max_retries=0)
     try:
         yield client

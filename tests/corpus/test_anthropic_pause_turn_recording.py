@@ -7,13 +7,11 @@ The same case runs on a hand-written stream in ``tests/e2e/test_anthropic_pause_
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import pytest
 from replay_server import ReplayServer, SseReply, fixture_bytes
 
-from harness._providers.anthropic import AnthropicModel
 from harness._providers.base import (
     ModelRequest,
     StreamDelta,
@@ -24,6 +22,13 @@ from harness._providers.base import (
     StreamStart,
 )
 from hooks import StreamOptions, TextContent, ThinkingContent, UnknownContent, UserMessage
+
+if TYPE_CHECKING:
+    # Imported where used: the SDK takes seconds to import, and ``tests/test_corpus_skip.py``
+    # collects this module (to see it skipped) in runs of its own.
+    import anthropic
+
+    from harness._providers.anthropic import AnthropicModel
 
 pytestmark = pytest.mark.corpus
 
@@ -97,6 +102,8 @@ async def test_pause_turn_is_continued_and_merged(
     expected_turn, started = _fixture_blocks(PAUSED)
     assert started == len(expected_turn) == 25  # thinking, 3 texts, 11 uses, 10 results
     replay_server.enqueue(SseReply.fixture(PAUSED), SseReply.fixture("stream-text.sse"))
+    from harness._providers.anthropic import AnthropicModel
+
     model = AnthropicModel(MODEL_ID, client=anthropic_client)
 
     events = await _collect(model, _request())

@@ -8,13 +8,11 @@ The same cases run on hand-written streams in ``tests/e2e/test_anthropic_provide
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import pytest
 from replay_server import JsonReply, ReplayServer, SseReply, cut_after_event, fixture_bytes
 
-from harness._providers.anthropic import THINKING_BUDGETS, AnthropicModel
 from harness._providers.base import (
     ModelRequest,
     StreamDelta,
@@ -36,6 +34,13 @@ from hooks import (
     UserMessage,
 )
 
+if TYPE_CHECKING:
+    # Imported where used: the SDK takes seconds to import, and ``tests/test_corpus_skip.py``
+    # collects this module (to see it skipped) in runs of its own.
+    import anthropic
+
+    from harness._providers.anthropic import AnthropicModel
+
 pytestmark = pytest.mark.corpus
 
 MODEL_ID = "claude-test-model"
@@ -54,6 +59,8 @@ def _request(*messages: Any, **kwargs: Any) -> ModelRequest:
 
 
 def _model(client: anthropic.AsyncAnthropic, **kwargs: Any) -> AnthropicModel:
+    from harness._providers.anthropic import AnthropicModel
+
     return AnthropicModel(MODEL_ID, client=client, **kwargs)
 
 
@@ -180,6 +187,8 @@ async def test_stream_thinking_tool_use_round_trips_signature(
     thinking_deltas = [e for e in events if isinstance(e, StreamDelta) and e.kind == "thinking"]
     assert "".join(d.delta for d in thinking_deltas) == thinking_text
     assert {d.content_index for d in thinking_deltas} == {0}
+
+    from harness._providers.anthropic import THINKING_BUDGETS
 
     first = replay_server.requests[0].body
     assert first["thinking"] == {"type": "enabled", "budget_tokens": THINKING_BUDGETS["low"]}
@@ -356,5 +365,7 @@ async def test_http_400_is_not_retryable(
     assert failed.error.error_type == "invalid_request_error"
     assert failed.message.stop_reason == "error"
     assert failed.message.content == ()
+    import anthropic
+
     assert isinstance(failed.error.__cause__, anthropic.BadRequestError)  # as `raise ... from`
     assert len(replay_server.requests) == 1

@@ -1,9 +1,11 @@
 """Sub-agents from the command line: ``harness run`` offers the agents of the project's files
 (the offline model's ``@task {...}`` calls one), and ``harness sessions tree`` shows the link
-between the parent's tool call and the child session, both ways."""
+between the parent's tool call and the child session, both ways. ``run`` in a real process;
+``sessions tree`` in-process through the CLI's entry point (``cli_in_process``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -11,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from repos import open_session
 
@@ -27,16 +30,19 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def harness(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        done = run_cli(args, env=env, cwd=cwd)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=cwd,
+            timeout=120,
+            check=False,
+        )
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -75,15 +81,14 @@ def test_a_task_call_runs_a_file_agent_and_the_tree_shows_the_link(
     assert f"(sub-agent helper of {out['session_id'][:8]}, tool call offline_call_1)" in first
 
 
-async def test_a_hostile_link_reaches_the_terminal_escaped(
-    tmp_path: Path, env: dict[str, str]
-) -> None:
+def test_a_hostile_link_reaches_the_terminal_escaped(tmp_path: Path, env: dict[str, str]) -> None:
     from harness import JsonlSessionRepo, ToolResultMessage
 
     repo = JsonlSessionRepo(tmp_path / "sessions")
     hostile = "\x1b]52;c;cHduZWQ=\x07\x1b[2J"
-    parent = await repo.create(
-        str(tmp_path), metadata={"agent": hostile, "parentToolCallId": hostile}
+    # Outside an event loop, so that ``sessions tree`` below runs in-process.
+    parent = asyncio.run(
+        repo.create(str(tmp_path), metadata={"agent": hostile, "parentToolCallId": hostile})
     )
     parent.append_message(
         ToolResultMessage(
@@ -93,10 +98,12 @@ async def test_a_hostile_link_reaches_the_terminal_escaped(
             details={"agent": hostile, "sessionId": hostile},
         )
     )
-    child = await repo.create(
-        str(tmp_path),
-        parent_session=str(parent.path),
-        metadata={"agent": hostile, "parentToolCallId": hostile},
+    child = asyncio.run(
+        repo.create(
+            str(tmp_path),
+            parent_session=str(parent.path),
+            metadata={"agent": hostile, "parentToolCallId": hostile},
+        )
     )
     parent.close()
     child.close()

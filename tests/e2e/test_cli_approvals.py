@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 
 from repos import open_session
 
@@ -37,16 +38,19 @@ def work(tmp_path: Path) -> Path:
 def harness(
     env: dict[str, str], cwd: Path, *args: str, code: int = 0
 ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
+    if args[0] in ("approvals", "export"):  # they only print and write files: in-process
+        done = run_cli(args, env=env, cwd=cwd)  # (``cli_in_process``)
+    else:  # ``run`` and ``approve``, which goes on with the run: each a process of its own
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=cwd,
+            timeout=120,
+            check=False,
+        )
     assert done.returncode == code, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
 

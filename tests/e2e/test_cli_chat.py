@@ -729,23 +729,59 @@ PATHLESS_SHOWN = [
 ]
 
 
+@pytest.fixture(scope="module")
+def pathless_chat(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """One piped chat (set up as ``env``, ``work`` and ``piped`` do) asked about every call of
+    :data:`PATHLESS_SHOWN` in turn, each answered ``n``: the cases share one chat and one MCP
+    server instead of starting a chat and a server each."""
+    tmp_path = tmp_path_factory.mktemp("pathless")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(
+        HARNESS_SESSIONS_DIR=str(tmp_path / "default-root"),
+        HARNESS_CHAT_HISTORY=str(tmp_path / "state" / "history"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        PROMPT_TOOLKIT_NO_CPR="1",
+        TERM="xterm-256color",
+        PYTHONIOENCODING="utf-8",
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    settings = tmp_path / "config" / "harness" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    server = {"command": sys.executable, "args": [str(MCP_SERVER)]}
+    settings.write_text(json.dumps({"mcpServers": {"probe": server}}))
+    asked = "".join(f"@mcp__probe__danger {json.dumps(a)}\nn\n" for a, _ in PATHLESS_SHOWN)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "chat", "--offline", "--root", str(tmp_path / "s")],
+        input=asked + "/exit\n",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=work,
+        timeout=TIMEOUT_S * 2,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize(("arguments", "shown"), PATHLESS_SHOWN)
 def test_a_pathless_calls_approval_shows_its_whole_input(
-    piped: Callable[..., subprocess.CompletedProcess[str]],
-    tmp_path: Path,
+    pathless_chat: subprocess.CompletedProcess[str],
     arguments: dict[str, Any],
     shown: list[str],
 ) -> None:
     """Review 10, finding 6: an MCP tool's call (no target) was asked about as "wants to use:"
     and an empty line; its arguments were only in the start line, cut at 120 characters."""
-    settings = tmp_path / "config" / "harness" / "settings.json"
-    settings.parent.mkdir(parents=True)
-    server = {"command": sys.executable, "args": [str(MCP_SERVER)]}
-    settings.write_text(json.dumps({"mcpServers": {"probe": server}}))
-    proc = piped(f"@mcp__probe__danger {json.dumps(arguments)}\nn\n/exit\n")
+    proc = pathless_chat
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    before = proc.stdout[: proc.stdout.index("allow mcp__probe__danger")]
-    lines = before[before.index("mcp__probe__danger wants to use:") :].splitlines()
+    question = "mcp__probe__danger wants to use:"
+    starts = [m.start() for m in re.finditer(re.escape(question), proc.stdout)]
+    assert len(starts) == len(PATHLESS_SHOWN), proc.stdout  # one question per call, in order
+    asked = proc.stdout[starts[PATHLESS_SHOWN.index((arguments, shown))] :]
+    before = asked[: asked.index("allow mcp__probe__danger")]
+    lines = before[before.index(question) :].splitlines()
     assert lines[1] == f"{APPROVAL_GUTTER}{{", lines
     for want in shown:
         assert any(want in line for line in lines if line.startswith(APPROVAL_GUTTER)), (

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from cli_in_process import run_cli
 
 from hooks import UserMessage
 from repos import JsonlSessionRepo
@@ -13,8 +16,12 @@ from repos import JsonlSessionRepo
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(tmp_path: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``harness sessions copy ARGS...``: in-process through the CLI's entry point
+    (``cli_in_process``), or with ``process`` in a real process."""
     env = {**os.environ, "HARNESS_SESSIONS_DIR": str(tmp_path / "default-root")}
+    if not process:
+        return run_cli(["sessions", "copy", *args], env=env, cwd=REPO_ROOT)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", "sessions", "copy", *args],
         capture_output=True,
@@ -26,13 +33,13 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_copy_round_trip_is_byte_identical_and_a_second_copy_adds_nothing(
+def test_copy_round_trip_is_byte_identical_and_a_second_copy_adds_nothing(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "jsonl"
     repo = JsonlSessionRepo(root)
-    for n in range(3):
-        s = await repo.create(f"/proj/{n}", session_id=f"s{n}")
+    for n in range(3):  # outside an event loop, so that the copies run in-process
+        s = asyncio.run(repo.create(f"/proj/{n}", session_id=f"s{n}"))
         for i in range(n * 5):
             s.append_message(UserMessage(content=f"{n}/{i}"))
         s.close()
@@ -52,5 +59,5 @@ async def test_copy_round_trip_is_byte_identical_and_a_second_copy_adds_nothing(
 
 
 def test_copy_refuses_an_unknown_store(tmp_path: Path) -> None:
-    result = _cli(tmp_path, "--from", "ftp:x", "--to", f"sqlite:{tmp_path / 'x.db'}")
+    result = _cli(tmp_path, "--from", "ftp:x", "--to", f"sqlite:{tmp_path / 'x.db'}", process=True)
     assert result.returncode == 2 and "unknown scheme 'ftp'" in result.stderr

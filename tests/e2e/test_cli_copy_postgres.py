@@ -1,14 +1,16 @@
-"""``harness sessions copy`` to a real PostgreSQL server and back, in a subprocess: the JSONL
-files come back byte-identical (a damaged line included), and a second copy adds nothing."""
+"""``harness sessions copy`` to a real PostgreSQL server and back, in-process through the CLI's
+entry point (``cli_in_process``): the JSONL files come back byte-identical (a damaged line
+included), and a second copy adds nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 
 from hooks import UserMessage
 from repos import JsonlSessionRepo
@@ -20,24 +22,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HARNESS_SESSIONS_DIR": str(tmp_path / "default-root")}
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "sessions", "copy", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(["sessions", "copy", *args], env=env, cwd=REPO_ROOT)
 
 
-async def test_jsonl_to_postgres_and_back_is_byte_identical(
-    tmp_path: Path, postgres_url: str
-) -> None:
+def test_jsonl_to_postgres_and_back_is_byte_identical(tmp_path: Path, postgres_url: str) -> None:
     root = tmp_path / "jsonl"
     repo = JsonlSessionRepo(root)
-    for n in range(3):
-        s = await repo.create(f"/proj/{n}", session_id=f"s{n}")
+    for n in range(3):  # outside an event loop, so that the copies run in-process
+        s = asyncio.run(repo.create(f"/proj/{n}", session_id=f"s{n}"))
         for i in range(n * 5):
             s.append_message(UserMessage(content=f"{n}/{i} \u00e9\u0000"))
         s.set_name(f"name {n}")

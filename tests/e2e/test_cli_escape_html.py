@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 from hostile_sessions import PAYLOADS_HTML, PAYLOADS_TERMINAL, PNG, write_session
 from markdown_it import MarkdownIt
 
@@ -256,14 +256,7 @@ def test_no_payload_runs_in_a_headless_browser(tmp_path: Path) -> None:
 
     source = write_session(tmp_path / "hostile.jsonl", payload)
     out = tmp_path / "page.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "export", source, "-o", out],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli(["export", source, "-o", out], cwd=REPO_ROOT)  # in-process (cli_in_process)
     assert done.returncode == 0, done.stderr
     for url in (out.as_uri(), out.as_uri() + "#expand-all"):  # every <details> opened too
         page = _dom(url, tmp_path / "profile")

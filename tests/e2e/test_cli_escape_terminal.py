@@ -1,7 +1,8 @@
 """No terminal control from untrusted text reaches stdout or stderr, whatever the command.
 
 Every command that prints session text, transcript text, project files or model and tool
-output runs for real (a subprocess) on hostile input: a session file and a Claude Code
+output runs on hostile input (``chat`` and ``run`` in a subprocess, the others in-process
+through the CLI's entry point, their raw output bytes kept): a session file and a Claude Code
 transcript with every terminal payload of ``hostile_sessions.PAYLOADS_TERMINAL`` (OSC 52
 clipboard writes with either terminator, CSI clears, the C1 CSI U+009B, OSC as U+009D, DCS,
 device status reports, bidi overrides and isolates, CR/BS overwrites, NUL, DEL...) in every
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import needs_process, run_cli
 from hostile_sessions import PAYLOADS_TERMINAL, write_session, write_transcript
 
 from repos import open_session
@@ -41,17 +43,24 @@ def harness(
     stdin: str | None = None,
     env: dict[str, str] | None = None,
 ) -> tuple[int, str, str]:
-    """Run the CLI; (exit code, stdout, stderr), decoded so that any byte that is not UTF-8
-    shows up as a lone surrogate (which :data:`UNSAFE` matches)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
-        capture_output=True,
-        input=None if stdin is None else stdin.encode(),
-        env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})},
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
+    """Run the CLI; (exit code, stdout, stderr), the raw bytes decoded so that any byte that
+    is not UTF-8 shows up as a lone surrogate (which :data:`UNSAFE` matches). ``chat`` and
+    ``run`` start a real process; the other commands run in-process through the CLI's entry
+    point, their raw bytes as written (``cli_in_process``)."""
+    full = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})}
+    data = None if stdin is None else stdin.encode()
+    if not needs_process(args):
+        proc = run_cli(args, env=full, cwd=cwd, input=data, text=False)
+    else:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *map(str, args)],
+            capture_output=True,
+            input=data,
+            env=full,
+            cwd=cwd,
+            timeout=120,
+            check=False,
+        )
     out = proc.stdout.decode("utf-8", "surrogateescape")
     err = proc.stderr.decode("utf-8", "surrogateescape")
     return proc.returncode, out, err

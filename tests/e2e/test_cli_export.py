@@ -8,13 +8,13 @@ import asyncio
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 from pi_sessions import PiSession
 
 from harness import (
@@ -86,17 +86,10 @@ def session_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def harness(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``harness export ...`` in-process, through the CLI's entry point (``cli_in_process``;
+    ``test_cli_rough_edges`` exports in a real process, on a terminal)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
+    proc = run_cli(args, env=env, cwd=REPO_ROOT)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc
 

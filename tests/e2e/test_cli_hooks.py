@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_in_process import needs_process, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,12 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def harness(work: Path, env: dict[str, str]) -> Harness:
-    def run(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str | Path, stdin: str | None = None, process: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        # The same entry point, in-process (``cli_in_process``), unless ``process``.
+        if not process and not needs_process(args):
+            return run_cli(args, env=env, cwd=work, input=stdin)
         return subprocess.run(
             [sys.executable, "-m", "harness.cli", *map(str, args)],
             capture_output=True,
@@ -93,7 +99,8 @@ def test_hooks_list_shows_every_hook_its_source_and_the_projects_trust(
     assert lines[4] == "  PreToolUse (tool_call) [Bash]: ./guard.sh \\x1b]52;c;x\\x07"
     assert "\x1b" not in untrusted.stdout  # a project's text reaches the terminal escaped
 
-    trusted = json.loads(harness("hooks", "list", "--trust-project", "--json").stdout)
+    # ``hooks list`` keeps one real-process run.
+    trusted = json.loads(harness("hooks", "list", "--trust-project", "--json", process=True).stdout)
     assert trusted["project_trusted"] is True and trusted["ignored"] == []
     assert [(h["event"], h["source"], h["path"]) for h in trusted["hooks"]] == [
         ("Stop", "user", str(user)),

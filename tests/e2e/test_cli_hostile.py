@@ -1,7 +1,8 @@
 """The command line against hostile or awkward input, each case found by an adversarial review:
 terminal escape sequences in session text, a prompt that is not UTF-8, a reader that closes the
-pipe early, a Claude Code transcript given to ``run``, a label checked out. Run in subprocesses,
-on files written with the library."""
+pipe early, a Claude Code transcript given to ``run``, a label checked out. On files written
+with the library; ``run`` and the closed pipe in subprocesses, the commands that only print and
+write files in-process through the CLI's entry point (``cli_in_process``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from claude_code_transcripts import SESSION, small_transcript, write
+from cli_in_process import needs_process, run_cli
 
 from hooks import UserMessage
 from repos import open_session
@@ -25,12 +27,15 @@ SHOWN = "a\\x1b]0;TITLE\\x07\\x1b]52;c;aGk=\\x07\\x1b[2Jb"
 def harness(
     *args: str | Path, cwd: Path = REPO_ROOT, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})}
+    if not needs_process(args):
+        return run_cli(args, env=full, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})},
+        env=full,
         cwd=cwd,
         timeout=120,
         check=False,
@@ -48,9 +53,9 @@ async def _hostile_session(root: Path) -> tuple[str, str]:
         return session.id, entry.id
 
 
-async def test_escape_sequences_in_session_text_are_shown_escaped(tmp_path: Path) -> None:
+def test_escape_sequences_in_session_text_are_shown_escaped(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    sid, _ = await _hostile_session(root)
+    sid, _ = asyncio.run(_hostile_session(root))  # outside a loop: the commands run in-process
     outputs = {
         "tree": harness("sessions", "tree", "--root", root, sid),
         "list": harness("sessions", "list", "--root", root),
@@ -126,9 +131,9 @@ def test_run_on_a_claude_code_transcript_says_to_import_it(tmp_path: Path) -> No
     assert source.read_bytes() == before
 
 
-async def test_sessions_checkout_of_a_label_entry_is_refused(tmp_path: Path) -> None:
+def test_sessions_checkout_of_a_label_entry_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    sid, message_id = await _hostile_session(root)
+    sid, message_id = asyncio.run(_hostile_session(root))
     (path,) = root.glob("*/*.jsonl")
     with open_session(path) as session:
         label_id = next(i for i in session.entry_ids() if session.entry_type(i) == "label")
@@ -166,9 +171,9 @@ def test_an_empty_prompt_is_refused_before_a_session_is_written(tmp_path: Path) 
     assert not list(root.glob("*/*.jsonl"))
 
 
-async def test_export_takes_the_format_from_the_file_suffix(tmp_path: Path) -> None:
+def test_export_takes_the_format_from_the_file_suffix(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    sid, _ = await _hostile_session(root)
+    sid, _ = asyncio.run(_hostile_session(root))
     md, jsonl = tmp_path / "out.md", tmp_path / "out.jsonl"
     assert harness("export", "--root", root, sid, "-o", md).returncode == 0
     assert harness("export", "--root", root, sid, "-o", jsonl).returncode == 0

@@ -15,6 +15,7 @@ from typing import Any
 import openai_streams
 import pytest
 from claude_code_transcripts import SESSION, small_transcript, write
+from cli_in_process import needs_process, run_cli
 from replay_server import ReplayServer, SseReply
 
 from harness import AssistantMessage, MessageEntry, open_session
@@ -26,28 +27,50 @@ CC_REPLY_COST = (10 * 3 + 5 * 15 + 100 * 0.30) / 1e6  # each fixture reply's usa
 pytest.importorskip("openai")
 
 
-def harness(tmp_path: Path, *args: str | Path, stdin: str = "", **env: str) -> Any:
+def _env(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
     clean = {
         k: v
         for k, v in os.environ.items()
         if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")
     }
+    return {
+        **clean,
+        "PYTHONIOENCODING": "utf-8",
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "HARNESS_SESSIONS_DIR": str(tmp_path / "sessions"),
+        **env,
+    }
+
+
+def harness(tmp_path: Path, *args: str | Path, stdin: str = "", **env: str) -> Any:
+    """``run`` and ``chat`` in a real process; the commands that only print and write files
+    in-process through the CLI's entry point (``cli_in_process``)."""
+    if not needs_process(args):
+        return run_cli(args, env=_env(tmp_path, env), cwd=tmp_path, input=stdin)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         input=stdin,
         capture_output=True,
         text=True,
         encoding="utf-8",
-        env={
-            **clean,
-            "PYTHONIOENCODING": "utf-8",
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "HARNESS_SESSIONS_DIR": str(tmp_path / "sessions"),
-            **env,
-        },
+        env=_env(tmp_path, env),
         cwd=tmp_path,
         timeout=120,
         check=False,
+    )
+
+
+def _started(tmp_path: Path, *args: str | Path, **env: str) -> subprocess.Popen[str]:
+    """``harness ARGS...`` started in a real process, stdin empty (for several at once)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=_env(tmp_path, env),
+        cwd=tmp_path,
     )
 
 
@@ -83,18 +106,24 @@ def test_openai_base_url_is_honoured_and_a_bad_one_is_one_line_naming_it(
     assert replay_server.requests[0].path == "/v1/responses"
 
     # No scheme, an unreachable server (a closed port), credentials in the URL: one line each,
-    # naming the URL without them; no traceback.
-    for url, named in [
+    # naming the URL without them; no traceback. The three run at once: the closed port's
+    # retries wait seconds.
+    cases = [
         ("localhost:11434/v1", "'localhost:11434/v1'"),
         ("sk-secret:pw@localhost:11434/v1", "'localhost:11434/v1'"),
         ("http://user:sk-secret@127.0.0.1:9/v1?key=sk-secret", "http://127.0.0.1:9/v1"),
-    ]:
-        bad = harness(tmp_path, "run", "-p", "hi", "--model", "openai/gpt-4.1",
-                      "--no-session", OPENAI_BASE_URL=url)  # fmt: skip
-        assert bad.returncode == 1, bad.stderr
-        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
-        assert named in bad.stderr and "sk-secret" not in bad.stderr
-        assert "Traceback" not in bad.stderr
+    ]
+    started = [
+        _started(tmp_path, "run", "-p", "hi", "--model", "openai/gpt-4.1", "--no-session",
+                 OPENAI_BASE_URL=url)
+        for url, _ in cases
+    ]  # fmt: skip
+    for (_, named), child in zip(cases, started, strict=True):
+        _, stderr = child.communicate(timeout=120)
+        assert child.returncode == 1, stderr
+        assert len(stderr.strip().splitlines()) == 1, stderr
+        assert named in stderr and "sk-secret" not in stderr
+        assert "Traceback" not in stderr
 
 
 def test_an_unknown_model_fails_before_a_session_is_written(tmp_path: Path) -> None:

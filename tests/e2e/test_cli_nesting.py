@@ -4,12 +4,15 @@ A line nested 600 levels deep used to crash ``sessions show``, ``tree``, ``expor
 ``repair`` and ``run --session`` with ``RecursionError``. Now such a line is a damaged line: each
 command skips it, says so (file and line), and goes on. A session whose lines nest exactly to
 the cap (``repos.MAX_NESTING``) in every place a line can hold free-form JSON goes through every
-command, so no renderer or encoder down the line meets a recursion limit. Real files, the CLI
-in a subprocess.
+command, so no renderer or encoder down the line meets a recursion limit. Real files; ``run``
+in a subprocess, the commands that only read in-process through the CLI's entry point
+(``cli_in_process``: under pytest's deeper stack, so a recursion limit is nearer than in a
+process of their own).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -19,6 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from hooks import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from repos import MAX_NESTING, JsonlSessionRepo
@@ -28,12 +32,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def harness(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "HARNESS_SESSIONS_DIR": str(cwd / "s")}
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env=env, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8", "HARNESS_SESSIONS_DIR": str(cwd / "s")},
+        env=env,
         cwd=cwd,
         timeout=120,
         check=False,
@@ -177,10 +184,10 @@ def test_run_continues_a_session_holding_a_600_level_line(tmp_path: Path) -> Non
     ],
     ids=" ".join,
 )
-async def test_every_reader_handles_lines_nested_to_the_cap(
+def test_every_reader_handles_lines_nested_to_the_cap(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
-    path = await _at_the_cap(tmp_path)
+    path = asyncio.run(_at_the_cap(tmp_path))  # outside a loop: the command runs in-process
     before = path.read_bytes()
     proc = harness(*command, path, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -1,15 +1,15 @@
-"""``harness skills list|show`` and ``harness templates list``, run for real in a subprocess in a
-project folder (a git repository under tmp_path); the user's config folder is the test's
-``$XDG_CONFIG_HOME`` (tests/conftest.py)."""
+"""``harness skills list|show`` and ``harness templates list``, run in-process through the CLI's
+entry point (``cli_in_process``) in a project folder (a git repository under tmp_path); the
+user's config folder is the test's ``$XDG_CONFIG_HOME`` (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 
 
 def _skill(root: Path, name: str, meta: str, body: str = "Body.") -> Path:
@@ -36,14 +36,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def cli(cwd: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(args, cwd=cwd)
 
 
 def test_skills_list_shows_records_shadows_flags_and_diagnostics(

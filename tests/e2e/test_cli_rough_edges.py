@@ -1,7 +1,10 @@
-"""Rough edges a new user hit (issue 22), each run for real: a short id says why it is not
-found, ``export`` on a terminal writes a file, ``tree`` of a Claude Code transcript shows no
-temporary path, an empty folder to import says so, a session whose file is named otherwise
-is reached by every command, and an unknown skill reads as a sentence."""
+"""Rough edges a new user hit (issue 22), each through the command line: a short id says why it
+is not found, ``export`` on a terminal writes a file, ``tree`` of a Claude Code transcript shows
+no temporary path, an empty folder to import says so, a session whose file is named otherwise
+is reached by every command, and an unknown skill reads as a sentence.
+
+``run`` and everything on a terminal start a real process; the commands that only print and
+write files run in-process through the CLI's entry point (``cli_in_process``)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from harness import SkillNotFoundError
 from repos import open_session
@@ -42,7 +46,12 @@ def _env(work: Path) -> dict[str, str]:
     return env
 
 
-def harness(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def harness(
+    *args: str | Path, cwd: Path, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    # The same entry point, in-process (``cli_in_process``), unless ``process``.
+    if not process and not needs_process(args):
+        return run_cli(args, env=_env(cwd), cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         stdin=subprocess.DEVNULL,
@@ -104,7 +113,7 @@ def test_list_commands_print_one_json_array_of_objects_with_the_same_keys(
         ("models", "--json"),
         ("mcp", "list", "--json"),
     ]:
-        done = harness(*args, cwd=work)
+        done = harness(*args, cwd=work, process=True)  # each keeps a real-process run here
         assert done.returncode == 0, done.stderr
         rows = json.loads(done.stdout)
         assert isinstance(rows, list) and rows, args

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_in_process import run_cli
 
 from harness import ModelRegistry
 
@@ -22,16 +22,8 @@ DAY2 = DAY1 + 86_400_000
 
 
 def harness(*args: str | Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
+    # In-process through the CLI's entry point (``cli_in_process``): it only reads files.
+    proc = run_cli(args, env={**os.environ, "PYTHONIOENCODING": "utf-8"}, cwd=REPO_ROOT)
     if ok:
         assert proc.returncode == 0, proc.stderr
     return proc

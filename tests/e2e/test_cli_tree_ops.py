@@ -1,4 +1,6 @@
-"""`harness sessions compact | checkout | label` in a subprocess, and a snapshot of `tree`."""
+"""`harness sessions compact | checkout | label` and a snapshot of `tree`, run in-process through
+the CLI's entry point (``cli_in_process``; they only read and write files), but for one real
+process each of ``checkout`` and ``label``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+from cli_in_process import run_cli
 from pi_sessions import PiSession
 
 from harness import (
@@ -24,17 +27,24 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 
 
-def harness_cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+def harness_cli(
+    tmp_path: Path, *args: str | Path, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``harness ARGS...`` in-process, or with ``process`` in a real process (``checkout`` and
+    ``label`` keep one real-process run here)."""
     env = {**os.environ, "HARNESS_SESSIONS_DIR": str(tmp_path / "default-root")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
+    if process:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO_ROOT,
+            timeout=120,
+            check=False,
+        )
+    else:
+        proc = run_cli(args, env=env, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -79,9 +89,9 @@ def test_checkout_and_label_persist(pi_file: Callable[..., PiSession], tmp_path:
         ]
         target = user_ids[3]
         parent = session.get_entry(target).parent_id
-    out = harness_cli(tmp_path, "sessions", "checkout", copy, target).stdout
+    out = harness_cli(tmp_path, "sessions", "checkout", copy, target, process=True).stdout
     assert "message to edit and resend:" in out
-    harness_cli(tmp_path, "sessions", "label", copy, target, "retry here")
+    harness_cli(tmp_path, "sessions", "label", copy, target, "retry here", process=True)
     with open_session(copy) as session:
         assert session.leaf_id == parent
         assert session.get_label(target) == "retry here"

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from cli_in_process import needs_process, run_cli
 
 from harness import (
     PERMISSION_ENTRY,
@@ -82,6 +83,8 @@ def _cli(
         PYTHONPATH=str(REPO_ROOT),
         PYTHONIOENCODING="utf-8",
     )
+    if not needs_process(args):  # the same entry point, in-process (``cli_in_process``)
+        return run_cli(args, env=env, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *map(str, args)],
         capture_output=True,
