@@ -10,8 +10,7 @@ Real inputs from outside the team (the *corpus*: ``../shared/fixtures`` or
 ``$HARNESS_TEST_CORPUS``) are read in place, never copied into the project, only by tests
 marked ``corpus`` (in ``tests/corpus/``); without a corpus those are skipped with one reason.
 Tests marked ``stress`` (the long variants, ``tests/fixtures/stress.py``) skip unless
-``HARNESS_TEST_STRESS=1``; tests marked ``slow`` (whole-tool checks: mypy, a wheel, the
-benchmarks) unless ``HARNESS_TEST_SLOW=1``.
+``HARNESS_TEST_STRESS=1``.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402
 from postgres_server import PostgresServer, unavailable  # noqa: E402
 from replay_server import ReplayServer  # noqa: E402
-from stress import SLOW, SLOW_OFF, STRESS, STRESS_OFF  # noqa: E402
+from stress import STRESS, STRESS_OFF  # noqa: E402
 
 if TYPE_CHECKING:
     import anthropic  # by the fixture that uses it: the SDK takes seconds to import
@@ -108,8 +107,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skips.append(("corpus", pytest.mark.skip(reason=CORPUS_MISSING)))
     if not STRESS:
         skips.append(("stress", pytest.mark.skip(reason=STRESS_OFF)))
-    if not SLOW:
-        skips.append(("slow", pytest.mark.skip(reason=SLOW_OFF)))
     for item in items:
         for marker, skip in skips:
             if item.get_closest_marker(marker) is not None:

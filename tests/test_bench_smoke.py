@@ -1,7 +1,6 @@
 """The storage benchmark runs end to end (``--quick``): every row of its table is printed.
 
-Speed is never asserted here; only that the command works and reports each operation. The
-longer quick runs are in the ``slow`` group (``HARNESS_TEST_SLOW=1``; CI runs them).
+Speed is never asserted here; only that the command works and reports each operation.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ def _row_names() -> list[str]:
     return names
 
 
-@pytest.mark.slow  # the quick run still writes thousands of entries per store (CI runs it)
 def test_bench_storage_quick_prints_every_row(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     done = subprocess.run(
@@ -68,7 +66,6 @@ def _repos_row_names() -> list[str]:
     return names
 
 
-@pytest.mark.slow
 def test_bench_repos_quick_prints_every_row_and_column(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     done = subprocess.run(
@@ -120,7 +117,6 @@ def test_bench_repos_quick_prints_every_row_and_column(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.slow
 def test_bench_repos_quick_measures_postgres_given_a_server(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -169,7 +165,6 @@ def test_bench_hooks_quick_prints_every_row() -> None:
     ]
 
 
-@pytest.mark.slow  # MCP servers started over stdio, round trips measured (CI runs it)
 def test_bench_mcp_quick_prints_both_transports() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "bench_mcp.py"), "--quick"],

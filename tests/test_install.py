@@ -59,7 +59,6 @@ def _write(folder: Path, text: str) -> Path:
     return folder
 
 
-@pytest.mark.slow  # mypy --strict over the package: tens of seconds (CI runs it)
 def test_a_user_script_type_checks_in_the_test_environment(tmp_path: Path) -> None:
     # Both scripts in one mypy run: checking harness's own modules is most of the time.
     folder = _write(tmp_path / "scripts", USER_SCRIPT)

@@ -85,7 +85,6 @@ def _build_wheel(out: Path) -> Path:
     return wheel
 
 
-@pytest.mark.slow  # a wheel built, installed and a suite run from it (CI runs it)
 def test_a_third_party_runs_the_suite_from_an_installed_wheel(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path / "dist")
     with zipfile.ZipFile(wheel) as zf:

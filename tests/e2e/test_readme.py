@@ -192,7 +192,6 @@ def _mypy_strict(
     )
 
 
-@pytest.mark.slow  # mypy --strict over the package, in a fresh clone: tens of seconds (CI runs it)
 def test_readme_python_blocks_pass_mypy_strict_as_written(tmp_path: Path) -> None:
     """What users copy must type-check as they copy it (issue 22): every Python block of the
     README passes ``mypy --strict`` unchanged; a block with a type error is caught."""
