@@ -290,6 +290,10 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     # loaded from outside the system's folders (a pyenv, uv or conda build's libpython): they
     # run, unsandboxed, at the next start (review 12, finding 5)
     named.append(os.path.dirname(os.path.realpath(sys.executable)))
+    # a bytecode cache kept apart from the sources ($PYTHONPYCACHEPREFIX): a `.pyc` there
+    # matching a module's source is what the next start runs
+    if sys.pycache_prefix:
+        named.append(sys.pycache_prefix)
     folders = [*named, *(_realpath(n) for n in named)]
     named += [f for f in _loaded_libraries() if not _inside(f, folders)]
     if scripts:

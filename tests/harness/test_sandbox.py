@@ -728,6 +728,24 @@ async def test_the_interpreter_and_its_libpython_are_read_only(home: Path) -> No
         assert "OPENED" not in text and details["exitCode"] != 0, (target, text)
 
 
+async def test_a_bytecode_cache_kept_apart_is_read_only(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `$PYTHONPYCACHEPREFIX` (`sys.pycache_prefix`), the harness's next start runs the
+    `.pyc` files there that match its modules' sources: a command must not write them."""
+    cache = home / "pycache"
+    (cache / "x").mkdir(parents=True)
+    monkeypatch.setattr(sys, "pycache_prefix", str(cache))
+    command = 'p=pyca; echo planted > "$HOME/${p}che/x/mod.cpython-311.pyc"'
+    decided = await SecuritySupervisor(mode="bypass", setting_sources=()).decide(
+        make_request(home / "proj", BASH, command=command)
+    )
+    assert isinstance(decided, Approve)
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert not (cache / "x/mod.cpython-311.pyc").exists(), text
+
+
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
     a planted template hook runs at the user's next `git clone` or `git init`."""
