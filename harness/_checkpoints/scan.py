@@ -706,7 +706,9 @@ class Workspace:
         if not filters:
             _add_config(environment, self._no_filters)
         # Never the harness's stdin (rpc's protocol, chat's terminal): a repository config may
-        # include /dev/stdin, and git would read it (review 11, finding 5).
+        # include /dev/stdin, and git would read it (review 11, finding 5); nor the user's
+        # terminal: a session of its own has none, so an include of /dev/tty fails at once
+        # instead of reading what the user types (review 13, finding 3).
         done = subprocess.run(
             [self._git_program, *_GIT_SAFETY, *args],
             cwd=self.root,
@@ -716,6 +718,7 @@ class Workspace:
             timeout=GIT_TIMEOUT_S,
             env=environment,
             check=True,
+            start_new_session=True,
         )
         return done.stdout
 

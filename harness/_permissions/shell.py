@@ -192,6 +192,12 @@ class _CodeOptions:
     """When given, every option word (up to ``--``) must be one of these, as written or
     with ``=value``: the program takes any option it does not know as configuration (npm
     reads ``--node-options=…`` as its config key), so only known ones are safe."""
+    only_long: frozenset[str] | None = None
+    """When given, every long option (up to ``--``) must be one of these names (exactly, no
+    abbreviation), and every letter of a short one in ``only_short`` (up to a letter of
+    ``values``, whose value the rest of the word is): the program's options (and its
+    plugins') that write files or load code are too many to list, so the safe ones are."""
+    only_short: str = ""
 
 
 # What a prefix rule for npm, pnpm or yarn covers after it (before `--`, whose words go to the
@@ -211,6 +217,22 @@ _PACKAGE_MANAGER_OPTIONS = frozenset(
         "--frozen-lockfile", "--prefer-frozen-lockfile", "--immutable", "--stream",
         "--parallel", "--reporter", "--workspace-root", "--aggregate-output", "--reverse",
         "--sort", "--no-sort", "--watch", "--coverage", "--ci",
+    }
+)  # fmt: skip
+
+
+_PYTEST_OPTIONS = frozenset(
+    {
+        "quiet", "verbose", "exitfirst", "maxfail", "tb", "showlocals", "capture", "co",
+        "collect-only", "lf", "last-failed", "ff", "failed-first", "nf", "new-first", "sw",
+        "stepwise", "sw-skip", "stepwise-skip", "durations", "durations-min", "no-header",
+        "no-summary", "strict-markers", "strict-config", "disable-warnings",
+        "disable-pytest-warnings", "runxfail", "color", "code-highlight", "import-mode",
+        "deselect", "ignore", "ignore-glob", "keep-duplicates", "doctest-modules",
+        "continue-on-collection-errors", "setup-show", "setup-only", "setup-plan",
+        "fixtures", "fixtures-per-test", "markers", "version", "help", "full-trace",
+        "log-level", "log-cli-level", "numprocesses", "dist", "maxprocesses", "timeout",
+        "reruns", "cov", "no-cov", "pythonwarnings", "trace-config", "assert",
     }
 )  # fmt: skip
 
@@ -265,11 +287,13 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     **dict.fromkeys(("npm", "pnpm", "yarn"), _CodeOptions(only=_PACKAGE_MANAGER_OPTIONS)),
     # `--basetemp` is emptied first, `-o`/`-c` name other settings (`cache_dir`, `addopts`),
     # `-p` loads a module as a plugin; the others write report files where they name
-    "pytest": _opts(
-        "basetemp junitxml junit-xml junit-prefix debug report-log result-log resultlog"
-        " override-ini config-file rootdir confcutdir pyargs",
-        "pco",
-        safe="co",  # --co: --collect-only, not a prefix of --config-file here
+    # pytest's own options write files (`--basetemp`, which it empties, `--junitxml`,
+    # `--log-file` with `--log-file-format`: review 13, finding 2), name other settings
+    # (`-o`, `-c`, `--rootdir`) or load modules (`-p`), and plugins add more: after a prefix
+    # rule only these are approved
+    "pytest": _CodeOptions(
+        only_long=_PYTEST_OPTIONS,
+        only_short="qvxsl",
         values="kmrnW",  # -k EXPR, -m EXPR, -rfE, -n 4, -W error: the rest is a value
     ),
     # `-exec`/`-toolexec` run a program, `-ldflags=-extld=…` a linker, `-overlay` swaps the
@@ -418,6 +442,17 @@ def _finds_option(options: _CodeOptions, args: tuple[Word, ...]) -> str | None:
             if value.startswith("-") and value.partition("=")[0] not in options.only:
                 return value
             continue
+        if options.only_long is not None:
+            if value.startswith("--"):
+                if value[2:].partition("=")[0] not in options.only_long:
+                    return value
+            elif value.startswith("-") and len(value) > 1:
+                for c in value[1:]:
+                    if c in options.values:
+                        break  # the rest of the word is this option's value
+                    if c not in options.only_short:
+                        return value
+            continue
         if value in options.words or (options.starts and value.startswith(options.starts)):
             return value
         if value.startswith("--") and len(value) > 2:
@@ -448,6 +483,11 @@ def _git_code_option(args: tuple[Word, ...]) -> str | None:
             ("-c", "--config-env=", "--exec-path")
         ):
             return f"git {value} (configuration runs programs: core.pager, alias.x=!…)"
+        if value == "--bare" or value.startswith("--git-dir"):
+            # the repository it names may be one the model made (`git hash-object -w`, then
+            # `git checkout-index` writes x/config), whose config runs programs (review 13,
+            # finding 1); `safe.bareRepository=explicit` lets a named one through
+            return f"git {value} (a repository it names runs what its config says)"
         if not value.startswith("-"):
             break
         i += 2 if value in _GIT_GLOBAL_VALUES else 1
@@ -1303,7 +1343,7 @@ class _Analysis:
         i = s + 1
         while i < len(words) and (words[i].value or "").startswith("-"):
             option = words[i].value or ""
-            if option.startswith(("-c", "--config-env", "--exec-path")):
+            if option.startswith(("-c", "--config-env", "--exec-path", "--git-dir", "--bare")):
                 self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
                 break
             i += 2 if option in _GIT_GLOBAL_VALUES else 1

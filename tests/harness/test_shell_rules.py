@@ -1122,6 +1122,17 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("npm run test:*", "npm run test --onload-script=./x"),
         ("pnpm test:*", "pnpm test --config.node-options=x"),
         ("yarn test:*", "yarn test --use-yarnrc=./x"),
+        # review 13, finding 1: a repository git is told to use may be one the model made
+        ("git:*", "git --git-dir=x status"),
+        ("git:*", "git --git-dir x status"),
+        ("git:*", "git -C x --bare status"),
+        ("git status:*", "git --git-dir=x status"),
+        # review 13, finding 2: pytest's --log-file with --log-file-format wrote ~/.bashrc;
+        # after a prefix rule only its known safe options pass
+        ("pytest:*", "pytest -q --log-file=/u/.bashrc '--log-file-format=touch P #%(message)s'"),
+        ("pytest:*", "pytest --cov-report=html:/u/x"),
+        ("pytest:*", "pytest --html=/u/report.html"),
+        ("pytest:*", "pytest -qxp evil"),
         ("pytest:*", "pytest --basetemp=/u/important"),
         ("pytest:*", "pytest -p evil_plugin"),
         ("pytest:*", "pytest -qp evil_plugin"),
@@ -1179,6 +1190,8 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         ("pnpm test:*", "pnpm test --filter api --reporter=append-only"),
         ("pytest:*", "pytest -q -x -k 'not slow' -m unit -rfE -n 4 -W error tests/"),
         ("pytest:*", "pytest --co -q"),
+        ("pytest:*", "pytest -qx --lf --tb=short --maxfail=3 -nauto --durations=20 tests/a.py"),
+        ("pytest:*", "pytest -vv --cov=src --timeout=60 -k test_x"),
         ("go test:*", "go test -race -run TestX -count=1 ./..."),
     ],
 )

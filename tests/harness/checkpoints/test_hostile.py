@@ -8,6 +8,7 @@ contents the store really holds, so only the path is what stops the write.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -376,3 +377,56 @@ print("left:", sys.stdin.read().split())
     )
     assert done.returncode == 0, done.stderr
     assert "left: ['LINE1', 'LINE2', 'LINE3']" in done.stdout, (done.stdout, done.stderr)
+
+
+def test_the_scans_git_never_reads_the_users_terminal(tmp_path: Path) -> None:
+    """Review 13, finding 3: with ``stdin`` closed to it, the scan's git still opened the
+    controlling terminal through a repository config including ``/dev/tty``: each scan waited
+    for the user's typing (60 s a call, keystrokes swallowed). The run here has a terminal,
+    and nobody types; it ends without waiting on it."""
+    import os
+    import pty
+    import select
+    import time
+
+    ws = seed(tmp_path / "ws", "git")
+    with (ws / ".git" / "config").open("a") as f:
+        f.write("[include]\n\tpath = /dev/tty\n")
+    script = f"""
+import asyncio, os, sys
+assert os.isatty(0) and os.ttyname(0)
+from harness import (AgentHarness, CheckpointStore, FauxModel, FauxReply, FauxToolCall,
+                     JsonlSessionRepo, SecuritySupervisor, bash_tool)
+async def main():
+    session = await JsonlSessionRepo({str(tmp_path / "s")!r}).create({str(ws)!r})
+    model = FauxModel([FauxReply(tool_calls=[FauxToolCall(name="bash",
+                       arguments={{"command": "true"}})]), "ok"])
+    h = AgentHarness(session=session, model=model, tools=[bash_tool()], cwd={str(ws)!r},
+                     supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+                     resources=None, checkpoints=CheckpointStore({str(tmp_path / "c")!r}))
+    await h.prompt("go")
+asyncio.run(main())
+print("RUN DONE")
+"""
+    pid, fd = pty.fork()  # the child leads a session whose controlling terminal is the pty
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-c", script])
+    out = b""
+    deadline = time.monotonic() + 45  # each read of the terminal waited 60 s before
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        assert b"RUN DONE" in out, out.decode(errors="replace")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
