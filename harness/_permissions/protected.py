@@ -294,8 +294,18 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
     # matching a module's source is what the next start runs
     if sys.pycache_prefix:
         named.append(sys.pycache_prefix)
+    # every folder (or zip) on the import path, missing ones too (watched): an editable
+    # install's source folder took a `sitecustomize.py`, a missing `lib/python311.zip` a zip
+    # of one (review 13, findings 6, 12); the first entry ("" or the script's folder) is not
+    # the next start's
+    named += [e for e in sys.path[1:] if os.path.isabs(e)]
     folders = [*named, *(_realpath(n) for n in named)]
-    named += [f for f in _loaded_libraries() if not _inside(f, folders)]
+    # the folders of the shared objects it loaded from outside the system's folders (a
+    # pyenv, uv or conda build's lib/, its RUNPATH): a library planted beside libpython
+    # (libm.so.6) loads at the next start (review 13, finding 9)
+    named += [
+        os.path.dirname(f) for f in _loaded_libraries() if not _inside(os.path.dirname(f), folders)
+    ]
     if scripts:
         # The `harness` the user types, where pipx and `uv tool` put it (~/.local/bin, a link
         # into the tool's venv): the link's folder, since a folder entry cannot be held alone

@@ -159,6 +159,12 @@ _RUNNERS = frozenset(
         ("pipenv", "run"), ("pipx", "run"), ("pixi", "run"), ("pnpm", "dlx"), ("pnpm", "exec"),
         ("poetry", "run"), ("pyenv", "exec"), ("rbenv", "exec"), ("uv", "run"), ("yarn", "dlx"),
         ("yarn", "exec"), ("bun", "x"),
+        # review 13, finding 10: `npm explore PKG -- CMD` runs CMD, `npm x` is `npm exec`; and
+        # the config writers make every later run of the tool run what they set
+        # (`npm config set node-options=--import=…`), as `git config` would
+        ("npm", "explore"), ("npm", "x"), ("npm", "config"), ("npm", "set"), ("npm", "c"),
+        ("pnpm", "config"), ("pnpm", "explore"), ("yarn", "config"), ("pip", "config"),
+        ("pip3", "config"), ("uv", "tool"), ("bun", "pm"),
     }
 )  # fmt: skip
 # Wrappers that run the string after -c (or --command) as shell code: `sg root -c 'touch P'`.
@@ -253,7 +259,9 @@ def _opts(
 
 _SSH_VALUES = "BbcDEeFIiJLlmOoPpQRSWw"  # ssh, scp and sftp options that take a value
 # -F a config, -I a PKCS#11 library it loads, -E a log file it writes (review 6, finding 27)
-_SSH = _opts(short="FIE", values=_SSH_VALUES)
+# -S a control socket another process serves, -M a master for one (ControlPath and
+# ControlMaster's short forms: review 13, finding 11)
+_SSH = _opts(short="FIEMS", values=_SSH_VALUES.replace("S", ""))
 _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "tar": _opts(
         "checkpoint-action use-compress-program to-command info-script new-volume-script"
@@ -264,7 +272,20 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "zip": _opts("unzip-command", starts="-TT"),
     "make": _opts("eval file makefile directory", "fCE"),
     "gmake": _opts("eval file makefile directory", "fCE"),
-    "rsync": _opts("rsh rsync-path", "e"),
+    # review 13, finding 11: the log file's lines are the model's (--log-file-format), and a
+    # daemon's config runs `pre-xfer exec`
+    "rsync": _opts(
+        "rsh rsync-path log-file log-file-format daemon config write-batch only-write-batch",
+        "e",
+    ),
+    # review 13, finding 8: curl writes where its output options say, with what it fetched
+    # (`-o ~/.bashrc file:///dev/stdin <<< …`), and a config (-K) may name an output
+    "curl": _opts(
+        "output remote-name remote-name-all output-dir create-dirs dump-header cookie-jar "
+        "trace trace-ascii libcurl stderr config etag-save hsts alt-svc",
+        "oODcK",
+        values="AbCdeEFHmPQrtTuUwxXyYz",  # -XPOST, -H…: the rest of the word is a value
+    ),
     "ssh": _SSH,
     "scp": _opts(short="FSIE", values=_SSH_VALUES),
     "sftp": _opts(short="FSDIE", values=_SSH_VALUES),  # -D: the sftp server program
@@ -304,7 +325,7 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
             "-coverprofile -cpuprofile -memprofile -blockprofile -mutexprofile -trace -outputdir "
             "--exec --toolexec --overlay --modfile --ldflags --gcflags --asmflags --gccgoflags "
             "--C --o --coverprofile --cpuprofile --memprofile --blockprofile --mutexprofile "
-            "--trace --outputdir"
+            "--trace --outputdir -w --w"
         )
     ),
 }
@@ -362,6 +383,11 @@ _GIT_RUNNERS = frozenset(
     {"instaweb", "send-email", "filter-branch", "daemon", "shell", "remote-ext", "svn",
      "difftool--helper"}
 )  # fmt: skip
+_GIT_PLUMBING = frozenset(
+    {"send-pack", "http-push", "receive-pack", "fetch-pack", "upload-pack", "remote-ext",
+     "remote-fd", "remote-ftp", "remote-ftps", "remote-http", "remote-https"}
+)  # fmt: skip
+_PYTHON = re.compile(r"python(?:[23](?:\.\d+)?)?")
 _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 # git's own commands (`git --list-cmds=main,builtins,nohelpers`, git 2.39, and later ones): any
 # other subcommand word may be an alias from a config git reads (`[alias] p = push`), so a
@@ -408,6 +434,18 @@ def _code_option(argv: tuple[Word, ...]) -> str | None:
         return None
     name = _basename(argv[0].value)
     args = argv[1:]
+    if _PYTHON.fullmatch(name):
+        # `python -m pytest …` is pytest (review 13, finding 5: its --basetemp emptied the
+        # home folder under bash(python -m pytest:*)); the interpreter's own options first
+        i = 0
+        while i < len(args) and (args[i].value or "").startswith("-") and args[i].value != "-m":
+            i += 1
+        if i + 1 < len(args) and args[i].value == "-m":
+            module = args[i + 1].value
+            if module is None:
+                return f"{name} -m and a computed module name"
+            return _code_option((Word(module), *args[i + 2 :]))
+        return None
     if name == "git":
         return _git_code_option(args)
     if name == "less" and any(
@@ -418,6 +456,8 @@ def _code_option(argv: tuple[Word, ...]) -> str | None:
         a.value is not None and _MAKE_ASSIGNMENT.match(a.value) for a in args
     ):
         return "make VAR=value (it overrides the recipes' variables, SHELL too)"
+    if name == "curl" and any(a.value is None or "%output{" in a.value for a in args):
+        return "curl -w '%output{FILE}' (it writes the file it names)"
     if name in ("ssh", "scp", "sftp") and _ssh_code(args):
         return f"{name} -o ProxyCommand/LocalCommand/Match (it runs a local command)"
     options = _CODE_OPTIONS.get(name)
@@ -1349,7 +1389,9 @@ class _Analysis:
             i += 2 if option in _GIT_GLOBAL_VALUES else 1
         else:
             sub = words[i].value if i < len(words) else ""
-            if sub is not None and sub and sub not in _GIT_COMMANDS:
+            # git's push and fetch plumbing (`git send-pack URL main` pushes) is a spelling of
+            # the porcelain a rule names (review 13, finding 7)
+            if sub is not None and sub and (sub not in _GIT_COMMANDS or sub in _GIT_PLUMBING):
                 # an alias (or a `git-NAME` program) may run any subcommand
                 self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
         if self.git_environment:

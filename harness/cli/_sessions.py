@@ -181,15 +181,28 @@ def _emit(lines: Iterable[str], page: bool | None) -> None:
         page = sys.stdout.isatty()
     pager = _pager() if page else None
     if pager is not None:
-        saved = os.environ.get("PAGER")
-        os.environ["PAGER"] = pager  # click runs $PAGER (its first word found on $PATH)
+        # click runs $PAGER (its first word found on $PATH); less gets no lesskey file and no
+        # input preprocessor: a sandboxed command can write ~/.config/lesskey, whose
+        # `#env LESSOPEN=|-CMD` less would run, unsandboxed (review 13, finding 4)
+        changes = {
+            "PAGER": pager,
+            "LESSKEYIN": os.devnull,
+            "LESSKEY": os.devnull,
+            "LESSSECURE": "1",
+        }
+        dropped = ("LESSOPEN", "LESSCLOSE", "LESSKEY_CONTENT")
+        saved = {k: os.environ.get(k) for k in (*changes, *dropped)}
+        os.environ.update(changes)
+        for name in dropped:
+            os.environ.pop(name, None)
         try:
             click.echo_via_pager(f"{terminal(line)}\n" for line in lines)
         finally:
-            if saved is None:
-                del os.environ["PAGER"]
-            else:
-                os.environ["PAGER"] = saved
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
         return
     for line in lines:
         echo(line)

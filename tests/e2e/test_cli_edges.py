@@ -195,6 +195,43 @@ def test_the_pager_is_never_a_program_the_working_folder_holds(tmp_path: Path) -
     assert f"session: {session_id}" in paged.read_text()  # the absolute entry's `less` ran
 
 
+def test_the_pager_reads_no_lesskey_and_runs_no_input_preprocessor(tmp_path: Path) -> None:
+    """Review 13, finding 4: a sandboxed command can write ~/.config/lesskey, whose
+    `#env LESSOPEN=|-CMD` the harness's own `less` ran, unsandboxed. The pager gets no
+    lesskey file, no LESSOPEN/LESSCLOSE and less's secure mode."""
+    root = tmp_path / "sessions"
+    session_id, _ = branched_session(root)
+    seen = tmp_path / "env.txt"
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f'#!/bin/sh\n/usr/bin/env > "{seen}"\n/bin/cat > /dev/null\n')
+    pager.chmod(0o755)
+    main, secondary = pty.openpty()
+    env = {
+        **os.environ,
+        "PAGER": str(pager),
+        "HARNESS_SESSIONS_DIR": str(root),
+        "TERM": "xterm",
+        "LESSOPEN": "|-touch PWNED %s",
+        "LESSCLOSE": "touch PWNED",
+        "LESSKEYIN": str(tmp_path / "lesskey"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "sessions", "show", session_id],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=env,
+        cwd=tmp_path,
+    )
+    os.close(secondary)
+    _read_all(main)
+    assert proc.wait(timeout=120) == 0
+    given = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert given["LESSSECURE"] == "1"
+    assert given["LESSKEYIN"] == os.devnull and given["LESSKEY"] == os.devnull
+    assert "LESSOPEN" not in given and "LESSCLOSE" not in given
+
+
 def test_show_pages_through_the_pager_on_a_terminal(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     session_id, _ = branched_session(root)

@@ -746,6 +746,29 @@ async def test_a_bytecode_cache_kept_apart_is_read_only(
     assert not (cache / "x/mod.cpython-311.pyc").exists(), text
 
 
+async def test_every_import_path_entry_is_held_missing_ones_watched(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 13, findings 6 and 12: an editable install's source folder (a `.pth` path entry)
+    took a `sitecustomize.py`, and a missing `lib/python311.zip` (the first standard library
+    entry) could be made with one inside: both ran, unsandboxed, at the next start."""
+    source = home / "src"
+    source.mkdir()
+    zipped = home / "py/lib/python311.zip"
+    zipped.parent.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [sys.path[0], str(zipped), str(source), *sys.path[1:]])
+    # computed (`printenv`), so the text check cannot see the paths: the sandbox must hold
+    commands = [
+        'd=$(printenv HO""ME); s=sitecust; echo "import os" > "$d/src/${s}omize.py"',
+        'd=$(printenv HO""ME); z=python311; echo x > "$d/py/lib/${z}.zip"; sleep 5; touch after',
+    ]
+    results = await run_commands(home, commands, mode="bypass")
+    assert [d["sandboxed"] for _t, d in results] == [True, True]
+    assert not (source / "sitecustomize.py").exists(), results[0][0]
+    assert not zipped.exists() and not (home / "proj/after").exists(), results[1][0]
+    assert results[1][1]["stoppedFor"] == str(zipped)
+
+
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
     a planted template hook runs at the user's next `git clone` or `git init`."""

@@ -1134,6 +1134,23 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("pytest:*", "pytest --html=/u/report.html"),
         ("pytest:*", "pytest -qxp evil"),
         ("pytest:*", "pytest --basetemp=/u/important"),
+        # review 13, finding 5: python -m pytest is pytest
+        ("python -m pytest:*", "python -m pytest -q --basetemp=/u"),
+        ("python3 -m pytest:*", "python3 -m pytest -p evil"),
+        ("python3.11 -m pytest:*", "python3.11 -m pytest --log-file=/u/.bashrc"),
+        # review 13, findings 8, 11: curl's outputs, ssh's -S/-M, rsync's log and daemon
+        ("curl:*", "curl -s -o /u/.bashrc file:///dev/stdin"),
+        ("curl:*", "curl -sSo /u/x https://example.com"),
+        ("curl:*", "curl -K ./cfg https://example.com"),
+        ("curl:*", "curl -w '%output{/u/x}' https://example.com"),
+        ("ssh:*", "ssh -S /tmp/ctl host id"),
+        ("ssh:*", "ssh -M host"),
+        ("rsync:*", "rsync --log-file=/u/.bashrc a b"),
+        ("rsync:*", "rsync --daemon --config=/tmp/x"),
+        ("go env:*", "go env -w GOFLAGS=-toolexec=./evil"),
+        ("npm:*", "npm explore left-pad -- touch P"),
+        ("npm:*", "npm x touch P"),
+        ("npm:*", "npm config set node-options=--import=x"),
         ("pytest:*", "pytest -p evil_plugin"),
         ("pytest:*", "pytest -qp evil_plugin"),
         ("pytest:*", "pytest -o cache_dir=/u/x"),
@@ -1192,6 +1209,10 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         ("pytest:*", "pytest --co -q"),
         ("pytest:*", "pytest -qx --lf --tb=short --maxfail=3 -nauto --durations=20 tests/a.py"),
         ("pytest:*", "pytest -vv --cov=src --timeout=60 -k test_x"),
+        ("python -m pytest:*", "python -m pytest -q -x tests/"),
+        ("curl:*", "curl -sSL -XPOST -H 'Accept: x' -w '%{http_code}' https://example.com"),
+        ("ssh:*", "ssh -p 2222 host ls"),
+        ("rsync:*", "rsync -av src/ dst/"),
         ("go test:*", "go test -race -run TestX -count=1 ./..."),
     ],
 )
@@ -1214,6 +1235,12 @@ def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None
         "dotnet run",
         "npm exec x",
         "npx x",
+        # review 13, finding 10
+        "npm explore left-pad -- touch P",
+        "npm x touch",
+        "npm config set node-options=--import=x",
+        "pnpm config set x y",
+        "pip config set global.index-url x",
         "uv run pytest",
         "poetry run pytest",
         "pipx run x",
@@ -1287,6 +1314,10 @@ GIT_ALIAS_SPELLINGS = [
     "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; bash -c 'git p'",
     # review 12, finding 9: an alias from the user's own ~/.gitconfig (`[alias] p = push`)
     "git p origin HEAD:main",
+    # review 13, finding 7: git's push plumbing
+    "git send-pack ../remote.git main",
+    "git http-push https://example.com/r.git main",
+    "git remote-https origin https://example.com/r.git",
     "git -C . p origin HEAD:main",
 ]
 
