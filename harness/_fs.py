@@ -238,6 +238,14 @@ def expand_home(path: str) -> str:
     return path
 
 
+def absolute_path_variable(value: str | None = None) -> str:
+    """``$PATH`` (or ``value``) with only its absolute entries: an empty or relative entry
+    (``PATH=:/usr/bin``, ``.``) finds programs in the working folder, which an untrusted
+    project can ship (review 5, finding 16; review 13, finding 13)."""
+    entries = (os.environ.get("PATH", os.defpath) if value is None else value).split(os.pathsep)
+    return os.pathsep.join(e for e in entries if os.path.isabs(e))
+
+
 def program_path(name: str) -> str:
     """The absolute path of the program ``name`` on ``$PATH``, looked up in its absolute
     entries only: an empty or relative entry (``PATH=:/usr/bin``, ``.``) would find a program

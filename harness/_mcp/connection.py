@@ -42,6 +42,7 @@ from hooks import (
     TextContent,
 )
 
+from .._fs import absolute_path_variable
 from .adapter import McpResult, ToolInfo, adapt_result, adapt_tools
 from .config import HttpServer, SseServer, StdioServer
 from .errors import McpServerError
@@ -350,7 +351,13 @@ class McpConnection:
                 command=config.command,
                 args=list(config.args),
                 # where the project is, even when the server runs elsewhere (review 10, 2)
-                env={"HARNESS_PROJECT_DIR": str(self.cwd), **config.env},
+                # the server's program is found on $PATH's absolute entries only, never in
+                # the working folder through an empty one (review 13, finding 13)
+                env={
+                    "PATH": absolute_path_variable(),
+                    "HARNESS_PROJECT_DIR": str(self.cwd),
+                    **config.env,
+                },
                 cwd=config.cwd or str(self.cwd),
             )
             return stdio_client(params, errlog=self._stderr.file)

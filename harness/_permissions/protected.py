@@ -221,6 +221,9 @@ def git_config_files() -> tuple[str, ...]:
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     named = [os.path.join(xdg, "git"), os.path.join(home, ".gitconfig"), "/etc/gitconfig"]
+    # and the default place, which a git started without $XDG_CONFIG_HOME (an IDE, cron, ssh)
+    # reads (review 13, finding 14)
+    named.append(os.path.join(home, ".config", "git"))
     named += [v for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if (v := os.environ.get(k))]
     files = [os.path.join(n, "config") if os.path.isdir(n) else n for n in named]
     return _both([*named, *_git_includes(files)])
@@ -1332,6 +1335,14 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         for f in (os.fspath(config), os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
+    # the default config folder too, which a harness started without $XDG_CONFIG_HOME reads
+    # (review 13, finding 14): hidden when it is there, watched when it is not
+    default_config = os.path.join(home, ".config", "harness")
+    if default_config != os.fspath(config) and not _inside(start, [default_config]):
+        if os.path.isdir(default_config) and not os.path.islink(default_config):
+            hidden.append(default_config)
+        else:
+            watched.append(default_config)
     # other harness processes' kept command output: the folder they all keep it in, hidden
     # whole, so logs made while the command runs are hidden too (review 11, finding 2; this
     # process's own are hidden with them: the read tool reads them), and those an older

@@ -41,6 +41,7 @@ from hooks import (
 )
 from repos import Session
 
+from .._fs import absolute_path_variable
 from .._permissions.claude_code import claude_code_mode
 from .errors import CommandHookError
 from .output import Answer, OutputError, read_answer
@@ -111,6 +112,9 @@ class HookReceiver:
         stdin = orjson.dumps(payload) + b"\n"  # one line, as line readers expect
         env = {
             **os.environ,
+            # `/bin/sh -c` finds the hook's program on $PATH: never in the working folder
+            # through an empty entry (review 13, finding 13)
+            "PATH": absolute_path_variable(),
             "HARNESS_PROJECT_DIR": str(sender.cwd),
             "CLAUDE_PROJECT_DIR": str(sender.cwd),
         }

@@ -19,7 +19,7 @@ from typing import BinaryIO, ClassVar, Literal
 from hooks import JSONValue
 
 from .._errors import ToolError
-from .._fs import BASH_LOG_PREFIX, bash_log_folder, program_path
+from .._fs import BASH_LOG_PREFIX, absolute_path_variable, bash_log_folder, program_path
 from .base import Tool, ToolResult, ToolRun, safe_text
 from .sandbox import Identity, Sandbox, identities, sandbox_available, sandboxed, set_aside
 
@@ -561,8 +561,7 @@ def _environment() -> dict[str, str]:
     env = dict(os.environ)
     # only absolute PATH entries: an empty or relative one finds programs in the working
     # folder, where a link a project ships escapes deny rules (review 6, finding 34)
-    entries = env.get("PATH", os.defpath).split(os.pathsep)
-    env["PATH"] = os.pathsep.join(e for e in entries if os.path.isabs(e))
+    env["PATH"] = absolute_path_variable(env.get("PATH", os.defpath))
     # what would make bash run or go where the supervisor did not see: the user's OLDPWD
     # (`cd -- -`), CDPATH, startup files and inherited shell options (review 6, finding 42)
     for name in _DROPPED:

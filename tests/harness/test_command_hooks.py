@@ -841,3 +841,30 @@ with open({str(log)!r}, "a") as f:
     await nested.harness.prompt("a skill's task")
     await nested.harness.shutdown()
     assert log.read_text().splitlines() == ["SubagentStop"]
+
+
+async def test_a_hooks_program_is_never_found_in_the_working_folder(
+    session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 13, finding 13: `/bin/sh -c fmt-check` found the hook's program through an
+    empty `$PATH` entry, in the (untrusted) working folder. Hooks see `$PATH`'s absolute
+    entries only: the user's own `fmt-check` runs."""
+    work = tmp_path / "work"
+    work.mkdir()
+    planted = work / "fmt-check"
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path / 'PLANTED_RAN'}\n")
+    planted.chmod(0o755)
+    mine = tmp_path / "bin"
+    mine.mkdir()
+    (mine / "fmt-check").write_text(f"#!/bin/sh\ntouch {tmp_path / 'MINE_RAN'}\n")
+    (mine / "fmt-check").chmod(0o755)
+    monkeypatch.setenv("PATH", f":{os.environ['PATH']}:{mine}")
+    run = Run(
+        session,
+        work,
+        hooks("PreToolUse", "fmt-check", matcher="Bash"),
+        calls(("bash", {"command": "echo hi"})),
+    )
+    await run.harness.prompt("go")
+    assert not (tmp_path / "PLANTED_RAN").exists()
+    assert (tmp_path / "MINE_RAN").exists()

@@ -769,6 +769,29 @@ async def test_every_import_path_entry_is_held_missing_ones_watched(
     assert results[1][1]["stoppedFor"] == str(zipped)
 
 
+async def test_the_default_config_places_are_held_when_xdg_config_home_is_elsewhere(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 13, finding 14: with `$XDG_CONFIG_HOME` elsewhere, `~/.config/git/config` and
+    `~/.config/harness/settings.json` (what a git or a harness started without it reads) were
+    neither held nor watched."""
+    elsewhere = home / "xdg"
+    (elsewhere / "harness").mkdir(parents=True)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(elsewhere))
+    commands = [
+        'd=$(printenv HO""ME); g=gi; mkdir -p "$d/.config/${g}t" && '
+        'echo "[core] pager = touch P" > "$d/.config/${g}t/config"',
+        'd=$(printenv HO""ME); h=harnes; echo "{}" > "$d/.config/${h}s/settings.json"',
+    ]
+    results = await run_commands(home, commands, mode="bypass")
+    assert [d["sandboxed"] for _t, d in results] == [True, True]
+    assert not (home / ".config/git").exists(), results[0][0]
+    # the default harness folder (the fixture's) is seen empty and read-only
+    assert (home / ".config/harness/settings.json").read_text() == (
+        '{"permissions": {"deny": ["x"]}}'
+    ), results[1][0]
+
+
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
     a planted template hook runs at the user's next `git clone` or `git init`."""
