@@ -316,6 +316,17 @@ def python_folders(cwd: Path | str, *, scripts: bool = True) -> tuple[str, ...]:
         entry = _harness_command(os.environ.get("PATH", os.defpath))
         if entry is not None:
             named.append(os.path.dirname(entry))
+        # Started through a version manager's shim, what runs first is the shim and the
+        # manager's own code: pyenv's `libexec` sources every `pyenv.d/exec/*.bash` hook
+        # (review 13, finding 17); and any `shims` folder on $PATH (asdf's, mise's)
+        pyenv = os.environ.get("PYENV_ROOT") or os.path.join(os.path.expanduser("~"), ".pyenv")
+        if os.path.isdir(pyenv):
+            named += [
+                os.path.join(pyenv, n)
+                for n in ("shims", "libexec", "bin", "plugins", "pyenv.d", "version")
+            ]
+        entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+        named += [e for e in entries if os.path.isabs(e) and os.path.basename(e) == "shims"]
     # $PYTHONPATH's folders come first on the path: a `sitecustomize.py` there runs at every
     # start (review 10, finding 8); one inside the working folder is the project's source
     python_path = os.environ.get("PYTHONPATH", "").split(os.pathsep)

@@ -792,6 +792,28 @@ async def test_the_default_config_places_are_held_when_xdg_config_home_is_elsewh
     ), results[1][0]
 
 
+async def test_a_version_managers_launcher_is_held(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 13, finding 17: started through a pyenv shim, the shim and pyenv's own code
+    (`libexec`, every `pyenv.d/exec/*.bash` hook it sources) run before the harness, and
+    were writable from the sandbox."""
+    root = home / "pyenvroot"
+    for folder in ("shims", "libexec", "bin", "plugins"):
+        (root / folder).mkdir(parents=True)
+    (root / "shims/harness").write_text("#!/bin/sh\nexec pyenv exec harness\n")
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    commands = [
+        'r=$(printenv PYENV_RO""OT); mkdir -p "$r/pyenv.d/exec" && '
+        'echo "touch P" > "$r/pyenv.d/exec/zz.bash"; sleep 5; touch after',
+        'r=$(printenv PYENV_RO""OT); echo "touch P" > "$r/shims/harness"',
+    ]
+    results = [(await run_commands(home, [c], mode="bypass"))[0] for c in commands]
+    assert [d["sandboxed"] for _t, d in results] == [True, True]
+    assert not (root / "pyenv.d").exists() and not (home / "proj/after").exists(), results
+    assert "exec pyenv" in (root / "shims/harness").read_text(), results[1][0]
+
+
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
     a planted template hook runs at the user's next `git clone` or `git init`."""
