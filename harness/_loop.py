@@ -559,7 +559,7 @@ async def _request(
     while True:
         attempt += 1
         reply, error = await _stream_once(run, model, request, payload)
-        reply = _within_nesting(reply)
+        reply = _unique_call_ids(_within_nesting(reply))
         if error is not None and error.error_type == "context_overflow":
             # Compact once and retry once, never a loop (pi #7020 lost the answer here).
             await notify(run.sender, MessageEndEvent(message=reply, entry_id=None))
@@ -897,6 +897,30 @@ _TOO_DEEP = "harnessArgumentsDropped"
 """The extra field a tool call gets when its arguments were too deep to store (see
 :func:`_within_nesting`); the call then fails with that text."""
 _ARGUMENT_NESTING = MAX_NESTING - 4  # a call's arguments sit at level 5 of its session line
+
+
+def _unique_call_ids(reply: AssistantMessage) -> AssistantMessage:
+    """``reply`` with each tool call's id unique: a model server that sends two calls with
+    one id would have both run and only one result recorded, and every later request of the
+    session refused as invalid (review 13, finding 16). A repeated id gets ``~2``, ``~3``...
+    (the first free one), in the stored reply and so in its result."""
+    ids = [b.id for b in reply.content if isinstance(b, ToolCall)]
+    if len(ids) == len(set(ids)):
+        return reply
+    taken = set(ids)
+    seen: set[str] = set()
+    content = []
+    for block in reply.content:
+        if isinstance(block, ToolCall):
+            if block.id in seen:
+                n = 2
+                while f"{block.id}~{n}" in taken:
+                    n += 1
+                block = evolve(block, id=f"{block.id}~{n}")
+                taken.add(block.id)
+            seen.add(block.id)
+        content.append(block)
+    return evolve(reply, content=tuple(content))
 
 
 def _within_nesting(reply: AssistantMessage) -> AssistantMessage:

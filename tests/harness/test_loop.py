@@ -480,3 +480,43 @@ async def test_an_initial_history_holding_a_message_that_cannot_be_stored_stores
     with pytest.raises(InvalidEntryError):
         await h.prompt("x", initial_history=[UserMessage(content="earlier"), bad])
     assert len(session) == 0
+
+
+async def test_two_tool_calls_with_one_id_both_run_and_both_results_are_recorded(
+    tmp_path: Path,
+) -> None:
+    """Review 13, finding 16: a model server that sent two calls with one id had both run,
+    one result recorded, and every later request of the session refused as invalid. A
+    repeated id gets `~2`; the run ends normally and the session goes on."""
+    from harness import (
+        AgentHarness,
+        FauxModel,
+        FauxReply,
+        FauxToolCall,
+        MemorySessionRepo,
+        SecuritySupervisor,
+        ToolCall,
+        ToolResultMessage,
+        bash_tool,
+    )
+
+    session = await MemorySessionRepo().create(str(tmp_path))
+    calls = [
+        FauxToolCall(name="bash", id="call_X", arguments={"command": "echo one"}),
+        FauxToolCall(name="bash", id="call_X", arguments={"command": "echo two"}),
+    ]
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "done", "hello again"]),
+        tools=[bash_tool()],
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        cwd=tmp_path,
+        resources=None,
+    )
+    assert (await harness.prompt("go")).text == "done"
+    assert (await harness.prompt("are you there?")).text == "hello again"
+    messages = session.build_context().messages
+    ids = [b.id for m in messages for b in getattr(m, "content", ()) if isinstance(b, ToolCall)]
+    assert ids == ["call_X", "call_X~2"]
+    results = {m.tool_call_id: m.text.strip() for m in messages if isinstance(m, ToolResultMessage)}
+    assert results == {"call_X": "one", "call_X~2": "two"}
