@@ -1346,6 +1346,17 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         for f in (os.fspath(config), os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
+    # pre-commit's cache: the hook code its installed git hook runs at the next commit
+    # (review 13, finding 18), read-only where it is
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    for pre_commit in dict.fromkeys(
+        (
+            os.environ.get("PRE_COMMIT_HOME") or os.path.join(cache_home, "pre-commit"),
+            os.path.join(home, ".cache", "pre-commit"),
+        )
+    ):
+        if os.path.isdir(pre_commit) and not _inside(start, [pre_commit]):
+            read_only.append(pre_commit)
     # the default config folder too, which a harness started without $XDG_CONFIG_HOME reads
     # (review 13, finding 14): hidden when it is there, watched when it is not
     default_config = os.path.join(home, ".config", "harness")

@@ -11,6 +11,7 @@ import os
 import signal
 import tempfile
 import threading
+import weakref
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,6 +64,23 @@ _REAP_S = 2.0  # how long to wait for a killed command to be reaped
 # stopped, at most about this long (review 11, finding 10).
 _WATCH_EVERY_S = 0.02
 _MIN_PENDING = 64 * 1024  # output held for observers, at least; older bytes are skipped
+MAX_CONCURRENT_COMMANDS = 8
+"""Most commands one event loop runs at once; the calls of a reply beyond wait their turn (a
+reply of 128 calls, each a sandbox and a watcher, pinned the CPU for a minute: review 13,
+finding 19)."""
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _commands_slot() -> asyncio.Semaphore:
+    """The running loop's semaphore of :data:`MAX_CONCURRENT_COMMANDS` (a semaphore belongs
+    to one loop; a tool may serve several, one per thread)."""
+    loop = asyncio.get_running_loop()
+    slot = _slots.get(loop)
+    if slot is None:
+        slot = _slots[loop] = asyncio.Semaphore(MAX_CONCURRENT_COMMANDS)
+    return slot
 
 
 def bash_tool(
@@ -141,6 +159,10 @@ def bash_tool(
     warned: list[bool] = []
 
     async def execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
+        async with _commands_slot():
+            return await _execute(input, run)
+
+    async def _execute(input: Mapping[str, JSONValue], run: ToolRun) -> ToolResult:
         # the model's own timeout is bounded (Claude Code's 10 minutes: review 5, finding 34)
         limit = min(float(input.get("timeout") or timeout_s), max(_MAX_TIMEOUT_S, timeout_s))
         command = str(input["command"])

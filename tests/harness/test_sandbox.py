@@ -814,6 +814,20 @@ async def test_a_version_managers_launcher_is_held(
     assert "exec pyenv" in (root / "shims/harness").read_text(), results[1][0]
 
 
+async def test_pre_commits_cached_hook_code_is_read_only(home: Path) -> None:
+    """Review 13, finding 18: pre-commit's cache holds the hook code its installed git hook
+    runs at the next commit; `.pre-commit-config.yaml` was held, the code it runs was not."""
+    cached = home / ".cache/pre-commit/repoabc/black/__main__.py"
+    cached.parent.mkdir(parents=True)
+    cached.write_text("print('black')\n")
+    command = (
+        'd=$(printenv HO""ME); echo "import os" >> "$d/.cache/pre-commit/repoabc/black/__main__.py"'
+    )
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert cached.read_text() == "print('black')\n", text
+
+
 async def test_the_users_git_template_folder_is_held(home: Path) -> None:
     """Review 7, finding 19: `init.templateDir` (pre-commit's init-templatedir) was writable;
     a planted template hook runs at the user's next `git clone` or `git init`."""

@@ -396,3 +396,37 @@ async def test_bash_never_takes_a_written_folder_for_a_git_repository(tmp_path: 
     assert isinstance(result, ToolResult)
     assert not marker.exists()
     assert result.is_error  # git refuses the implicit repository
+
+
+async def test_the_calls_of_a_reply_run_at_most_eight_commands_at_once(tmp_path: Path) -> None:
+    """Review 13, finding 19: every bash call of a reply ran at once (128 calls pinned the
+    CPU for a minute; a reply may hold thousands). At most MAX_CONCURRENT_COMMANDS run; the
+    rest wait their turn, and every call still gets its result."""
+    from harness import (
+        AgentHarness,
+        FauxModel,
+        FauxReply,
+        FauxToolCall,
+        MemorySessionRepo,
+        SecuritySupervisor,
+        ToolResultMessage,
+    )
+    from harness._tools.bash import MAX_CONCURRENT_COMMANDS
+
+    (tmp_path / "r").mkdir()
+    command = 't=$(mktemp r/XXXXXX); sleep 0.4; ls r | wc -l; rm "$t"'
+    calls = [FauxToolCall(name="bash", arguments={"command": command}) for _ in range(20)]
+    session = await MemorySessionRepo().create(str(tmp_path))
+    harness = AgentHarness(
+        session=session,
+        model=FauxModel([FauxReply(tool_calls=calls), "done"]),
+        tools=[bash_tool(sandbox="off")],
+        supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
+        cwd=tmp_path,
+        resources=None,
+    )
+    await harness.prompt("go")
+    results = [m for m in session.build_context().messages if isinstance(m, ToolResultMessage)]
+    running = [int(m.text.strip()) for m in results]
+    assert len(running) == 20
+    assert max(running) <= MAX_CONCURRENT_COMMANDS < 20
