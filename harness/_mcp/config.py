@@ -30,6 +30,7 @@ import orjson
 from attrs import evolve, field, frozen
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
+from .._permissions.folders import user_folder
 from .errors import McpConfigError
 
 __all__ = [
@@ -79,9 +80,9 @@ class StdioServer:
         env: variables set for it, over the SDK's safe default environment (``HOME``,
             ``PATH``, ``USER``, ...; the rest of the harness's environment is not passed).
         cwd: its working folder (default: the harness's ``cwd``; a server of the user's
-            settings, when the project is not trusted: the user's harness config folder, so
-            the project's files never configure its launcher). ``HARNESS_PROJECT_DIR`` holds
-            the harness's ``cwd`` either way.
+            settings, when the project is not trusted: an empty private folder of the
+            harness's, so the project's files never configure its launcher).
+            ``HARNESS_PROJECT_DIR`` holds the harness's ``cwd`` either way.
     """
 
     command: str
@@ -361,7 +362,7 @@ def load_mcp_config(
         skipped.extend(bad)
         for name, server in found.items():
             if root is None and not trust_project and isinstance(server, StdioServer):
-                server = _outside_project(server, user_file.parent)
+                server = _outside_project(server, user_folder("state") / "mcp-servers")
             # Rules compare names without case: "Docs" would be named by a rule for "docs".
             twin = next((n for n in servers if n.lower() == name.lower() and n != name), None)
             if twin is not None:
@@ -374,8 +375,11 @@ def load_mcp_config(
 
 
 def _outside_project(server: StdioServer, neutral: Path) -> StdioServer:
-    """The user's stdio server, started in ``neutral`` (the user's harness config folder)
-    rather than in a project that is not trusted, unless its settings name a ``cwd``.
+    """The user's stdio server, started in ``neutral`` (an empty private folder of the
+    harness's, ``mcp-servers`` in its user state folder) rather than in a project that is not
+    trusted, unless its settings name a ``cwd``. Not the user's config folder: a file server
+    started there read ``settings.json`` and ``approvals.key`` by their bare names (review 13,
+    findings 20, 21).
 
     Launchers take configuration and code from their current folder (``npx`` reads a
     project's ``.npmrc``, whose ``script-shell`` it runs; ``python -m`` imports from it), so a

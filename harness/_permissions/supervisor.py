@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -649,10 +650,15 @@ def _protected(request: PermissionRequest, stores: Sequence[str]) -> str | None:
                 for path in (value, *named):
                     if "\0" not in path and (why := protected_path(path, request.cwd, stores)):
                         return why
+                if _CLIMBS.search(value):
+                    # relative to the server's own folder, not the harness's: `../x` from
+                    # where it was started may be anything (review 13, findings 20, 21)
+                    return f"it names {value[:80]!r}, a path climbing out of a folder (..)"
     return None
 
 
 _MAX_STRINGS = 256  # a path-less tool's string values checked for protected paths, at most
+_CLIMBS = re.compile(r"(?:^|[/\\])\.\.(?:[/\\]|$)")  # a `..` component
 _MAX_URL_PATHS = 64  # paths the file: URLs of a path-less tool's input name, checked at most
 _TOO_DEEP = "\0 nested too deep"  # what _strings yields for a value it does not look into
 

@@ -40,6 +40,7 @@ def harness(tmp_path: Path, work: Path, config_home: Path) -> Run:
         PYTHONIOENCODING="utf-8",
         PYTHONPATH=str(REPO_ROOT),
         XDG_CONFIG_HOME=str(config_home),
+        XDG_STATE_HOME=str(tmp_path / "state"),
     )
 
     def run(
@@ -292,8 +293,10 @@ def test_the_users_server_never_starts_in_an_untrusted_project(
     """Review 10, finding 2: the user's stdio servers started with the working folder (a
     cloned repository) as their folder, and launchers take code from there: ``python -m``
     imported the project's module of that name (``npx`` runs a project ``.npmrc``'s
-    ``script-shell``). In a project that is not trusted they start in the user's config
-    folder; ``HARNESS_PROJECT_DIR`` says where the project is."""
+    ``script-shell``). In a project that is not trusted they start in an empty private
+    folder of the harness's (not the user's config folder, whose files a file server read by
+    their bare names: review 13, findings 20, 21); ``HARNESS_PROJECT_DIR`` says where the
+    project is."""
     marker = tmp_path / "ran.txt"
     (work / "probe_mod").mkdir()
     (work / "probe_mod" / "__init__.py").write_text("")
@@ -326,5 +329,6 @@ def test_the_users_server_never_starts_in_an_untrusted_project(
         return
     assert not marker.exists()
     cwd, project = where.read_text().split("|")
-    assert Path(cwd) == (config_home / "harness").resolve()
+    assert Path(cwd) == (tmp_path / "state" / "harness" / "mcp-servers").resolve()
+    assert os.listdir(cwd) == []
     assert Path(project) == work.resolve()

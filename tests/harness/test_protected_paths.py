@@ -1400,6 +1400,24 @@ async def test_a_path_less_tools_input_with_too_many_file_uris_is_asked(home: Pa
     assert isinstance(decided, Deny) and "more than 64 file URL paths" in decided.reason
 
 
+async def test_a_path_less_tools_path_climbing_out_of_a_folder_is_asked(home: Path) -> None:
+    """Review 13, findings 20, 21: a path-less (MCP) tool resolves a relative path against
+    its server's folder, not the harness's, so `../settings.json` may name anything there; a
+    string with a `..` component is asked (denied in bypass with no approver). A plain
+    relative name is judged as before."""
+
+    async def read(input: Any, run: Any) -> str:
+        raise AssertionError("never run")
+
+    tool = Tool(name="mcp__files__read_file", description="read a file", execute=read)
+    s = SecuritySupervisor(mode="bypass", setting_sources=())
+    for climbing in ("../settings.json", "a/../../approvals.key", "..\\x", ".."):
+        decided = await s.decide(make_request(home, tool, path=climbing))
+        assert isinstance(decided, Deny) and "climbing" in decided.reason, climbing
+    for plain in ("notes.md", "docs/a..b.md", "v1..v2"):
+        assert isinstance(await s.decide(make_request(home, tool, path=plain)), Approve)
+
+
 # --- the user's settings are private (review finding 10) ---------------------------------
 #
 # Reproduction: working in the home folder, `read .config/harness/settings.json` and

@@ -40,6 +40,7 @@ from harness import (
     nested_deeper,
 )
 from harness._mcp.adapter import MAX_SCHEMA_TEXT_CHARS, MAX_SERVER_TOOL_BYTES
+from harness._permissions.folders import user_folder
 
 
 def write(path: Path, data: object) -> None:
@@ -73,8 +74,10 @@ def test_settings_in_claude_codes_shape_with_variables(
     )
     config = load_mcp_config(tmp_path, user_settings=user)
     assert config.servers == {
-        # the project is not trusted: the user's server starts in their config folder
-        "files": StdioServer("srv-default", ["--x"], cwd=str(user.parent)),
+        # the project is not trusted: the user's server starts in an empty private folder
+        # (never their config folder, whose files it could read by bare names: review 13,
+        # findings 20, 21)
+        "files": StdioServer("srv-default", ["--x"], cwd=str(user_folder("state") / "mcp-servers")),
         "docs": HttpServer("https://docs.test/mcp", headers={"Authorization": "Bearer s3cret"}),
         "old": SseServer("http://127.0.0.1:1/sse"),
     }
