@@ -175,6 +175,7 @@ def scan_skills(
     # the roots of a scope share a budget of YAML (review 12, finding 7): a project's many
     # roots (each folder up to the repository's) get one, and cannot spend the user's
     budgets: dict[str, list[int]] = {}
+    rooms: dict[str, list[int]] = {}  # skill files and folders left to each scope
     for root in roots:
         try:
             start = beneath(root.top, root.path)
@@ -182,7 +183,8 @@ def scan_skills(
             diagnostics.append(_folder_failed(root.path, exc))
             continue
         with frontmatter_budget(budgets.setdefault(root.scope, new_budget())):
-            for path, loc, top_level in _descriptors(root.path, start, diagnostics):
+            room = rooms.setdefault(root.scope, [MAX_SKILL_FILES, MAX_SKILL_FOLDERS])
+            for path, loc, top_level in _descriptors(root.path, start, diagnostics, room):
                 skill = _load(path, loc, root.scope, top_level, diagnostics, seen, check)
                 if skill is not None and skill.location is not None:
                     found.append(skill)
@@ -298,10 +300,12 @@ _Ignores: TypeAlias = "tuple[tuple[Path, pathspec.GitIgnoreSpec], ...]"
 
 
 def _descriptors(
-    root: Path, start: Location, diagnostics: list[ResourceDiagnostic]
+    root: Path, start: Location, diagnostics: list[ResourceDiagnostic], room: list[int]
 ) -> list[tuple[Path, Location, bool]]:
     """(descriptor path, its location, at the root's top level) for every skill file under
-    ``root``, depth first in name order (without recursion: a deep tree costs no stack)."""
+    ``root``, depth first in name order (without recursion: a deep tree costs no stack), at
+    most ``room[0]`` files from ``room[1]`` folders (both taken from ``room``, which the roots
+    of one scope share)."""
     visited: set[tuple[int, int]] = set()
     out: list[tuple[Path, Location, bool]] = []
     budget = [MAX_IGNORE_BYTES_PER_WALK]  # bytes of .gitignore files left to compile
@@ -311,14 +315,16 @@ def _descriptors(
     ]
     listed = 0
     while stack:
-        if len(out) >= MAX_SKILL_FILES or listed >= MAX_SKILL_FOLDERS:
+        if len(out) >= room[0] or listed >= room[1]:
             # each skill file is opened, checked against the read rules and parsed at every
-            # start: a tree cannot make a start take minutes (review 11, finding 11)
+            # start: a tree cannot make a start take minutes (review 11, finding 11), nor can
+            # many roots (each folder up to the repository's: review 13, finding 15)
             diagnostics.append(
                 ResourceDiagnostic(
                     code="over_budget",
                     message=f"{root}: only the first {MAX_SKILL_FILES:,} skill files (in "
-                    f"{MAX_SKILL_FOLDERS:,} folders at most) are read; the rest are left out",
+                    f"{MAX_SKILL_FOLDERS:,} folders at most) of a scope are read; the rest "
+                    "are left out",
                     path=str(root),
                 )
             )
@@ -367,6 +373,8 @@ def _descriptors(
         finally:
             os.close(fd)
         stack.extend(reversed(children))
+    room[0] -= len(out)
+    room[1] -= listed
     return out
 
 

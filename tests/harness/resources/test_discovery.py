@@ -189,3 +189,31 @@ def test_one_scans_files_share_a_budget_of_yaml(
     assert [r.name for r in result.records] == ["s0", "s1", "s2"]
     spent = [d for d in result.diagnostics if "used up the YAML" in d.message]
     assert [Path(d.path or "").parent.name for d in spent] == ["s3", "s4", "s5"]
+
+
+def test_the_roots_of_one_scope_share_the_skill_file_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 13, finding 15: project skills are read from `.harness/skills` and
+    `.agents/skills` of the working folder and of every folder up to the repository's, and
+    each root had its own cap, so a deep working folder multiplied the start's cost. The
+    roots of one scope share it (lowered here: the sharing is what is tested)."""
+    from harness._resources import discovery
+
+    monkeypatch.setattr(discovery, "MAX_SKILL_FILES", 5)
+    roots = []
+    for level in range(3):
+        root = tmp_path / f"l{level}" / "skills"
+        for i in range(4):
+            write_skill(root, f"s{level}{i}")
+        roots.append(discovery.SkillRoot(root, "project"))
+    found, diagnostics, _ = discovery.scan_skills(roots)
+    assert len(found) == 5
+    over = [d for d in diagnostics if d.code == "over_budget"]
+    assert over and "of a scope" in over[0].message
+    # another scope has its own
+    other = tmp_path / "user" / "skills"
+    for i in range(4):
+        write_skill(other, f"u{i}")
+    found, _, _ = discovery.scan_skills([*roots, discovery.SkillRoot(other, "user")])
+    assert len(found) == 9
