@@ -164,7 +164,7 @@ _RUNNERS = frozenset(
         # (`npm config set node-options=--import=…`), as `git config` would
         ("npm", "explore"), ("npm", "x"), ("npm", "config"), ("npm", "set"), ("npm", "c"),
         ("pnpm", "config"), ("pnpm", "explore"), ("yarn", "config"), ("pip", "config"),
-        ("pip3", "config"), ("uv", "tool"), ("bun", "pm"),
+        ("pip3", "config"), ("uv", "tool"), ("bun", "pm"), ("mise", "x"), ("pdm", "exec"),
     }
 )  # fmt: skip
 # Wrappers that run the string after -c (or --command) as shell code: `sg root -c 'touch P'`.
@@ -301,7 +301,9 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
         "eOoaPi",
     ),
     "cargo": _opts("config"),
-    "rg": _opts("pre"),  # ripgrep runs the --pre program on each file (review 12, finding 9)
+    "rg": _opts(
+        "pre hostname-bin"
+    ),  # ripgrep runs the --pre program on each file (review 12, finding 9)
     # npm, pnpm and yarn take any `--key=value` as configuration: `--node-options=--import=…`
     # runs code, `--userconfig`/`--globalconfig` an npmrc that sets `script-shell`, `-C`/
     # `--prefix` another folder's scripts (review 12, finding 1); only these are safe
@@ -381,7 +383,7 @@ _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
 # (review 9, finding 4).
 _GIT_RUNNERS = frozenset(
     {"instaweb", "send-email", "filter-branch", "daemon", "shell", "remote-ext", "svn",
-     "difftool--helper"}
+     "difftool--helper", "credential"}
 )  # fmt: skip
 _GIT_PLUMBING = frozenset(
     {"send-pack", "http-push", "receive-pack", "fetch-pack", "upload-pack", "remote-ext",
@@ -523,7 +525,7 @@ def _git_code_option(args: tuple[Word, ...]) -> str | None:
             ("-c", "--config-env=", "--exec-path")
         ):
             return f"git {value} (configuration runs programs: core.pager, alias.x=!…)"
-        if value == "--bare" or value.startswith("--git-dir"):
+        if value == "--bare" or value.startswith(("--git-dir", "--work-tree")):
             # the repository it names may be one the model made (`git hash-object -w`, then
             # `git checkout-index` writes x/config), whose config runs programs (review 13,
             # finding 1); `safe.bareRepository=explicit` lets a named one through
@@ -1383,7 +1385,9 @@ class _Analysis:
         i = s + 1
         while i < len(words) and (words[i].value or "").startswith("-"):
             option = words[i].value or ""
-            if option.startswith(("-c", "--config-env", "--exec-path", "--git-dir", "--bare")):
+            if option.startswith(
+                ("-c", "--config-env", "--exec-path", "--git-dir", "--bare", "--work-tree")
+            ):
                 self.possible.append((SimpleCommand((Word("git"), _SPLITS)), 0))
                 break
             i += 2 if option in _GIT_GLOBAL_VALUES else 1

@@ -1127,6 +1127,9 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("git:*", "git --git-dir x status"),
         ("git:*", "git -C x --bare status"),
         ("git status:*", "git --git-dir=x status"),
+        ("git:*", "git --work-tree=/u checkout-index -a"),
+        ("git:*", "git credential fill"),
+        ("rg:*", "rg --hostname-bin=./evil x"),
         # review 13, finding 2: pytest's --log-file with --log-file-format wrote ~/.bashrc;
         # after a prefix rule only its known safe options pass
         ("pytest:*", "pytest -q --log-file=/u/.bashrc '--log-file-format=touch P #%(message)s'"),
@@ -1241,6 +1244,9 @@ def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None
         "npm config set node-options=--import=x",
         "pnpm config set x y",
         "pip config set global.index-url x",
+        "mise x -- touch P",
+        "pdm exec touch P",
+        "uv tool run touch",
         "uv run pytest",
         "poetry run pytest",
         "pipx run x",
