@@ -177,20 +177,9 @@ def test_the_pager_is_never_a_program_the_working_folder_holds(tmp_path: Path) -
     (bin_folder / "less").write_text(f'#!/bin/sh\n/bin/cat > "{paged}"\n')
     (bin_folder / "less").chmod(0o755)
 
-    main, secondary = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "PAGER"}
-    env.update(PATH=f":{bin_folder}", HARNESS_SESSIONS_DIR=str(root), TERM="xterm")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "sessions", "show", session_id],
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        env=env,
-        cwd=work,
-    )
-    os.close(secondary)
-    _read_all(main)
-    assert proc.wait(timeout=120) == 0
+    env.update(PATH=f":{bin_folder}", HARNESS_SESSIONS_DIR=str(root))
+    show_on_a_terminal(session_id, env, work)
     assert not (tmp_path / "PLANTED_RAN").exists()
     assert f"session: {session_id}" in paged.read_text()  # the absolute entry's `less` ran
 
@@ -205,27 +194,15 @@ def test_the_pager_reads_no_lesskey_and_runs_no_input_preprocessor(tmp_path: Pat
     pager = tmp_path / "pager.sh"
     pager.write_text(f'#!/bin/sh\n/usr/bin/env > "{seen}"\n/bin/cat > /dev/null\n')
     pager.chmod(0o755)
-    main, secondary = pty.openpty()
     env = {
         **os.environ,
         "PAGER": str(pager),
         "HARNESS_SESSIONS_DIR": str(root),
-        "TERM": "xterm",
         "LESSOPEN": "|-touch PWNED %s",
         "LESSCLOSE": "touch PWNED",
         "LESSKEYIN": str(tmp_path / "lesskey"),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "sessions", "show", session_id],
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        env=env,
-        cwd=tmp_path,
-    )
-    os.close(secondary)
-    _read_all(main)
-    assert proc.wait(timeout=120) == 0
+    show_on_a_terminal(session_id, env, tmp_path)
     given = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
     assert given["LESSSECURE"] == "1"
     assert given["LESSKEYIN"] == os.devnull and given["LESSKEY"] == os.devnull
@@ -240,19 +217,8 @@ def test_show_pages_through_the_pager_on_a_terminal(tmp_path: Path) -> None:
     pager.write_text(f'#!/bin/sh\ncat > "{paged}"\n')
     pager.chmod(0o755)
 
-    main, secondary = pty.openpty()
-    env = {**os.environ, "PAGER": str(pager), "HARNESS_SESSIONS_DIR": str(root), "TERM": "xterm"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "sessions", "show", session_id],
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        env=env,
-        cwd=tmp_path,
-    )
-    os.close(secondary)
-    screen = _read_all(main)
-    assert proc.wait(timeout=120) == 0
+    env = {**os.environ, "PAGER": str(pager), "HARNESS_SESSIONS_DIR": str(root)}
+    screen = show_on_a_terminal(session_id, env, tmp_path)
     assert "abandoned" not in screen and "again" not in screen  # nothing went to the terminal
     text = paged.read_text()
     assert f"session: {session_id}" in text and "again" in text and "three" in text
@@ -274,6 +240,24 @@ def test_show_pages_through_the_pager_on_a_terminal(tmp_path: Path) -> None:
     paged.unlink()
     ok(run(tmp_path, "sessions", "show", "--root", root, session_id))
     assert not paged.exists()
+
+
+def show_on_a_terminal(session_id: str, env: dict[str, str], cwd: Path) -> str:
+    """`harness sessions show ID` with a pty as its terminal (so it pages); what reached the
+    terminal. It must exit 0."""
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "sessions", "show", session_id],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env={**env, "TERM": "xterm"},
+        cwd=cwd,
+    )
+    os.close(secondary)
+    screen = _read_all(main)
+    assert proc.wait(timeout=120) == 0
+    return screen
 
 
 def _read_all(fd: int) -> str:

@@ -345,15 +345,10 @@ async def test_a_scan_runs_no_filter_driver(
     assert not marker.exists()
 
 
-def test_the_scans_git_never_reads_the_harnesss_stdin(tmp_path: Path) -> None:
-    """Review 11, finding 5: the scan's git inherited the harness's stdin (rpc's protocol
-    pipe, chat's terminal); a repository config including ``/dev/stdin`` made it swallow what
-    was there."""
-    ws = seed(tmp_path / "ws", "git")
-    with (ws / ".git" / "config").open("a") as f:
-        f.write("[include]\n\tpath = /dev/stdin\n")
-    script = f"""
-import asyncio, sys
+def scanning_run(tmp_path: Path, ws: Path) -> str:
+    """Python code (after ``import asyncio``) that runs one bash call through a harness with
+    checkpoints on in ``ws``, so the checkpoint scan runs git there."""
+    return f"""
 from harness import (AgentHarness, CheckpointStore, FauxModel, FauxReply, FauxToolCall,
                      JsonlSessionRepo, SecuritySupervisor, bash_tool)
 async def main():
@@ -365,8 +360,18 @@ async def main():
                      resources=None, checkpoints=CheckpointStore({str(tmp_path / "c")!r}))
     await h.prompt("go")
 asyncio.run(main())
-print("left:", sys.stdin.read().split())
 """
+
+
+def test_the_scans_git_never_reads_the_harnesss_stdin(tmp_path: Path) -> None:
+    """Review 11, finding 5: the scan's git inherited the harness's stdin (rpc's protocol
+    pipe, chat's terminal); a repository config including ``/dev/stdin`` made it swallow what
+    was there."""
+    ws = seed(tmp_path / "ws", "git")
+    with (ws / ".git" / "config").open("a") as f:
+        f.write("[include]\n\tpath = /dev/stdin\n")
+    script = f"import asyncio, sys\n{scanning_run(tmp_path, ws)}"
+    script += 'print("left:", sys.stdin.read().split())\n'
     done = subprocess.run(
         [sys.executable, "-c", script],
         input="LINE1\nLINE2\nLINE3\n",
@@ -392,22 +397,8 @@ def test_the_scans_git_never_reads_the_users_terminal(tmp_path: Path) -> None:
     ws = seed(tmp_path / "ws", "git")
     with (ws / ".git" / "config").open("a") as f:
         f.write("[include]\n\tpath = /dev/tty\n")
-    script = f"""
-import asyncio, os, sys
-assert os.isatty(0) and os.ttyname(0)
-from harness import (AgentHarness, CheckpointStore, FauxModel, FauxReply, FauxToolCall,
-                     JsonlSessionRepo, SecuritySupervisor, bash_tool)
-async def main():
-    session = await JsonlSessionRepo({str(tmp_path / "s")!r}).create({str(ws)!r})
-    model = FauxModel([FauxReply(tool_calls=[FauxToolCall(name="bash",
-                       arguments={{"command": "true"}})]), "ok"])
-    h = AgentHarness(session=session, model=model, tools=[bash_tool()], cwd={str(ws)!r},
-                     supervisor=SecuritySupervisor(mode="bypass", setting_sources=()),
-                     resources=None, checkpoints=CheckpointStore({str(tmp_path / "c")!r}))
-    await h.prompt("go")
-asyncio.run(main())
-print("RUN DONE")
-"""
+    script = "import asyncio, os, sys\nassert os.isatty(0) and os.ttyname(0)\n"
+    script += scanning_run(tmp_path, ws) + 'print("RUN DONE")\n'
     pid, fd = pty.fork()  # the child leads a session whose controlling terminal is the pty
     if pid == 0:
         os.execv(sys.executable, [sys.executable, "-c", script])
