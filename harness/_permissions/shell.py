@@ -194,15 +194,13 @@ class _CodeOptions:
     """Letters that take the rest of a ``-abc`` word as their value (``-oUserKnownHostsFile``
     holds no ``-F``)."""
     unknown: bool = True
-    only: frozenset[str] | None = None
-    """When given, every option word (up to ``--``) must be one of these, as written or
-    with ``=value``: the program takes any option it does not know as configuration (npm
-    reads ``--node-options=…`` as its config key), so only known ones are safe."""
     only_long: frozenset[str] | None = None
     """When given, every long option (up to ``--``) must be one of these names (exactly, no
     abbreviation), and every letter of a short one in ``only_short`` (up to a letter of
-    ``values``, whose value the rest of the word is): the program's options (and its
-    plugins') that write files or load code are too many to list, so the safe ones are."""
+    ``values``, whose value the rest of the word is): the program takes any option it does
+    not know as configuration (npm reads ``--node-options=…`` as its config key), or its
+    options (and its plugins') that write files or load code are too many to list, so the
+    safe ones are."""
     only_short: str = ""
 
 
@@ -210,21 +208,19 @@ class _CodeOptions:
 # script): output, workspace selection, install flags that write only the project's files.
 _PACKAGE_MANAGER_OPTIONS = frozenset(
     {
-        "--silent", "-s", "--quiet", "-q", "--verbose", "-d", "-dd", "-ddd", "--loglevel",
-        "--if-present", "--ignore-scripts", "--workspace", "-w", "--workspaces", "-ws",
-        "--include-workspace-root", "--json", "--parseable", "-p", "--long", "-l", "--all",
-        "-a", "--depth", "--color", "--no-color", "--audit", "--no-audit", "--fund",
-        "--no-fund", "--offline", "--prefer-offline", "--prefer-online", "--production",
-        "--omit", "--include", "--save", "-S", "--save-dev", "-D", "--save-optional", "-O",
-        "--save-peer", "--save-exact", "-E", "--save-prod", "-P", "--no-save", "--dry-run",
-        "--legacy-peer-deps", "--strict-peer-deps", "--foreground-scripts", "--progress",
-        "--no-progress", "--yes", "-y", "--no-yes", "--help", "-h", "--version",
-        "--package-lock", "--no-package-lock", "--filter", "-F", "--recursive", "-r",
-        "--frozen-lockfile", "--prefer-frozen-lockfile", "--immutable", "--stream",
-        "--parallel", "--reporter", "--workspace-root", "--aggregate-output", "--reverse",
-        "--sort", "--no-sort", "--watch", "--coverage", "--ci",
+        "aggregate-output", "all", "audit", "ci", "color", "coverage", "depth", "dry-run",
+        "filter", "foreground-scripts", "frozen-lockfile", "fund", "help", "if-present",
+        "ignore-scripts", "immutable", "include", "include-workspace-root", "json",
+        "legacy-peer-deps", "loglevel", "long", "no-audit", "no-color", "no-fund",
+        "no-package-lock", "no-progress", "no-save", "no-sort", "no-yes", "offline", "omit",
+        "package-lock", "parallel", "parseable", "prefer-frozen-lockfile", "prefer-offline",
+        "prefer-online", "production", "progress", "quiet", "recursive", "reporter", "reverse",
+        "save", "save-dev", "save-exact", "save-optional", "save-peer", "save-prod", "silent",
+        "sort", "stream", "strict-peer-deps", "verbose", "version", "watch", "workspace",
+        "workspace-root", "workspaces", "yes",
     }
 )  # fmt: skip
+_PACKAGE_MANAGER_SHORT = "DEFOPSadhlpqrswy"  # -s, -ws, -dd, -D, ...
 
 
 _PYTEST_OPTIONS = frozenset(
@@ -307,7 +303,10 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     # npm, pnpm and yarn take any `--key=value` as configuration: `--node-options=--import=…`
     # runs code, `--userconfig`/`--globalconfig` an npmrc that sets `script-shell`, `-C`/
     # `--prefix` another folder's scripts (review 12, finding 1); only these are safe
-    **dict.fromkeys(("npm", "pnpm", "yarn"), _CodeOptions(only=_PACKAGE_MANAGER_OPTIONS)),
+    **dict.fromkeys(
+        ("npm", "pnpm", "yarn"),
+        _CodeOptions(only_long=_PACKAGE_MANAGER_OPTIONS, only_short=_PACKAGE_MANAGER_SHORT),
+    ),
     # `--basetemp` is emptied first, `-o`/`-c` name other settings (`cache_dir`, `addopts`),
     # `-p` loads a module as a plugin; the others write report files where they name
     # pytest's own options write files (`--basetemp`, which it empties, `--junitxml`,
@@ -480,10 +479,6 @@ def _finds_option(options: _CodeOptions, args: tuple[Word, ...]) -> str | None:
             continue
         if value == "--":
             break
-        if options.only is not None:
-            if value.startswith("-") and value.partition("=")[0] not in options.only:
-                return value
-            continue
         if options.only_long is not None:
             if value.startswith("--"):
                 if value[2:].partition("=")[0] not in options.only_long:
