@@ -1219,7 +1219,11 @@ def _sequence(m: re.Match[str], limit: int) -> list[str]:
 _GIT_CODE = ("config", "config.worktree", "hooks", "commondir")
 
 
-def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ()) -> Sandbox:
+def sandbox_paths(
+    cwd: Path | str,
+    extra: Iterable[str | os.PathLike[str]] = (),
+    writable: Iterable[str | os.PathLike[str]] = (),
+) -> Sandbox:
     """What a sandboxed bash command in ``cwd`` may not change or read (:class:`Sandbox`):
         the protected paths found on the file system rather than in the command's text, so no
         spelling of a name reaches them.
@@ -1378,9 +1382,35 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
             for e in itertools.islice(os.scandir(tempfile.gettempdir()), 10_000)
             if e.name.startswith("harness-bash-") and other_bash_log(e.path)
         ]
-    read_only_real = _real_unique(read_only)
+    # Writes go only where Claude Code's sandbox lets them (its `sandbox.filesystem`): the
+    # working folder, the folders the user added (``writable``: additional directories,
+    # ``allowWrite``) and the temporary folders; the rest is read-only, so nothing that runs
+    # at a later start outside them (a shell's rc file, a version manager's launcher, a
+    # tool's config) can be planted, however it is spelt (reviews 9 to 13 found such places
+    # one at a time). A home or XDG folder inside a temporary folder stays read-only.
+    roots = _real_unique((start, *writable))
+    temp = [t for t in _real_unique((tempfile.gettempdir(), "/tmp")) if not _inside(t, roots)]
+    user = _real_unique(
+        (
+            home,
+            *(
+                os.environ.get(f"XDG_{kind}_HOME") or ""
+                for kind in ("CONFIG", "DATA", "STATE", "CACHE")
+            ),
+        )
+    )
+    carved = [
+        u
+        for u in user
+        if os.path.isabs(u) and _inside(u, temp) and not _inside(u, roots) and os.path.isdir(u)
+    ]
     hidden_real = _real_unique(hidden)
     pinned_real = _real_unique(seen)
+    # a writable folder inside a held one would undo the hold (a working folder in the
+    # harness's own site folder)
+    held = (*_real_unique(read_only), *hidden_real)
+    open_folders = tuple(w for w in (*roots, *temp) if not _inside(w, held))
+    read_only_real = _real_unique((*read_only, *carved))
     # every folder above what is held, so a rename of one cannot move it away (findings 1, 2)
     above: list[str] = []
     for path in (*read_only_real, *pinned_real, *hidden_real, *_real_unique(watched)):
@@ -1393,6 +1423,7 @@ def sandbox_paths(cwd: Path | str, extra: Iterable[str | os.PathLike[str]] = ())
         pinned=(*pinned_real, *(f for f in dict.fromkeys(above) if f not in pinned_real)),
         hidden=hidden_real,
         watched=tuple(dict.fromkeys(watched)),
+        writable=open_folders,
     )
 
 

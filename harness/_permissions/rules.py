@@ -310,13 +310,19 @@ class Settings:
     rules: PermissionRules = PermissionRules()
     mode: PermissionMode | None = None
     additional_directories: tuple[str, ...] = ()
+    allow_write: tuple[str, ...] = ()
+    """Claude Code's ``sandbox.filesystem.allowWrite``: folders a sandboxed command may write
+    in beside the working folder, the additional directories and the temporary folder (as
+    written: ``~`` and relative paths are resolved against the working folder)."""
 
 
 def load_settings(path: Path, *, root: Path | None = None) -> Settings:
     """Read ``{"permissions": {"allow": [...], "deny": [...], "ask": [...], "mode": ...}}``
     from ``path`` (the layout of Claude Code's settings files, whose ``defaultMode`` is read as
     ``mode``; a mode may be written in either spelling, ``acceptEdits`` or ``accept_edits``;
-    keys beside ``permissions`` are ignored here: ``hooks`` is read by ``CommandHooks``).
+    ``sandbox.filesystem.allowWrite``, Claude Code's list of folders a sandboxed command may
+    write in, is read too; other keys beside ``permissions`` are ignored here: ``hooks`` is
+    read by ``CommandHooks``).
 
     Never blocks and never reads without bound: a FIFO, a device or a folder is refused before
     reading, and so is a file over :data:`SETTINGS_MAX_BYTES`. With ``root`` (a project's
@@ -390,9 +396,32 @@ def load_settings(path: Path, *, root: Path | None = None) -> Settings:
             rules=rules,
             mode=_settings_mode(permissions),
             additional_directories=tuple(folders),
+            allow_write=_allow_write(data),
         )
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def _allow_write(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``sandbox.filesystem.allowWrite`` (Claude Code's key; its other ``sandbox`` keys are
+    not read here)."""
+    sandbox = data.get("sandbox", {})
+    if not isinstance(sandbox, Mapping):
+        raise ValueError("'sandbox' must be an object")
+    filesystem = sandbox.get("filesystem", {})
+    if not isinstance(filesystem, Mapping):
+        raise ValueError("'sandbox.filesystem' must be an object")
+    folders = filesystem.get("allowWrite", [])
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise ValueError("'sandbox.filesystem.allowWrite' must be a list of strings")
+    if any(not f or "\0" in f for f in folders):
+        raise ValueError("'sandbox.filesystem.allowWrite' holds an empty path or a NUL")
+    if len(folders) > MAX_RULES:
+        raise ValueError(
+            f"'sandbox.filesystem.allowWrite' holds {len(folders):,} folders; at most "
+            f"{MAX_RULES:,} are read from one settings file"
+        )
+    return tuple(folders)
 
 
 def _settings_mode(permissions: Mapping[str, Any]) -> PermissionMode | None:

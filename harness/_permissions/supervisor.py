@@ -280,6 +280,14 @@ class SecuritySupervisor:
                 "(--trust-project lets it widen the working folder)",
             )
             project = evolve(project, additional_directories=())
+        if project.allow_write:
+            self._warn(
+                cwd,
+                "allowWrite",
+                "its sandbox.filesystem.allowWrite is ignored: the project is not trusted "
+                "(--trust-project lets it widen where sandboxed commands write)",
+            )
+            project = evolve(project, allow_write=())
         if not project.rules.allow:
             return project
         self._warn(
@@ -378,8 +386,17 @@ class SecuritySupervisor:
         if request.kind != "execute":
             return None
         stores = self._stores_of(request)
+        try:
+            settings = self._settings(request.cwd)
+        except ValueError:  # decide() denied the call already; nothing more is writable
+            settings = []
+        writable = [
+            os.path.join(request.cwd, os.path.expanduser(folder))
+            for _source, found in settings
+            for folder in (*found.additional_directories, *found.allow_write)
+        ]
         # found when the command starts (review 10, finding 9)
-        return Sandbox.when_run(lambda: sandbox_paths(request.cwd, stores))
+        return Sandbox.when_run(lambda: sandbox_paths(request.cwd, stores, writable))
 
     def hidden_paths(self, request: PermissionRequest) -> Callable[[str], bool] | None:
         """For an approved call that walks a folder (``grep``, ``find``, ``ls``): whether a

@@ -54,12 +54,16 @@ class Sandbox:
             they do not exist yet or are symlinks (a link can be replaced, a missing name
             made): whatever the command leaves at one of them that was not there before is
             moved aside (:func:`set_aside`).
+        writable: the folders the command may write in (Claude Code's sandbox: the working
+            folder, the additional directories, the temporary folder); everything else is
+            read-only. None: the whole file system as it is, but for the paths above.
     """
 
     read_only: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     watched: tuple[str, ...] = ()
+    writable: tuple[str, ...] | None = None
     make: Callable[[], Sandbox] | None = field(default=None, eq=False, repr=False)
     """When given, the sandbox is found by calling it when the command starts
     (:meth:`current`), not when the call was decided: an earlier call of the same reply may
@@ -266,7 +270,8 @@ def sandbox_available() -> bool:
 
 def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
     """``argv`` run by bubblewrap in a mount namespace where the whole file system is as it is
-    (devices too) except ``sandbox``'s paths, started in ``cwd``, in a process namespace of
+    (read-only but for ``sandbox.writable`` when it is given) except ``sandbox``'s paths,
+    started in ``cwd``, in a process namespace of
     its own (so its background jobs end with it), killed when this process dies. Paths that
     no longer exist, or are no longer what they were (a file now a folder), are left out:
     bubblewrap would make a mount point for them.
@@ -284,8 +289,19 @@ def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
     # a folder in something read-only or hidden cannot be renamed anyway; binding it writable
     # again would undo the read-only mount above it
     held = (*read_only, *(p for p, k in hidden if k == "dir"), *system)
+    writable = sandbox.writable
+    if writable is not None:
+        writable = tuple(p for p in writable if _kind(p) == "dir")
+        for path in writable:
+            mounts.append((path, ["--bind", path, path]))
     for path in sandbox.pinned:
-        if _kind(path) == "dir" and not _under(path, held):
+        # in something held, or outside the writable folders, a pinned folder cannot be
+        # renamed anyway, and binding it would make it writable again
+        if (
+            _kind(path) == "dir"
+            and _deepest(path, writable or ("/",)) > _deepest(path, held)
+            and (writable is None or path not in writable)
+        ):
             mounts.append((path, ["--bind", path, path]))
     for path in read_only:
         mounts.append((path, ["--ro-bind", path, path]))
@@ -299,10 +315,15 @@ def sandboxed(argv: list[str], sandbox: Sandbox, cwd: str) -> list[str]:
     mounts = [m for m in mounts if not _under(os.path.dirname(m[0]), empty)]
     # parents before what lies beneath them, so an inner mount is not covered by an outer one
     mounts.sort(key=lambda m: (m[0].count("/"), m[0]))
-    out = _base(program)
+    out = _base(program, read_only=writable is not None)
     for _path, args in mounts:
         out += args
     return [*out, "--chdir", cwd, "--", *argv]
+
+
+def _deepest(path: str, folders: Iterable[str]) -> int:
+    """How deep the deepest of ``folders`` holding ``path`` lies (-1: none does)."""
+    return max((f.rstrip("/").count("/") for f in folders if _under(path, [f])), default=-1)
 
 
 def _under(path: str, folders: Iterable[str]) -> bool:
@@ -310,15 +331,17 @@ def _under(path: str, folders: Iterable[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def _base(program: str) -> list[str]:
-    """The namespace every sandboxed command gets: the file system as it is (but ``/dev``), a
+def _base(program: str, *, read_only: bool = False) -> list[str]:
+    """The namespace every sandboxed command gets: the file system as it is (but ``/dev``;
+    read-only with ``read_only``), a
     process namespace of its own with its own ``/proc`` (another process's
     ``/proc/PID/root`` would lead back to the file system outside), and for root no
     capabilities (with them a command could unmount what covers a protected path)."""
     # A /dev of its own (null, zero, urandom, tty, its own pts and shm): the host's terminals
     # (/dev/pts/N) are not there, so a command cannot draw on the user's terminal past every
     # escaper, and a session of its own, so no TIOCSTI into one (review 10, finding 4).
-    out = [program, "--dev-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc"]
+    root = ["--ro-bind", "/", "/"] if read_only else ["--dev-bind", "/", "/"]
+    out = [program, *root, "--dev", "/dev", "--unshare-pid", "--proc", "/proc"]
     out.append("--new-session")
     # The kernel's own settings stay read-only (root without capabilities could still write
     # /proc/sys/kernel/core_pattern, a program the kernel runs as root: review 7, finding 12),

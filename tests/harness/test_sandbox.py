@@ -240,10 +240,11 @@ async def test_asking_to_leave_the_sandbox_is_asked_even_in_bypass(home: Path) -
     assert (home / "proj/.git/config").read_text().endswith("# mine\n")
 
 
-async def test_ordinary_work_runs_in_the_sandbox(home: Path) -> None:
+async def test_ordinary_work_runs_in_the_sandbox(home: Path, tmp_path: Path) -> None:
     """What a model does every day still works sandboxed: files in the folder, git add and
-    commit (objects, index, refs), git's own reads of its config, a build writing outside."""
-    out = home / "elsewhere"
+    commit (objects, index, refs), git's own reads of its config, a build writing into the
+    temporary folder."""
+    out = tmp_path / "build"
     commands = [
         "echo b > b.txt && mkdir -p src && echo c > src/c.txt",
         "git add -A && git commit -qm first && git log --oneline | wc -l",
@@ -667,8 +668,6 @@ async def test_an_aborted_command_has_its_protected_names_set_aside(
         # made again after each removal: still stopped at the first
         'm=.mc; for i in $(seq 500); do echo "{}" > "${m}p.json"; rm -f "${m}p.json"; '
         "sleep 0.01; done; touch after",
-        # in the home folder, above the working folder
-        'g=.gi; mkdir -p "$HOME/${g}t/hooks"; sleep 5; touch after',
     ],
 )
 async def test_a_command_that_makes_a_protected_name_is_stopped_at_once(
@@ -680,10 +679,10 @@ async def test_a_command_that_makes_a_protected_name_is_stopped_at_once(
     now stopped at the first look that finds it; what it would have done next never runs."""
     [(text, details)] = await run_commands(home, [command], mode="bypass")
     assert details["sandboxed"] is True
-    assert details["stoppedFor"] in (str(home / "proj/.mcp.json"), str(home / ".git")), details
+    assert details["stoppedFor"] == str(home / "proj/.mcp.json"), details
     assert "stopped the command" in text
     assert not (home / "proj/after").exists()
-    assert not (home / "proj/.mcp.json").exists() and not (home / ".git").exists()
+    assert not (home / "proj/.mcp.json").exists()
 
 
 async def test_a_link_made_above_a_watched_name_is_moved_and_what_it_leads_to_is_not(
@@ -752,15 +751,20 @@ async def test_every_import_path_entry_is_held_missing_ones_watched(
     """Review 13, findings 6 and 12: an editable install's source folder (a `.pth` path entry)
     took a `sitecustomize.py`, and a missing `lib/python311.zip` (the first standard library
     entry) could be made with one inside: both ran, unsandboxed, at the next start."""
-    source = home / "src"
-    source.mkdir()
-    zipped = home / "py/lib/python311.zip"
+    # in the temporary folder, where a sandboxed command may write (the home folder is
+    # read-only to it whole)
+    outside = home.parent / "outside"
+    source = outside / "src"
+    source.mkdir(parents=True)
+    zipped = outside / "py/lib/python311.zip"
     zipped.parent.mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [sys.path[0], str(zipped), str(source), *sys.path[1:]])
     # computed (`printenv`), so the text check cannot see the paths: the sandbox must hold
     commands = [
-        'd=$(printenv HO""ME); s=sitecust; echo "import os" > "$d/src/${s}omize.py"',
-        'd=$(printenv HO""ME); z=python311; echo x > "$d/py/lib/${z}.zip"; sleep 5; touch after',
+        'd=$(dirname $(printenv HO""ME))/outside; s=sitecust; '
+        'echo "import os" > "$d/src/${s}omize.py"',
+        'd=$(dirname $(printenv HO""ME))/outside; z=python311; echo x > "$d/py/lib/${z}.zip"; '
+        "sleep 5; touch after",
     ]
     # one after the other: run at once, the first to end sets aside what the other made, and
     # that one, finding the name as it was, is not stopped
@@ -800,7 +804,7 @@ async def test_a_version_managers_launcher_is_held(
     """Review 13, finding 17: started through a pyenv shim, the shim and pyenv's own code
     (`libexec`, every `pyenv.d/exec/*.bash` hook it sources) run before the harness, and
     were writable from the sandbox."""
-    root = home / "pyenvroot"
+    root = home.parent / "pyenvroot"  # in the temporary folder: writable but for what is held
     for folder in ("shims", "libexec", "bin", "plugins"):
         (root / folder).mkdir(parents=True)
     (root / "shims/harness").write_text("#!/bin/sh\nexec pyenv exec harness\n")
@@ -983,12 +987,13 @@ async def test_a_watched_name_too_long_for_its_blocked_name_is_still_set_aside(
 
 @pytest.fixture
 def python_site(home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """The site folders of the Python the harness runs on, in ``home``: a venv's
-    ``site-packages`` that exists, and a user site that does not exist yet (``site`` is the
-    standard library's: pointed here so no test writes the real installation)."""
+    """The site folders of the Python the harness runs on: a venv's ``site-packages`` that
+    exists, beside ``home`` (where a sandboxed command may write but for what is held), and a
+    user site in ``home`` that does not exist yet (``site`` is the standard library's:
+    pointed here so no test writes the real installation)."""
     import site
 
-    venv_site = home / "venv/lib/python3.11/site-packages"
+    venv_site = home.parent / "venv/lib/python3.11/site-packages"
     venv_site.mkdir(parents=True)
     user_site = home / ".local/lib/python3.11/site-packages"
     monkeypatch.setattr(site, "getsitepackages", lambda prefixes=None: [str(venv_site)])
@@ -1002,7 +1007,7 @@ async def test_the_harness_pythons_site_folders_are_held(
     """Review 9, finding 5: a `.pth` a sandboxed command dropped into the site folder of the
     Python the harness runs on ran, unsandboxed, at the harness's next start; the user site
     (`pip install --user`) too, even before it exists."""
-    venv_site, user_site = python_site
+    venv_site, _user_site = python_site
     commands = [
         f's=site-pack; echo "import os" > "{venv_site.parent}/${{s}}ages/zz.pth"',
         's=site-pack; mkdir -p "$HOME/.local/lib/python3.11/${s}ages" && '
@@ -1016,11 +1021,10 @@ async def test_the_harness_pythons_site_folders_are_held(
     results = await run_commands(home, commands, mode="bypass")
     assert [d["sandboxed"] for _t, d in results] == [True, True]
     assert os.listdir(venv_site) == [], results[0][0]
-    assert not (user_site / "zz.pth").exists(), results[1][0]
-    # (the calls may run at once: the first to end moves aside the outermost folder the
-    # command made on the way to the user site, `~/.local/lib`: review 12, finding 4)
-    moved = [path for _t, d in results for path, _where in d.get("setAside", [])]
-    assert moved == [str(home / ".local/lib")], results
+    assert "Read-only file system" in results[0][0]
+    # the home folder is read-only to the command whole: the user site is never made
+    assert not (home / ".local/lib").exists(), results[1][0]
+    assert "Read-only file system" in results[1][0]
 
 
 async def test_the_harness_pythons_site_folders_are_protected_for_tools_and_named_commands(
@@ -1289,3 +1293,97 @@ def test_this_processs_kept_output_goes_to_the_private_log_folder(tmp_path: Path
     assert not isinstance(result, str)
     kept = result.details["fullOutputPath"]  # type: ignore[index]
     assert os.path.dirname(kept) == bash_log_folder()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo "touch P" >> "$HOME/.bashrc"',
+        'echo "node-options=--require=/x" > "$HOME/.npmrc"',
+        'mkdir -p "$HOME/.config/fish" && echo x > "$HOME/.config/fish/config.fish"',
+        'g=.gi; mkdir -p "$HOME/${g}t/hooks"',
+        'mkdir -p "$HOME/elsewhere" && echo x > "$HOME/elsewhere/f"',
+        'p=$(dirname "$PWD"); echo x > "$p/beside"',
+    ],
+)
+async def test_a_sandboxed_command_writes_only_in_the_working_and_temporary_folders(
+    home: Path, tmp_path: Path, command: str
+) -> None:
+    """Reviews 9 to 13 each found another place outside the working folder whose files run
+    unsandboxed at a later start (a shell's rc file, `~/.npmrc`, a version manager's hook, a
+    first `.git` in the home folder) and was writable from the sandbox. As in Claude Code's
+    sandbox, a command now writes only in the working folder, the folders the user added and
+    the temporary folder; the home folder is read-only whole, even inside the temporary
+    folder (as here)."""
+    before = snapshot(home)
+    [(text, details)] = await run_commands(home, [command], mode="bypass")
+    assert details["sandboxed"] is True
+    assert "Read-only file system" in text, text
+    assert snapshot(home) == before, text
+    [(text, _)] = await run_commands(
+        home,
+        [
+            f"echo x > x && echo y > {tmp_path}/y && "
+            f"z={tempfile.gettempdir()}/harness-test-z-$$; echo z > $z && rm $z; cat x"
+        ],
+        mode="bypass",
+    )
+    assert text.strip() == "x" and (tmp_path / "y").read_text() == "y\n", text
+
+
+async def test_the_users_allow_write_and_added_folders_are_writable_and_a_projects_are_not(
+    home: Path,
+) -> None:
+    """Claude Code's `sandbox.filesystem.allowWrite` and `permissions.additionalDirectories`
+    in the user's settings widen where a sandboxed command writes; an untrusted project's
+    never do (it could name `~/.bashrc`'s folder)."""
+    for name in ("built", "added", "project-said"):
+        (home / name).mkdir()
+    (home / ".config/harness/settings.json").write_text(
+        '{"sandbox": {"filesystem": {"allowWrite": ["~/built"]}},'
+        ' "permissions": {"additionalDirectories": ["../added"]}}'
+    )
+    (home / "proj/.harness").mkdir()
+    (home / "proj/.harness/settings.json").write_text(
+        '{"sandbox": {"filesystem": {"allowWrite": ["~/project-said", "~"]}}}'
+    )
+    calls = [
+        f"echo x > {home}/built/f",
+        f"echo x > {home}/added/f",
+        f"echo x > {home}/project-said/f",
+        'echo x >> "$HOME/.bashrc"',
+    ]
+    results = await run_commands_with_settings(home, calls)
+    assert [d["exitCode"] for _t, d in results] == [0, 0, 1, 1], results
+    assert (home / "built/f").read_text() == (home / "added/f").read_text() == "x\n"
+    assert not (home / "project-said/f").exists() and not (home / ".bashrc").exists()
+
+
+async def run_commands_with_settings(
+    home: Path, commands: list[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Run ``commands`` one after the other in ``bypass`` with the user's and the project's
+    settings read; each result's text and details."""
+    out = []
+    for command in commands:
+        session = await MemorySessionRepo().create(str(home / "proj"))
+        harness = AgentHarness(
+            session=session,
+            model=FauxModel(
+                [
+                    FauxReply(
+                        tool_calls=[FauxToolCall(name="bash", arguments={"command": command})]
+                    ),
+                    "ok",
+                ]
+            ),
+            tools=[BASH],
+            cwd=home / "proj",
+            supervisor=SecuritySupervisor(mode="bypass"),
+            resources=None,
+        )
+        await harness.prompt("go")
+        [result] = [m for m in session.build_context().messages if m.role == "toolResult"]
+        text = "".join(b.text for b in result.content if isinstance(b, TextContent))
+        out.append((text, dict(result.details) if isinstance(result.details, dict) else {}))
+    return out
