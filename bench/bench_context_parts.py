@@ -19,7 +19,9 @@ then times, one after the other on the same bodies and with the collector paused
   holds (text, thinking, tool calls, tool results) and nothing else: a lower bound for such a
   path, not a floor of equal work.
 
-Last, the typed Anthropic body is timed with the collector running, as in a real request.
+Before timing, both prototypes are checked to give what the typed path gives (the same
+entries; the same Anthropic body). Last, the typed Anthropic body is timed with the
+collector running, as in a real request.
 Medians of the rounds, in milliseconds. Nothing here is asserted anywhere.
 """
 
@@ -50,7 +52,15 @@ from hooks import (
     Usage,
     UserMessage,
 )
-from repos import MessageEntry, Session, decode_entry, normalize_messages, open_session
+from repos import (
+    NO_RESULT_TEXT,
+    CompactionEntry,
+    MessageEntry,
+    Session,
+    decode_entry,
+    normalize_messages,
+    open_session,
+)
 from repos._codec import FrozenDict, frozen_json
 
 HERE = Path(__file__).resolve().parent
@@ -58,12 +68,19 @@ DEFAULT = [HERE / ".data" / "full-seed1" / f"{name}.jsonl" for name in ("s100k",
 NO_EXTRA = FrozenDict()
 
 
-def context_bodies(session: Session, count: int) -> list[bytes]:
-    """The stored lines of the last ``count`` messages of the session's branch (its context:
-    the workload's files have no custom messages or summaries after their compaction)."""
+def context_bodies(session: Session) -> list[bytes]:
+    """The stored lines of the message entries of the session's first context: those from the
+    last compaction's first kept entry on (the few branch summaries there are left out; both
+    paths time the same bodies)."""
     ids = session.path_ids(session.leaf_id)
     kinds = session.entry_types(ids)
-    wanted = [i for i, kind in zip(ids, kinds, strict=True) if kind == "message"][-count:]
+    start = 0
+    if "compaction" in kinds:
+        at = len(kinds) - 1 - kinds[::-1].index("compaction")
+        compaction = session.get_entry(ids[at])
+        assert isinstance(compaction, CompactionEntry)
+        start = ids.index(compaction.first_kept_entry_id, 0, at)
+    wanted = [i for i, kind in zip(ids[start:], kinds[start:], strict=True) if kind == "message"]
     return [line.rstrip(b"\n") for line in session.raw_lines(wanted)]
 
 
@@ -307,7 +324,7 @@ def json_body(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for call in calls:
                 r = results.pop(call["id"], None)
                 content = (
-                    []
+                    [{"type": "text", "text": NO_RESULT_TEXT}]
                     if r is None
                     else [
                         {"type": "text", "text": x["text"]}
@@ -368,7 +385,15 @@ def measure(path: Path, rounds: int) -> dict[str, float]:
 
     with open_session(path, fsync="never") as session:
         llm_kept = _checked(session.build_context().messages)
-        bodies = context_bodies(session, len(llm_kept))
+        bodies = context_bodies(session)
+        # The prototypes must give what the typed path gives, or their times mean nothing.
+        objs = _loads(bodies)
+        entries = _map(decode_entry, objs)
+        if _map(one_pass, objs) != entries:
+            raise SystemExit(f"{path}: the one-pass prototype decodes differently")
+        if json_body(_loads_messages(bodies)) != convert_messages(_normalised(entries)):
+            raise SystemExit(f"{path}: the JSON prototype gives another Anthropic body")
+        del objs, entries
         gc.disable()
         try:
             for _ in range(rounds + 1):
