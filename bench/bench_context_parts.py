@@ -7,8 +7,9 @@ Run from the repository root, after ``bench/gen_workload.py`` (or a run of
     .venv/bin/python bench/bench_context_parts.py [--rounds 7] [FILE ...]
 
 ``FILE`` defaults to the full workload's ``s100k.jsonl`` and ``s10k.jsonl``. The bodies of the
-file's first context (the messages after its compaction) are read into memory once; each round
-then times, one after the other on the same bodies and with the collector paused:
+message entries of the file's first context (from its compaction's first kept entry on) are
+read into memory once; each round then times, one after the other on the same bodies and with
+the collector paused:
 
 * the typed path: ``orjson.loads``, ``decode_entry``, normalising + ``to_llm_messages`` +
   ``request_problems``, and the Anthropic provider's ``convert_messages``;
@@ -21,8 +22,8 @@ then times, one after the other on the same bodies and with the collector paused
 
 Before timing, both prototypes are checked to give what the typed path gives (the same
 entries; the same Anthropic body). Last, the typed Anthropic body is timed with the
-collector running, as in a real request.
-Medians of the rounds, in milliseconds. Nothing here is asserted anywhere.
+collector running, as in a real request. Medians of the rounds, in milliseconds; no time is
+asserted anywhere.
 """
 
 from __future__ import annotations
