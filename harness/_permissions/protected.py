@@ -1219,10 +1219,33 @@ def _sequence(m: re.Match[str], limit: int) -> list[str]:
 _GIT_CODE = ("config", "config.worktree", "hooks", "commondir")
 
 
+def added_folder(folder: str, cwd: Path | str) -> str | None:
+    """The real path of a folder the user added (``permissions.additionalDirectories``,
+    ``sandbox.filesystem.allowWrite``; ``~`` and relative paths against ``cwd``, ``..`` taken
+    as written), or None when it is not a folder or its name passes through a symlink other
+    than a component of the working folder's or the home folder's own path: a link a command
+    made in a writable place (``ln -s ~ /tmp/added``), or one a cloned project ships
+    (``../shared -> ~``), would otherwise choose which folder counts as added (review 14,
+    finding 3)."""
+    start = os.path.abspath(cwd)
+    written = os.path.normpath(os.path.join(start, os.path.expanduser(folder)))
+    chosen = {*_ancestors(start), *_ancestors(os.path.expanduser("~"))}
+    if any(p not in chosen and os.path.islink(p) for p in _ancestors(written)):
+        return None
+    real = _realpath(written)
+    return real if os.path.isdir(real) else None
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b/c`` as ``["/a", "/a/b", "/a/b/c"]``."""
+    parts = [p for p in path.split("/") if p]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
 def sandbox_paths(
     cwd: Path | str,
     extra: Iterable[str | os.PathLike[str]] = (),
-    writable: Iterable[str | os.PathLike[str]] = (),
+    writable: Iterable[str] = (),
 ) -> Sandbox:
     """What a sandboxed bash command in ``cwd`` may not change or read (:class:`Sandbox`):
         the protected paths found on the file system rather than in the command's text, so no
@@ -1249,6 +1272,11 @@ def sandbox_paths(
     the standard library, scripts, ``pyvenv.cfg``) is protected too, even in ``cwd`` (a
     project whose ``.venv`` runs the harness: installing there needs the unsandboxed run a
     person approves).
+
+    Writable (:attr:`Sandbox.writable`): ``cwd``, ``writable`` (the user's added folders as
+    :func:`added_folder` resolves them, each guarded as ``cwd`` is: the protected names in it
+    and the folders above it, its git folders) and the temporary folders; the rest is
+    read-only.
     """
     home = os.path.expanduser("~")
     config = user_folder("config")
@@ -1291,8 +1319,10 @@ def sandbox_paths(
     for path in python_folders(start):
         protect(path)
     folders: list[str] = []
-    # the folders above as written and as git finds them, through symlinks (review 7, 17)
-    for first in dict.fromkeys((start, _realpath(start))):
+    # the folders above as written and as git finds them, through symlinks (review 7, 17);
+    # the added folders' too: a command writes there as in the working folder (review 14, 1)
+    writable = tuple(writable)
+    for first in dict.fromkeys((start, _realpath(start), *writable)):
         folder = first
         while folder not in folders:
             folders.append(folder)
@@ -1310,7 +1340,8 @@ def sandbox_paths(
                 git_folders.append(path)
             else:
                 protect(path)
-    for found in dict.fromkeys((*git_dirs(cwd), *git_dirs(_realpath(start)))):
+    added_git = (g for w in writable for g in git_dirs(w))
+    for found in dict.fromkeys((*git_dirs(cwd), *git_dirs(_realpath(start)), *added_git)):
         if os.path.isfile(os.path.join(found, "HEAD")):
             git_folders.append(found)
         else:
@@ -1359,8 +1390,13 @@ def sandbox_paths(
             os.path.join(home, ".cache", "pre-commit"),
         )
     ):
-        if os.path.isdir(pre_commit) and not _inside(start, [pre_commit]):
-            read_only.append(pre_commit)
+        if not _inside(start, [pre_commit]):
+            # watched while missing: an allowWrite of ~/.cache lets a command make it
+            # (review 14, finding 2)
+            if os.path.isdir(pre_commit) and not os.path.islink(pre_commit):
+                read_only.append(pre_commit)
+            else:
+                watched.append(pre_commit)
     # the default config folder too, which a harness started without $XDG_CONFIG_HOME reads
     # (review 13, finding 14): hidden when it is there, watched when it is not
     default_config = os.path.join(home, ".config", "harness")

@@ -29,6 +29,7 @@ from .decisions import (
 from .folders import user_settings_path
 from .keys import rule_paths
 from .protected import (
+    added_folder,
     file_url_paths,
     other_bash_log,
     private_config_file,
@@ -391,9 +392,10 @@ class SecuritySupervisor:
         except ValueError:  # decide() denied the call already; nothing more is writable
             settings = []
         writable = [
-            os.path.join(request.cwd, os.path.expanduser(folder))
+            real
             for _source, found in settings
             for folder in (*found.additional_directories, *found.allow_write)
+            if (real := _added(folder, request.cwd)) is not None
         ]
         # found when the command starts (review 10, finding 9)
         return Sandbox.when_run(lambda: sandbox_paths(request.cwd, stores, writable))
@@ -696,15 +698,33 @@ def _strings(value: object, depth: int) -> Iterator[str]:
             yield from _strings(item, depth + 1)
 
 
+_ignored_added: set[tuple[str, str]] = set()
+
+
+def _added(folder: str, cwd: Path) -> str | None:
+    """:func:`added_folder`, saying once per folder why one is ignored."""
+    real = added_folder(folder, cwd)
+    if real is None and (folder, str(cwd)) not in _ignored_added:
+        _ignored_added.add((folder, str(cwd)))
+        log.warning(
+            "the added folder %r (from %s) is ignored: it is not a folder, or its name passes "
+            "through a symlink (write the folder's real path)",
+            folder,
+            cwd,
+        )
+    return real
+
+
 def _in_additional(
     request: PermissionRequest, settings: list[tuple[SettingSource, Settings]]
 ) -> bool:
     """Whether every path of the call, symlinks resolved, lies in an additional directory of
     the settings (an untrusted project's were dropped before)."""
     folders = [
-        os.path.realpath(os.path.join(request.cwd, os.path.expanduser(folder)))
+        real
         for _source, found in settings
         for folder in found.additional_directories
+        if (real := _added(folder, request.cwd)) is not None
     ]
     if not folders or not request.paths:
         return False

@@ -103,3 +103,32 @@ async def test_a_projects_additional_directories_count_only_when_it_is_trusted(
     )
     assert read.is_error is (not trusted)
     assert ("from the extra folder" in text(read)) is trusted
+
+
+async def test_an_added_folder_reached_through_a_projects_symlink_is_not_added(
+    tmp_path: Path,
+) -> None:
+    """Review 14, finding 3: the user's relative `../shared`, from a working folder inside a
+    cloned project that ships `shared -> ~`, made the home folder count as added: a read of a
+    private key there was approved unasked. A folder whose name passes through a symlink
+    (other than the working folder's own path) is not added; the read is asked (denied here:
+    no approver)."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh/id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    clone = tmp_path / "clone"
+    (clone / "sub").mkdir(parents=True)
+    (clone / "shared").symlink_to(home)
+    user = tmp_path / "user.json"
+    user.write_text(json.dumps({"permissions": {"additionalDirectories": ["../shared"]}}))
+    [through, direct] = await results(
+        clone / "sub",
+        user,
+        [
+            ("read", {"path": "../shared/.ssh/id_ed25519"}),
+            ("read", {"path": str(home / ".ssh/id_ed25519")}),
+        ],
+    )
+    assert through.is_error and direct.is_error, (text(through), text(direct))
+    assert "PRIVATE" not in text(through) + text(direct)
+    assert "leaves the working folder" in text(direct)

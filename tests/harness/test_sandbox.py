@@ -12,6 +12,7 @@ it and requires the ``sandbox`` group.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -1387,3 +1388,84 @@ async def run_commands_with_settings(
         text = "".join(b.text for b in result.content if isinstance(b, TextContent))
         out.append((text, dict(result.details) if isinstance(result.details, dict) else {}))
     return out
+
+
+async def test_the_protected_names_of_an_added_folder_are_held(home: Path) -> None:
+    """Review 14, finding 1: a folder the user added (`additionalDirectories`, `allowWrite`)
+    was writable whole: a bypass command planted its repository's `.git/hooks/pre-commit`,
+    rewrote its `.harness/settings.json` and made a `.mcp.json`. It is guarded as the working
+    folder is."""
+    lib = home / "lib"
+    lib.mkdir()
+    subprocess.run(["git", "init", "-q", str(lib)], check=True)
+    (lib / ".harness").mkdir()
+    (lib / ".harness/settings.json").write_text("{}")
+    (home / ".config/harness/settings.json").write_text(
+        '{"permissions": {"additionalDirectories": ["../lib"]}}'
+    )
+
+    def held() -> dict[str, bytes]:
+        files = [lib / ".git/config", lib / ".harness/settings.json"]
+        files += sorted((lib / ".git/hooks").iterdir())
+        return {str(f): f.read_bytes() for f in files}
+
+    before = held()
+    results = await run_commands_with_settings(
+        home,
+        [
+            "echo ok > ../lib/plain.txt",
+            'g=.gi; echo "id" > ../lib/${g}t/hooks/pre-commit',
+            'h=.harnes; echo "{}" > ../lib/${h}s/settings.json',
+            'g=.gi; printf "[core]\\nfsmonitor = id\\n" >> ../lib/${g}t/config',
+            'm=.mcp.jso; echo "{}" > ../lib/${m}n',
+        ],
+    )
+    assert results[0][1]["exitCode"] == 0 and (lib / "plain.txt").read_text() == "ok\n"
+    assert [d["exitCode"] != 0 for _t, d in results[1:4]] == [True] * 3, results
+    # a missing name no mount holds: watched, and what the command made is set aside
+    assert "setAside" in results[4][1] or "stoppedFor" in results[4][1], results[4]
+    assert held() == before
+    assert not (lib / ".mcp.json").exists()
+
+
+async def test_an_added_folder_a_command_links_elsewhere_is_not_writable(
+    home: Path, tmp_path: Path
+) -> None:
+    """Review 14, finding 3: an added folder that did not exist, in the writable temporary
+    folder, became whatever a sandboxed command linked there (`ln -s ~ /tmp/added`), and the
+    next command wrote `~/.bashrc`. A folder whose name passes through a symlink is not
+    added."""
+    added = tmp_path / "added"
+    (home / ".config/harness/settings.json").write_text(
+        json.dumps({"sandbox": {"filesystem": {"allowWrite": [str(added)]}}})
+    )
+    results = await run_commands_with_settings(
+        home,
+        [
+            f'ln -s "$(printenv HO""ME)" {added}',
+            f'echo "echo PWNED" >> {added}/.bashrc',
+            'echo "echo PWNED" >> "$HOME/.bashrc"',
+        ],
+    )
+    assert results[0][1]["exitCode"] == 0, results
+    assert [d["exitCode"] for _t, d in results[1:]] == [1, 1], results
+    assert not (home / ".bashrc").exists()
+
+
+async def test_a_missing_pre_commit_cache_in_an_allowed_folder_is_watched(home: Path) -> None:
+    """Review 14, finding 2: with `~/.cache` in `allowWrite`, a command made pre-commit's
+    missing cache with a planted hook repository, which the installed git hook would run
+    unsandboxed at the next commit. The missing cache is watched: what is made there is set
+    aside."""
+    (home / ".config/harness/settings.json").write_text(
+        '{"sandbox": {"filesystem": {"allowWrite": ["~/.cache"]}}}'
+    )
+    [(text, details)] = await run_commands_with_settings(
+        home,
+        [
+            "c=$(printenv XDG_CACHE_HOME); echo x > $c/other && mkdir -p $c/pre-commit/r && "
+            "echo planted > $c/pre-commit/r/hook.py"
+        ],
+    )
+    assert (home / ".cache/other").read_text() == "x\n", text
+    assert not (home / ".cache/pre-commit").exists(), (text, details)
