@@ -89,10 +89,10 @@ Medians = dict[tuple[str, str], tuple[float, float, float]]
 
 
 async def measure(rounds: int, sessions: int, before: Path | None = None) -> Medians:
-    """Every command of :data:`COMMANDS` (tree "now", and "before" given ``before``) in
-    ``rounds`` interleaved rounds, ``harness sessions list`` over ``sessions`` small sessions
-    with the list cache warm; the medians. ``bench/bench_storage.py`` takes issue 24's
-    start-up rows from here."""
+    """Every command of :data:`COMMANDS` (tree "now", and "before" given ``before``, an
+    absolute path: the children run in ``/``) in ``rounds`` interleaved rounds, ``harness
+    sessions list`` over ``sessions`` small sessions with the list cache warm; the medians.
+    ``bench/bench_storage.py`` takes issue 24's start-up rows from here."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "sessions"
         await make_sessions(root, sessions)
@@ -100,7 +100,7 @@ async def measure(rounds: int, sessions: int, before: Path | None = None) -> Med
         env.pop("PYTHONPROFILEIMPORTTIME", None)
         trees = {"now": env}
         if before is not None:
-            trees["before"] = dict(env, PYTHONPATH=str(before.resolve()))
+            trees["before"] = dict(env, PYTHONPATH=str(before))
         run_once(COMMANDS["harness sessions list"], env)  # fills the list cache
         rows = [(tree, name) for name in COMMANDS for tree in trees]
         samples: dict[tuple[str, str], list[tuple[float, float, int]]] = {r: [] for r in rows}
@@ -120,7 +120,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--before", type=Path, help="an older source tree to time too")
     ns = parser.parse_args()
-    medians = asyncio.run(measure(ns.rounds, ns.sessions, ns.before))
+    before = ns.before.resolve() if ns.before is not None else None
+    medians = asyncio.run(measure(ns.rounds, ns.sessions, before))
     print(f"{ns.rounds} interleaved rounds, {ns.sessions:,} sessions for list; medians")
     print()
     print("| command | code | wall s | CPU s | imports s (-X importtime) |")
