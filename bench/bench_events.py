@@ -44,25 +44,35 @@ async def per_call_us(fn: Callable[[], Awaitable[object]], n: int) -> float:
     return statistics.median(rounds)
 
 
+async def bus_us(receivers: int, n: int = 20_000) -> tuple[float, float]:
+    """µs per event with ``receivers`` no-op sync receivers of each signal: a ``turn_start``
+    observer's dispatch and a ``tool_call`` hook's (median of 5 rounds of ``n``).
+    ``bench/bench_storage.py`` takes issue 24's bus row from here."""
+    sender = Sender()
+    disconnects = [
+        connect("turn_start", lambda s, event: None, sender=sender) for _ in range(receivers)
+    ]
+    disconnects += [
+        connect("tool_call", lambda s, event: None, sender=sender) for _ in range(receivers)
+    ]
+    turn = TurnStartEvent(turn_index=0)
+    call = ToolCallEvent(tool_call_id="t", tool_name="bash", input={"c": 1}, turn_index=0)
+    try:
+        observer = await per_call_us(lambda s=sender, e=turn: notify(s, e), n)  # type: ignore[misc]
+        hook = await per_call_us(lambda s=sender, e=call: emit_tool_call(s, e), n)  # type: ignore[misc]
+    finally:
+        for disconnect in disconnects:
+            disconnect()
+    return observer, hook
+
+
 async def bench_bus() -> None:
     print("| event | receivers | µs per event |")
     print("|---|---|---|")
     for receivers in (0, 1, 10):
-        sender = Sender()
-        disconnects = [
-            connect("turn_start", lambda s, event: None, sender=sender) for _ in range(receivers)
-        ]
-        disconnects += [
-            connect("tool_call", lambda s, event: None, sender=sender) for _ in range(receivers)
-        ]
-        turn = TurnStartEvent(turn_index=0)
-        call = ToolCallEvent(tool_call_id="t", tool_name="bash", input={"c": 1}, turn_index=0)
-        observer = await per_call_us(lambda s=sender, e=turn: notify(s, e), 20_000)  # type: ignore[misc]
-        hook = await per_call_us(lambda s=sender, e=call: emit_tool_call(s, e), 20_000)  # type: ignore[misc]
+        observer, hook = await bus_us(receivers)
         print(f"| turn_start (observer) | {receivers} | {observer:.2f} |")
         print(f"| tool_call (hook) | {receivers} | {hook:.2f} |")
-        for disconnect in disconnects:
-            disconnect()
 
 
 @tool("noop", "does nothing")

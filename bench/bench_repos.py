@@ -22,6 +22,10 @@ Run from the repository root:
 * Every figure is the median of ``--runs`` runs; within a run the stores take turns, so a
   change in the machine's load touches them all alike. ``--quick``: small sizes, ours only, no
   PostgreSQL (the smoke test ``tests/test_bench_smoke.py`` runs it).
+* The run closes with issue 24's rows for the database stores (resume against the same
+  engine's peers, target, verdict) in the columns of ``bench/bench_storage.py``'s closing table
+  (``bench/_issue24.py``), which points here for them; the issue's rows are at 3,000 entries
+  (``--entries 3000``).
 
 Exit status 1 when one of the measurements failed (its cell says why).
 """
@@ -43,7 +47,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -95,6 +99,9 @@ def _load(name: str, path: Path) -> Any:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+issue24 = _load("_issue24", HERE / "_issue24.py")
 
 
 # --- sizes and rows ------------------------------------------------------------------------------
@@ -658,6 +665,69 @@ def render(bench: Bench, meta: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def issue24_rows(bench: Bench) -> list[Any]:
+    """Issue 24's database rows (``issue24.IssueRow``, the columns of bench_storage.py's
+    closing table): our resume on each engine against the same engine's peers."""
+    row = row_names(sizes=bench.sizes)[-3]  # resume = open + first context
+    cells = bench.table[row]
+    heads = dict(COLUMNS)
+
+    def figure(key: str) -> tuple[float | None, str]:
+        """A store's resume: its median and its text as the table above prints it."""
+        if key in bench.absent:
+            return None, f"not measured ({bench.absent[key]})"
+        c = cells.get(key)
+        if c is None or c.text:
+            return None, c.text if c is not None else DASH
+        note = _note(key, row)
+        return c.value, f"{fmt(c.value)} ms" + (f" ({note})" if note else "")
+
+    out = []
+    for template, key, peer_keys, target in (
+        (issue24.SQLITE_RESUME, "sqlite", ("openai", "langgraph_sqlite"), issue24.SQLITE_TARGET),
+        (issue24.POSTGRES_RESUME, "postgres", ("langgraph_postgres",), issue24.POSTGRES_TARGET),
+    ):
+        ours, ours_text = figure(key)
+        peers = [figure(k) for k in peer_keys]
+        values = [value for value, _ in peers if value is not None]
+        if ours is None:
+            met = "error" if cells.get(key, Cell()).error else "not measured"
+        elif len(values) < len(peers):
+            met = "no verdict: a peer not measured"
+        else:
+            met = issue24.verdict(all(ours <= value for value in values))
+        out.append(
+            issue24.IssueRow(
+                issue24.resume_name(template, bench.sizes.appends[-1]),
+                ours_text,
+                DASH,
+                "; ".join(
+                    f"{heads[k]} {text}" for k, (_, text) in zip(peer_keys, peers, strict=True)
+                ),
+                DASH,
+                " / ".join(issue24.ratio(ours, value) for value, _ in peers),
+                target,
+                met,
+            )
+        )
+    return out
+
+
+def issue24_title(sizes: Sizes) -> str:
+    entries = sizes.appends[-1]
+    size = ""
+    if entries != issue24.ISSUE_RESUME_ENTRIES:
+        size = (
+            f"; resumed at {entries:,} entries, the issue's rows are at "
+            f"{issue24.ISSUE_RESUME_ENTRIES:,} (--entries {issue24.ISSUE_RESUME_ENTRIES})"
+        )
+    return (
+        "Issue 24's rows for the database stores, as measured in this run (bench_storage.py's "
+        f"closing table lists every row of the issue){size}; met: yes, NO, or why there is "
+        "no verdict"
+    )
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:
@@ -742,6 +812,9 @@ async def amain(a: argparse.Namespace, venv_reason: str) -> tuple[int, dict[str,
         shutil.rmtree(work, ignore_errors=True)
     meta["load_end"] = _loadavg()
     print(render(bench, meta))
+    closing = issue24_rows(bench)
+    print()
+    print(issue24.render(closing, issue24_title(sizes)))
     report = {
         "meta": meta,
         "absent": bench.absent,
@@ -752,6 +825,7 @@ async def amain(a: argparse.Namespace, venv_reason: str) -> tuple[int, dict[str,
             }
             for row, cells in bench.table.items()
         },
+        "issue24": [asdict(r) for r in closing],
     }
     return (1 if bench.failed else 0), report
 

@@ -84,34 +84,50 @@ async def make_sessions(root: Path, n: int) -> None:
             s.append_message(AssistantMessage(content=[TextContent(text=f"answer {i}")]))
 
 
+Medians = dict[tuple[str, str], tuple[float, float, float]]
+"""(tree, command) -> median wall s, CPU s and import s (``-X importtime``)."""
+
+
+async def measure(rounds: int, sessions: int, before: Path | None = None) -> Medians:
+    """Every command of :data:`COMMANDS` (tree "now", and "before" given ``before``, an
+    absolute path: the children run in ``/``) in ``rounds`` interleaved rounds, ``harness
+    sessions list`` over ``sessions`` small sessions with the list cache warm; the medians.
+    ``bench/bench_storage.py`` takes issue 24's start-up rows from here."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "sessions"
+        await make_sessions(root, sessions)
+        env = dict(os.environ, HARNESS_SESSIONS_DIR=str(root), HARNESS_CACHE_DIR=str(Path(tmp)))
+        env.pop("PYTHONPROFILEIMPORTTIME", None)
+        trees = {"now": env}
+        if before is not None:
+            trees["before"] = dict(env, PYTHONPATH=str(before))
+        run_once(COMMANDS["harness sessions list"], env)  # fills the list cache
+        rows = [(tree, name) for name in COMMANDS for tree in trees]
+        samples: dict[tuple[str, str], list[tuple[float, float, int]]] = {r: [] for r in rows}
+        for _ in range(rounds):
+            for tree, name in rows:
+                samples[tree, name].append(run_once(COMMANDS[name], trees[tree]))
+    out: Medians = {}
+    for row, got in samples.items():
+        wall, cpu, us = (statistics.median(s[k] for s in got) for k in range(3))
+        out[row] = (wall, cpu, us / 1e6)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--before", type=Path, help="an older source tree to time too")
     ns = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "sessions"
-        asyncio.run(make_sessions(root, ns.sessions))
-        env = dict(os.environ, HARNESS_SESSIONS_DIR=str(root), HARNESS_CACHE_DIR=str(Path(tmp)))
-        env.pop("PYTHONPROFILEIMPORTTIME", None)
-        trees = {"now": env}
-        if ns.before is not None:
-            trees["before"] = dict(env, PYTHONPATH=str(ns.before.resolve()))
-        run_once(COMMANDS["harness sessions list"], env)  # fills the list cache
-        rows = [(tree, name) for name in COMMANDS for tree in trees]
-        samples: dict[tuple[str, str], list[tuple[float, float, int]]] = {r: [] for r in rows}
-        for _ in range(ns.rounds):
-            for tree, name in rows:
-                samples[tree, name].append(run_once(COMMANDS[name], trees[tree]))
+    before = ns.before.resolve() if ns.before is not None else None
+    medians = asyncio.run(measure(ns.rounds, ns.sessions, before))
     print(f"{ns.rounds} interleaved rounds, {ns.sessions:,} sessions for list; medians")
     print()
     print("| command | code | wall s | CPU s | imports s (-X importtime) |")
     print("|---|---|---|---|---|")
-    for tree, name in rows:
-        got = samples[tree, name]
-        wall, cpu, us = (statistics.median(s[k] for s in got) for k in range(3))
-        print(f"| {name} | {tree} | {wall:.3f} | {cpu:.3f} | {us / 1e6:.3f} |")
+    for (tree, name), (wall, cpu, imports) in medians.items():
+        print(f"| {name} | {tree} | {wall:.3f} | {cpu:.3f} | {imports:.3f} |")
 
 
 if __name__ == "__main__":

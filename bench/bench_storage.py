@@ -3,7 +3,7 @@
 Run from the repository root:
 
     .venv/bin/python bench/bench_storage.py [--runs 3] [--quick] [--json OUT] [--no-pi]
-        [--only open,append,list,fork,create,memory]
+        [--only open,append,list,fork,create,memory,bus,start]
 
 * The workload comes from ``bench/gen_workload.py`` (generated into ``bench/.data/`` on the first
   run, reused afterwards).
@@ -25,6 +25,13 @@ Run from the repository root:
 * Floors do the work ours does and nothing more: the context floor reads the bodies it needs
   from memory (the file mapped), as ours may, not with one ``pread`` per entry.
 * ``--quick`` is a smoke run on small sizes (1k-5k entries, 100 sessions), without pi.
+* The run closes with issue 24's table (``bench/_issue24.py``): every row of the issue beside
+  its floor and peers, target and verdict. The storage rows are those of the table above; the
+  bus row is ``bench/bench_events.py``'s measurement (``bus_us``, group ``bus``), the start-up
+  rows ``bench/bench_start.py``'s (``measure``, group ``start``: ``import harness``, ``harness
+  --help``, ``harness sessions list`` over the folder's size of small sessions, cached), both
+  imported and run here; the database rows say they come from ``bench/bench_repos.py``'s run
+  (which prints them in the same columns), the test-suite row from the lone-clone run.
 
 Exit status 1 when one of our operations failed (its row says why); targets missed do not
 change the exit status (speed is never asserted in tests).
@@ -50,7 +57,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,15 +74,20 @@ CACHE_ENV = "HARNESS_CACHE_DIR"  # where JsonlSessionRepo keeps its persistent l
 DASH, TIMES = "\u2013", "\u00d7"  # en dash (nothing to show), times sign (ratios)
 
 
-def _load_generator() -> Any:
-    if "gen_workload" in sys.modules:
-        return sys.modules["gen_workload"]
-    spec = importlib.util.spec_from_file_location("gen_workload", HERE / "gen_workload.py")
+def _load_sibling(name: str) -> Any:
+    """``bench/NAME.py`` as a module (bench/ is no package, and this file is also loaded by
+    path, so its folder is not always on ``sys.path``)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_workload"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+issue24 = _load_sibling("_issue24")
 
 
 # --- sizes ---------------------------------------------------------------------------------------
@@ -88,16 +100,29 @@ class Sizes:
     mid: str  # the 10k file
     growth: tuple[str, ...]
     ref: str  # the growth table compares the largest size with this one
-    folder: int
+    folder: int  # also the sessions `harness sessions list` lists in the start-up rows
     append: int
+    dispatches: int  # bus dispatches per round (bench_events.bus_us)
 
 
 # Groups of rows --only can pick (open: open, first context and resume; memory: the RSS rows
-# and the growth table; append: its rows and the system-call count).
-GROUPS = ("open", "append", "list", "fork", "create", "memory")
+# and the growth table; append: its rows and the system-call count; bus and start: issue 24's
+# rows of bench_events.py and bench_start.py, printed in the closing table only).
+GROUPS = ("open", "append", "list", "fork", "create", "memory", "bus", "start")
 
-FULL = Sizes("full", "s100k", "s10k", ("s1k", "s10k", "s100k", "s300k"), "s10k", 1000, 10_000)
-QUICK = Sizes("quick", "s5k", "s1k", ("s1k", "s2k", "s5k"), "s1k", 100, 1000)
+FULL = Sizes(
+    "full", "s100k", "s10k", ("s1k", "s10k", "s100k", "s300k"), "s10k", 1000, 10_000, 20_000
+)
+QUICK = Sizes("quick", "s5k", "s1k", ("s1k", "s2k", "s5k"), "s1k", 100, 1000, 2_000)
+START_ROUNDS = 11  # bench_start.py's default: a command's CPU time varies more than a call's
+BUS_RECEIVERS = 10  # the issue's bus row
+# bench_start.COMMANDS -> the figures' key (start.KEY.cpu/.wall/.imports)
+START_KEYS = {
+    "python -c pass (floor)": "floor",
+    "import harness": "import",
+    "harness --help": "help",
+    "harness sessions list": "list",
+}
 
 
 def label(name_or_count: str | int) -> str:
@@ -129,6 +154,29 @@ def row_names(quick: bool = False) -> list[str]:
         "create + first 2 messages",
         f"RSS held after open + first context, {big}",
         f"peak RSS during open, {big}",
+    ]
+
+
+def issue24_row_names(quick: bool = False) -> list[str]:
+    """The closing table's rows: issue 24's table, in its order (the smoke test checks each is
+    printed). The storage rows keep their names in the table above; the fork row is two, as
+    there (the file open in this process, and open nowhere)."""
+    s = QUICK if quick else FULL
+    names = row_names(quick)
+    return [
+        names[1],  # first build_context, big
+        names[2],  # first build_context, mid
+        names[4],  # append, no fsync
+        names[5],  # append, fsync each
+        names[11],  # fork from a path (the file open in this process)
+        names[12],  # fork from a path not open in this process
+        f"bus dispatch, {BUS_RECEIVERS} sync receivers",
+        issue24.resume_name(issue24.SQLITE_RESUME),
+        issue24.resume_name(issue24.POSTGRES_RESUME),
+        "import harness",
+        "harness --help",
+        f"harness sessions list, {s.folder:,} sessions, cached",
+        "the README's test command, lone clone",
     ]
 
 
@@ -1103,6 +1151,40 @@ class Bench:
             if peaks:
                 self.fig.put(f"floor.peak_{kind}.{n}", peaks)
 
+    # --- issue 24's rows of bench_events.py and bench_start.py (their code, imported) ---
+
+    async def bench_bus(self) -> None:
+        """µs per dispatch with none and with BUS_RECEIVERS sync receivers: a ``turn_start``
+        observer's and a ``tool_call`` hook's (bench_events.bus_us: median of 5 rounds)."""
+        events = _load_sibling("bench_events")
+        for receivers in (0, BUS_RECEIVERS):
+            keys = (f"ours.bus_observer.{receivers}", f"ours.bus_hook.{receivers}")
+            try:
+                got = await events.bus_us(receivers, self.sizes.dispatches)
+            except Exception as exc:
+                for key in keys:
+                    self.fig.fail(key, exc)
+                continue
+            for key, us in zip(keys, got, strict=True):
+                self.fig.put(key, [us])
+
+    async def bench_start(self) -> None:
+        """Each command of bench_start.COMMANDS in a fresh interpreter, in interleaved rounds
+        (bench_start.measure), ``sessions list`` over ``sizes.folder`` sessions, list cache
+        warm: medians of CPU s, wall s and import s."""
+        start = _load_sibling("bench_start")
+        rounds = self.runs if self.sizes is QUICK else max(self.runs, START_ROUNDS)
+        try:
+            medians = await start.measure(rounds, self.sizes.folder)
+        except Exception as exc:
+            for name in START_KEYS.values():
+                self.fig.fail(f"start.{name}.cpu", exc)
+            return
+        for (_, command), (wall, cpu, imports) in medians.items():
+            name = START_KEYS[command]
+            for what, value in (("cpu", cpu), ("wall", wall), ("imports", imports)):
+                self.fig.put(f"start.{name}.{what}", [value])
+
     async def run_all(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         # This process's own list cache lives in the scratch folder, not the user's.
@@ -1111,6 +1193,9 @@ class Bench:
             log("warming the page cache")
             self.warm_page_cache()
             only = self.only
+            if "bus" in only:  # first: before the storage rows fill this process's memory
+                log("bus dispatch (bench_events.py)")
+                await self.bench_bus()
             if "open" in only:
                 log("open and first context")
                 await self.bench_open_context()
@@ -1133,6 +1218,9 @@ class Bench:
             if "append" in only:
                 log("system calls per append (strace)")
                 self.calls = syscalls_per_append(self.work, 2000)
+            if "start" in only:
+                log("start-up (bench_start.py: fresh interpreters)")
+                await self.bench_start()
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -1232,6 +1320,8 @@ class Row:
     pi_note: str = ""
     calls: str = ""
     """System calls per append (counted under strace, apart from the timed runs)."""
+    key: str = ""
+    """Our figure's key (``ours.context.100k``)."""
 
 
 def ratio(a: float | None, b: float | str | None) -> str:
@@ -1286,6 +1376,7 @@ def build_rows(
                 unit,
                 fig.errors.get(ours_key, ""),
                 pi_note,
+                key=ours_key,
             )
         )
 
@@ -1507,6 +1598,106 @@ def render(
     return "\n".join(out)
 
 
+ISSUE24_TITLE = (
+    "Issue 24's table: each of its rows as measured in this run, beside its floor and peers "
+    "(a row measured elsewhere says where); met: yes, NO, or why there is no verdict"
+)
+BUS_LIMIT_US = 20.0
+START_LIMITS_S = {"import": 0.12, "help": 0.2, "list": 0.3}
+
+
+def issue24_rows(rows: list[Row], fig: Figures, sizes: Sizes, only: Collection[str]) -> list[Any]:
+    """The closing table (``issue24.IssueRow``s, in :func:`issue24_row_names`' order): the
+    storage rows as judged in the table above, the bus and start-up rows from this run's
+    figures, and the rows measured elsewhere pointing there."""
+    row_of = issue24.IssueRow
+    names = iter(issue24_row_names(sizes is QUICK))
+    by_key = {r.key: r for r in rows}
+    big, mid, ap = label(sizes.big), label(sizes.mid), label(sizes.append)
+    out = []
+
+    def missing(key: str, group: str) -> tuple[str, str]:
+        """(ours cell, met) of a figure this run does not have."""
+        if key in fig.errors:
+            return f"error: {fig.errors[key]}", "error"
+        return ("not measured (--only)" if group not in only else "not measured"), "not measured"
+
+    for group, key in (
+        ("open", f"ours.context.{big}"),
+        ("open", f"ours.context.{mid}"),
+        ("append", f"ours.append_nofsync.{ap}"),
+        ("append", f"ours.append_fsync_each.{ap}"),
+        ("fork", f"ours.fork_path.{big}"),
+        ("fork", f"ours.fork_path_cold.{big}"),
+    ):
+        r = by_key[key]
+        what, floor = r.floors[0]
+        ours, met = (f"{fmt(r.ours)} ms", r.met) if r.ours is not None else missing(key, group)
+        pi = r.pi if isinstance(r.pi, float) else None
+        if pi is not None:
+            note = r.pi_note.removeprefix("pi: ")
+            peers = f"pi {fmt(pi)} ms" + (f" ({note})" if note else "")
+        else:
+            peers = f"pi: {r.pi}"
+        out.append(
+            row_of(
+                next(names),
+                ours,
+                f"{fmt(floor)} ms {what}" if floor is not None else DASH,
+                peers,
+                issue24.ratio(r.ours, floor),
+                issue24.ratio(r.ours, pi),
+                r.target,
+                met,
+            )
+        )
+
+    n = BUS_RECEIVERS
+    observer, hook = fig.get(f"ours.bus_observer.{n}"), fig.get(f"ours.bus_hook.{n}")
+    observer0, hook0 = fig.get("ours.bus_observer.0"), fig.get("ours.bus_hook.0")
+    if observer is None or hook is None:
+        ours, met = missing(f"ours.bus_observer.{n}", "bus")
+    else:
+        ours = f"{observer:.2f} µs turn_start observer / {hook:.2f} µs tool_call hook"
+        met = issue24.verdict(max(observer, hook) <= BUS_LIMIT_US)
+    floor_text = DASH
+    if observer0 is not None and hook0 is not None:
+        floor_text = f"{observer0:.2f} / {hook0:.2f} µs with no receivers"
+    target = f"≤ {BUS_LIMIT_US:.0f} µs"
+    out.append(row_of(next(names), ours, floor_text, DASH, DASH, DASH, target, met))
+
+    repos = "measured by bench_repos.py (its issue 24 table, these columns)"
+    there = "in bench_repos.py's run"
+    for peers, target in (
+        ("OpenAI Agents' SQLiteSession.get_items; LangGraph's SqliteSaver", issue24.SQLITE_TARGET),
+        ("LangGraph's PostgresSaver", issue24.POSTGRES_TARGET),
+    ):
+        out.append(row_of(next(names), repos, DASH, peers, DASH, DASH, target, there))
+
+    floor_cpu = fig.get("start.floor.cpu")
+    floor_text = f"{floor_cpu:.3f} s CPU python -c pass" if floor_cpu is not None else DASH
+    for key, limit in START_LIMITS_S.items():
+        cpu, wall, imports = (fig.get(f"start.{key}.{w}") for w in ("cpu", "wall", "imports"))
+        if cpu is None or wall is None or imports is None:
+            ours, met = missing(f"start.{key}.cpu", "start")
+        else:
+            ours = f"{cpu:.3f} s CPU ({wall:.3f} s wall; imports {imports:.3f} s)"
+            met = issue24.verdict(cpu <= limit)
+        target = f"≤ {limit} s CPU"
+        out.append(row_of(next(names), ours, floor_text, DASH, DASH, DASH, target, met))
+
+    out.append(
+        row_of(
+            next(names),
+            "timed on a lone clone, not by a bench (issue 24's closing note)",
+            *(DASH, DASH, DASH, DASH),
+            "≤ 5 min",
+            "from the lone-clone run",
+        )
+    )
+    return out
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:
@@ -1535,7 +1726,7 @@ def _load() -> str:
 
 async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     sizes = QUICK if a.quick else FULL
-    gen = _load_generator()
+    gen = _load_sibling("gen_workload")
     log(f"workload: {sizes.profile} (bench/gen_workload.py, seed {a.seed})")
     data = gen.ensure(sizes.profile, a.seed, a.data)
     meta: dict[str, Any] = {
@@ -1578,6 +1769,9 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         print("|---|---|")
         for mode, what in APPEND_PATHS.items():
             print(f"| {what} | {bench.calls[mode]:.2f} |")
+    closing = issue24_rows(rows, bench.fig, sizes, only)
+    print()
+    print(issue24.render(closing, ISSUE24_TITLE))
     report = {
         "meta": meta,
         "pi_reason": pi_reason,
@@ -1587,6 +1781,7 @@ async def amain(a: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "errors": bench.fig.errors,
         "growth": bench.growth,
         "syscalls_per_append": bench.calls,
+        "issue24": [asdict(r) for r in closing],
         "pi": {"version": pi.version, "node": pi.node_version} if pi else None,
     }
     return (1 if bench.fig.errors else 0), report

@@ -10,21 +10,40 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "bench_storage.py"
+ISSUE24_HEADING = "| issue 24 row | ours | floor | peers | ours/floor | ours/peers | target | met |"
+VERDICTS = ("yes", "NO")
 
 
-def _row_names() -> list[str]:
+def _storage_module() -> Any:
     spec = importlib.util.spec_from_file_location("bench_storage_smoke", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(spec.name, module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
-    names: list[str] = module.row_names(quick=True)
+    return module
+
+
+def _row_names() -> list[str]:
+    names: list[str] = _storage_module().row_names(quick=True)
     return names
+
+
+def _table(stdout: str, heading: str) -> list[list[str]]:
+    """The cells of each row of the table under ``heading`` (up to the next blank line)."""
+    lines = stdout.splitlines()
+    assert heading in lines, f"no table {heading!r}:\n{stdout}"
+    rows = []
+    for line in lines[lines.index(heading) + 2 :]:
+        if not line.startswith("| "):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
 
 
 def test_bench_storage_quick_prints_every_row(tmp_path: Path) -> None:
@@ -51,6 +70,25 @@ def test_bench_storage_quick_prints_every_row(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     assert [row["name"] for row in report["rows"]] == names
     assert not report["errors"]
+    # The run closes with issue 24's table: every row of the issue, those this run measures
+    # (storage, bus, start-up) with a verdict, the others saying where they come from.
+    issue_names = _storage_module().issue24_row_names(quick=True)
+    assert len(issue_names) == 13
+    rows = _table(done.stdout, ISSUE24_HEADING)
+    assert [row[0] for row in rows] == issue_names
+    assert all(len(row) == 8 for row in rows)
+    met = {row[0]: row[7] for row in rows}
+    elsewhere = {
+        "SQLite store, resume 3,000 entries": "in bench_repos.py's run",
+        "PostgreSQL store, resume 3,000 entries": "in bench_repos.py's run",
+        "the README's test command, lone clone": "from the lone-clone run",
+    }
+    for name, verdict in met.items():
+        assert verdict in ((elsewhere[name],) if name in elsewhere else VERDICTS), (name, verdict)
+    bus = rows[issue_names.index("bus dispatch, 10 sync receivers")]
+    assert bus[1].endswith("µs tool_call hook") and bus[6] == "≤ 20 µs"
+    assert rows[issue_names.index("import harness")][1].split()[1:3] == ["s", "CPU"]
+    assert [row["name"] for row in report["issue24"]] == issue_names
 
 
 REPOS_SCRIPT = ROOT / "bench" / "bench_repos.py"
@@ -99,11 +137,7 @@ def test_bench_repos_quick_prints_every_row_and_column(tmp_path: Path) -> None:
     ]
     names = _repos_row_names()
     assert len(names) == 8
-    rows = {}
-    for line in lines:
-        if line.startswith("| ") and not line.startswith("| operation"):
-            row = [c.strip() for c in line.strip("|").split("|")]
-            rows[row[0]] = row[1:]
+    rows = {row[0]: row[1:] for row in _table(done.stdout, heading)}
     assert list(rows) == names
     for name, row in rows.items():
         assert len(row) == len(cells) - 1, name
@@ -114,6 +148,16 @@ def test_bench_repos_quick_prints_every_row_and_column(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     assert list(report["rows"]) == names
     assert report["rows"][names[0]]["jsonl"]["median_ms"] > 0
+    issue = _table(done.stdout, ISSUE24_HEADING)  # the columns of bench_storage's closing table
+    assert [row[0] for row in issue] == [
+        "SQLite store, resume 1,000 entries",
+        "PostgreSQL store, resume 1,000 entries",
+    ]
+    sqlite, postgres = issue
+    assert sqlite[1] == f"{rows[names[5]][1]} ms"  # the resume row's SQLite figure
+    assert sqlite[7] == "no verdict: a peer not measured"
+    assert postgres[1] == "not measured (--quick)" and postgres[7] == "not measured"
+    assert [row["met"] for row in report["issue24"]] == [sqlite[7], postgres[7]]
 
 
 @pytest.mark.postgres
@@ -132,11 +176,15 @@ def test_bench_repos_quick_measures_postgres_given_a_server(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "postgres: PostgreSQL " in done.stdout
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    heading = next(line for line in done.stdout.splitlines() if line.startswith("| operation |"))
+    rows = _table(done.stdout, heading)
     assert len(rows) == len(_repos_row_names())
-    for line in rows:
-        postgres = line.strip("|").split("|")[3].strip()
-        assert postgres.replace(",", "").replace(".", "").isdigit(), line
+    for row in rows:
+        postgres = row[3]
+        assert postgres.replace(",", "").replace(".", "").isdigit(), row
+    issue = _table(done.stdout, ISSUE24_HEADING)
+    assert issue[1][0] == "PostgreSQL store, resume 1,000 entries"
+    assert issue[1][1].removesuffix(" ms").replace(",", "").replace(".", "").isdigit(), issue
 
 
 HOOKS_SCRIPT = ROOT / "bench" / "bench_hooks.py"
