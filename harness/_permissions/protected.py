@@ -1350,6 +1350,7 @@ def sandbox_paths(
     # first, at most _GIT_FOLDERS (review 7, findings 5, 8)
     seen: set[str] = set()
     queue = list(git_folders)
+    listed = _GIT_FOLDER_ENTRIES
     while queue and len(seen) < _GIT_FOLDERS:
         git = _realpath(queue.pop(0))
         if git in seen:
@@ -1360,13 +1361,19 @@ def sandbox_paths(
             queue.append(os.path.join(git, common))
         # linked worktrees' git folders (their commondir: finding 5), submodules' (a
         # submodule named a/b keeps its git folder at modules/a/b)
+        # the listings share one bound too: a command can make millions of folders there,
+        # which every later command's sandbox would list (review 14, finding 4)
         for sub in ("worktrees", "modules"):
-            with contextlib.suppress(OSError):
-                for e in os.scandir(os.path.join(git, sub)):
+            with contextlib.suppress(OSError), os.scandir(os.path.join(git, sub)) as entries:
+                for e in itertools.islice(entries, max(listed, 0)):
+                    listed -= 1
                     if e.is_dir(follow_symlinks=False):
                         queue.append(e.path)
                         if sub == "modules" and not os.path.isfile(os.path.join(e.path, "HEAD")):
-                            queue += [d.path for d in os.scandir(e.path) if d.is_dir()]
+                            with os.scandir(e.path) as named:
+                                inner = list(itertools.islice(named, max(listed, 0)))
+                            listed -= len(inner)
+                            queue += [d.path for d in inner if d.is_dir()]
     for git in seen:
         # a missing config.worktree or commondir is watched: made, it redirects git (finding 7)
         for name in _GIT_CODE:
@@ -1494,6 +1501,7 @@ def _git_includes(configs: Iterable[str], depth: int = 3) -> list[str]:
 
 
 _GIT_FOLDERS = 256  # git folders (a worktree's common one, submodules') held, at most
+_GIT_FOLDER_ENTRIES = 4096  # entries of worktrees/ and modules/ folders listed, at most
 _LEFTHOOK_NAMES = tuple(
     f"{dot}lefthook{local}.{ext}"
     for dot in ("", ".")

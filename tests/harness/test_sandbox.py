@@ -1469,3 +1469,45 @@ async def test_a_missing_pre_commit_cache_in_an_allowed_folder_is_watched(home: 
     )
     assert (home / ".cache/other").read_text() == "x\n", text
     assert not (home / ".cache/pre-commit").exists(), (text, details)
+
+
+def test_a_huge_modules_folder_is_listed_only_up_to_a_bound(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 14, finding 4: a sandboxed command made 300,000 folders in `.git/modules`, and
+    every later command's sandbox listed them all (15 s a command, growing without bound).
+    The listings of `modules/` and `worktrees/` share one bound of entries."""
+    import harness._permissions.protected as protected
+
+    modules = home / "proj/.git/modules"
+    modules.mkdir()
+    for i in range(6000):
+        (modules / f"m{i}").mkdir()
+    seen: list[str] = []
+    real_scandir = os.scandir
+
+    class Counting:
+        """os.scandir, counting the entries read under `.git/modules`."""
+
+        def __init__(self, path: Any) -> None:
+            self.entries = real_scandir(path)
+
+        def __enter__(self) -> Counting:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.entries.close()
+
+        def __iter__(self) -> Counting:
+            return self
+
+        def __next__(self) -> os.DirEntry[str]:
+            entry = next(self.entries)
+            if "/.git/modules/" in entry.path:
+                seen.append(entry.path)
+            return entry
+
+    monkeypatch.setattr(protected.os, "scandir", Counting)
+    walls = sandbox_paths(home / "proj")
+    assert str(home / "proj/.git/config") in walls.read_only
+    assert 0 < len(seen) <= 4096, len(seen)
