@@ -68,6 +68,7 @@ __all__ = [
 # (folder, what beneath it): None protects the folder and everything in it.
 _FOLDERS: dict[str, tuple[str, ...] | None] = {
     ".git": None,  # hooks, config (core.hooksPath, core.fsmonitor, aliases), or a swapped .git
+    ".hg": None,  # Mercurial's .hg/hgrc [hooks] run at its next command
     # skills: a trusted project's skills' `build` commands run (review 10, finding 1)
     ".harness": ("settings*.json", "hooks", "agents", "skills"),
     ".agents": ("skills",),
@@ -469,6 +470,24 @@ def _same_file(path: str, other: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+def _git_folder_holding(path: str) -> str | None:
+    """The innermost folder holding ``path`` (or ``path`` itself) that git takes for a git
+    folder whatever its name: a ``HEAD`` file beside ``objects`` and ``refs`` folders (the
+    test git's own discovery applies)."""
+    folder = path
+    while True:
+        if (
+            os.path.isfile(os.path.join(folder, "HEAD"))
+            and os.path.isdir(os.path.join(folder, "objects"))
+            and os.path.isdir(os.path.join(folder, "refs"))
+        ):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def _protected_parts(parts: list[str]) -> bool:
     folded = [p.casefold() for p in parts if p not in ("", ".")]
     for i, part in enumerate(folded):
@@ -527,6 +546,11 @@ def protected_path(
         )
     if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
         return f"{path!r} is in a folder git runs code from (hooks, config)"
+    if (found := _git_folder_holding(_resolved(path, cwd)[1])) is not None:
+        # a git folder under another name (a bare `fixtures/remote.git`): its hooks run at
+        # the next push into it, its config at the next git command there (review of issue
+        # 26, finding 11)
+        return f"{path!r} is in a git folder ({found}): git runs its hooks and config"
     if any(_inside(f, _linked_targets(cwd)) for f in _resolved(path, cwd)):
         # `.mcp.json -> config/mcp.json`: the target by its own name (review 7, finding 14)
         return f"{path!r} is what a protected name (a symlink such as .mcp.json) leads to"

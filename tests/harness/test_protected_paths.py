@@ -1684,3 +1684,35 @@ async def test_an_always_for_a_path_never_covers_what_a_symlink_there_leads_to(c
     assert asked[-1] == "edit(link.txt)"
     outside = await d.decide(make_request(cwd, read_tool(), always, path="/etc/hosts"))
     assert isinstance(outside, Approve), outside
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "fixtures/remote.git/hooks/pre-receive",
+        "fixtures/remote.git/config",
+        "fixtures/remote.git",
+        "sub/../fixtures/remote.git/hooks/post-update",
+        ".hg/hgrc",
+    ],
+)
+async def test_a_git_folder_under_another_name_is_protected(cwd: Path, path: str) -> None:
+    """Review of issue 26, finding 11: a bare repository inside the project
+    (`fixtures/remote.git`, what `git init --bare` makes) is a git folder by its contents, not
+    its name; its `hooks/pre-receive` ran at the next push into it, and a write there was an
+    ordinary edit in `accept_edits` (and a rewind restored one). Mercurial's `.hg/hgrc` hooks
+    too."""
+    bare = cwd / "fixtures/remote.git"
+    for folder in ("objects", "refs", "hooks"):
+        (bare / folder).mkdir(parents=True)
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    decided = await s.decide(request(cwd, "write", path=path, content="#!/bin/sh\nid\n"))
+    assert isinstance(decided, Deny), decided
+    assert "protected path" in decided.reason
+    # a folder beside it that only looks like one in part is not
+    (cwd / "fixtures/other/refs").mkdir(parents=True)
+    (cwd / "fixtures/other/HEAD").write_text("x")
+    assert isinstance(
+        await s.decide(request(cwd, "write", path="fixtures/other/HEAD", content="y")), Approve
+    )
