@@ -196,7 +196,10 @@ class Rule:
         (``how`` other than ``all``) catches the relative reading too, so a rule written for
         Claude Code never denies less here, while an allow rule keeps the absolute reading
         alone and never allows more. Likewise a deny or ask rule without ``/`` (``.env``,
-        ``*.key``) also matches that name at any depth, as a gitignore pattern does.
+        ``*.key``) also matches that name at any depth, as a gitignore pattern does. A
+        relative specifier (``**``, ``src/**``, ``./**``) in an allow rule matches only paths
+        inside the working folder; in a deny or ask rule it also matches an outside path
+        without its leading ``/``.
         """
         spec = self.spec or ""
         if spec.startswith(("/", "~")):
@@ -216,6 +219,11 @@ class Rule:
         anchored = spec.startswith("./")
         if anchored:
             spec = spec[2:]
+        if os.path.isabs(path) and how == "all":
+            # a relative allow rule (`read(**)`, `write(**/*.py)`) is about the working
+            # folder: it never approves a path outside it (review 14, finding 5: `~/.ssh` read
+            # and an IPython startup file written unasked); deny and ask rules still catch one
+            return False
         candidate = path.lstrip("/") if os.path.isabs(path) else path
         if _glob_matches(spec, candidate, how):
             return True

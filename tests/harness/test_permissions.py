@@ -466,3 +466,34 @@ async def test_an_approved_write_outside_the_folder_lands_there(tmp_path: Path) 
     assert events[0].leaves_cwd and events[-1].decision == "approve"
     assert (tmp_path / "out" / "file.txt").read_text() == "x"
     assert not tool_results(h.session)[0].is_error
+
+
+@pytest.mark.parametrize(
+    ("rule", "tool", "path"),
+    [
+        ("read(**)", "read", "~/.ssh/id_ed25519"),
+        ("read(**)", "read", "../home/.ssh/id_ed25519"),
+        ("read(./**)", "read", "/etc/hostname"),
+        ("write(**/*.py)", "write", "~/.ipython/profile_default/startup/00-x.py"),
+        ("write(**)", "write", "~/.bash_aliases"),
+        ("edit(**/*.py)", "edit", "../lib/setup.py"),
+    ],
+)
+async def test_a_relative_allow_rule_never_approves_a_path_outside_the_working_folder(
+    tmp_path: Path, rule: str, tool: str, path: str
+) -> None:
+    """Review 14, finding 5: `read(**)` and `write(**/*.py)` matched an outside path without
+    its leading `/`, so the model read `~/.ssh` and wrote an IPython startup file unasked in
+    `default` (and `dont_ask`). A relative allow rule is about the working folder; the path
+    outside is asked (denied: no approver), and the same rule still approves inside."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for mode in ("default", "dont_ask"):
+        s = SecuritySupervisor(mode=mode, rules={"allow": [rule]}, setting_sources=())
+        args = {"path": path, "content": "x"} if tool == "write" else {"path": path}
+        if tool == "edit":
+            args = {"path": path, "oldText": "a", "newText": "b"}
+        decided = await s.decide(request(work, tool, **args))
+        assert isinstance(decided, Deny), (mode, decided)
+        inside = dict(args, path="src/x.py")
+        assert isinstance(await s.decide(request(work, tool, **inside)), Approve), mode
