@@ -169,8 +169,14 @@ def bash_tool(
         if "\0" in command:  # no argument of a process can hold one
             raise ToolError("the command holds a NUL byte, which no shell command can")
         # found now, not when decided: earlier calls of the reply may have changed what exists
-        walls = run.sandbox.current() if run.sandbox is not None and sandbox != "off" else None
-        if walls is not None and not sandbox_available():
+        # (in a worker thread: finding the paths reads the file system, and the loop must go
+        # on serving other calls, watchers and aborts meanwhile: review 14, finding 4)
+        walls = (
+            await asyncio.to_thread(run.sandbox.current)
+            if run.sandbox is not None and sandbox != "off"
+            else None
+        )
+        if walls is not None and not await asyncio.to_thread(sandbox_available):
             if sandbox == "required":
                 raise ToolError(
                     "the command must run sandboxed and bubblewrap (bwrap) is not installed or "
