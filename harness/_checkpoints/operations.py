@@ -15,8 +15,8 @@ from hooks import (
 from repos import ForkPosition, Session, SessionRepo
 
 from .capture import Checkpoints
-from .errors import RewindCancelledError
-from .fork import Materialized, materialize, new_workspace_root
+from .errors import RewindCancelledError, RewindRefusedError
+from .fork import Materialized, materialize, missing_contents, new_workspace_root
 from .rewind import (
     RewindPlan,
     RewindResult,
@@ -142,6 +142,9 @@ async def fork_with_files(
         WorkspaceMismatchError: the session was not recorded in the working folder (the
             files it names are another folder's).
         WorkspaceExistsError: ``workspace`` exists and is not empty.
+        RewindRefusedError: a content the folder needs at the entry is not in the store
+            (removed by ``gc``) or was never stored (``fork=True``: names them); nothing was
+            written.
         ForkCancelledError, InvalidForkTargetError, ...: as ``repo.fork``.
         OSError, subprocess.SubprocessError: the folder could not be made.
     """
@@ -154,6 +157,10 @@ async def fork_with_files(
         cut = session.get_entry(cut).parent_id
     _, states, _ = states_at(session, cut, checkpoints.store)
     root, _ = new_workspace_root(checkpoints.workspace, workspace)
+    unavailable, unstored = missing_contents(checkpoints.workspace, states)
+    if unavailable or unstored:
+        # As a rewind refuses: the folder would hold other contents than the entry's.
+        raise RewindRefusedError([], unavailable, unstored=unstored, fork=True)
     fork = await repo.fork(
         session.path if session.path is not None else session.id,
         entry_id=entry_id,

@@ -171,6 +171,25 @@ def test_fork_with_a_workspace_then_checkout_with_files_in_it(
     assert sorted(os.listdir(ws)) == ["new.txt"]
 
 
+def test_fork_with_a_workspace_refuses_when_gc_removed_a_content_it_needs(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial, finding 7: the fork printed its workspace, exit 0, with keep.txt missing.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    gc = cli(env, ws, "checkpoints", "gc", "--root", root, "--max-bytes", "0", "--min-age", "0")
+    assert gc.returncode == 0, gc.stderr
+
+    args = ["sessions", "fork", "--root", root, sid, "--at", first_entry(path)]
+    forked = cli(env, ws, *args, "--workspace", tmp_path / "fork")
+
+    assert forked.returncode == 1
+    assert forked.stderr.startswith("error[rewind_refused]: fork refused, nothing written")
+    assert "keep.txt" in forked.stderr and "--workspace" in forked.stderr
+    assert not (tmp_path / "fork").exists()
+    assert len(os.listdir(path.parent)) == 1  # no fork left behind
+
+
 def test_checkpoints_gc_removes_what_no_session_refers_to(
     env: dict[str, str], ws: Path, tmp_path: Path
 ) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workspaces import SCRIPT, call, git, make_harness, record_trees, tree
+from workspaces import SCRIPT, call, git, make_harness, record_trees, store_of, tree
 
 from harness import (
     Approve,
     FauxReply,
     JsonlSessionRepo,
+    RewindRefusedError,
     SecuritySupervisor,
     Session,
     WorkspaceExistsError,
+    referenced_blobs,
 )
 
 
@@ -113,3 +115,24 @@ async def test_a_fork_never_writes_or_removes_a_protected_path(
     await harness.fork(repo, first, position="before", workspace=tmp_path / "fork")
     assert (tmp_path / "fork" / ".harness" / "settings.json").read_text() == settings
     assert not (tmp_path / "fork" / "plain.txt").exists()  # the rest as at the entry
+
+
+async def test_a_fork_whose_contents_are_gone_from_the_store_refuses_naming_them(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 7: after `checkpoints gc` evicted the contents, a fork with files
+    # left the current folder's a.txt in the fork, silently, where the entry had another.
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    store_of(session).gc(referenced_blobs(session), max_bytes=0, min_age_s=0)
+    count = len(await repo.list())
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.fork(repo, list(trees)[4], position="at", workspace=tmp_path / "fork")
+
+    assert "a.txt" in refused.value.unavailable
+    assert str(refused.value).startswith("fork refused, nothing written")
+    assert "--workspace" in (refused.value.cli_message or "")
+    assert not (tmp_path / "fork").exists()
+    assert len(await repo.list()) == count  # no fork left behind
