@@ -35,7 +35,7 @@ from typing import Final
 
 from attrs import frozen
 
-from repos import Session
+from repos import MessageEntry, Session
 
 from .._fs import (
     FileRefusedError,
@@ -141,16 +141,29 @@ def _timeline_at(
     """:func:`states_at`, and the changes missed since ``entry_id``."""
     records, problems = read_records(session)
     timeline = Timeline(records)
+    ids = session.entry_ids()
     if entry_id is None:
         index = -1
     else:
         session.get_entry(entry_id)  # raises EntryNotFoundError
-        index = session.entry_ids().index(entry_id)
+        index = ids.index(entry_id)
     latest = {path: resolved(state, store) for path, state in timeline.latest().items()}
-    target = {
-        path: resolved(state, store) for path, state in timeline.state_at(index, entry_id).items()
-    }
+    at = timeline.state_at(index, entry_id, _last_prompt(session, ids, index))
+    target = {path: resolved(state, store) for path, state in at.items()}
     return latest, target, problems, timeline.missed_after(index)
+
+
+def _last_prompt(session: Session, ids: list[str], index: int) -> int:
+    """The file index of the last user message at or before ``index`` (-1: none); only the
+    message entries walked back over are decoded."""
+    kinds = session.entry_types(ids[: index + 1])
+    for at in range(index, -1, -1):
+        if kinds[at] != "message":
+            continue
+        entry = session.get_entry(ids[at])
+        if isinstance(entry, MessageEntry) and entry.message.role == "user":
+            return at
+    return -1
 
 
 def check_recorded_folder(session: Session, workspace: Workspace) -> None:

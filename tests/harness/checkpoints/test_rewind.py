@@ -588,3 +588,48 @@ async def test_an_outside_file_already_as_at_the_target_neither_refuses_nor_asks
         await harness.rewind_files(one)
     assert [u.split(" (")[0] for u in refused.value.unsafe] == [str(outside)]
     assert outside.read_text() == "changed by hand\n" and len(asked) == calls
+
+
+async def test_the_users_own_edit_between_two_turns_can_be_rewound_to(
+    session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 8: the user's edit between two turns, which the second turn
+    # overwrote, was stored (the second checkpoint's "before") but no entry gave it back.
+    (ws / "f.txt").write_text("base\n")
+    replies = [
+        FauxReply(tool_calls=[call("write", path="f.txt", content="agent1\n")]),
+        "one",
+        FauxReply(tool_calls=[call("write", path="f.txt", content="agent2\n")]),
+        "two",
+    ]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("first")
+    [first_prompt, first_call] = [
+        e.id for e in session.entries() if isinstance(e, MessageEntry)
+    ][:2]
+    end_of_first = session.leaf_id
+    (ws / "f.txt").write_text("user-edit\n")  # not through the session
+    await harness.prompt("second")
+    second_prompt = next(
+        e.id
+        for e in session.entries()
+        if isinstance(e, MessageEntry)
+        and isinstance(e.message, UserMessage)
+        and e.message.content == "second"
+    )
+
+    second_call = session.get_children(second_prompt)[0].id
+    [first_checkpoint, _] = customs(session, CHECKPOINT_ENTRY)
+
+    for entry_id, want in [
+        (second_prompt, "user-edit\n"),  # as it was when the second prompt was written
+        (second_call, "user-edit\n"),  # before the second write
+        (end_of_first, "agent1\n"),  # what the first turn left stays reachable too
+        (first_checkpoint.id, "agent1\n"),
+        (first_call, "base\n"),  # before the first write
+        (first_prompt, "base\n"),
+        (None, "base\n"),
+        (session.leaf_id, "agent2\n"),
+    ]:
+        await harness.rewind_files(entry_id)
+        assert (ws / "f.txt").read_text() == want, entry_id
