@@ -172,7 +172,9 @@ class Checkpoints:
         missed: list[Missed],
         complete: bool,
     ) -> None:
-        if not changes and not missed:
+        if not changes and not missed and complete:
+            # A scan that stopped at its cap writes its entry even when it saw no change: what
+            # it could not see is shown (`checkpoints list`, a rewind past it), never silent.
             return
         for m in missed:
             _log.warning("checkpoint of %s: %r not recorded: %s", tool.name, m.path, m.reason)

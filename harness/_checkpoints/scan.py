@@ -30,6 +30,7 @@ content is still pending waits for it too.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import logging
@@ -563,12 +564,14 @@ class Workspace:
     def _walk(self) -> tuple[dict[str, _StatKey], bool]:
         """Regular files under the root (relative path -> stat key); True when the walk saw
         every file. At most ``max_files`` entries are looked at, folders, symlinks and the
-        rest counted with the files: a tree of empty folders bounds the walk as files do."""
+        rest counted with the files: a tree of empty folders bounds the walk as files do.
+        Breadth first: the shallow files come first, so a deep ``.venv`` or ``node_modules``
+        that reaches the cap never hides the project's own ``src/`` (issue 26 trial)."""
         found: dict[str, _StatKey] = {}
         looked = 0
-        stack = [""]
+        stack: collections.deque[str] = collections.deque([""])
         while stack:
-            folder = stack.pop()
+            folder = stack.popleft()
             try:
                 entries = os.scandir(os.path.join(self.root, folder) if folder else self.root)
             except OSError:
@@ -582,7 +585,11 @@ class Workspace:
         return found, True
 
     def _walk_one(
-        self, folder: str, entry: os.DirEntry[str], found: dict[str, _StatKey], stack: list[str]
+        self,
+        folder: str,
+        entry: os.DirEntry[str],
+        found: dict[str, _StatKey],
+        stack: collections.deque[str],
     ) -> None:
         rel = f"{folder}/{entry.name}" if folder else entry.name
         try:

@@ -633,3 +633,37 @@ async def test_the_users_own_edit_between_two_turns_can_be_rewound_to(
     ]:
         await harness.rewind_files(entry_id)
         assert (ws / "f.txt").read_text() == want, entry_id
+
+
+async def test_a_capped_scan_sees_the_shallow_files_first_and_says_what_it_missed(
+    tmp_path: Path, repo: JsonlSessionRepo
+) -> None:
+    # Issue 26 trial, finding 16: in a plain folder with a 12,000-file .venv the scan stopped
+    # inside .venv, never reached src/, and a change to src/app.py left no entry at all.
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("v1\n")
+    for d in range(12):
+        folder = ws / ".venv" / "lib" / f"p{d}"
+        folder.mkdir(parents=True)
+        for i in range(1000):
+            (folder / f"m{i}.py").write_bytes(b"x")
+    session = await repo.create(str(ws))
+    replies = [
+        FauxReply(tool_calls=[call("bash", command="echo v2 > src/app.py")]),
+        FauxReply(tool_calls=[call("bash", command="true")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("change the app")
+
+    [changed, unchanged] = customs(session, CHECKPOINT_ENTRY)
+    assert [c["path"] for c in changed.data["changes"]] == ["src/app.py"]  # type: ignore[index]
+    assert changed.data["complete"] is False  # type: ignore[index]
+    # A capped scan that saw no change still says it was capped.
+    assert unchanged.data["changes"] == [] and unchanged.data["complete"] is False  # type: ignore[index]
+    result = await harness.rewind_files(changed.id)
+    assert (ws / "src" / "app.py").read_text() == "v2\n"
+    assert [m.path for m in result.missed] == ["."]
+    await harness.rewind_files(session.entry_ids()[0])
+    assert (ws / "src" / "app.py").read_text() == "v1\n"
