@@ -22,7 +22,7 @@ from .._fs import FileRefusedError, Location, beneath, open_dir, open_parent, op
 from .._permissions import protected_path
 from .errors import CheckpointError, RewindRefusedError, WorkspaceExistsError
 from .records import Missed, Pending, State
-from .rewind import _remove, _write
+from .rewind import _is_folder, _remove, _remove_empty_folder, _write
 from .scan import Workspace
 
 __all__ = [
@@ -207,7 +207,9 @@ def _left_out(path: str, root: Path) -> str | None:
 def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> list[Missed]:
     skipped = []
     key = workspace.store.rewind_key()
-    for path, want in sorted(states.items()):
+    # Removals first: a folder the session made where a file was is emptied before the file
+    # takes its place (and a file is gone before a folder takes its place).
+    for path, want in sorted(states.items(), key=lambda item: (item[1] is not None, item[0])):
         left_out = _left_out(path, root)
         if left_out is not None:
             skipped.append(Missed(path, left_out))
@@ -222,6 +224,8 @@ def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> l
             if want is None or data is None:
                 _remove(loc, key)
             else:
+                if _is_folder(loc):  # emptied above; one holding other files stays: an error
+                    _remove_empty_folder(loc)
                 _write(loc, data, want.mode, key)
         except FileRefusedError as exc:  # through a symlink, ...: never written, as a rewind
             skipped.append(Missed(path, f"not written: {exc.strerror or exc}"))

@@ -119,6 +119,9 @@ class RewindPlan:
     their temporary files."""
     missed: tuple[Missed, ...] = ()
     """Changes since the target that no checkpoint recorded: the rewind cannot undo them."""
+    folders: frozenset[str] = frozenset()
+    """Paths where a folder stands that the rewind removes (once emptied of the recorded
+    files it removes) before writing the file there."""
 
 
 def states_at(
@@ -217,6 +220,7 @@ def plan_rewind(
     unavailable: list[str] = []
     unstored: list[str] = []
     unrecordable: list[str] = []
+    folders: set[str] = set()
     for path, want in target.items():
         loc = workspace.locate(path)
         if isinstance(loc, str) and _already_at(path, want, workspace.store.max_file_bytes):
@@ -228,6 +232,16 @@ def plan_rewind(
             skipped.append(Missed(path, loc))
             continue
         now = workspace.capture(loc)
+        if isinstance(now, Unknown) and latest[path] is None and _is_folder(loc):
+            if want is None:
+                continue  # no file, as at the target: the folder is not the rewind's business
+            inside = _folder_files(loc)
+            if inside is not None and all(target.get(f, 0) is None for f in inside):
+                # A folder where the session last left no file, holding only files the rewind
+                # removes (the session swapped the file for a folder): removed, once empty,
+                # for the file (issue 26 trial, finding 15).
+                now = None
+                folders.add(path)
         if isinstance(now, Unknown):
             # The session left a regular file or none here: this one (a symlink, a folder, a
             # FIFO, unreadable) was changed outside it, and cannot be recorded, so its loss
@@ -259,15 +273,84 @@ def plan_rewind(
         locations.append(loc)
     if (unsafe or changed or unavailable or unstored or unrecordable) and not force:
         raise RewindRefusedError(changed, unavailable, unsafe, unstored, unrecordable)
+    # Removals first: a folder the session made is emptied before a file takes its place, and
+    # a file is gone before a folder takes its place.
+    order = sorted(range(len(changes)), key=lambda i: changes[i].after is not None)
     return RewindPlan(
         target_id=entry_id,
-        changes=tuple(changes),
-        locations=tuple(locations),
+        changes=tuple(changes[i] for i in order),
+        locations=tuple(locations[i] for i in order),
+        folders=frozenset(folders),
         skipped=tuple(skipped),
         problems=tuple(problems),
         settled=tuple(settled),
         missed=tuple(missed),
     )
+
+
+def _is_folder(loc: Location) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(loc.path).st_mode)
+    except OSError:
+        return False
+
+
+def _folder_files(loc: Location) -> list[str] | None:
+    """The regular files under the folder at ``loc`` (paths as recorded), through no symlink;
+    None when it is no folder or holds anything else (a symlink, a FIFO) or cannot be read."""
+    try:
+        fd = open_dir(loc)
+    except OSError:
+        return None
+    found: list[str] = []
+    try:
+        if not _list_files(fd, loc.rel, found):
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return found
+
+
+def _list_files(fd: int, rel: str, found: list[str]) -> bool:
+    for name in os.listdir(fd):
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+        if stat.S_ISREG(mode):
+            found.append(f"{rel}/{name}")
+        elif stat.S_ISDIR(mode):
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                if not _list_files(sub, f"{rel}/{name}", found):
+                    return False
+            finally:
+                os.close(sub)
+        else:
+            return False
+    return True
+
+
+def _remove_empty_folder(loc: Location) -> None:
+    """Remove the folder at ``loc`` and the empty folders in it, through no symlink; a file in
+    it makes this fail (``ENOTEMPTY``) and stay."""
+    parent, name = os.path.split(loc.rel)
+    folder = open_dir(Location(loc.root, parent or ".", loc.rule))
+    try:
+        _rmdir_tree(folder, name)
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def _rmdir_tree(parent: int, name: str) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    try:
+        for child in os.listdir(fd):
+            if stat.S_ISDIR(os.stat(child, dir_fd=fd, follow_symlinks=False).st_mode):
+                _rmdir_tree(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
 
 
 def _already_at(path: str, want: FileState | Pending | None, max_bytes: int) -> bool:
@@ -325,6 +408,13 @@ def apply_plan(
     for loc in plan.settled:
         _sweep_at(loc, key)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
+        if change.path in plan.folders:
+            try:
+                _remove_empty_folder(loc)
+            except OSError as exc:  # a file appeared in it since the plan: left as it is
+                reason = exc.strerror or str(exc)
+                skipped.append(Missed(change.path, f"a folder, not removed: {reason}"))
+                continue
         now = workspace.capture(loc)
         if isinstance(now, Unknown) or not same_file(now, change.before):
             skipped.append(Missed(change.path, "changed since the rewind was planned; left as is"))

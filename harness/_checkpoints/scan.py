@@ -916,7 +916,15 @@ class Workspace:
             ref = new_refs.get(path) if index_changed else (snapshot.refs or {}).get(path)
             if ref is not None and ref.sha != _ZERO_SHA:
                 return ref, 0
-        return self._capture(self._rel(path), defer=False)
+        loc = self._rel(path)
+        seen, ctime = self._capture(loc, defer=False)
+        if isinstance(seen, Unknown):
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(loc.path).st_mode):
+                    # A file the command swapped for a folder is gone, as the stat scan sees
+                    # it: git lists the folder's files apart (issue 26 trial, finding 15).
+                    return None, 0
+        return seen, ctime
 
     def _blobs(self, shas: set[str]) -> dict[str, FileState | Unknown]:
         """Git blobs copied into the store (their mode is the caller's to set), by sha. Sizes

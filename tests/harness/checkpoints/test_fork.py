@@ -136,3 +136,21 @@ async def test_a_fork_whose_contents_are_gone_from_the_store_refuses_naming_them
     assert "--workspace" in (refused.value.cli_message or "")
     assert not (tmp_path / "fork").exists()
     assert len(await repo.list()) == count  # no fork left behind
+
+
+async def test_a_fork_before_the_session_swapped_a_file_for_a_folder_has_the_file(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    replies = [
+        FauxReply(tool_calls=[call("bash", command="echo file > x")]),
+        FauxReply(tool_calls=[call("bash", command="rm x && mkdir x && echo in > x/y")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    trees = record_trees(harness, ws)
+    await harness.prompt("swap")
+    cut = list(trees)[2]  # the call that swaps it
+
+    await harness.fork(repo, cut, position="at", workspace=tmp_path / "fork")
+
+    assert (tmp_path / "fork" / "x").read_text() == "file\n"

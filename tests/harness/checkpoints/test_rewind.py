@@ -667,3 +667,48 @@ async def test_a_capped_scan_sees_the_shallow_files_first_and_says_what_it_misse
     assert [m.path for m in result.missed] == ["."]
     await harness.rewind_files(session.entry_ids()[0])
     assert (ws / "src" / "app.py").read_text() == "v1\n"
+
+
+async def test_a_file_the_session_swapped_for_a_folder_is_restored(
+    session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 15: the session replaced a file by a folder; the rewind refused
+    # ("changed outside the session") and --force left the folder, empty, the file not back.
+    replies = [
+        FauxReply(tool_calls=[call("bash", command="echo file > x")]),
+        FauxReply(tool_calls=[call("bash", command="rm x && mkdir -p x/deep && echo in > x/deep/y")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("swap")
+    [made, swapped] = customs(session, CHECKPOINT_ENTRY)
+
+    result = await harness.rewind_files(made.id)
+
+    assert (ws / "x").read_text() == "file\n"
+    assert "x" in result.restored and "x/deep/y" in result.removed
+    assert result.entry_id is not None
+    await harness.rewind_files(session.get_entry(result.entry_id).parent_id)  # the undo
+    assert (ws / "x" / "deep" / "y").read_text() == "in\n"
+    await harness.rewind_files(swapped.id)
+    assert (ws / "x" / "deep" / "y").read_text() == "in\n"
+
+
+async def test_a_folder_holding_files_the_session_did_not_record_is_never_removed(
+    session: Session, ws: Path
+) -> None:
+    replies = [
+        FauxReply(tool_calls=[call("bash", command="echo file > x")]),
+        FauxReply(tool_calls=[call("bash", command="rm x && mkdir x && echo in > x/y")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("swap")
+    [made, _] = customs(session, CHECKPOINT_ENTRY)
+    (ws / "x" / "mine.txt").write_text("mine\n")  # not through the session
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(made.id)
+    assert [u.split(" ")[0] for u in refused.value.unrecordable] == ["x"]
+    await harness.rewind_files(made.id, force=True)
+    assert (ws / "x" / "mine.txt").read_text() == "mine\n"
