@@ -60,6 +60,7 @@ __all__ = [
     "Timeline",
     "checkpoint_data",
     "conversation_landing",
+    "edited_paths",
     "has_records",
     "read_records",
     "referenced_blobs",
@@ -352,6 +353,20 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
                 start = None
         records.append(Record(index, entry.id, tuple(changes), start, tuple(missed), complete))
     return records, problems
+
+
+def edited_paths(session: Session) -> set[str]:
+    """The paths inside the working folder that ``write``/``edit`` checkpoints of ``session``
+    recorded (a ``"scan": "path"`` entry): a ``bash`` scan compares them too, even where git
+    ignores them."""
+    found: set[str] = set()
+    for _, entry in _checkpoint_entries(session):
+        data = entry.data
+        if entry.custom_type != CHECKPOINT_ENTRY or not isinstance(data, Mapping):
+            continue
+        if data.get("scan") == "path":
+            found |= {c.path for c in _changes(data)[0] if not c.path.startswith("/")}
+    return found
 
 
 def referenced_blobs(session: Session) -> set[str]:

@@ -211,6 +211,9 @@ class Workspace:
         self._real = os.path.realpath(self.root)
         self.store = store
         self.max_files = max_files
+        self.watched: set[str] | None = None
+        """Paths the session's own ``write``/``edit`` recorded, which a git scan compares even
+        where git ignores them (None: not read yet; ``Checkpoints`` fills it)."""
         self.max_scan_bytes = max_scan_bytes
         self._left: int | None = None  # bytes the running scan may still read (None: no scan)
         self._over = False  # the running scan left a file unread at its byte cap
@@ -849,6 +852,17 @@ class Workspace:
             else:
                 seen[path] = self.capture(self._rel(path))
                 stored += 1
+        # What the session's own write/edit recorded is compared even where git ignores it, so
+        # a command changing such a file is not later taken as a change made outside the
+        # session (issue 26 trial, finding 17).
+        for path in sorted(self.watched or ()):
+            if path in seen or self.excluded(path):
+                continue
+            if stored >= self.max_files:
+                complete = False
+                break
+            seen[path] = self.capture(self._rel(path))
+            stored += 1
         return Snapshot(
             kind="git",
             seen=seen,

@@ -712,3 +712,47 @@ async def test_a_folder_holding_files_the_session_did_not_record_is_never_remove
     assert [u.split(" ")[0] for u in refused.value.unrecordable] == ["x"]
     await harness.rewind_files(made.id, force=True)
     assert (ws / "x" / "mine.txt").read_text() == "mine\n"
+
+
+async def test_bash_changing_an_ignored_file_the_session_wrote_is_recorded(
+    tmp_path: Path, repo: JsonlSessionRepo
+) -> None:
+    # Issue 26 trial, finding 17: write/edit recorded a file git ignores, the bash scan did
+    # not see a later change to it, and the next rewind blamed "changed outside the session".
+    ws = seed(tmp_path / "ws", "git")
+    (ws / ".gitignore").write_text("*.log\n")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-qm", "ignore logs")
+    session = await repo.create(str(ws))
+    writes = [FauxReply(tool_calls=[call("write", path="w.log", content="x\n")]), "ok"]
+    await make_harness(session, ws, writes).prompt("write")
+    [write] = customs(session, CHECKPOINT_ENTRY)
+    # A new harness on the same session: what the write recorded is read back from the file.
+    bashes = [FauxReply(tool_calls=[call("bash", command="echo by-bash >> w.log")]), "ok"]
+    harness = make_harness(session, ws, bashes)
+    await harness.prompt("append")
+
+    [_, appended] = customs(session, CHECKPOINT_ENTRY)
+    assert [c["path"] for c in appended.data["changes"]] == ["w.log"]  # type: ignore[index]
+    await harness.rewind_files(write.id)
+    assert (ws / "w.log").read_text() == "x\n"
+    await harness.rewind_files(appended.id)
+    assert (ws / "w.log").read_text() == "x\nby-bash\n"
+
+
+async def test_a_refusal_names_at_most_twenty_files_of_a_kind_then_how_many_more(
+    session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 14: a refusal after a 400-file rewind was one 3 KB line of names.
+    make = "for i in $(seq -w 1 25); do echo $i > f$i.txt; done"
+    harness = make_harness(session, ws, [FauxReply(tool_calls=[call("bash", command=make)]), "ok"])
+    await harness.prompt("make files")
+    for i in range(1, 26):
+        (ws / f"f{i:02}.txt").write_text("mine\n")  # not through the session
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+
+    assert len(refused.value.changed) == 25  # all of them, for code
+    message = str(refused.value)
+    assert "f20.txt, and 5 more" in message and "f21.txt" not in message
