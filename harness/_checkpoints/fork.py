@@ -174,9 +174,7 @@ def _copy_tree(workspace: Workspace, folder: Path) -> None:
                     _copy_file(workspace.root, child, folder)
 
 
-def missing_contents(
-    workspace: Workspace, states: dict[str, State]
-) -> tuple[list[str], list[str]]:
+def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[list[str], list[str]]:
     """The paths a fork's folder would carry (:func:`_put_states`) whose content at the entry
     is not in the store (removed by ``gc``), and those whose content was never stored."""
     unavailable, unstored = [], []
@@ -216,7 +214,9 @@ def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> l
             continue
         # Through no symlink, as a rewind writes (the copy keeps the source's symlinks).
         loc = Location(str(root), path, "inside")
-        data = None if want is None or isinstance(want, Pending) else workspace.store.get(want.digest)
+        data = (
+            None if want is None or isinstance(want, Pending) else workspace.store.get(want.digest)
+        )
         if want is not None and data is None:  # gone since missing_contents looked (a gc)
             raise RewindRefusedError([], [path], fork=True)
         # Another OSError ends the fork: its folder is removed, never left holding other files.

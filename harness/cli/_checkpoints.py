@@ -38,6 +38,7 @@ from ._common import (
     resolve_entry,
     root_option,
     run_async,
+    shown_leaf,
 )
 from ._escape import echo, json_line
 from ._opening import opened
@@ -202,7 +203,7 @@ def rewind(
         if result.cancelled:
             echo("cancelled by a hook")
             return
-        echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        echo(f"leaf: {shown_leaf(result.old_leaf_id)} -> {shown_leaf(result.new_leaf_id)}")
         if result.files is not None:
             report_rewind(result.files)
         if result.editor_text is not None:

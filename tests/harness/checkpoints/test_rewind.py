@@ -609,9 +609,9 @@ async def test_the_users_own_edit_between_two_turns_can_be_rewound_to(
     ]
     harness = make_harness(session, ws, replies)
     await harness.prompt("first")
-    [first_prompt, first_call] = [
-        e.id for e in session.entries() if isinstance(e, MessageEntry)
-    ][:2]
+    [first_prompt, first_call] = [e.id for e in session.entries() if isinstance(e, MessageEntry)][
+        :2
+    ]
     end_of_first = session.leaf_id
     (ws / "f.txt").write_text("user-edit\n")  # not through the session
     await harness.prompt("second")
@@ -681,7 +681,9 @@ async def test_a_file_the_session_swapped_for_a_folder_is_restored(
     # ("changed outside the session") and --force left the folder, empty, the file not back.
     replies = [
         FauxReply(tool_calls=[call("bash", command="echo file > x")]),
-        FauxReply(tool_calls=[call("bash", command="rm x && mkdir -p x/deep && echo in > x/deep/y")]),
+        FauxReply(
+            tool_calls=[call("bash", command="rm x && mkdir -p x/deep && echo in > x/deep/y")]
+        ),
         "done",
     ]
     harness = make_harness(session, ws, replies)
