@@ -17,6 +17,7 @@ from repos import ForkPosition, Session, SessionRepo
 from .capture import Checkpoints
 from .errors import RewindCancelledError, RewindRefusedError
 from .fork import Materialized, materialize, missing_contents, new_workspace_root
+from .records import conversation_landing
 from .rewind import (
     RewindPlan,
     RewindResult,
@@ -128,7 +129,8 @@ async def fork_with_files(
     position: ForkPosition | None,
     workspace: Path,
 ) -> tuple[Session, Materialized]:
-    """Fork ``checkpoints.session`` at ``entry_id`` (as ``repo.fork`` does) and make
+    """Fork ``checkpoints.session`` at ``entry_id`` (as ``repo.fork`` does; at a checkpoint
+    entry, at the end of its tool batch, as :func:`conversation_landing` says) and make
     ``workspace`` hold the files as they were at the fork's last entry; the fork's header
     records the workspace as its ``cwd``.
 
@@ -151,8 +153,12 @@ async def fork_with_files(
     await checkpoints.settle()
     session = checkpoints.session
     check_recorded_folder(session, checkpoints.workspace)
-    cut = entry_id if entry_id is not None else session.leaf_id
     effective = position or ("at" if entry_id is None else "before")
+    if effective == "at" and entry_id is not None:
+        # At a checkpoint entry: at the end of its tool batch, as a rewind with the
+        # conversation moves, so the fork's model sees the call's results (issue 26 trial).
+        entry_id = conversation_landing(session, entry_id)
+    cut = entry_id if entry_id is not None else session.leaf_id
     if cut is not None and effective == "before":
         cut = session.get_entry(cut).parent_id
     _, states, _ = states_at(session, cut, checkpoints.store)

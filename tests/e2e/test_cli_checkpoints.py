@@ -191,6 +191,26 @@ def test_fork_with_a_workspace_refuses_when_gc_removed_a_content_it_needs(
     assert len(os.listdir(path.parent)) == 1  # no fork left behind
 
 
+def test_fork_at_a_checkpoint_id_ends_at_its_tool_result(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial, finding 1: the fork's model saw the call as interrupted.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    with open_session(path) as session:
+        [checkpoint] = [
+            e.id
+            for e in session.entries()
+            if isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+        ]
+    for extra in ([], ["--workspace", str(tmp_path / "fork")]):
+        forked = cli(env, ws, "sessions", "fork", "--root", root, sid, "--at", checkpoint, *extra)
+        assert forked.returncode == 0, forked.stderr
+        with open_session(Path(forked.stdout.split("path: ", 1)[1].split("\n")[0])) as fork:
+            leaf = fork.get_entry(fork.leaf_id or "")
+            assert isinstance(leaf, MessageEntry) and leaf.message.role == "toolResult"
+
+
 def test_checkpoints_gc_removes_what_no_session_refers_to(
     env: dict[str, str], ws: Path, tmp_path: Path
 ) -> None:

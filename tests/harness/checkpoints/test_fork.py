@@ -8,9 +8,12 @@ import pytest
 from workspaces import SCRIPT, call, git, make_harness, record_trees, store_of, tree
 
 from harness import (
+    CHECKPOINT_ENTRY,
     Approve,
+    CustomEntry,
     FauxReply,
     JsonlSessionRepo,
+    MessageEntry,
     RewindRefusedError,
     SecuritySupervisor,
     Session,
@@ -154,3 +157,24 @@ async def test_a_fork_before_the_session_swapped_a_file_for_a_folder_has_the_fil
     await harness.fork(repo, cut, position="at", workspace=tmp_path / "fork")
 
     assert (tmp_path / "fork" / "x").read_text() == "file\n"
+
+
+async def test_a_fork_at_a_checkpoint_entry_ends_with_its_tool_results(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 1: cut on the checkpoint entry itself, the fork's model saw the
+    # call as interrupted ("No result was recorded") while the folder showed its effect.
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    checkpoint = next(
+        e
+        for e in session.entries()
+        if isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+    )
+
+    fork = await harness.fork(repo, checkpoint.id, position="at", workspace=tmp_path / "fork")
+
+    leaf = fork.get_entry(fork.leaf_id or "")
+    assert isinstance(leaf, MessageEntry) and leaf.message.role == "toolResult"
+    assert tree(tmp_path / "fork") == trees[leaf.id]  # the files after the call, as its result
