@@ -406,7 +406,7 @@ class Workspace:
                 return known, st.st_ctime_ns
         cap = self.store.max_file_bytes
         if st.st_size > cap:
-            return Unknown(f"larger than {cap} bytes, the most stored"), st.st_ctime_ns
+            return Unknown(f"larger than the store's file cap ({cap} bytes)"), st.st_ctime_ns
         if self._left is not None:
             if st.st_size > self._left:
                 self._over = True

@@ -47,6 +47,7 @@ from ._common import (
     MIN_PREFIX,
     cli_text,
     describe_store,
+    file_name,
     find_ref,
     one_line,
     open_ref,
@@ -327,13 +328,16 @@ async def _rewind(chat: ChatHost, args: str) -> None:
             chat.edit_text = result.editor_text
     if files is not None:
         for path in files.restored:
-            chat.view.line(f"restored {path}")
+            chat.view.line(f"restored {file_name(path)}")
         for path in files.removed:
-            chat.view.line(f"removed {path}")
+            chat.view.line(f"removed {file_name(path)}")
         for skipped in files.skipped:
-            chat.view.line(f"skipped {skipped.path}: {skipped.reason}", "yellow")
+            chat.view.line(f"skipped {file_name(skipped.path)}: {skipped.reason}", "yellow")
         for missed in files.missed:
-            line = f"not restored {missed.path}: its change was not recorded ({missed.reason})"
+            line = (
+                f"not restored {file_name(missed.path)}: its change was not recorded "
+                f"({missed.reason})"
+            )
             chat.view.line(line, "yellow")
         if files.entry_id is None:
             chat.view.line(

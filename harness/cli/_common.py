@@ -54,6 +54,7 @@ __all__ = [
     "UnknownEntryError",
     "cli_text",
     "describe_store",
+    "file_name",
     "find_ref",
     "handle_errors",
     "make_streams_safe",
@@ -522,6 +523,12 @@ class UnknownEntryError(EntryNotFoundError):
     def __init__(self, ref: str, why: str, listed: str) -> None:
         SessionError.__init__(self, f"no entry {ref!r} in this session: {why} ({listed})")
         self.entry_id = ref
+
+
+def file_name(path: str) -> str:
+    """A recorded path for a listing line: newlines and tabs escaped too (``\\n``), as the
+    terminal controls are, so one file stays one line."""
+    return terminal(path).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def shown_leaf(entry_id: str | None) -> str:

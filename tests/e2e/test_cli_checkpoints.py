@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 from cli_in_process import needs_process, run_cli
+from workspaces import call, make_harness
 
 from harness import (
     CHECKPOINT_ENTRY,
     CheckpointStore,
     CustomEntry,
+    FauxReply,
     JsonlSessionRepo,
     MessageEntry,
     open_session,
@@ -690,3 +692,36 @@ def test_chat_checkout_takes_an_entry_id_prefix(
     # The chat names its own /tree, not a command with a placeholder.
     assert "(/tree prints the entry ids" in chat.stdout and "SESSION" not in chat.stdout
     assert "forked" in chat.stdout.split(f"/fork {unique}")[1], chat.stdout
+
+
+async def test_checkpoints_list_says_why_for_a_write_over_the_cap_and_a_session_without_any(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial, findings 12, 13 and 19.
+    root = tmp_path / "sessions"
+    repo = JsonlSessionRepo(root)
+    session = await repo.create(str(ws))
+    replies = [
+        FauxReply(tool_calls=[call("write", path="big.txt", content="x" * 100)]),
+        FauxReply(tool_calls=[call("write", path="new\nline.txt", content="hi\n")]),
+        "ok",
+    ]
+    store = CheckpointStore(root / ".checkpoints", max_file_bytes=10)
+    await make_harness(session, ws, replies, checkpoints=store).prompt("write")
+    session.close()
+
+    listed = cli(env, ws, "checkpoints", "list", "--root", root, session.id)
+    assert listed.returncode == 0, listed.stderr
+    # A write scans nothing: why its file is missing, not "the scan did not see everything".
+    assert "not recorded: big.txt: larger than the store's file cap (10 bytes)" in listed.stdout
+    assert "the scan" not in listed.stdout
+    # One file, one line: a newline in its name is escaped like the other controls.
+    assert "write: new\\nline.txt" in listed.stdout
+    assert len(listed.stdout.splitlines()) == 3
+
+    empty = cli(env, ws, "run", "--root", root, "--offline", "--mode", "bypass",
+                "--checkpoints", "--output", "json", "-p", "!true")  # fmt: skip
+    assert empty.returncode == 0, empty.stderr
+    quiet = json.loads(empty.stdout)["session_id"]
+    nothing = cli(env, ws, "checkpoints", "list", "--root", root, quiet)
+    assert "or no tool call of it changed a file" in nothing.stderr
