@@ -78,6 +78,9 @@ class RewindRefusedError(CheckpointError):
             the process ended (or the store failed) before it did. ``force=True`` leaves
             those whose content at the target is missing as they are, and overwrites the
             others.
+        store: the checkpoint store looked in for the contents (when some were missing).
+        elsewhere: the user data folder's store, when it holds contents missing from
+            ``store`` (a session recorded with ``checkpoints=True``, rewound with another).
         unrecordable: recorded paths changed outside the session into something a rewind
             cannot record (so could not undo the loss of), each with why: no longer a
             regular file (a symlink, a folder, a FIFO), unreadable, or past the store's file
@@ -95,8 +98,11 @@ class RewindRefusedError(CheckpointError):
         unrecordable: Sequence[str] = (),
         *,
         fork: bool = False,
+        store: str | None = None,
+        elsewhere: str | None = None,
     ) -> None:
         parts = []
+        looked = f" {store}" if store else ""
         if unsafe:
             parts.append("entries name paths a rewind never writes: " + _names(unsafe, "; "))
         if changed:
@@ -109,11 +115,18 @@ class RewindRefusedError(CheckpointError):
                 "replaces: " + _names(unrecordable)
             )
         if unavailable:
-            parts.append("content not in the checkpoint store: " + _names(unavailable))
+            parts.append(f"content not in the checkpoint store{looked}: " + _names(unavailable))
         if unstored:
             parts.append(
-                "content never stored (the process ended, or the store failed, before the "
-                "checkpoint of a tool call was stored): " + _names(unstored)
+                f"content never stored in the checkpoint store{looked} (the process ended, or "
+                "the store failed, before the checkpoint of a tool call was stored): "
+                + _names(unstored)
+            )
+        if elsewhere:
+            # Not lost: the session was recorded with another store (code's checkpoints=True
+            # uses the user data folder's; the command line the one beside --root).
+            parts.append(
+                f"the store {elsewhere} holds them: the session was recorded with that store"
             )
         if fork:
             # A fork has no force: its folder would silently hold other contents than the
@@ -132,6 +145,7 @@ class RewindRefusedError(CheckpointError):
         self.unsafe = tuple(unsafe)
         self.unstored = tuple(unstored)
         self.unrecordable = tuple(unrecordable)
+        self.store, self.elsewhere = store, elsewhere
 
 
 class RewindCancelledError(CheckpointError):

@@ -23,6 +23,7 @@ from .rewind import (
     RewindResult,
     apply_plan,
     check_recorded_folder,
+    holding_store,
     plan_rewind,
     states_at,
 )
@@ -166,7 +167,15 @@ async def fork_with_files(
     unavailable, unstored = missing_contents(checkpoints.workspace, states)
     if unavailable or unstored:
         # As a rewind refuses: the folder would hold other contents than the entry's.
-        raise RewindRefusedError([], unavailable, unstored=unstored, fork=True)
+        missing = [states[p] for p in [*unavailable, *unstored]]
+        raise RewindRefusedError(
+            [],
+            unavailable,
+            unstored=unstored,
+            fork=True,
+            store=str(checkpoints.store.root),
+            elsewhere=holding_store(checkpoints.store, missing),
+        )
     fork = await repo.fork(
         session.path if session.path is not None else session.id,
         entry_id=entry_id,

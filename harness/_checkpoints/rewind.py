@@ -272,7 +272,17 @@ def plan_rewind(
         changes.append(Change(path, now, want))
         locations.append(loc)
     if (unsafe or changed or unavailable or unstored or unrecordable) and not force:
-        raise RewindRefusedError(changed, unavailable, unsafe, unstored, unrecordable)
+        missing = [target[p] for p in unavailable] + [target[p] for p in unstored]
+        missing += [latest[p] for p in unstored]
+        raise RewindRefusedError(
+            changed,
+            unavailable,
+            unsafe,
+            unstored,
+            unrecordable,
+            store=str(workspace.store.root) if unavailable or unstored else None,
+            elsewhere=holding_store(workspace.store, missing),
+        )
     # Removals first: a folder the session made is emptied before a file takes its place, and
     # a file is gone before a folder takes its place.
     order = sorted(range(len(changes)), key=lambda i: changes[i].after is not None)
@@ -286,6 +296,22 @@ def plan_rewind(
         settled=tuple(settled),
         missed=tuple(missed),
     )
+
+
+def holding_store(store: CheckpointStore, missing: list[State]) -> str | None:
+    """The user data folder's store, when it is not ``store`` and holds a content of
+    ``missing`` (a blob, or a ref it resolves): the session was recorded with it."""
+    states = [s for s in missing if s is not None]
+    if not states:
+        return None
+    other = CheckpointStore.default()
+    if os.path.realpath(other.root) == os.path.realpath(store.root) or not other.root.is_dir():
+        return None
+    for state in states:
+        digest = other.resolve(state.ref) if isinstance(state, Pending) else state.digest
+        if digest is not None and other.has(digest):
+            return str(other.root)
+    return None
 
 
 def _is_folder(loc: Location) -> bool:

@@ -725,3 +725,27 @@ async def test_checkpoints_list_says_why_for_a_write_over_the_cap_and_a_session_
     quiet = json.loads(empty.stdout)["session_id"]
     nothing = cli(env, ws, "checkpoints", "list", "--root", root, quiet)
     assert "or no tool call of it changed a file" in nothing.stderr
+
+
+async def test_a_rewind_missing_contents_names_the_store_it_looked_in_and_the_one_holding_them(
+    env: dict[str, str], ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 26 trial, finding 2: a session recorded from code with checkpoints=True, rewound
+    # with `--root`, was refused as "content never stored (the process ended ...)": the
+    # contents were in the user data folder's store, not the one beside --root.
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    env = {**env, "XDG_DATA_HOME": str(data)}
+    root = tmp_path / "sessions"
+    session = await JsonlSessionRepo(root).create(str(ws))
+    replies = [FauxReply(tool_calls=[call("write", path="keep.txt", content="new\n")]), "ok"]
+    await make_harness(session, ws, replies, checkpoints=True).prompt("write")
+    first = session.entry_ids()[0]
+    session.close()
+
+    refused = cli(env, ws, "rewind", "--root", root, session.id, first, "--files-only")
+
+    assert refused.returncode == 1
+    assert f"never stored in the checkpoint store {root / '.checkpoints'}" in refused.stderr
+    assert f"the store {data / 'harness' / 'checkpoints'} holds them" in refused.stderr
+    assert (ws / "keep.txt").read_text() == "new\n"

@@ -546,7 +546,7 @@ async def test_a_rewind_past_a_change_it_could_not_record_says_so(
 
     assert result.entry_id is None and (ws / "big.txt").exists()
     assert [m.path for m in result.missed] == ["big.txt"]
-    assert "larger than 10 bytes" in result.missed[0].reason
+    assert "larger than the store's file cap (10 bytes)" in result.missed[0].reason
 
 
 async def test_an_outside_file_already_as_at_the_target_neither_refuses_nor_asks(
