@@ -8,6 +8,7 @@ leaves its source byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -18,6 +19,7 @@ import click
 
 from hooks import HarnessError
 from repos import (
+    EntryNotFoundError,
     ForkPosition,
     JsonlSessionRepo,
     Session,
@@ -331,9 +333,10 @@ def fork(
     if at_entry is not None:
         from .._checkpoints import conversation_landing
 
-        with opened(repo, ref) as session:
+        with opened(repo, ref) as session, contextlib.suppress(EntryNotFoundError):
             # At a checkpoint entry: at the end of its tool batch, as `harness rewind` moves
-            # the leaf, so the fork's model sees the call's results (issue 26 trial).
+            # the leaf, so the fork's model sees the call's results (issue 26 trial). An
+            # unknown entry is the fork's to refuse, as always.
             entry_id = conversation_landing(session, at_entry)
     if workspace is not None:
         if cwd is not None or whole_tree:
