@@ -29,7 +29,9 @@ while the entries before that prompt keep what the session left. A rewind is its
 change, so rewinding to the entry before a rewind undoes it: the files at the entry a rewind
 started from (its ``fromLeafId``, the leaf then) are, for each path it changed, its ``before``,
 the file as the rewind found it, so undoing a forced rewind gives back what it overwrote (the
-last rewind from that entry counts, in file order).
+last rewind from that entry counts, in file order); a file it found already as at its target
+but not as the session left it (a killed rewind wrote it) has the session's state as its
+``before``, so the undo puts that back.
 
 Session files are untrusted (docs/security.md): an entry is read only if every field has the
 shape above; a path must be normalised, hold no NUL and no ``..``; a blob name must be 64 hex

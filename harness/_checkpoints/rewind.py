@@ -119,6 +119,9 @@ class RewindPlan:
     their temporary files."""
     missed: tuple[Missed, ...] = ()
     """Changes since the target that no checkpoint recorded: the rewind cannot undo them."""
+    adopted: tuple[Change, ...] = ()
+    """Paths already as at the target but not as the session last left them (a killed rewind
+    wrote them): nothing to write, recorded as changed from the session's state."""
     folders: frozenset[str] = frozenset()
     """Paths where a folder stands that the rewind removes (once emptied of the recorded
     files it removes) before writing the file there."""
@@ -214,6 +217,7 @@ def plan_rewind(
     changes: list[Change] = []
     locations: list[Location] = []
     settled: list[Location] = []
+    adopted: list[Change] = []
     skipped: list[Missed] = []
     unsafe: list[str] = list(problems)
     changed: list[str] = []
@@ -257,6 +261,12 @@ def plan_rewind(
             continue
         if same_file(now, want):
             settled.append(loc)
+            if not same_file(now, last) and not isinstance(last, Pending):
+                # Already as at the target, not as the session left it: a killed rewind wrote
+                # it (or someone made it so). Recorded as this rewind's change from what the
+                # session left, so its undo puts that back rather than refusing the file as
+                # changed outside the session (issue 26 trial, finding 6).
+                adopted.append(Change(path, last, want))
             continue
         if isinstance(last, Pending):
             # What the session last left there was never stored: a change made outside the
@@ -294,6 +304,7 @@ def plan_rewind(
         skipped=tuple(skipped),
         problems=tuple(problems),
         settled=tuple(settled),
+        adopted=tuple(adopted),
         missed=tuple(missed),
     )
 
@@ -426,7 +437,7 @@ def apply_plan(
     changed since the plan (by another program while the ``session_before_rewind`` hooks ran,
     say) is left as it is and reported as skipped, ``force`` or not: nobody saw that change,
     and the rewind entry could not undo its loss."""
-    done: list[Change] = []
+    done: list[Change] = list(plan.adopted)
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
