@@ -1377,6 +1377,9 @@ class AgentHarness:
         Raises:
             CheckpointsOffError: the harness records no checkpoints.
             WorkspaceExistsError: ``workspace`` exists and is not empty.
+            RewindRefusedError: a content the folder needs at the entry is not in the store
+                (removed by ``gc``) or was never stored: the paths in ``.unavailable`` and
+                ``.unstored``; nothing was written.
             ForkCancelledError, InvalidForkTargetError: as ``repo.fork``.
             OSError: the folder could not be made (the fork is deleted again).
         """

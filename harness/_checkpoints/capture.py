@@ -30,7 +30,15 @@ from repos import Session
 from .._fs import FileRefusedError, Location, tool_location
 from .._tools.base import Tool, ToolRun
 from .errors import CheckpointError
-from .records import CHECKPOINT_ENTRY, Change, FileState, Missed, Pending, checkpoint_data
+from .records import (
+    CHECKPOINT_ENTRY,
+    Change,
+    FileState,
+    Missed,
+    Pending,
+    checkpoint_data,
+    edited_paths,
+)
 from .scan import DEFAULT_MAX_FILES, Unknown, Workspace, same_file
 from .store import CheckpointStore
 
@@ -115,6 +123,8 @@ class Checkpoints:
                         self.workspace.flush()
         if tool.kind == "execute":
             async with self._lock:
+                if self.workspace.watched is None:  # a resumed session's, read once
+                    self.workspace.watched = edited_paths(self.session)
                 snapshot = await asyncio.to_thread(self.workspace.before)
                 try:
                     return await execute()
@@ -161,6 +171,8 @@ class Checkpoints:
                 self._append(run, tool, entry_id, "path", [], [Missed(path, reason)], False)
         elif not same_file(before, after):
             self._append(run, tool, entry_id, "path", [Change(path, before, after)], [], True)
+            if self.workspace.watched is not None and not path.startswith("/"):
+                self.workspace.watched.add(path)
 
     def _append(
         self,
@@ -172,7 +184,9 @@ class Checkpoints:
         missed: list[Missed],
         complete: bool,
     ) -> None:
-        if not changes and not missed:
+        if not changes and not missed and complete:
+            # A scan that stopped at its cap writes its entry even when it saw no change: what
+            # it could not see is shown (`checkpoints list`, a rewind past it), never silent.
             return
         for m in missed:
             _log.warning("checkpoint of %s: %r not recorded: %s", tool.name, m.path, m.reason)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Final
 
 from hooks import HarnessError
 
@@ -33,6 +34,18 @@ __all__ = [
 ]
 
 
+MAX_NAMED: Final = 20
+"""The most paths an error's message names of each kind; its attributes hold them all."""
+
+
+def _names(paths: Sequence[str], sep: str = ", ") -> str:
+    """``paths`` joined for a message: the first :data:`MAX_NAMED`, then how many more (a
+    rewind of thousands of files must not print them all on one line)."""
+    shown = sep.join(paths[:MAX_NAMED])
+    more = len(paths) - MAX_NAMED
+    return f"{shown}{sep}and {more} more" if more > 0 else shown
+
+
 class CheckpointError(HarnessError, RuntimeError):
     """Base of the checkpoint errors.
 
@@ -45,7 +58,9 @@ class CheckpointError(HarnessError, RuntimeError):
 
 
 class RewindRefusedError(CheckpointError):
-    """A rewind would lose work or cannot be done whole; nothing was written.
+    """A rewind would lose work or cannot be done whole, or a fork's folder could not hold the
+    files as they were at its entry (``fork=True``: only ``unavailable`` and ``unstored``, and
+    no ``force``); nothing was written.
 
     Attributes:
         unsafe: recorded paths a rewind never writes, each with why: absolute, through a
@@ -63,6 +78,9 @@ class RewindRefusedError(CheckpointError):
             the process ended (or the store failed) before it did. ``force=True`` leaves
             those whose content at the target is missing as they are, and overwrites the
             others.
+        store: the checkpoint store looked in for the contents (when some were missing).
+        elsewhere: the user data folder's store, when it holds contents missing from
+            ``store`` (a session recorded with ``checkpoints=True``, rewound with another).
         unrecordable: recorded paths changed outside the session into something a rewind
             cannot record (so could not undo the loss of), each with why: no longer a
             regular file (a symlink, a folder, a FIFO), unreadable, or past the store's file
@@ -78,35 +96,56 @@ class RewindRefusedError(CheckpointError):
         unsafe: Sequence[str] = (),
         unstored: Sequence[str] = (),
         unrecordable: Sequence[str] = (),
+        *,
+        fork: bool = False,
+        store: str | None = None,
+        elsewhere: str | None = None,
     ) -> None:
         parts = []
+        looked = f" {store}" if store else ""
         if unsafe:
-            parts.append("entries name paths a rewind never writes: " + "; ".join(unsafe))
+            parts.append("entries name paths a rewind never writes: " + _names(unsafe, "; "))
         if changed:
             parts.append(
-                "changed outside the session since it last touched them: " + ", ".join(changed)
+                "changed outside the session since it last touched them: " + _names(changed)
             )
         if unrecordable:
             parts.append(
                 "changed outside the session into what a rewind cannot record, so never "
-                "replaces: " + ", ".join(unrecordable)
+                "replaces: " + _names(unrecordable)
             )
         if unavailable:
-            parts.append("content not in the checkpoint store: " + ", ".join(unavailable))
+            parts.append(f"content not in the checkpoint store{looked}: " + _names(unavailable))
         if unstored:
             parts.append(
-                "content never stored (the process ended, or the store failed, before the "
-                "checkpoint of a tool call was stored): " + ", ".join(unstored)
+                f"content never stored in the checkpoint store{looked} (the process ended, or "
+                "the store failed, before the checkpoint of a tool call was stored): "
+                + _names(unstored)
             )
-        never = "; those paths are never written" if unsafe or unrecordable else ""
-        found = "rewind refused, nothing written; " + "; ".join(parts)
-        super().__init__(f"{found} (force=True to go on anyway{never})")
-        self.cli_message = f"{found} (--force to go on anyway{never})"
+        if elsewhere:
+            # Not lost: the session was recorded with another store (code's checkpoints=True
+            # uses the user data folder's; the command line the one beside --root).
+            parts.append(
+                f"the store {elsewhere} holds them: the session was recorded with that store"
+            )
+        if fork:
+            # A fork has no force: its folder would silently hold other contents than the
+            # entry's (issue 26 trial, finding 7).
+            found = "fork refused, nothing written; " + "; ".join(parts)
+            again = "fork at another entry, or without {} to fork the conversation alone"
+            super().__init__(f"{found} ({again.format('workspace=')})")
+            self.cli_message = f"{found} ({again.format('--workspace')})"
+        else:
+            never = "; those paths are never written" if unsafe or unrecordable else ""
+            found = "rewind refused, nothing written; " + "; ".join(parts)
+            super().__init__(f"{found} (force=True to go on anyway{never})")
+            self.cli_message = f"{found} (--force to go on anyway{never})"
         self.changed = tuple(changed)
         self.unavailable = tuple(unavailable)
         self.unsafe = tuple(unsafe)
         self.unstored = tuple(unstored)
         self.unrecordable = tuple(unrecordable)
+        self.store, self.elsewhere = store, elsewhere
 
 
 class RewindCancelledError(CheckpointError):

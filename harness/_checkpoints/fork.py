@@ -18,21 +18,27 @@ from pathlib import Path
 
 from attrs import frozen
 
-from .._fs import Location, beneath, open_dir, open_parent, open_regular_at
+from .._fs import FileRefusedError, Location, beneath, open_dir, open_parent, open_regular_at
 from .._permissions import protected_path
-from .errors import CheckpointError, WorkspaceExistsError
+from .errors import CheckpointError, RewindRefusedError, WorkspaceExistsError
 from .records import Missed, Pending, State
-from .rewind import _remove, _write
+from .rewind import _is_folder, _remove, _remove_empty_folder, _write
 from .scan import Workspace
 
-__all__ = ["Materialized", "materialize", "new_workspace_root", "remove_workspace"]
+__all__ = [
+    "Materialized",
+    "materialize",
+    "missing_contents",
+    "new_workspace_root",
+    "remove_workspace",
+]
 
 
 @frozen(kw_only=True)
 class Materialized:
     """A fork's new workspace: ``root`` (the working folder in it), ``kind`` (``git-worktree``
-    or ``copy``), and the recorded files left out (outside the working folder, content
-    missing)."""
+    or ``copy``), and the recorded files left out (outside the working folder, in git's
+    folder, protected)."""
 
     root: Path
     kind: str
@@ -168,36 +174,59 @@ def _copy_tree(workspace: Workspace, folder: Path) -> None:
                     _copy_file(workspace.root, child, folder)
 
 
+def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[list[str], list[str]]:
+    """The paths a fork's folder would carry (:func:`_put_states`) whose content at the entry
+    is not in the store (removed by ``gc``), and those whose content was never stored."""
+    unavailable, unstored = [], []
+    for path, want in sorted(states.items()):
+        if want is None or _left_out(path, workspace.root) is not None:
+            continue
+        if isinstance(want, Pending):
+            unstored.append(path)
+        elif not workspace.store.has(want.digest):
+            unavailable.append(path)
+    return unavailable, unstored
+
+
+def _left_out(path: str, root: Path) -> str | None:
+    """Why a fork never writes the recorded ``path`` (None: it does)."""
+    if path.startswith("/"):
+        return "outside the working folder: not carried into a fork"
+    if any(part.casefold() == ".git" for part in path.split("/")):
+        return "in git's folder: never written"
+    protected = protected_path(path, root)
+    if protected is not None:
+        # as a rewind: a session file's entries never write or remove settings, hooks or
+        # .mcp.json in the fork's copy (review, after review 5 finding 27)
+        return f"a protected path, never written ({protected})"
+    return None
+
+
 def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> list[Missed]:
     skipped = []
     key = workspace.store.rewind_key()
-    for path, want in sorted(states.items()):
-        if path.startswith("/"):
-            skipped.append(Missed(path, "outside the working folder: not carried into a fork"))
-            continue
-        if any(part.casefold() == ".git" for part in path.split("/")):
-            skipped.append(Missed(path, "in git's folder: never written"))
-            continue
-        protected = protected_path(path, root)
-        if protected is not None:
-            # as a rewind: a session file's entries never write or remove settings, hooks or
-            # .mcp.json in the fork's copy (review, after review 5 finding 27)
-            skipped.append(Missed(path, f"a protected path, never written ({protected})"))
+    # Removals first: a folder the session made where a file was is emptied before the file
+    # takes its place (and a file is gone before a folder takes its place).
+    for path, want in sorted(states.items(), key=lambda item: (item[1] is not None, item[0])):
+        left_out = _left_out(path, root)
+        if left_out is not None:
+            skipped.append(Missed(path, left_out))
             continue
         # Through no symlink, as a rewind writes (the copy keeps the source's symlinks).
         loc = Location(str(root), path, "inside")
+        data = (
+            None if want is None or isinstance(want, Pending) else workspace.store.get(want.digest)
+        )
+        if want is not None and data is None:  # gone since missing_contents looked (a gc)
+            raise RewindRefusedError([], [path], fork=True)
+        # Another OSError ends the fork: its folder is removed, never left holding other files.
         try:
-            if want is None:
+            if want is None or data is None:
                 _remove(loc, key)
-                continue
-            if isinstance(want, Pending):
-                skipped.append(Missed(path, "its content was never stored"))
-                continue
-            data = workspace.store.get(want.digest)
-            if data is None:
-                skipped.append(Missed(path, "its content is not in the checkpoint store"))
-                continue
-            _write(loc, data, want.mode, key)
-        except OSError as exc:
+            else:
+                if _is_folder(loc):  # emptied above; one holding other files stays: an error
+                    _remove_empty_folder(loc)
+                _write(loc, data, want.mode, key)
+        except FileRefusedError as exc:  # through a symlink, ...: never written, as a rewind
             skipped.append(Missed(path, f"not written: {exc.strerror or exc}"))
     return skipped

@@ -15,13 +15,15 @@ from hooks import (
 from repos import ForkPosition, Session, SessionRepo
 
 from .capture import Checkpoints
-from .errors import RewindCancelledError
-from .fork import Materialized, materialize, new_workspace_root
+from .errors import RewindCancelledError, RewindRefusedError
+from .fork import Materialized, materialize, missing_contents, new_workspace_root
+from .records import conversation_landing
 from .rewind import (
     RewindPlan,
     RewindResult,
     apply_plan,
     check_recorded_folder,
+    holding_store,
     plan_rewind,
     states_at,
 )
@@ -128,7 +130,8 @@ async def fork_with_files(
     position: ForkPosition | None,
     workspace: Path,
 ) -> tuple[Session, Materialized]:
-    """Fork ``checkpoints.session`` at ``entry_id`` (as ``repo.fork`` does) and make
+    """Fork ``checkpoints.session`` at ``entry_id`` (as ``repo.fork`` does; at a checkpoint
+    entry, at the end of its tool batch, as :func:`conversation_landing` says) and make
     ``workspace`` hold the files as they were at the fork's last entry; the fork's header
     records the workspace as its ``cwd``.
 
@@ -142,18 +145,37 @@ async def fork_with_files(
         WorkspaceMismatchError: the session was not recorded in the working folder (the
             files it names are another folder's).
         WorkspaceExistsError: ``workspace`` exists and is not empty.
+        RewindRefusedError: a content the folder needs at the entry is not in the store
+            (removed by ``gc``) or was never stored (``fork=True``: names them); nothing was
+            written.
         ForkCancelledError, InvalidForkTargetError, ...: as ``repo.fork``.
         OSError, subprocess.SubprocessError: the folder could not be made.
     """
     await checkpoints.settle()
     session = checkpoints.session
     check_recorded_folder(session, checkpoints.workspace)
-    cut = entry_id if entry_id is not None else session.leaf_id
     effective = position or ("at" if entry_id is None else "before")
+    if effective == "at" and entry_id is not None:
+        # At a checkpoint entry: at the end of its tool batch, as a rewind with the
+        # conversation moves, so the fork's model sees the call's results (issue 26 trial).
+        entry_id = conversation_landing(session, entry_id)
+    cut = entry_id if entry_id is not None else session.leaf_id
     if cut is not None and effective == "before":
         cut = session.get_entry(cut).parent_id
     _, states, _ = states_at(session, cut, checkpoints.store)
     root, _ = new_workspace_root(checkpoints.workspace, workspace)
+    unavailable, unstored = missing_contents(checkpoints.workspace, states)
+    if unavailable or unstored:
+        # As a rewind refuses: the folder would hold other contents than the entry's.
+        missing = [states[p] for p in [*unavailable, *unstored]]
+        raise RewindRefusedError(
+            [],
+            unavailable,
+            unstored=unstored,
+            fork=True,
+            store=str(checkpoints.store.root),
+            elsewhere=holding_store(checkpoints.store, missing),
+        )
     fork = await repo.fork(
         session.path if session.path is not None else session.id,
         entry_id=entry_id,

@@ -21,11 +21,17 @@ it that the supervisor approved.
 
 The state of the workspace at an entry is the state when that entry was written: for each path
 some entry changed, the ``after`` of the last change written before it (in file order), or,
-when there is none, the ``before`` of the first one written after it. A rewind is itself a
+when there is none, the ``before`` of the first one written after it. Between two changes of a
+file, from the first user message after the earlier one on, it is the later change's
+``before`` instead: the file as that change found it, so an edit made outside the session
+between two turns (the user's own) is the state at the next prompt and the entries after it,
+while the entries before that prompt keep what the session left. A rewind is itself a
 change, so rewinding to the entry before a rewind undoes it: the files at the entry a rewind
 started from (its ``fromLeafId``, the leaf then) are, for each path it changed, its ``before``,
 the file as the rewind found it, so undoing a forced rewind gives back what it overwrote (the
-last rewind from that entry counts, in file order).
+last rewind from that entry counts, in file order); a file it found already as at its target
+but not as the session left it (a killed rewind wrote it) has the session's state as its
+``before``, so the undo puts that back.
 
 Session files are untrusted (docs/security.md): an entry is read only if every field has the
 shape above; a path must be normalised, hold no NUL and no ``..``; a blob name must be 64 hex
@@ -56,6 +62,7 @@ __all__ = [
     "Timeline",
     "checkpoint_data",
     "conversation_landing",
+    "edited_paths",
     "has_records",
     "read_records",
     "referenced_blobs",
@@ -350,6 +357,20 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
     return records, problems
 
 
+def edited_paths(session: Session) -> set[str]:
+    """The paths inside the working folder that ``write``/``edit`` checkpoints of ``session``
+    recorded (a ``"scan": "path"`` entry): a ``bash`` scan compares them too, even where git
+    ignores them."""
+    found: set[str] = set()
+    for _, entry in _checkpoint_entries(session):
+        data = entry.data
+        if entry.custom_type != CHECKPOINT_ENTRY or not isinstance(data, Mapping):
+            continue
+        if data.get("scan") == "path":
+            found |= {c.path for c in _changes(data)[0] if not c.path.startswith("/")}
+    return found
+
+
 def referenced_blobs(session: Session) -> set[str]:
     """The blob names the checkpoint and rewind entries of ``session`` refer to, and the refs
     of contents stored after their entry (``CheckpointStore.gc`` keeps the blobs those name)."""
@@ -396,15 +417,23 @@ class Timeline:
         """Every path some record changed."""
         return tuple(self._by_path)
 
-    def state_at(self, index: int, entry_id: str | None = None) -> dict[str, State]:
+    def state_at(
+        self, index: int, entry_id: str | None = None, prompt: int = -1
+    ) -> dict[str, State]:
         """Each path's state when the entry at ``index`` (file order), ``entry_id``, was
-        written; -1 is before the first entry. When a rewind started from ``entry_id``, the
-        paths it changed are as it found them (what undoing it puts back)."""
+        written; -1 is before the first entry. ``prompt`` is the index of the last user
+        message at or before it (-1: none). When a rewind started from ``entry_id``, the paths
+        it changed are as it found them (what undoing it puts back)."""
         states: dict[str, State] = {}
         for path, history in self._by_path.items():
-            earlier = [after for at, _, after in history if at <= index]
-            # None written before it: the first change's "before" is what was there.
-            states[path] = earlier[-1] if earlier else history[0][1]
+            earlier = [(at, after) for at, _, after in history if at <= index]
+            later = [before for at, before, _ in history if at > index]
+            if later and (not earlier or earlier[-1][0] < prompt):
+                # As the first later change found it: an edit made outside the session between
+                # the turns (before the prompt) is part of it (issue 26 trial, finding 8).
+                states[path] = later[0]
+            else:
+                states[path] = earlier[-1][1] if earlier else history[-1][2]
         if entry_id is not None:
             states.update(self._found.get(entry_id, {}))
         return states

@@ -35,7 +35,7 @@ from typing import Final
 
 from attrs import frozen
 
-from repos import Session
+from repos import MessageEntry, Session
 
 from .._fs import (
     FileRefusedError,
@@ -119,6 +119,12 @@ class RewindPlan:
     their temporary files."""
     missed: tuple[Missed, ...] = ()
     """Changes since the target that no checkpoint recorded: the rewind cannot undo them."""
+    adopted: tuple[Change, ...] = ()
+    """Paths already as at the target but not as the session last left them (a killed rewind
+    wrote them): nothing to write, recorded as changed from the session's state."""
+    folders: frozenset[str] = frozenset()
+    """Paths where a folder stands that the rewind removes (once emptied of the recorded
+    files it removes) before writing the file there."""
 
 
 def states_at(
@@ -141,16 +147,29 @@ def _timeline_at(
     """:func:`states_at`, and the changes missed since ``entry_id``."""
     records, problems = read_records(session)
     timeline = Timeline(records)
+    ids = session.entry_ids()
     if entry_id is None:
         index = -1
     else:
         session.get_entry(entry_id)  # raises EntryNotFoundError
-        index = session.entry_ids().index(entry_id)
+        index = ids.index(entry_id)
     latest = {path: resolved(state, store) for path, state in timeline.latest().items()}
-    target = {
-        path: resolved(state, store) for path, state in timeline.state_at(index, entry_id).items()
-    }
+    at = timeline.state_at(index, entry_id, _last_prompt(session, ids, index))
+    target = {path: resolved(state, store) for path, state in at.items()}
     return latest, target, problems, timeline.missed_after(index)
+
+
+def _last_prompt(session: Session, ids: list[str], index: int) -> int:
+    """The file index of the last user message at or before ``index`` (-1: none); only the
+    message entries walked back over are decoded."""
+    kinds = session.entry_types(ids[: index + 1])
+    for at in range(index, -1, -1):
+        if kinds[at] != "message":
+            continue
+        entry = session.get_entry(ids[at])
+        if isinstance(entry, MessageEntry) and entry.message.role == "user":
+            return at
+    return -1
 
 
 def check_recorded_folder(session: Session, workspace: Workspace) -> None:
@@ -198,12 +217,14 @@ def plan_rewind(
     changes: list[Change] = []
     locations: list[Location] = []
     settled: list[Location] = []
+    adopted: list[Change] = []
     skipped: list[Missed] = []
     unsafe: list[str] = list(problems)
     changed: list[str] = []
     unavailable: list[str] = []
     unstored: list[str] = []
     unrecordable: list[str] = []
+    folders: set[str] = set()
     for path, want in target.items():
         loc = workspace.locate(path)
         if isinstance(loc, str) and _already_at(path, want, workspace.store.max_file_bytes):
@@ -215,6 +236,16 @@ def plan_rewind(
             skipped.append(Missed(path, loc))
             continue
         now = workspace.capture(loc)
+        if isinstance(now, Unknown) and latest[path] is None and _is_folder(loc):
+            if want is None:
+                continue  # no file, as at the target: the folder is not the rewind's business
+            inside = _folder_files(loc)
+            if inside is not None and all(target.get(f, 0) is None for f in inside):
+                # A folder where the session last left no file, holding only files the rewind
+                # removes (the session swapped the file for a folder): removed, once empty,
+                # for the file (issue 26 trial, finding 15).
+                now = None
+                folders.add(path)
         if isinstance(now, Unknown):
             # The session left a regular file or none here: this one (a symlink, a folder, a
             # FIFO, unreadable) was changed outside it, and cannot be recorded, so its loss
@@ -230,6 +261,12 @@ def plan_rewind(
             continue
         if same_file(now, want):
             settled.append(loc)
+            if not same_file(now, last) and not isinstance(last, Pending):
+                # Already as at the target, not as the session left it: a killed rewind wrote
+                # it (or someone made it so). Recorded as this rewind's change from what the
+                # session left, so its undo puts that back rather than refusing the file as
+                # changed outside the session (issue 26 trial, finding 6).
+                adopted.append(Change(path, last, want))
             continue
         if isinstance(last, Pending):
             # What the session last left there was never stored: a change made outside the
@@ -245,16 +282,112 @@ def plan_rewind(
         changes.append(Change(path, now, want))
         locations.append(loc)
     if (unsafe or changed or unavailable or unstored or unrecordable) and not force:
-        raise RewindRefusedError(changed, unavailable, unsafe, unstored, unrecordable)
+        missing = [target[p] for p in unavailable] + [target[p] for p in unstored]
+        missing += [latest[p] for p in unstored]
+        raise RewindRefusedError(
+            changed,
+            unavailable,
+            unsafe,
+            unstored,
+            unrecordable,
+            store=str(workspace.store.root) if unavailable or unstored else None,
+            elsewhere=holding_store(workspace.store, missing),
+        )
+    # Removals first: a folder the session made is emptied before a file takes its place, and
+    # a file is gone before a folder takes its place.
+    order = sorted(range(len(changes)), key=lambda i: changes[i].after is not None)
     return RewindPlan(
         target_id=entry_id,
-        changes=tuple(changes),
-        locations=tuple(locations),
+        changes=tuple(changes[i] for i in order),
+        locations=tuple(locations[i] for i in order),
+        folders=frozenset(folders),
         skipped=tuple(skipped),
         problems=tuple(problems),
         settled=tuple(settled),
+        adopted=tuple(adopted),
         missed=tuple(missed),
     )
+
+
+def holding_store(store: CheckpointStore, missing: list[State]) -> str | None:
+    """The user data folder's store, when it is not ``store`` and holds a content of
+    ``missing`` (a blob, or a ref it resolves): the session was recorded with it."""
+    states = [s for s in missing if s is not None]
+    if not states:
+        return None
+    other = CheckpointStore.default()
+    if os.path.realpath(other.root) == os.path.realpath(store.root) or not other.root.is_dir():
+        return None
+    for state in states:
+        digest = other.resolve(state.ref) if isinstance(state, Pending) else state.digest
+        if digest is not None and other.has(digest):
+            return str(other.root)
+    return None
+
+
+def _is_folder(loc: Location) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(loc.path).st_mode)
+    except OSError:
+        return False
+
+
+def _folder_files(loc: Location) -> list[str] | None:
+    """The regular files under the folder at ``loc`` (paths as recorded), through no symlink;
+    None when it is no folder or holds anything else (a symlink, a FIFO) or cannot be read."""
+    try:
+        fd = open_dir(loc)
+    except OSError:
+        return None
+    found: list[str] = []
+    try:
+        if not _list_files(fd, loc.rel, found):
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return found
+
+
+def _list_files(fd: int, rel: str, found: list[str]) -> bool:
+    for name in os.listdir(fd):
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+        if stat.S_ISREG(mode):
+            found.append(f"{rel}/{name}")
+        elif stat.S_ISDIR(mode):
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                if not _list_files(sub, f"{rel}/{name}", found):
+                    return False
+            finally:
+                os.close(sub)
+        else:
+            return False
+    return True
+
+
+def _remove_empty_folder(loc: Location) -> None:
+    """Remove the folder at ``loc`` and the empty folders in it, through no symlink; a file in
+    it makes this fail (``ENOTEMPTY``) and stay."""
+    parent, name = os.path.split(loc.rel)
+    folder = open_dir(Location(loc.root, parent or ".", loc.rule))
+    try:
+        _rmdir_tree(folder, name)
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def _rmdir_tree(parent: int, name: str) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    try:
+        for child in os.listdir(fd):
+            if stat.S_ISDIR(os.stat(child, dir_fd=fd, follow_symlinks=False).st_mode):
+                _rmdir_tree(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
 
 
 def _already_at(path: str, want: FileState | Pending | None, max_bytes: int) -> bool:
@@ -304,7 +437,7 @@ def apply_plan(
     changed since the plan (by another program while the ``session_before_rewind`` hooks ran,
     say) is left as it is and reported as skipped, ``force`` or not: nobody saw that change,
     and the rewind entry could not undo its loss."""
-    done: list[Change] = []
+    done: list[Change] = list(plan.adopted)
     restored: list[str] = []
     removed: list[str] = []
     skipped = list(plan.skipped)
@@ -312,6 +445,13 @@ def apply_plan(
     for loc in plan.settled:
         _sweep_at(loc, key)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
+        if change.path in plan.folders:
+            try:
+                _remove_empty_folder(loc)
+            except OSError as exc:  # a file appeared in it since the plan: left as it is
+                reason = exc.strerror or str(exc)
+                skipped.append(Missed(change.path, f"a folder, not removed: {reason}"))
+                continue
         now = workspace.capture(loc)
         if isinstance(now, Unknown) or not same_file(now, change.before):
             skipped.append(Missed(change.path, "changed since the rewind was planned; left as is"))

@@ -30,6 +30,7 @@ content is still pending waits for it too.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import logging
@@ -210,6 +211,9 @@ class Workspace:
         self._real = os.path.realpath(self.root)
         self.store = store
         self.max_files = max_files
+        self.watched: set[str] | None = None
+        """Paths the session's own ``write``/``edit`` recorded, which a git scan compares even
+        where git ignores them (None: not read yet; ``Checkpoints`` fills it)."""
         self.max_scan_bytes = max_scan_bytes
         self._left: int | None = None  # bytes the running scan may still read (None: no scan)
         self._over = False  # the running scan left a file unread at its byte cap
@@ -402,7 +406,7 @@ class Workspace:
                 return known, st.st_ctime_ns
         cap = self.store.max_file_bytes
         if st.st_size > cap:
-            return Unknown(f"larger than {cap} bytes, the most stored"), st.st_ctime_ns
+            return Unknown(f"larger than the store's file cap ({cap} bytes)"), st.st_ctime_ns
         if self._left is not None:
             if st.st_size > self._left:
                 self._over = True
@@ -563,12 +567,14 @@ class Workspace:
     def _walk(self) -> tuple[dict[str, _StatKey], bool]:
         """Regular files under the root (relative path -> stat key); True when the walk saw
         every file. At most ``max_files`` entries are looked at, folders, symlinks and the
-        rest counted with the files: a tree of empty folders bounds the walk as files do."""
+        rest counted with the files: a tree of empty folders bounds the walk as files do.
+        Breadth first: the shallow files come first, so a deep ``.venv`` or ``node_modules``
+        that reaches the cap never hides the project's own ``src/`` (issue 26 trial)."""
         found: dict[str, _StatKey] = {}
         looked = 0
-        stack = [""]
+        stack: collections.deque[str] = collections.deque([""])
         while stack:
-            folder = stack.pop()
+            folder = stack.popleft()
             try:
                 entries = os.scandir(os.path.join(self.root, folder) if folder else self.root)
             except OSError:
@@ -582,7 +588,11 @@ class Workspace:
         return found, True
 
     def _walk_one(
-        self, folder: str, entry: os.DirEntry[str], found: dict[str, _StatKey], stack: list[str]
+        self,
+        folder: str,
+        entry: os.DirEntry[str],
+        found: dict[str, _StatKey],
+        stack: collections.deque[str],
     ) -> None:
         rel = f"{folder}/{entry.name}" if folder else entry.name
         try:
@@ -842,6 +852,17 @@ class Workspace:
             else:
                 seen[path] = self.capture(self._rel(path))
                 stored += 1
+        # What the session's own write/edit recorded is compared even where git ignores it, so
+        # a command changing such a file is not later taken as a change made outside the
+        # session (issue 26 trial, finding 17).
+        for path in sorted(self.watched or ()):
+            if path in seen or self.excluded(path):
+                continue
+            if stored >= self.max_files:
+                complete = False
+                break
+            seen[path] = self.capture(self._rel(path))
+            stored += 1
         return Snapshot(
             kind="git",
             seen=seen,
@@ -909,7 +930,15 @@ class Workspace:
             ref = new_refs.get(path) if index_changed else (snapshot.refs or {}).get(path)
             if ref is not None and ref.sha != _ZERO_SHA:
                 return ref, 0
-        return self._capture(self._rel(path), defer=False)
+        loc = self._rel(path)
+        seen, ctime = self._capture(loc, defer=False)
+        if isinstance(seen, Unknown):
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(loc.path).st_mode):
+                    # A file the command swapped for a folder is gone, as the stat scan sees
+                    # it: git lists the folder's files apart (issue 26 trial, finding 15).
+                    return None, 0
+        return seen, ctime
 
     def _blobs(self, shas: set[str]) -> dict[str, FileState | Unknown]:
         """Git blobs copied into the store (their mode is the caller's to set), by sha. Sizes

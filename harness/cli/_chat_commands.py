@@ -47,10 +47,12 @@ from ._common import (
     MIN_PREFIX,
     cli_text,
     describe_store,
+    file_name,
     find_ref,
     one_line,
     open_ref,
     resolve_entry,
+    shown_leaf,
 )
 from ._export import (
     default_export_path,
@@ -104,7 +106,7 @@ async def _tree(chat: ChatHost, args: str) -> None:
     _no_args("/tree", args)
     for line in tree_view(chat.session).lines:
         chat.view.line(line)
-    chat.view.note(f"active leaf: {chat.session.leaf_id or '(before the first entry)'}")
+    chat.view.note(f"active leaf: {shown_leaf(chat.session.leaf_id)}")
 
 
 async def _fork(chat: ChatHost, args: str) -> None:
@@ -116,7 +118,7 @@ async def _fork(chat: ChatHost, args: str) -> None:
             "usage: /fork [ENTRY [--at]] (an entry id from /tree or a unique prefix of at least "
             f"{MIN_PREFIX} characters; default: the whole branch)"
         )
-    entry = resolve_entry(chat.session, entries[0]) if entries else None
+    entry = _entry(chat, entries[0]) if entries else None
     source = chat.session
     message = _user_message(source, entry) if entry is not None and not at else None
     # pi's /fork: from a user message, the fork ends before it and its text comes back to edit;
@@ -255,17 +257,27 @@ async def _permissions(chat: ChatHost, args: str) -> None:
         chat.view.line("no call approved always in this session")
 
 
+def _entry(chat: ChatHost, ref: str) -> str:
+    """:func:`resolve_entry`, its errors naming the chat's ``/tree``."""
+    return resolve_entry(
+        chat.session,
+        ref,
+        listed="/tree prints the entry ids; `harness checkpoints list "
+        f"{shlex.quote(chat.session.id)}` those that changed files",
+    )
+
+
 async def _checkout(chat: ChatHost, args: str) -> None:
     if not args or len(args.split()) != 1:
         raise CommandError(
             "usage: /checkout ENTRY (an entry id from /tree, or a unique prefix of at least "
             f"{MIN_PREFIX} characters)"
         )
-    result = await chat.harness.navigate_tree(resolve_entry(chat.session, args.strip()))
+    result = await chat.harness.navigate_tree(_entry(chat, args.strip()))
     if result.cancelled:
         chat.view.line("cancelled by a hook")
         return
-    chat.view.line(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+    chat.view.line(f"leaf: {shown_leaf(result.old_leaf_id)} -> {shown_leaf(result.new_leaf_id)}")
     if result.editor_text is not None:  # offered at the next prompt, to edit and resend
         chat.edit_text = result.editor_text
 
@@ -286,9 +298,12 @@ async def _rewind(chat: ChatHost, args: str) -> None:
     entries = [w for w in words if not w.startswith("--")]
     flags = set(words) - set(entries)
     known = {"--files-only", "--conversation-only", "--both", "--force"}
+    if not words:  # `/rewind` alone explains it: help, not an error
+        chat.view.line(_REWIND_USAGE)
+        return
     if len(entries) != 1 or flags - known or len(flags & (known - {"--force"})) > 1:
         raise CommandError(_REWIND_USAGE)
-    entry = resolve_entry(chat.session, entries[0])
+    entry = _entry(chat, entries[0])
     files_too = "--conversation-only" not in flags
     if files_too and chat.harness.checkpoints is not None and not has_records(chat.session):
         # Recorded without checkpoints: say so, not "nothing to change".
@@ -307,18 +322,22 @@ async def _rewind(chat: ChatHost, args: str) -> None:
         if result.cancelled:
             chat.view.line("cancelled by a hook")
             return
-        chat.view.line(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        moved = f"{shown_leaf(result.old_leaf_id)} -> {shown_leaf(result.new_leaf_id)}"
+        chat.view.line(f"leaf: {moved}")
         if result.editor_text is not None:
             chat.edit_text = result.editor_text
     if files is not None:
         for path in files.restored:
-            chat.view.line(f"restored {path}")
+            chat.view.line(f"restored {file_name(path)}")
         for path in files.removed:
-            chat.view.line(f"removed {path}")
+            chat.view.line(f"removed {file_name(path)}")
         for skipped in files.skipped:
-            chat.view.line(f"skipped {skipped.path}: {skipped.reason}", "yellow")
+            chat.view.line(f"skipped {file_name(skipped.path)}: {skipped.reason}", "yellow")
         for missed in files.missed:
-            line = f"not restored {missed.path}: its change was not recorded ({missed.reason})"
+            line = (
+                f"not restored {file_name(missed.path)}: its change was not recorded "
+                f"({missed.reason})"
+            )
             chat.view.line(line, "yellow")
         if files.entry_id is None:
             chat.view.line(

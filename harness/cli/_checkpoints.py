@@ -33,11 +33,13 @@ from .._checkpoints import (
 from .._harness import AgentHarness
 from ._common import (
     HarnessGroup,
+    file_name,
     one_line,
     open_repo,
     resolve_entry,
     root_option,
     run_async,
+    shown_leaf,
 )
 from ._escape import echo, json_line
 from ._opening import opened
@@ -111,15 +113,18 @@ def require_checkpoints(session: Session) -> None:
 def report_rewind(result: RewindResult) -> None:
     """One line per file restored, removed or skipped, then the rewind entry."""
     for path in result.restored:
-        echo(f"restored {path}")
+        echo(f"restored {file_name(path)}")
     for path in result.removed:
-        echo(f"removed {path}")
+        echo(f"removed {file_name(path)}")
     for skipped in result.skipped:
-        echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
+        echo(f"skipped {file_name(skipped.path)}: {skipped.reason}", err=True)
     for problem in result.problems:
         echo(f"note: a checkpoint change was not read: {problem}", err=True)
     for missed in result.missed:
-        echo(f"not restored {missed.path}: its change was not recorded ({missed.reason})", err=True)
+        echo(
+            f"not restored {file_name(missed.path)}: its change was not recorded ({missed.reason})",
+            err=True,
+        )
     if result.entry_id is None:
         echo(
             "files: nothing recorded to change; what was not recorded cannot be restored"
@@ -202,7 +207,7 @@ def rewind(
         if result.cancelled:
             echo("cancelled by a hook")
             return
-        echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        echo(f"leaf: {shown_leaf(result.old_leaf_id)} -> {shown_leaf(result.new_leaf_id)}")
         if result.files is not None:
             report_rewind(result.files)
         if result.editor_text is not None:
@@ -246,6 +251,7 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
             entry = session.get_entry(record.entry_id)
             data = entry.data if isinstance(entry, CustomEntry) else None
             tool = data.get("toolName") if isinstance(data, dict) else None
+            scan = data.get("scan") if isinstance(data, dict) else None
             rows.append(
                 {
                     "entry_id": record.entry_id,
@@ -253,6 +259,7 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
                     if isinstance(entry, CustomEntry) and entry.custom_type == REWIND_ENTRY
                     else "checkpoint",
                     "tool_name": tool if isinstance(tool, str) else None,
+                    "scan": scan if isinstance(scan, str) else None,
                     "paths": [change.path for change in record.changes],
                     "missed": [m.to_json() for m in record.missed],
                     "complete": record.complete,
@@ -264,13 +271,19 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
         echo(json_line(rows, indent=True))
         return
     if not rows:
-        echo("no checkpoints in this session (harness run --checkpoints records them)", err=True)
+        echo(
+            "no checkpoints in this session: it was recorded without them (harness run "
+            "--checkpoints records them), or no tool call of it changed a file",
+            err=True,
+        )
     for row in rows:
         what = row["tool_name"] or row["kind"]
-        echo(f"{row['entry_id']}  {what}: {', '.join(map(str, row['paths'])) or '(none)'}")
+        paths = ", ".join(file_name(p) for p in row["paths"]) or "(none)"
+        echo(f"{row['entry_id']}  {what}: {paths}")
         for missed in row["missed"]:
-            echo(f"    not recorded: {missed['path']}: {missed['reason']}")
-        if not row["complete"]:
+            echo(f"    not recorded: {file_name(missed['path'])}: {missed['reason']}")
+        if not row["complete"] and row["scan"] != "path":
+            # A write or edit scans nothing: its missed line says why its file was not stored.
             echo("    the scan did not see everything: changes past its cap are not recorded")
 
 

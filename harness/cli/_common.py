@@ -12,6 +12,7 @@ import asyncio
 import io
 import os
 import re
+import shlex
 import signal
 import sys
 import unicodedata
@@ -53,6 +54,7 @@ __all__ = [
     "UnknownEntryError",
     "cli_text",
     "describe_store",
+    "file_name",
     "find_ref",
     "handle_errors",
     "make_streams_safe",
@@ -65,6 +67,7 @@ __all__ = [
     "root_option",
     "run_async",
     "short_id",
+    "shown_leaf",
     "spinner",
     "store_setting",
     "store_spec",
@@ -517,19 +520,28 @@ class UnknownEntryError(EntryNotFoundError):
     """No entry id of the session is or starts with what was given (code
     ``entry_not_found``); the message says where the ids are printed."""
 
-    def __init__(self, ref: str, why: str) -> None:
-        SessionError.__init__(
-            self,
-            f"no entry {ref!r} in this session: {why} (`harness sessions tree SESSION` and "
-            "`harness checkpoints list SESSION` print the entry ids)",
-        )
+    def __init__(self, ref: str, why: str, listed: str) -> None:
+        SessionError.__init__(self, f"no entry {ref!r} in this session: {why} ({listed})")
         self.entry_id = ref
 
 
-def resolve_entry(session: Session, ref: str) -> str:
+def file_name(path: str) -> str:
+    """A recorded path for a listing line: newlines and tabs escaped too (``\\n``), as the
+    terminal controls are, so one file stays one line."""
+    return terminal(path).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def shown_leaf(entry_id: str | None) -> str:
+    """A leaf as the commands print it: its id, or, for the leaf before the first entry
+    (None), words rather than Python's ``None``."""
+    return entry_id if entry_id is not None else "(before the first entry)"
+
+
+def resolve_entry(session: Session, ref: str, *, listed: str | None = None) -> str:
     """The entry id ``ref`` names in ``session``: a whole id, else a prefix (at least
     :data:`MIN_PREFIX` characters, e.g. the first 8 of a longer id) of exactly one, as
-    :func:`find_ref` does for session ids.
+    :func:`find_ref` does for session ids. ``listed`` says where the ids are printed (default:
+    the commands, naming the session; the chat names its ``/tree``).
 
     Raises:
         UnknownEntryError: no id is or starts with it (code ``entry_not_found``).
@@ -538,13 +550,21 @@ def resolve_entry(session: Session, ref: str) -> str:
     ids = session.entry_ids()
     if ref in ids:
         return ref
+    if listed is None:
+        named = shlex.quote(session.id)
+        listed = (
+            f"`harness sessions tree {named}` and `harness checkpoints list {named}` print the "
+            "entry ids"
+        )
     if len(ref) < MIN_PREFIX:
         raise UnknownEntryError(
-            ref, f"no entry has this id, and an id prefix needs at least {MIN_PREFIX} characters"
+            ref,
+            f"no entry has this id, and an id prefix needs at least {MIN_PREFIX} characters",
+            listed,
         )
     matches = [i for i in ids if i.startswith(ref)]
     if not matches:
-        raise UnknownEntryError(ref, "no entry id is or starts with it")
+        raise UnknownEntryError(ref, "no entry id is or starts with it", listed)
     if len(matches) > 1:
         raise AmbiguousEntryError(
             ref, dict(zip(matches, session.entry_types(matches), strict=True))

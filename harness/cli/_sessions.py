@@ -8,6 +8,7 @@ leaves its source byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -18,6 +19,7 @@ import click
 
 from hooks import HarnessError
 from repos import (
+    EntryNotFoundError,
     ForkPosition,
     JsonlSessionRepo,
     Session,
@@ -275,7 +277,13 @@ def tree(root: str | None, ref: str, show_all: bool) -> None:
 @sessions.command()
 @root_option
 @click.argument("ref", metavar=_REF)
-@click.option("--at", "at_entry", metavar="ENTRY", help="Cut at ENTRY, including it.")
+@click.option(
+    "--at",
+    "at_entry",
+    metavar="ENTRY",
+    help="Cut at ENTRY, including it (a checkpoint's id from `harness checkpoints list`: at the "
+    "end of its tool batch, its results included).",
+)
 @click.option(
     "--before", "before_entry", metavar="ENTRY", help="Cut just before ENTRY (at its parent)."
 )
@@ -322,6 +330,14 @@ def fork(
         "at" if at_entry is not None else "before" if before_entry is not None else None
     )
     repo = open_repo(root)
+    if at_entry is not None:
+        from .._checkpoints import conversation_landing
+
+        with opened(repo, ref) as session, contextlib.suppress(EntryNotFoundError):
+            # At a checkpoint entry: at the end of its tool batch, as `harness rewind` moves
+            # the leaf, so the fork's model sees the call's results (issue 26 trial). An
+            # unknown entry is the fork's to refuse, as always.
+            entry_id = conversation_landing(session, at_entry)
     if workspace is not None:
         if cwd is not None or whole_tree:
             raise click.UsageError("--workspace makes the fork's cwd; give no --cwd or --tree")

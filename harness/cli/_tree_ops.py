@@ -22,7 +22,15 @@ from .._compaction.tokens import context_size
 from .._errors import HarnessStateError
 from .._harness import AgentHarness
 from ._checkpoints import report_rewind, require_checkpoints, undo_hint, working_folder_for_files
-from ._common import one_line, open_repo, resolve_entry, root_option, run_async, spinner
+from ._common import (
+    one_line,
+    open_repo,
+    resolve_entry,
+    root_option,
+    run_async,
+    shown_leaf,
+    spinner,
+)
 from ._escape import echo
 from ._opening import opened
 from ._sessions import sessions
@@ -196,7 +204,7 @@ def checkout(
         if result.cancelled:
             echo("cancelled by a hook")
             return
-        echo(f"leaf: {result.old_leaf_id} -> {result.new_leaf_id}")
+        echo(f"leaf: {shown_leaf(result.old_leaf_id)} -> {shown_leaf(result.new_leaf_id)}")
         if result.summary_entry_id:
             echo(f"branch summary: {result.summary_entry_id}")
         if result.files is not None:

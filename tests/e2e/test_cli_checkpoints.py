@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 from cli_in_process import needs_process, run_cli
+from workspaces import call, make_harness
 
 from harness import (
     CHECKPOINT_ENTRY,
     CheckpointStore,
     CustomEntry,
+    FauxReply,
     JsonlSessionRepo,
     MessageEntry,
     open_session,
@@ -119,6 +121,7 @@ def test_rewind_restores_files_refuses_outside_changes_and_only_in_the_sessions_
     both = cli(env, tmp_path, "rewind", "--root", root, sid, first, "--cwd", ws)
     assert both.returncode == 0, both.stderr
     assert "leaf: " in both.stdout and "message to edit and resend:" in both.stdout
+    assert "-> (before the first entry)" in both.stdout and "None" not in both.stdout
     assert sorted(os.listdir(ws)) == ["keep.txt"]
 
 
@@ -171,6 +174,45 @@ def test_fork_with_a_workspace_then_checkout_with_files_in_it(
     assert sorted(os.listdir(ws)) == ["new.txt"]
 
 
+def test_fork_with_a_workspace_refuses_when_gc_removed_a_content_it_needs(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial, finding 7: the fork printed its workspace, exit 0, with keep.txt missing.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    gc = cli(env, ws, "checkpoints", "gc", "--root", root, "--max-bytes", "0", "--min-age", "0")
+    assert gc.returncode == 0, gc.stderr
+
+    args = ["sessions", "fork", "--root", root, sid, "--at", first_entry(path)]
+    forked = cli(env, ws, *args, "--workspace", tmp_path / "fork")
+
+    assert forked.returncode == 1
+    assert forked.stderr.startswith("error[rewind_refused]: fork refused, nothing written")
+    assert "keep.txt" in forked.stderr and "--workspace" in forked.stderr
+    assert not (tmp_path / "fork").exists()
+    assert len(os.listdir(path.parent)) == 1  # no fork left behind
+
+
+def test_fork_at_a_checkpoint_id_ends_at_its_tool_result(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial, finding 1: the fork's model saw the call as interrupted.
+    root = tmp_path / "sessions"
+    sid, path = first_run(env, ws, root, "--checkpoints")
+    with open_session(path) as session:
+        [checkpoint] = [
+            e.id
+            for e in session.entries()
+            if isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+        ]
+    for extra in ([], ["--workspace", str(tmp_path / "fork")]):
+        forked = cli(env, ws, "sessions", "fork", "--root", root, sid, "--at", checkpoint, *extra)
+        assert forked.returncode == 0, forked.stderr
+        with open_session(Path(forked.stdout.split("path: ", 1)[1].split("\n")[0])) as fork:
+            leaf = fork.get_entry(fork.leaf_id or "")
+            assert isinstance(leaf, MessageEntry) and leaf.message.role == "toolResult"
+
+
 def test_checkpoints_gc_removes_what_no_session_refers_to(
     env: dict[str, str], ws: Path, tmp_path: Path
 ) -> None:
@@ -199,7 +241,9 @@ def test_chat_rewinds_with_slash_rewind(env: dict[str, str], ws: Path, tmp_path:
     assert chat.returncode == 0, chat.stderr
     assert f"to undo: /rewind {leaf} --files-only" in chat.stdout
     assert "restored keep.txt" in chat.stdout and "removed new.txt" in chat.stdout
-    assert chat.stdout.count("error: usage: /rewind ENTRY") == 2  # the chat view prints errors
+    # `/rewind` alone explains it as help; the wrong flags are an error (issue 26 trial).
+    assert chat.stdout.count("error: usage: /rewind ENTRY") == 1
+    assert chat.stdout.count("usage: /rewind ENTRY") == 2
     assert sorted(os.listdir(ws)) == ["keep.txt"]
 
 
@@ -573,7 +617,7 @@ def test_an_entry_id_prefix_names_its_entry_and_an_ambiguous_one_lists_them(
 
     none = cli(env, ws, "rewind", "--root", root, sid, "fffff0000", "--conversation-only")
     assert none.returncode == 1 and none.stderr.startswith("error[entry_not_found]")
-    assert "harness sessions tree" in none.stderr
+    assert f"`harness sessions tree {sid}`" in none.stderr  # the session named, no placeholder
     short = cli(env, ws, "rewind", "--root", root, sid, first[:2], "--conversation-only")
     assert short.returncode == 1 and "at least 4 characters" in short.stderr
 
@@ -642,6 +686,66 @@ def test_chat_checkout_takes_an_entry_id_prefix(
     )  # fmt: skip
     assert chat.returncode == 0, chat.stderr
     # The first entry is the user's message: the leaf goes to its parent, its text offered.
-    assert f"leaf: {leaf} -> None" in chat.stdout and "(to edit and resend: !echo" in chat.stdout
+    moved = f"leaf: {leaf} -> (before the first entry)"  # never Python's None (issue 26 trial)
+    assert moved in chat.stdout and "(to edit and resend: !echo" in chat.stdout
     assert "at least 4 characters" in chat.stdout + chat.stderr
+    # The chat names its own /tree, not a command with a placeholder.
+    assert "(/tree prints the entry ids" in chat.stdout and "SESSION" not in chat.stdout
     assert "forked" in chat.stdout.split(f"/fork {unique}")[1], chat.stdout
+
+
+async def test_checkpoints_list_says_why_for_a_write_over_the_cap_and_a_session_without_any(
+    env: dict[str, str], ws: Path, tmp_path: Path
+) -> None:
+    # Issue 26 trial, findings 12, 13 and 19.
+    root = tmp_path / "sessions"
+    repo = JsonlSessionRepo(root)
+    session = await repo.create(str(ws))
+    replies = [
+        FauxReply(tool_calls=[call("write", path="big.txt", content="x" * 100)]),
+        FauxReply(tool_calls=[call("write", path="new\nline.txt", content="hi\n")]),
+        "ok",
+    ]
+    store = CheckpointStore(root / ".checkpoints", max_file_bytes=10)
+    await make_harness(session, ws, replies, checkpoints=store).prompt("write")
+    session.close()
+
+    listed = cli(env, ws, "checkpoints", "list", "--root", root, session.id)
+    assert listed.returncode == 0, listed.stderr
+    # A write scans nothing: why its file is missing, not "the scan did not see everything".
+    assert "not recorded: big.txt: larger than the store's file cap (10 bytes)" in listed.stdout
+    assert "the scan" not in listed.stdout
+    # One file, one line: a newline in its name is escaped like the other controls.
+    assert "write: new\\nline.txt" in listed.stdout
+    assert len(listed.stdout.splitlines()) == 3
+
+    empty = cli(env, ws, "run", "--root", root, "--offline", "--mode", "bypass",
+                "--checkpoints", "--output", "json", "-p", "!true")  # fmt: skip
+    assert empty.returncode == 0, empty.stderr
+    quiet = json.loads(empty.stdout)["session_id"]
+    nothing = cli(env, ws, "checkpoints", "list", "--root", root, quiet)
+    assert "or no tool call of it changed a file" in nothing.stderr
+
+
+async def test_a_rewind_missing_contents_names_the_store_it_looked_in_and_the_one_holding_them(
+    env: dict[str, str], ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 26 trial, finding 2: a session recorded from code with checkpoints=True, rewound
+    # with `--root`, was refused as "content never stored (the process ended ...)": the
+    # contents were in the user data folder's store, not the one beside --root.
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    env = {**env, "XDG_DATA_HOME": str(data)}
+    root = tmp_path / "sessions"
+    session = await JsonlSessionRepo(root).create(str(ws))
+    replies = [FauxReply(tool_calls=[call("write", path="keep.txt", content="new\n")]), "ok"]
+    await make_harness(session, ws, replies, checkpoints=True).prompt("write")
+    first = session.entry_ids()[0]
+    session.close()
+
+    refused = cli(env, ws, "rewind", "--root", root, session.id, first, "--files-only")
+
+    assert refused.returncode == 1
+    assert f"never stored in the checkpoint store {root / '.checkpoints'}" in refused.stderr
+    assert f"the store {data / 'harness' / 'checkpoints'} holds them" in refused.stderr
+    assert (ws / "keep.txt").read_text() == "new\n"

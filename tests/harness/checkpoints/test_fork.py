@@ -5,15 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workspaces import SCRIPT, call, git, make_harness, record_trees, tree
+from workspaces import SCRIPT, call, git, make_harness, record_trees, store_of, tree
 
 from harness import (
+    CHECKPOINT_ENTRY,
     Approve,
+    CustomEntry,
     FauxReply,
     JsonlSessionRepo,
+    MessageEntry,
+    RewindRefusedError,
     SecuritySupervisor,
     Session,
     WorkspaceExistsError,
+    referenced_blobs,
 )
 
 
@@ -113,3 +118,63 @@ async def test_a_fork_never_writes_or_removes_a_protected_path(
     await harness.fork(repo, first, position="before", workspace=tmp_path / "fork")
     assert (tmp_path / "fork" / ".harness" / "settings.json").read_text() == settings
     assert not (tmp_path / "fork" / "plain.txt").exists()  # the rest as at the entry
+
+
+async def test_a_fork_whose_contents_are_gone_from_the_store_refuses_naming_them(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 7: after `checkpoints gc` evicted the contents, a fork with files
+    # left the current folder's a.txt in the fork, silently, where the entry had another.
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    store_of(session).gc(referenced_blobs(session), max_bytes=0, min_age_s=0)
+    count = len(await repo.list())
+
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.fork(repo, list(trees)[4], position="at", workspace=tmp_path / "fork")
+
+    assert "a.txt" in refused.value.unavailable
+    assert str(refused.value).startswith("fork refused, nothing written")
+    assert "--workspace" in (refused.value.cli_message or "")
+    assert not (tmp_path / "fork").exists()
+    assert len(await repo.list()) == count  # no fork left behind
+
+
+async def test_a_fork_before_the_session_swapped_a_file_for_a_folder_has_the_file(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    replies = [
+        FauxReply(tool_calls=[call("bash", command="echo file > x")]),
+        FauxReply(tool_calls=[call("bash", command="rm x && mkdir x && echo in > x/y")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    trees = record_trees(harness, ws)
+    await harness.prompt("swap")
+    cut = list(trees)[2]  # the call that swaps it
+
+    await harness.fork(repo, cut, position="at", workspace=tmp_path / "fork")
+
+    assert (tmp_path / "fork" / "x").read_text() == "file\n"
+
+
+async def test_a_fork_at_a_checkpoint_entry_ends_with_its_tool_results(
+    tmp_path: Path, repo: JsonlSessionRepo, session: Session, ws: Path
+) -> None:
+    # Issue 26 trial, finding 1: cut on the checkpoint entry itself, the fork's model saw the
+    # call as interrupted ("No result was recorded") while the folder showed its effect.
+    harness = make_harness(session, ws, SCRIPT)
+    trees = record_trees(harness, ws)
+    await harness.prompt("change the files")
+    checkpoint = next(
+        e
+        for e in session.entries()
+        if isinstance(e, CustomEntry) and e.custom_type == CHECKPOINT_ENTRY
+    )
+
+    fork = await harness.fork(repo, checkpoint.id, position="at", workspace=tmp_path / "fork")
+
+    leaf = fork.get_entry(fork.leaf_id or "")
+    assert isinstance(leaf, MessageEntry) and leaf.message.role == "toolResult"
+    assert tree(tmp_path / "fork") == trees[leaf.id]  # the files after the call, as its result
