@@ -1394,8 +1394,8 @@ def sandbox_paths(
                     if e.is_dir(follow_symlinks=False):
                         queue.append(e.path)
                         if sub == "modules" and not os.path.isfile(os.path.join(e.path, "HEAD")):
-                            with os.scandir(e.path) as named:
-                                inner = list(itertools.islice(named, max(listed, 0)))
+                            with os.scandir(e.path) as nested:
+                                inner = list(itertools.islice(nested, max(listed, 0)))
                             listed -= len(inner)
                             queue += [d.path for d in inner if d.is_dir()]
     for git in seen:
