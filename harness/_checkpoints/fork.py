@@ -23,7 +23,7 @@ from .._permissions import protected_path
 from .errors import CheckpointError, RewindRefusedError, WorkspaceExistsError
 from .records import Missed, Pending, State
 from .rewind import _is_folder, _remove, _remove_empty_folder, _write
-from .scan import Workspace
+from .scan import Workspace, home_dot_path
 
 __all__ = [
     "Materialized",
@@ -194,6 +194,9 @@ def _left_out(path: str, root: Path) -> str | None:
         return "outside the working folder: not carried into a fork"
     if any(part.casefold() == ".git" for part in path.split("/")):
         return "in git's folder: never written"
+    dot = home_dot_path(path, str(root))
+    if dot is not None:
+        return f"{dot}, in the home folder: never written"
     protected = protected_path(path, root)
     if protected is not None:
         # as a rewind: a session file's entries never write or remove settings, hooks or

@@ -35,6 +35,7 @@ import contextlib
 import errno
 import logging
 import os
+import pwd
 import re
 import secrets
 import stat
@@ -63,7 +64,14 @@ from .._permissions import protected_path
 from .records import Change, FileState, Missed, Pending
 from .store import CheckpointStore
 
-__all__ = ["DEFAULT_MAX_FILES", "Snapshot", "Unknown", "Workspace", "same_file"]
+__all__ = [
+    "DEFAULT_MAX_FILES",
+    "Snapshot",
+    "Unknown",
+    "Workspace",
+    "home_dot_path",
+    "same_file",
+]
 
 _log = logging.getLogger("harness")
 
@@ -129,6 +137,40 @@ def _trusted_path() -> str:
     entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
     kept = [e for e in entries if os.path.isabs(e) and root_only(os.path.realpath(e))]
     return os.pathsep.join(dict.fromkeys(kept)) or "/usr/bin:/bin"
+
+
+def _homes() -> set[str]:
+    """The user's home folder, resolved: ``$HOME``'s and the password database's."""
+    found = set()
+    with contextlib.suppress(KeyError, OSError):
+        found.add(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+    home = os.environ.get("HOME")
+    if home and os.path.isabs(home):
+        found.add(os.path.realpath(home))
+    return found
+
+
+def home_dot_path(path: str, root: str) -> str | None:
+    """The home folder's dot-file or dot-folder the recorded ``path`` (relative to ``root``) is
+    or lies in (``~/.bashrc``, ``~/.ssh``), when ``root`` is the home folder or holds it; None
+    otherwise. A rewind or fork never writes there: shell start-up files, ``.ssh``,
+    ``.config`` run code or grant logins, and any file the stat scan saw in the home folder (a
+    download) is in the store for a session file to name (issue 26 attack, finding 9)."""
+    real = os.path.realpath(root)
+    for home in _homes():
+        if home == real:
+            rest = path
+        elif home.startswith(real.rstrip("/") + "/"):
+            inner = home[len(real.rstrip("/")) + 1 :]
+            if not path.startswith(inner + "/"):
+                continue
+            rest = path[len(inner) + 1 :]
+        else:
+            continue
+        first = rest.split("/", 1)[0]
+        if first.startswith("."):
+            return f"~/{first}"
+    return None
 
 
 @frozen
@@ -304,6 +346,9 @@ class Workspace:
                 return f"{'/'.join(parts[:i])} is a symlink: a rewind writes through none"
         if self.excluded(path):
             return "in the sessions' folder, the checkpoint store or git's folder"
+        dot = home_dot_path(path, str(self.root))
+        if dot is not None:
+            return f"{dot}, in the home folder: a rewind never writes its dot-files"
         protected = protected_path(path, Path(self.root))
         if protected is not None:
             # settings, hooks, .mcp.json: a session file (untrusted) that claims to have made
