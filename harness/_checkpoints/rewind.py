@@ -64,6 +64,7 @@ from .scan import Unknown, Workspace, same_file
 from .store import CheckpointStore
 
 __all__ = [
+    "COMPARE_MAX_BYTES",
     "SAFE_MODE_BITS",
     "RewindPlan",
     "RewindResult",
@@ -225,9 +226,14 @@ def plan_rewind(
     unstored: list[str] = []
     unrecordable: list[str] = []
     folders: set[str] = set()
+    budget = _Budget(COMPARE_MAX_BYTES)
     for path, want in target.items():
         loc = workspace.locate(path)
-        if isinstance(loc, str) and _already_at(path, want, workspace.store.max_file_bytes):
+        if isinstance(loc, str) and path.startswith("/") and _pseudo(path):
+            # /proc/kmsg is a regular file whose read blocks and consumes the kernel's log
+            # (issue 26 attack, finding 1): a file there is never opened, only refused.
+            loc = "on a kernel file system (/proc, /sys, /dev): never read to compare"
+        elif isinstance(loc, str) and _already_at(path, want, budget):
             # Outside the working folder (a write the supervisor approved there) and already
             # as at the target: the rewind would not touch it, so it neither refuses nor asks.
             continue
@@ -390,12 +396,42 @@ def _rmdir_tree(parent: int, name: str) -> None:
     os.rmdir(name, dir_fd=parent)
 
 
-def _already_at(path: str, want: FileState | Pending | None, max_bytes: int) -> bool:
+COMPARE_MAX_BYTES: Final = 256 * 1024**2
+"""The most bytes one rewind plan reads of files outside the working folder to compare them
+(a scan's cap): past it, an outside file is refused, not read (a session file naming one
+64 MiB file a thousand times read 64 GB; issue 26 attack, finding 2)."""
+_PSEUDO: Final = ("/proc", "/sys", "/dev")
+
+
+class _Budget:
+    """Bytes a plan may still read to compare."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+def _pseudo(path: str) -> bool:
+    """Whether the absolute ``path`` lies on a kernel file system: under /proc, /sys or /dev
+    by name, or on the device of one of them (a bind mount elsewhere)."""
+    if any(path == top or path.startswith(top + "/") for top in _PSEUDO):
+        return True
+    devices = set()
+    for top in _PSEUDO:
+        with contextlib.suppress(OSError):
+            devices.add(os.lstat(top).st_dev)
+    try:
+        return os.lstat(path).st_dev in devices
+    except OSError:
+        return False
+
+
+def _already_at(path: str, want: FileState | Pending | None, budget: _Budget) -> bool:
     """Whether the absolute ``path`` (a file outside the working folder, which a rewind never
     writes) is already in the state ``want``: no file where ``want`` is None, else a regular
-    file (opened through no symlink, never a FIFO or device) with that content and executable
-    bit. Read only to compare: nothing is stored. False for a relative path, a pending
-    content, or anything that cannot be read."""
+    file (opened through no symlink, never a FIFO or device, read without blocking) with that
+    size, content and executable bit. Read only to compare, at most ``want``'s size and what
+    is left of ``budget``: nothing is stored. False for a relative path, a pending content, or
+    anything that cannot be read."""
     if not path.startswith("/") or isinstance(want, Pending):
         return False
     try:
@@ -405,14 +441,16 @@ def _already_at(path: str, want: FileState | Pending | None, max_bytes: int) -> 
         return want is None
     except (OSError, ValueError):
         return False
-    if want is None:
+    if want is None or want.size > budget.left:
         return False
     try:
         fd, st = open_regular(loc)
         try:
             if st.st_size != want.size:
                 return False
-            data = read_capped(fd, st, max_bytes, path)
+            os.set_blocking(fd, False)  # a file whose read would wait is not compared
+            budget.left -= want.size
+            data = read_capped(fd, st, want.size, path)
         finally:
             os.close(fd)
     except (OSError, ValueError):

@@ -4,19 +4,26 @@ or a hostile workspace, with real files, real git and real processes."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from workspaces import make_harness, seed
+from workspaces import call, make_harness, seed
 
 from harness import (
     CHECKPOINT_ENTRY,
+    AgentHarness,
     CheckpointStore,
+    FauxReply,
     JsonlSessionRepo,
     RewindRefusedError,
     Session,
 )
+from harness._checkpoints.rewind import COMPARE_MAX_BYTES
 
 
 def state(store: CheckpointStore, data: bytes, mode: int = 0o644) -> dict[str, Any]:
@@ -76,4 +83,79 @@ async def test_a_rewind_never_writes_the_home_folders_dot_files(
     for p in dots:
         assert not (home / p).exists()
     assert (home / "notes.txt").exists()
+    session.close()
+
+
+# --- F1: a kernel file named by an absolute path ---------------------------------------------
+
+
+def cli(cwd: Path, *args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The harness CLI as a real process (a blocked read must be seen as one)."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "300"},
+        timeout=timeout,
+        check=False,
+    )
+
+
+async def recorded(
+    tmp_path: Path, kind: str = "plain"
+) -> tuple[Path, Path, Session, str, AgentHarness]:
+    """A workspace, its sessions root, and a session with one write (its first entry's id)."""
+    ws = seed(tmp_path / "ws", kind)
+    root = tmp_path / "sessions"
+    session = await JsonlSessionRepo(root).create(str(ws))
+    harness = make_harness(
+        session, ws, [FauxReply(tool_calls=[call("write", path="a.txt", content="1\n")]), "ok"]
+    )
+    await harness.prompt("go")
+    first = session.entry_ids()[0]
+    return ws, root, session, first, harness
+
+
+@pytest.mark.skipif(
+    not os.access("/proc/kmsg", os.R_OK), reason="/proc/kmsg is readable by root only"
+)
+async def test_a_rewind_never_reads_a_kernel_file_named_by_an_absolute_path(
+    tmp_path: Path,
+) -> None:
+    ws, root, session, first, _ = await recorded(tmp_path)
+    empty = {"sha256": hashlib.sha256(b"").hexdigest(), "mode": 0o644, "size": 0}
+    hostile(session, [{"path": "/proc/kmsg", "before": empty, "after": None}])
+    assert session.id is not None
+
+    # Before: the read of /proc/kmsg blocked (and took the kernel's log); SIGTERM did not end it.
+    done = cli(ws, "rewind", "--root", root, session.id, first, "--files-only", timeout=30)
+
+    assert done.returncode == 1 and "error[rewind_refused]" in done.stderr
+    assert "/proc/kmsg (on a kernel file system" in done.stderr
+    session.close()
+
+
+async def test_a_rewind_reads_outside_files_to_compare_only_up_to_its_byte_cap(
+    tmp_path: Path,
+) -> None:
+    _, _, session, first, harness = await recorded(tmp_path)
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(60 * 1024**2)  # sparse: as at the target, and cheap to make
+    whole = {"sha256": hashlib.sha256(big.read_bytes()).hexdigest(), "mode": 0o644}
+    links = [tmp_path / f"link{i}.bin" for i in range(6)]
+    for link in links:
+        os.link(big, link)
+    hostile(
+        session,
+        [{"path": str(p), "before": {**whole, "size": 60 * 1024**2}, "after": None} for p in links],
+    )
+
+    # Before: every one was read (a thousand names of one 64 MiB file read 64 GB).
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+
+    assert COMPARE_MAX_BYTES == 256 * 1024**2
+    assert [u.split(" (")[0] for u in refused.value.unsafe] == [str(p) for p in links[4:]]
     session.close()
