@@ -19,7 +19,7 @@ from pathlib import Path
 from attrs import frozen
 
 from .._fs import FileRefusedError, Location, beneath, open_dir, open_parent, open_regular_at
-from .._permissions import protected_path
+from .._permissions import ProtectedPaths
 from .errors import CheckpointError, RewindRefusedError, WorkspaceExistsError
 from .records import Missed, Pending, State
 from .rewind import _is_folder, _remove, _remove_empty_folder, _write
@@ -178,8 +178,9 @@ def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[li
     """The paths a fork's folder would carry (:func:`_put_states`) whose content at the entry
     is not in the store (removed by ``gc``), and those whose content was never stored."""
     unavailable, unstored = [], []
+    judge = ProtectedPaths(workspace.root)
     for path, want in sorted(states.items()):
-        if want is None or _left_out(path, workspace.root) is not None:
+        if want is None or _left_out(path, judge) is not None:
             continue
         if isinstance(want, Pending):
             unstored.append(path)
@@ -188,16 +189,16 @@ def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[li
     return unavailable, unstored
 
 
-def _left_out(path: str, root: Path) -> str | None:
-    """Why a fork never writes the recorded ``path`` (None: it does)."""
+def _left_out(path: str, judge: ProtectedPaths) -> str | None:
+    """Why a fork never writes the recorded ``path`` in ``judge``'s folder (None: it does)."""
     if path.startswith("/"):
         return "outside the working folder: not carried into a fork"
     if any(part.casefold() == ".git" for part in path.split("/")):
         return "in git's folder: never written"
-    dot = home_dot_path(path, str(root))
+    dot = home_dot_path(path, str(judge.cwd))
     if dot is not None:
         return f"{dot}, in the home folder: never written"
-    protected = protected_path(path, root)
+    protected = judge(path)
     if protected is not None:
         # as a rewind: a session file's entries never write or remove settings, hooks or
         # .mcp.json in the fork's copy (review, after review 5 finding 27)
@@ -208,10 +209,11 @@ def _left_out(path: str, root: Path) -> str | None:
 def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> list[Missed]:
     skipped = []
     key = workspace.store.rewind_key()
+    judge = ProtectedPaths(root)
     # Removals first: a folder the session made where a file was is emptied before the file
     # takes its place (and a file is gone before a folder takes its place).
     for path, want in sorted(states.items(), key=lambda item: (item[1] is not None, item[0])):
-        left_out = _left_out(path, root)
+        left_out = _left_out(path, judge)
         if left_out is not None:
             skipped.append(Missed(path, left_out))
             continue

@@ -60,7 +60,7 @@ from .._fs import (
     read_regular_at,
     root_only,
 )
-from .._permissions import protected_path
+from .._permissions import ProtectedPaths
 from .records import Change, FileState, Missed, Pending
 from .store import CheckpointStore
 
@@ -268,6 +268,7 @@ class Workspace:
         )
         self._ids: frozenset[tuple[int, int]] = frozenset()
         self._judged: dict[str, bool] = {}
+        self._protected = ProtectedPaths(Path(self.root))
         program = program_path(git) if git is not None else None
         self._git_program = program if program is not None and os.path.isabs(program) else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
@@ -301,6 +302,7 @@ class Workspace:
                 ids.add((st.st_dev, st.st_ino))
         self._ids = frozenset(ids)
         self._judged = {}
+        self._protected = ProtectedPaths(Path(self.root))
 
     def excluded(self, rel: str) -> bool:
         """Whether ``rel`` (relative to the root) is or lies in a folder never scanned or
@@ -349,7 +351,7 @@ class Workspace:
         dot = home_dot_path(path, str(self.root))
         if dot is not None:
             return f"{dot}, in the home folder: a rewind never writes its dot-files"
-        protected = protected_path(path, Path(self.root))
+        protected = self._protected(path)
         if protected is not None:
             # settings, hooks, .mcp.json: a session file (untrusted) that claims to have made
             # them could have a rewind remove a project's deny rules (review 5, finding 27)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from .folders import user_settings_path
     from .gate import PERMISSION_ENTRY, Gate, GateResult, remembered_approvals, session_files
-    from .protected import protected_path
+    from .protected import ProtectedPaths, protected_path
     from .rules import (
         OPERATION_RULES,
         PERMISSION_MODES,
@@ -64,6 +64,7 @@ __all__ = [
     "PermissionMode",
     "PermissionRequest",
     "PermissionRules",
+    "ProtectedPaths",
     "Rule",
     "SecuritySupervisor",
     "Supervisor",
@@ -100,6 +101,7 @@ _ORIGIN: dict[str, str] = {
     "PermissionMode": ".decisions",
     "PermissionRequest": ".decisions",
     "PermissionRules": ".rules",
+    "ProtectedPaths": ".protected",
     "Rule": ".rules",
     "SecuritySupervisor": ".supervisor",
     "Supervisor": ".decisions",

@@ -51,6 +51,7 @@ from .signing import approval_key_path
 
 __all__ = [
     "CONFIG_RESOURCES",
+    "ProtectedPaths",
     "file_url_paths",
     "harness_folders",
     "other_bash_log",
@@ -526,46 +527,84 @@ def _linked_targets(cwd: Path | str) -> tuple[str, ...]:
     )
 
 
+class ProtectedPaths:
+    """:func:`protected_path` for many paths of one ``cwd``: the folders it compares with (the
+    harness's, git's configs and folders, the Python's, what protected symlinks lead to) are
+    looked up once, at first use, not for every path (a rewind judges every path a session
+    file names: 5-12 ms each made 100,000 paths run for minutes; issue 26 attack, finding 2).
+    Build a new one when those may have changed (before each rewind plan)."""
+
+    def __init__(self, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()) -> None:
+        self.cwd = cwd
+        self._extra = tuple(extra)
+
+    @functools.cached_property
+    def _harness(self) -> tuple[str, ...]:
+        return _with_journals(harness_folders(self._extra))
+
+    @functools.cached_property
+    def _git_configs(self) -> tuple[str, ...]:
+        return git_config_files()
+
+    @functools.cached_property
+    def _python(self) -> tuple[str, ...]:
+        return python_folders(self.cwd)
+
+    @functools.cached_property
+    def _git_dirs(self) -> tuple[str, ...]:
+        return git_dirs(self.cwd)
+
+    @functools.cached_property
+    def _linked(self) -> tuple[str, ...]:
+        return _linked_targets(self.cwd)
+
+    def __call__(self, path: str) -> str | None:
+        """Why ``path`` (relative to ``cwd``, or absolute) is protected, or None."""
+        cwd = self.cwd
+        absolute = os.path.normpath(os.path.join(os.path.abspath(cwd), path))
+        user = _user_folder()
+        if absolute == user or absolute.startswith(user.rstrip("/") + "/"):
+            return "it is in the user's harness settings folder"
+        resolved = _resolved(path, cwd)
+        if any(_inside(f, self._harness) for f in resolved):
+            return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
+        if any(_inside(f, self._git_configs) for f in resolved):
+            return f"{path!r} is a git config git reads for every repository"
+        if any(_inside(f, self._python) for f in resolved):
+            return (
+                f"{path!r} is in the Python installation the harness runs on (a .pth or module "
+                "there runs at its next start)"
+            )
+        if any(_inside(f, self._git_dirs) for f in resolved):
+            return f"{path!r} is in a folder git runs code from (hooks, config)"
+        if (found := _git_folder_holding(resolved[1])) is not None:
+            # a git folder under another name (a bare `fixtures/remote.git`): its hooks run at
+            # the next push into it, its config at the next git command there (review of issue
+            # 26, finding 11)
+            return f"{path!r} is in a git folder ({found}): git runs its hooks and config"
+        if any(_inside(f, self._linked) for f in resolved):
+            # `.mcp.json -> config/mcp.json`: the target by its own name (review 7, finding 14)
+            return f"{path!r} is what a protected name (a symlink such as .mcp.json) leads to"
+        # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
+        # and with symlinks resolved (a project's `cfg -> .git`: review 8, finding 8)
+        if (
+            _protected_parts(path.replace("\\", "/").split("/"))
+            or _protected_parts(absolute.split("/"))
+            or _protected_parts(resolved[1].split("/"))
+        ):
+            return (
+                f"{path!r} grants permissions or runs code the next time the harness, Claude "
+                "Code or git starts"
+            )
+        return None
+
+
 def protected_path(
     path: str, cwd: Path, extra: Iterable[str | os.PathLike[str]] = ()
 ) -> str | None:
     """Why ``path`` (relative to ``cwd``, or absolute) is protected, or None; ``extra``: more
     store folders (:func:`store_folders`)."""
-    absolute = os.path.normpath(os.path.join(os.path.abspath(cwd), path))
-    user = _user_folder()
-    if absolute == user or absolute.startswith(user.rstrip("/") + "/"):
-        return "it is in the user's harness settings folder"
-    if any(_inside(f, _with_journals(harness_folders(extra))) for f in _resolved(path, cwd)):
-        return "it is in the harness's own folders (sessions, checkpoints, state, cache)"
-    if any(_inside(f, git_config_files()) for f in _resolved(path, cwd)):
-        return f"{path!r} is a git config git reads for every repository"
-    if any(_inside(f, python_folders(cwd)) for f in _resolved(path, cwd)):
-        return (
-            f"{path!r} is in the Python installation the harness runs on (a .pth or module "
-            "there runs at its next start)"
-        )
-    if any(_inside(f, git_dirs(cwd)) for f in _resolved(path, cwd)):
-        return f"{path!r} is in a folder git runs code from (hooks, config)"
-    if (found := _git_folder_holding(_resolved(path, cwd)[1])) is not None:
-        # a git folder under another name (a bare `fixtures/remote.git`): its hooks run at
-        # the next push into it, its config at the next git command there (review of issue
-        # 26, finding 11)
-        return f"{path!r} is in a git folder ({found}): git runs its hooks and config"
-    if any(_inside(f, _linked_targets(cwd)) for f in _resolved(path, cwd)):
-        # `.mcp.json -> config/mcp.json`: the target by its own name (review 7, finding 14)
-        return f"{path!r} is what a protected name (a symlink such as .mcp.json) leads to"
-    # The absolute path too: a working folder inside .git (cwd=.git, path=hooks/pre-commit).
-    # and with symlinks resolved (a project's `cfg -> .git`: review 8, finding 8)
-    if (
-        _protected_parts(path.replace("\\", "/").split("/"))
-        or _protected_parts(absolute.split("/"))
-        or _protected_parts(_resolved(path, cwd)[1].split("/"))
-    ):
-        return (
-            f"{path!r} grants permissions or runs code the next time the harness, Claude "
-            "Code or git starts"
-        )
-    return None
+    return ProtectedPaths(cwd, extra)(path)
 
 
 _FILE_URL = re.compile(r"file:[^\s\"'<>]*", re.IGNORECASE)

@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,16 @@ from workspaces import call, make_harness, seed
 from harness import (
     CHECKPOINT_ENTRY,
     AgentHarness,
+    Cancel,
+    RewindCancelledError,
+    SessionBeforeRewindEvent,
     CheckpointStore,
     FauxReply,
     JsonlSessionRepo,
     RewindRefusedError,
     Session,
 )
+from harness._checkpoints.records import MAX_CHANGES
 from harness._checkpoints.rewind import COMPARE_MAX_BYTES
 
 
@@ -158,4 +163,49 @@ async def test_a_rewind_reads_outside_files_to_compare_only_up_to_its_byte_cap(
 
     assert COMPARE_MAX_BYTES == 256 * 1024**2
     assert [u.split(" (")[0] for u in refused.value.unsafe] == [str(p) for p in links[4:]]
+    session.close()
+
+
+# --- F2: how many paths a session file names --------------------------------------------------
+
+
+async def test_a_session_naming_too_many_paths_is_refused_and_many_are_judged_fast(
+    tmp_path: Path,
+) -> None:
+    _, _, session, first, harness = await recorded(tmp_path)
+    store = harness.checkpoints
+    assert store is not None
+    hi = state(store, b"hi\n")
+    many = [{"path": f"n{i}/x{i}.txt", "before": hi, "after": None} for i in range(3000)]
+    hostile(session, many)
+
+    planned: list[float] = []
+
+    def timed(sender: object, event: SessionBeforeRewindEvent) -> Cancel:
+        planned.append(time.monotonic())  # the plan is made: what is timed
+        return Cancel(reason="only timing the plan")
+
+    disconnect = harness.connect("session_before_rewind", timed)
+    # Before: each path cost 5-12 ms (the protected folders found again for each), so 3,000
+    # took 15-36 s, and 100,000 (a 16 MB line) ran for minutes.
+    started = time.monotonic()
+    with pytest.raises(RewindCancelledError):
+        await harness.rewind_files(first, force=True)
+    assert planned[0] - started < 6
+    disconnect()
+
+    too_many = MAX_CHANGES + 1
+    entry = hostile(
+        session, [{"path": f"m{i}", "before": None, "after": hi} for i in range(too_many)]
+    )
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+    assert f"entry {entry}: {too_many} changes, more than {MAX_CHANGES}: not read" in (
+        refused.value.unsafe
+    )
+    # The distinct paths of all the entries together are capped too.
+    hostile(session, [{"path": f"p{i}", "before": None, "after": hi} for i in range(8000)])
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(first)
+    assert any(f"cap of {MAX_CHANGES} distinct paths" in u for u in refused.value.unsafe)
     session.close()
