@@ -19,13 +19,13 @@ from harness import (
     CHECKPOINT_ENTRY,
     AgentHarness,
     Cancel,
-    RewindCancelledError,
-    SessionBeforeRewindEvent,
     CheckpointStore,
     FauxReply,
     JsonlSessionRepo,
+    RewindCancelledError,
     RewindRefusedError,
     Session,
+    SessionBeforeRewindEvent,
 )
 from harness._checkpoints.records import MAX_CHANGES
 from harness._checkpoints.rewind import COMPARE_MAX_BYTES
