@@ -8,7 +8,13 @@ entries; they never reach the model):
   holding the call), "toolName", "scan" ("path" | "git" | "stat"), "changes", "missed",
   "complete"}``.
 - ``harness.rewind``: a rewind changed files. ``{"targetId", "fromLeafId", "conversation",
-  "changes", "skipped"}``.
+  "changes", "skipped"}``. A rewind writes two: one before any file, with ``"state":
+  "started"`` and the changes it plans (their ``before`` contents already stored), and one
+  once done, with ``"intentId"`` naming the first and the changes it made. A started entry
+  that a later one names is not read; one that none names (the process was killed midway)
+  counts as done, so a rewind to the entry it started from gives back what it overwrote, and
+  a file it never reached, still as it found it, is not taken for a change made outside the
+  session.
 
 ``changes`` is a list of ``{"path", "before", "after"}``, each state ``null`` (no file),
 ``{"sha256", "mode", "size"}`` (the content's blob in the store, its permission bits, its size
@@ -186,6 +192,12 @@ class Record:
     """A checkpoint's changes it could not record (a rewind cannot undo them)."""
     complete: bool = True
     """False when a checkpoint's scan did not see everything (past its cap)."""
+    started_id: str | None = None
+    """A rewind's entry written before it wrote any file: a completed rewind's undo starts
+    from there as from ``from_leaf_id``."""
+    unfinished: bool = False
+    """A rewind's started entry with no completed one after it (the process was killed): its
+    changes are the planned ones, some of which may not have been written."""
 
 
 def valid_path(path: object) -> bool:
@@ -227,15 +239,23 @@ def rewind_data(
     conversation: bool,
     changes: Sequence[Change],
     skipped: Sequence[Missed],
+    started: bool = False,
+    intent_id: str | None = None,
 ) -> dict[str, JSONValue]:
-    """The data of a ``harness.rewind`` entry."""
-    return {
+    """The data of a ``harness.rewind`` entry: ``started`` for the one written before any file
+    (the changes planned), ``intent_id`` naming it in the one written once done."""
+    data: dict[str, JSONValue] = {
         "targetId": target_id,
         "fromLeafId": from_leaf_id,
         "conversation": conversation,
         "changes": [c.to_json() for c in changes],
         "skipped": [s.to_json() for s in skipped],
     }
+    if started:
+        data["state"] = "started"
+    if intent_id is not None:
+        data["intentId"] = intent_id
+    return data
 
 
 def _changes(data: Any) -> tuple[list[Change], list[str]]:
@@ -343,7 +363,19 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
     problems: list[str] = []
     position: dict[str, int] | None = None
     paths: set[str] = set()
-    for index, entry in _checkpoint_entries(session):
+    entries = list(_checkpoint_entries(session))
+    finished = _finished_intents(entries)
+    for index, entry in entries:
+        intent = _intent_of(entry)
+        if intent is not None and entry.id in finished:
+            continue  # its completed entry records what was done
+        started_id = (
+            entry.id
+            if intent is not None
+            else (entry.data.get("intentId") if isinstance(entry.data, Mapping) else None)
+        )
+        if not isinstance(started_id, str) or (intent is None and started_id not in finished):
+            started_id = None
         changes, wrong = _changes(entry.data)
         problems.extend(f"entry {entry.id}: {p}" for p in wrong)
         new = {c.path for c in changes} - paths
@@ -369,8 +401,42 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
             # one (a hand-made file) is read as naming none.
             if position.get(start, index) >= index:
                 start = None
-        records.append(Record(index, entry.id, tuple(changes), start, tuple(missed), complete))
+        records.append(
+            Record(
+                index,
+                entry.id,
+                tuple(changes),
+                start,
+                tuple(missed),
+                complete,
+                started_id=started_id,
+                unfinished=intent is not None,
+            )
+        )
     return records, problems
+
+
+def _intent_of(entry: CustomEntry) -> str | None:
+    """The entry's id when it is a rewind's started entry (written before any file)."""
+    data = entry.data
+    if entry.custom_type == REWIND_ENTRY and isinstance(data, Mapping):
+        if data.get("state") == "started":
+            return entry.id
+    return None
+
+
+def _finished_intents(entries: Sequence[tuple[int, CustomEntry]]) -> set[str]:
+    """The started rewind entries a later completed one names (``intentId``)."""
+    started = {entry.id: index for index, entry in entries if _intent_of(entry) is not None}
+    found: set[str] = set()
+    for index, entry in entries:
+        data = entry.data
+        if entry.custom_type != REWIND_ENTRY or not isinstance(data, Mapping):
+            continue
+        named = data.get("intentId")
+        if isinstance(named, str) and started.get(named, index) < index:
+            found.add(named)
+    return found
 
 
 def edited_paths(session: Session) -> set[str]:
@@ -419,14 +485,26 @@ class Timeline:
         # What each rewind found, by the entry it started from: the last one from an entry
         # wins, as the latest time the files were seen there.
         self._found: dict[str, dict[str, State]] = {}
+        # Paths a killed rewind planned to change last: as it found them (not reached yet).
+        self._unfinished: dict[str, State] = {}
         self._records = sorted(records, key=lambda r: r.index)
         for record in self._records:
             for change in record.changes:
                 self._by_path.setdefault(change.path, []).append(
                     (record.index, change.before, change.after)
                 )
+            found = {c.path: c.before for c in record.changes}
             if record.from_leaf_id is not None:
-                self._found[record.from_leaf_id] = {c.path: c.before for c in record.changes}
+                self._found[record.from_leaf_id] = found
+            if record.started_id is not None:
+                # The entry written as the rewind started holds the files as it found them too
+                # (a completed rewind's undo hint names it: its entry's parent).
+                self._found[record.started_id] = found
+            for change in record.changes:
+                if record.unfinished:
+                    self._unfinished[change.path] = change.before
+                else:
+                    self._unfinished.pop(change.path, None)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -466,6 +544,11 @@ class Timeline:
             if not record.complete and not record.missed:
                 found.append(Missed(".", f"entry {record.entry_id}: its scan stopped at its cap"))
         return found
+
+    def unfinished(self) -> dict[str, State]:
+        """For each path a killed rewind (a started entry never completed) was the last to
+        change: the state it found, which the file still has if the rewind never reached it."""
+        return dict(self._unfinished)
 
     def latest(self) -> dict[str, State]:
         """Each path's state as the session last left it (the last change's ``after``)."""

@@ -94,6 +94,8 @@ class RewindResult:
         missed: changes made since the target that their checkpoints could not record (over
             the store's file cap, past a scan's cap, ...): not restored, whatever the rewind
             did (``.`` with a reason for a scan that stopped at its cap).
+        undo_id: with ``entry_id``, the entry a rewind to which undoes this one: the leaf it
+            started from (its entries, as it started and once done, follow it).
     """
 
     target_id: str | None
@@ -103,6 +105,8 @@ class RewindResult:
     skipped: tuple[Missed, ...]
     problems: tuple[str, ...] = ()
     missed: tuple[Missed, ...] = ()
+    undo_id: str | None = None
+    """With ``entry_id``: the entry to rewind to that undoes it (the leaf it started from)."""
 
 
 @frozen(kw_only=True)
@@ -138,14 +142,15 @@ def states_at(
     Raises:
         EntryNotFoundError: no such entry.
     """
-    latest, target, problems, _ = _timeline_at(session, entry_id, store)
+    latest, target, problems, _, _ = _timeline_at(session, entry_id, store)
     return latest, target, problems
 
 
 def _timeline_at(
     session: Session, entry_id: str | None, store: CheckpointStore
-) -> tuple[dict[str, State], dict[str, State], list[str], list[Missed]]:
-    """:func:`states_at`, and the changes missed since ``entry_id``."""
+) -> tuple[dict[str, State], dict[str, State], list[str], list[Missed], dict[str, State]]:
+    """:func:`states_at`, the changes missed since ``entry_id``, and the states a killed
+    rewind found (:meth:`Timeline.unfinished`)."""
     records, problems = read_records(session)
     timeline = Timeline(records)
     ids = session.entry_ids()
@@ -157,7 +162,8 @@ def _timeline_at(
     latest = {path: resolved(state, store) for path, state in timeline.latest().items()}
     at = timeline.state_at(index, entry_id, _last_prompt(session, ids, index))
     target = {path: resolved(state, store) for path, state in at.items()}
-    return latest, target, problems, timeline.missed_after(index)
+    unfinished = {path: resolved(state, store) for path, state in timeline.unfinished().items()}
+    return latest, target, problems, timeline.missed_after(index), unfinished
 
 
 def _last_prompt(session: Session, ids: list[str], index: int) -> int:
@@ -213,7 +219,7 @@ def plan_rewind(
         EntryNotFoundError: no such entry.
     """
     check_recorded_folder(session, workspace)
-    latest, target, problems, missed = _timeline_at(session, entry_id, workspace.store)
+    latest, target, problems, missed, unfinished = _timeline_at(session, entry_id, workspace.store)
     workspace.refresh_exclusions()
     changes: list[Change] = []
     locations: list[Location] = []
@@ -278,7 +284,10 @@ def plan_rewind(
             # What the session last left there was never stored: a change made outside the
             # session cannot be ruled out.
             unstored.append(path)
-        elif not same_file(now, last):
+        elif not same_file(now, last) and not (
+            path in unfinished and same_file(now, unfinished[path])
+        ):
+            # (A file a killed rewind planned to change but never reached is as it found it.)
             changed.append(path)
         if want is not None and not workspace.store.has(want.digest):
             unavailable.append(path)
@@ -480,6 +489,23 @@ def apply_plan(
     removed: list[str] = []
     skipped = list(plan.skipped)
     key = workspace.store.rewind_key()
+    intent_id = None
+    if plan.changes:
+        # Recorded before any file is written (each ``before`` is stored by the plan): a kill
+        # midway leaves this entry, so what the rewind overwrote is still referenced (gc keeps
+        # it) and a rewind to the entry it started from gives it back (issue 26 attack,
+        # finding 3). The entry written once done names it and records what was done.
+        intent_id = session.append_custom(
+            REWIND_ENTRY,
+            rewind_data(
+                target_id=plan.target_id,
+                from_leaf_id=from_leaf_id,
+                conversation=conversation,
+                changes=[*plan.adopted, *plan.changes],
+                skipped=plan.skipped,
+                started=True,
+            ),
+        ).id
     for loc in plan.settled:
         _sweep_at(loc, key)
     for change, loc in zip(plan.changes, plan.locations, strict=True):
@@ -515,7 +541,7 @@ def apply_plan(
             continue
         done.append(change)
     entry_id = None
-    if done:
+    if done or intent_id is not None:
         entry = session.append_custom(
             REWIND_ENTRY,
             rewind_data(
@@ -524,9 +550,10 @@ def apply_plan(
                 conversation=conversation,
                 changes=done,
                 skipped=skipped,
+                intent_id=intent_id,
             ),
         )
-        entry_id = entry.id
+        entry_id = entry.id if done else None
     return RewindResult(
         target_id=plan.target_id,
         entry_id=entry_id,
@@ -535,6 +562,7 @@ def apply_plan(
         skipped=tuple(skipped),
         problems=plan.problems,
         missed=plan.missed,
+        undo_id=from_leaf_id if entry_id is not None else None,
     )
 
 

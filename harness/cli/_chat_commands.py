@@ -345,14 +345,12 @@ async def _rewind(chat: ChatHost, args: str) -> None:
                 if files.missed
                 else "files: nothing to change"
             )
-    # The old leaf (or, files only, the rewind entry's parent) was written before the rewind.
+    # The old leaf (or, files only, the leaf the rewind started from) was written before it.
     if result is not None and result.old_leaf_id is not None:
         flag = " --conversation-only" if files is None else ""
         chat.view.line(f"to undo: /rewind {result.old_leaf_id}{flag}")
-    elif files is not None and files.entry_id is not None:
-        parent = chat.session.get_entry(files.entry_id).parent_id
-        if parent is not None:
-            chat.view.line(f"to undo: /rewind {parent} --files-only")
+    elif files is not None and files.undo_id is not None:
+        chat.view.line(f"to undo: /rewind {files.undo_id} --files-only")
 
 
 async def _compact(chat: ChatHost, args: str) -> None:

@@ -198,10 +198,9 @@ def rewind(
             if what == "files":
                 files = run_async(harness.rewind_files(entry, force=force))
                 report_rewind(files)
-                # The files as at the entry before the rewind's own: as they were.
-                before = None if files.entry_id is None else session.get_entry(files.entry_id)
-                if before is not None and before.parent_id is not None:
-                    undo_hint(root, ref, work_dir, [before.parent_id, "--files-only"])
+                # The files as at the leaf the rewind started from: as they were.
+                if files.undo_id is not None:
+                    undo_hint(root, ref, work_dir, [files.undo_id, "--files-only"])
                 return
             result = run_async(harness.navigate_tree(entry, with_files=True, force=force))
         if result.cancelled:

@@ -212,8 +212,11 @@ async def test_rewind_of_a_rewind_restores_the_later_state(session: Session, ws:
 
     result = await harness.rewind_files(first)
     assert tree(ws) == trees[first]
-    [rewind] = customs(session, REWIND_ENTRY)
-    assert rewind.id == result.entry_id and rewind.parent_id == leaf
+    # One entry as it started (before any file was written), one once done, naming it.
+    [started, rewind] = customs(session, REWIND_ENTRY)
+    assert rewind.id == result.entry_id and started.parent_id == leaf
+    assert rewind.parent_id == started.id and rewind.data["intentId"] == started.id
+    assert started.data["state"] == "started"
     assert sorted(result.restored) == ["keep.txt", "old.txt", "run.sh", "sub/deep.txt"]
     assert sorted(result.removed) == ["a.txt", "d/new.txt"]
 
@@ -282,7 +285,9 @@ async def test_navigate_tree_with_files_moves_files_and_conversation_together(
     assert result.editor_text == "now shell"
     assert result.files is not None and result.files.entry_id == session.leaf_id
     assert tree(ws) == trees[users[1]]
-    assert session.get_entry(session.leaf_id or "").parent_id == result.new_leaf_id
+    # The rewind's entries (as it started, once done) follow the new leaf.
+    started = session.get_entry(session.leaf_id or "").parent_id
+    assert session.get_entry(started or "").parent_id == result.new_leaf_id
     assert session.build_context().messages[-1].role == "assistant"  # "wrote it"
 
 
