@@ -419,10 +419,8 @@ def read_records(session: Session) -> tuple[list[Record], list[str]]:
 def _intent_of(entry: CustomEntry) -> str | None:
     """The entry's id when it is a rewind's started entry (written before any file)."""
     data = entry.data
-    if entry.custom_type == REWIND_ENTRY and isinstance(data, Mapping):
-        if data.get("state") == "started":
-            return entry.id
-    return None
+    started = isinstance(data, Mapping) and data.get("state") == "started"
+    return entry.id if entry.custom_type == REWIND_ENTRY and started else None
 
 
 def _finished_intents(entries: Sequence[tuple[int, CustomEntry]]) -> set[str]:

@@ -94,6 +94,22 @@ def harness_cli(cwd: Path, *args: str | Path) -> subprocess.CompletedProcess[str
     )
 
 
+def kill_once_written(ws: Path, args: list[str | Path]) -> None:
+    """Run a forced ``harness`` rewind and SIGKILL it once it has written f.txt."""
+    rewind = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *map(str, args), "--force"],
+        cwd=ws,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while (ws / "f.txt").read_text() != "session v1\n":
+        assert rewind.poll() is None and time.monotonic() < deadline
+        time.sleep(0.002)
+    rewind.send_signal(signal.SIGKILL)
+    rewind.wait()
+
+
 async def test_a_forced_rewind_killed_midway_leaves_what_it_overwrote_recoverable(
     tmp_path: Path,
 ) -> None:
@@ -121,19 +137,7 @@ async def test_a_forced_rewind_killed_midway_leaves_what_it_overwrote_recoverabl
     for i in range(60):
         (ws / f"big{i:02}.bin").write_text("user\n")
 
-    rewind = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "rewind", "--root", root, session.id, result]
-        + ["--files-only", "--force"],
-        cwd=ws,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 120
-    while (ws / "f.txt").read_text() != "session v1\n":
-        assert rewind.poll() is None and time.monotonic() < deadline
-        time.sleep(0.002)
-    rewind.send_signal(signal.SIGKILL)
-    rewind.wait()
+    kill_once_written(ws, [*("rewind", "--root", root, session.id, result), "--files-only"])
     assert (ws / "big59.bin").read_text() == "user\n", "the kill came too late to prove anything"
     gc = harness_cli(ws, "checkpoints", "gc", "--root", root, "--min-age", "0")
     assert gc.returncode == 0, gc.stderr
