@@ -951,7 +951,9 @@ class Workspace:
             if isinstance(before, _GitRef) and isinstance(after, _GitRef) and before == after:
                 continue
             pairs.append((path, before, after))
-        blobs = self._blobs({s.sha for _, b, a in pairs for s in (b, a) if isinstance(s, _GitRef)})
+        blobs = self._blobs(
+            {s.sha for _, b, a in pairs for s in (b, a) if isinstance(s, _GitRef) and _regular(s)}
+        )
         changes: list[Change] = []
         missed: list[Missed] = []
         for path, before, after in pairs:
@@ -1035,10 +1037,20 @@ class Workspace:
         return blobs
 
 
+def _regular(ref: _GitRef) -> bool:
+    """Whether an index entry is a regular file (100644, 100755): not a symlink (120000, its
+    blob the link's text) nor a submodule (160000, a commit)."""
+    return stat.S_ISREG(ref.mode)
+
+
 def _stored(seen: Seen, blobs: dict[str, FileState | Unknown]) -> FileState | Unknown | None:
-    """``seen`` with a git blob replaced by its stored state, in the index's mode."""
+    """``seen`` with a git blob replaced by its stored state, in the index's mode; a symlink
+    or submodule in the index is not a regular file, so not recorded (a rewind wrote a mode-0
+    file holding a link's text: issue 26 attack, finding 4)."""
     if not isinstance(seen, _GitRef):
         return seen
+    if not _regular(seen):
+        return Unknown("a symlink or submodule in git's index, not a regular file")
     blob = blobs[seen.sha]
     return (
         FileState(blob.digest, seen.mode & 0o7777, blob.size)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -13,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workspaces import call, make_harness, seed
+from workspaces import call, git, make_harness, seed
 
 from harness import (
     CHECKPOINT_ENTRY,
     AgentHarness,
     Cancel,
     CheckpointStore,
+    CustomEntry,
     FauxReply,
     JsonlSessionRepo,
     RewindCancelledError,
@@ -208,4 +210,33 @@ async def test_a_session_naming_too_many_paths_is_refused_and_many_are_judged_fa
     with pytest.raises(RewindRefusedError) as refused:
         await harness.rewind_files(first)
     assert any(f"cap of {MAX_CHANGES} distinct paths" in u for u in refused.value.unsafe)
+    session.close()
+
+
+# --- F4: a tracked symlink or submodule in git's index ---------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_a_tracked_symlink_the_index_drops_is_missed_not_recorded_as_a_file(
+    tmp_path: Path,
+) -> None:
+    ws = seed(tmp_path / "ws", "git")
+    (ws / "lnk").symlink_to("keep.txt")
+    git(ws, "add", "lnk")
+    git(ws, "commit", "-qm", "a link")
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(ws))
+    replies = [FauxReply(tool_calls=[call("bash", command="git rm -q lnk")]), "done"]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("remove the link")
+    assert not os.path.lexists(ws / "lnk")
+
+    [entry] = [e for e in session.entries() if isinstance(e, CustomEntry)]
+    assert isinstance(entry.data, dict)
+    # Before: recorded as a regular file of mode 0 holding the link's text, which a rewind
+    # then wrote (`---------- lnk` containing "keep.txt").
+    assert [c["path"] for c in entry.data["changes"]] == []
+    assert [m["path"] for m in entry.data["missed"]] == ["lnk"]
+    result = await harness.rewind_files(None, force=True)
+    assert not os.path.lexists(ws / "lnk")
+    assert [m.path for m in result.missed] == ["lnk"]
     session.close()
