@@ -100,15 +100,18 @@ def remove_workspace(workspace: Workspace, folder: Path, kind: str) -> None:
     """Undo :func:`materialize` (a fork that could not be completed)."""
     if kind == "git-worktree":
         with contextlib.suppress(subprocess.SubprocessError, OSError):
-            workspace.run_git(["worktree", "remove", "--force", str(folder)], filters=True)
+            workspace.run_git(["worktree", "remove", "--force", str(folder)])
     shutil.rmtree(folder, ignore_errors=True)
 
 
 def _git_worktree(workspace: Workspace, folder: Path) -> None:
-    workspace.run_git(["worktree", "add", "--detach", "--quiet", str(folder), "HEAD"], filters=True)
-    git = workspace.git_info()
+    git = workspace.git_info()  # looks up the filter drivers to turn off
     if git is None:  # it was a repository a moment ago
         raise OSError("the working folder is no longer in a git repository")
+    # No filter runs at the checkout (a repository's smudge program ran, unsandboxed, as the
+    # user: issue 26 attack, finding 10): a file a filter changes is checked out as git keeps
+    # it, then the working folder's own copy, which differs, is copied over it below.
+    workspace.run_git(["worktree", "add", "--detach", "--quiet", str(folder), "HEAD"])
     root = folder / git.prefix if git.prefix else folder
     # The worktree is HEAD; the working folder's uncommitted and untracked files make it now.
     for _, y, path, _, _ in workspace.status(git):

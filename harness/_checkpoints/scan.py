@@ -721,7 +721,12 @@ class Workspace:
                     self._no_filters = tuple(
                         (f"filter.{os.fsdecode(d)}.{key}", value)
                         for d in sorted(drivers)
-                        for key, value in (("clean", ""), ("process", ""), ("required", "false"))
+                        for key, value in (
+                            ("clean", ""),
+                            ("smudge", ""),  # a fork's checkout (finding 10 of the attack)
+                            ("process", ""),
+                            ("required", "false"),
+                        )
                     )
                     self._git = _Git(top, prefix, os.path.join(self.root, index), git_dir)
         return self._git
@@ -740,12 +745,10 @@ class Workspace:
         *,
         env: dict[str, str] | None = None,
         input: bytes | None = None,
-        filters: bool = False,
     ) -> bytes:
-        """git's output for ``args``, run in the working folder (no repository hook or file
-        system monitor, no fetch, no optional locks, programs found only in folders no user
-        but root can change, 60 s at most); ``filters``: let the repository's filter drivers
-        run (a checkout that must give a file's real content), else none runs.
+        """git's output for ``args``, run in the working folder (no repository hook, filter
+        driver or file system monitor, no fetch, no optional locks, programs found only in
+        folders no user but root can change, 60 s at most).
 
         Raises:
             OSError: git is not installed; subprocess.SubprocessError: it failed or timed out.
@@ -760,8 +763,7 @@ class Workspace:
             "LC_ALL": "C",
             **(env or {}),
         }
-        if not filters:
-            _add_config(environment, self._no_filters)
+        _add_config(environment, self._no_filters)
         # Never the harness's stdin (rpc's protocol, chat's terminal): a repository config may
         # include /dev/stdin, and git would read it (review 11, finding 5); nor the user's
         # terminal: a session of its own has none, so an include of /dev/tty fails at once

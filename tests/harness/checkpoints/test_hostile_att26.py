@@ -240,3 +240,35 @@ async def test_a_tracked_symlink_the_index_drops_is_missed_not_recorded_as_a_fil
     assert not os.path.lexists(ws / "lnk")
     assert [m.path for m in result.missed] == ["lnk"]
     session.close()
+
+
+# --- F10: a repository's filter at a fork's checkout -------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_a_fork_with_files_never_runs_the_repositorys_smudge_filter(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = tmp_path / "filter-ran"
+    git(ws, "init", "-q")
+    (ws / ".gitattributes").write_text("*.txt filter=ev\n")
+    (ws / "a.txt").write_text("hi\n")
+    git(ws, "add", ".")
+    git(ws, "commit", "-qm", "i")
+    git(ws, "config", "filter.ev.smudge", f"sh -c 'id > {marker}; cat'")
+    git(ws, "config", "filter.ev.clean", "cat")
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    session = await repo.create(str(ws))
+    replies = [FauxReply(tool_calls=[call("bash", command="echo x > b.md")]), "done"]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("go")
+    assert not marker.exists()  # the scans ran none
+
+    fork = await harness.fork(repo, None, workspace=tmp_path / "fork")
+
+    # Before: `git worktree add` ran the smudge program, unsandboxed, as the user.
+    assert not marker.exists()
+    assert (tmp_path / "fork" / "a.txt").read_text() == "hi\n"
+    assert (tmp_path / "fork" / "b.md").read_text() == "x\n"
+    fork.close()
+    session.close()
