@@ -615,7 +615,7 @@ def _sweep_at(loc: Location, key: bytes) -> None:
 def _write(loc: Location, data: bytes, mode: int, key: bytes) -> None:
     """Write a file as recorded with ``mode``: its read, write and execute bits at most, less
     the umask (the kernel's, at creation), never set-id, sticky or world-writable (an entry's
-    mode is untrusted)."""
+    mode is untrusted), and never wider than the file it replaces (:func:`_narrowed`)."""
     folder, name = open_parent(loc)
     try:
         _sweep(folder, key)
@@ -623,12 +623,27 @@ def _write(loc: Location, data: bytes, mode: int, key: bytes) -> None:
             folder,
             name,
             data,
-            create_mode=mode & SAFE_MODE_BITS,
+            create_mode=_narrowed(mode & SAFE_MODE_BITS, folder, name),
             durable=True,
             tmp=_temp_name(key),
         )
     finally:
         os.close(folder)
+
+
+def _narrowed(mode: int, folder: int, name: str) -> int:
+    """``mode`` never wider than the regular file ``name`` in ``folder`` has now, if there is
+    one: no read or write bit it lacks (a user's ``chmod 600 secrets.env`` stays: a rewind
+    made it 0644 again, readable by every local user; issue 26 attack, finding 8), and an
+    execute bit only for whom may read it."""
+    try:
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return mode
+    if not stat.S_ISREG(st.st_mode):
+        return mode
+    now = stat.S_IMODE(st.st_mode)
+    return (mode & now & 0o666) | (mode & 0o111 & ((now & 0o444) >> 2))
 
 
 def _remove(loc: Location, key: bytes) -> None:

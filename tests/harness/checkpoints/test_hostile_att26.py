@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -271,4 +272,34 @@ async def test_a_fork_with_files_never_runs_the_repositorys_smudge_filter(tmp_pa
     assert (tmp_path / "fork" / "a.txt").read_text() == "hi\n"
     assert (tmp_path / "fork" / "b.md").read_text() == "x\n"
     fork.close()
+    session.close()
+
+
+# --- F8: permission bits the user narrowed ------------------------------------------------------
+
+
+async def test_a_rewind_never_widens_the_permission_bits_the_user_narrowed(
+    tmp_path: Path,
+) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(ws))
+    replies = [
+        FauxReply(tool_calls=[call("write", path="secrets.env", content="TOKEN=v1\n")]),
+        FauxReply(tool_calls=[call("write", path="secrets.env", content="TOKEN=v2\n")]),
+        FauxReply(tool_calls=[call("write", path="run.sh", content="#!/bin/sh\necho 2\n")]),
+        "done",
+    ]
+    harness = make_harness(session, ws, replies)
+    await harness.prompt("write")
+    first = next(e.id for e in session.entries() if isinstance(e, CustomEntry))
+    (ws / "secrets.env").chmod(0o600)
+    (ws / "run.sh").chmod(0o700)
+
+    result = await harness.rewind_files(first)
+
+    assert sorted(result.restored) == ["run.sh", "secrets.env"]
+    assert (ws / "secrets.env").read_text() == "TOKEN=v1\n"
+    # Before: 0644 again, readable by every local user.
+    assert stat.S_IMODE((ws / "secrets.env").stat().st_mode) == 0o600
+    assert stat.S_IMODE((ws / "run.sh").stat().st_mode) == 0o700  # still executable, by its owner
     session.close()
