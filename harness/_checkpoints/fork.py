@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from typing import Final
 
 from attrs import frozen
 
@@ -26,6 +27,7 @@ from .rewind import _is_folder, _remove, _remove_empty_folder, _write
 from .scan import Workspace, home_dot_path
 
 __all__ = [
+    "COPY_ENTRIES_PER_SCAN",
     "Materialized",
     "materialize",
     "missing_contents",
@@ -154,27 +156,59 @@ def _copy_file(source: Path, rel: str, target: Path) -> None:
         os.close(folder)
 
 
+COPY_ENTRIES_PER_SCAN: Final = 100
+"""A fork's copy of a working folder outside git looks at most at this many times the stat
+scan's cap of entries (files, folders, symlinks; 1,000,000 by default): past it the fork
+fails, its folder removed."""
+
+
 def _copy_tree(workspace: Workspace, folder: Path) -> None:
     """Copy the working folder into ``folder``: regular files, folders, symlinks (as
-    symlinks, never followed); not the sessions or the store, if they are inside."""
+    symlinks, never followed); not the sessions or the store, if they are inside. Each folder
+    is opened beneath the working folder through no symlink at all: one swapped for a symlink
+    after it was listed is not walked (it was, by path, leaking the names of the tree it led
+    to, up to the whole file system: issue 26 attack, finding 6).
+
+    Raises:
+        CheckpointError: the folder holds more than :data:`COPY_ENTRIES_PER_SCAN` times
+            ``workspace.max_files`` entries.
+    """
+    max_entries = workspace.max_files * COPY_ENTRIES_PER_SCAN
     os.makedirs(folder, exist_ok=True)
     stack = [""]
+    seen = 0
     while stack:
         rel = stack.pop()
-        source = os.path.join(workspace.root, rel) if rel else str(workspace.root)
-        with os.scandir(source) as entries:
-            for entry in entries:
-                child = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            fd = open_dir(Location(str(workspace.root), rel or ".", "inside"))
+        except OSError:
+            continue  # swapped for a symlink, or gone, since it was listed: not walked
+        try:
+            names = os.listdir(fd)
+            seen += len(names)
+            if seen > max_entries:
+                raise CheckpointError(
+                    f"the working folder holds more than {max_entries} entries: too many to "
+                    "copy into a fork"
+                )
+            for name in names:
+                child = f"{rel}/{name}" if rel else name
                 if workspace.excluded(child):
                     continue
-                target = os.path.join(folder, child)
-                if entry.is_symlink():
-                    os.symlink(os.readlink(entry.path), target)
-                elif entry.is_dir(follow_symlinks=False):
-                    os.mkdir(target)
-                    stack.append(child)
-                elif entry.is_file(follow_symlinks=False):
-                    _copy_file(workspace.root, child, folder)
+                try:
+                    mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+                    target = os.path.join(folder, child)
+                    if stat.S_ISLNK(mode):
+                        os.symlink(os.readlink(name, dir_fd=fd), target)
+                    elif stat.S_ISDIR(mode):
+                        os.mkdir(target)
+                        stack.append(child)
+                    elif stat.S_ISREG(mode):
+                        _copy_file(workspace.root, child, folder)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # removed since it was listed
+        finally:
+            os.close(fd)
 
 
 def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[list[str], list[str]]:

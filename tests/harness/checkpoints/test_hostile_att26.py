@@ -21,6 +21,7 @@ from harness import (
     CHECKPOINT_ENTRY,
     AgentHarness,
     Cancel,
+    CheckpointError,
     CheckpointStore,
     CustomEntry,
     FauxReply,
@@ -30,8 +31,25 @@ from harness import (
     Session,
     SessionBeforeRewindEvent,
 )
+from harness._checkpoints.fork import COPY_ENTRIES_PER_SCAN, materialize
 from harness._checkpoints.records import MAX_CHANGES
 from harness._checkpoints.rewind import COMPARE_MAX_BYTES
+from harness._checkpoints.scan import Workspace
+
+FLIPPER = """
+import os, shutil, sys
+folder, target, stop = sys.argv[1:4]
+while not os.path.exists(stop):
+    try:
+        if os.path.islink(folder):
+            os.unlink(folder)
+            os.mkdir(folder)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            os.symlink(target, folder)
+    except OSError:
+        pass
+"""
 
 
 def state(store: CheckpointStore, data: bytes, mode: int = 0o644) -> dict[str, Any]:
@@ -303,3 +321,49 @@ async def test_a_rewind_never_widens_the_permission_bits_the_user_narrowed(
     assert stat.S_IMODE((ws / "secrets.env").stat().st_mode) == 0o600
     assert stat.S_IMODE((ws / "run.sh").stat().st_mode) == 0o700  # still executable, by its owner
     session.close()
+
+
+# --- F6: a fork's copy of a folder outside git -------------------------------------------------
+
+
+def test_a_forks_copy_never_walks_a_folder_swapped_for_a_symlink(tmp_path: Path) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    for i in range(300):  # a long walk: a wide window between listing dd and walking it
+        (ws / f"s{i:03}").mkdir()
+    outside = tmp_path / "outside"
+    (outside / "secretdir").mkdir(parents=True)
+    (outside / "secretdir" / "key.txt").write_text("key\n")
+    workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), git=None)
+    stop = tmp_path / "stop"
+    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(ws / "dd"), str(outside), stop])
+    walked = escaped = 0
+    try:
+        for rounds in range(400):  # at least 30, until a few copies walked the real folder
+            if rounds >= 30 and walked >= 3:
+                break
+            fork = tmp_path / f"fork{rounds}"
+            materialize(workspace, fork, {})
+            copied = fork / "dd"
+            if copied.is_dir() and not copied.is_symlink():
+                walked += 1
+                # Before: the walk went on by path, through the symlink swapped in.
+                escaped += (copied / "secretdir").exists()
+            shutil.rmtree(fork)
+    finally:
+        stop.touch()
+        flipper.wait(timeout=60)
+
+    assert escaped == 0
+    assert walked > 0, "no copy found dd a folder: the race proved nothing"
+
+
+def test_a_forks_copy_of_a_huge_folder_stops_at_its_cap(tmp_path: Path) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    for i in range(150):
+        (ws / "sub" / f"f{i}").write_text("x")
+    workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), git=None, max_files=1)
+    assert COPY_ENTRIES_PER_SCAN * workspace.max_files == 100
+
+    with pytest.raises(CheckpointError, match="more than 100 entries"):
+        materialize(workspace, tmp_path / "fork", {})
+    assert not (tmp_path / "fork").exists()  # removed again
