@@ -233,6 +233,8 @@ class Workspace:
         max_files: the stat scan's cap (see :data:`DEFAULT_MAX_FILES`).
         max_scan_bytes: the most bytes one scan reads (see :data:`DEFAULT_MAX_SCAN_BYTES`).
         git: the git program (None: never use git).
+        git_timeout_s: the longest one git call may take; after one times out, the scans
+            are stat scans for the rest of the workspace's life (the session's).
 
     The folders left alone (``exclude``, the store, git's folder) are known by identity
     (device and inode), not only by path: a symlink, a bind mount or any other spelling of
@@ -248,6 +250,7 @@ class Workspace:
         max_files: int = DEFAULT_MAX_FILES,
         max_scan_bytes: int = DEFAULT_MAX_SCAN_BYTES,
         git: str | None = "git",
+        git_timeout_s: float = GIT_TIMEOUT_S,
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self._real = os.path.realpath(self.root)
@@ -272,6 +275,10 @@ class Workspace:
         program = program_path(git) if git is not None else None
         self._git_program = program if program is not None and os.path.isabs(program) else None
         self._git: _Git | Literal[False] | None = False  # False: not looked up yet
+        self._git_timeout_s = git_timeout_s
+        # git timed out once (a FIFO named .gitignore blocks every status: issue 26 attack,
+        # finding 5): every later scan is a stat scan, rather than each waiting it out again
+        self.git_timed_out = False
         # config pairs turning the filter drivers off
         self._no_filters: tuple[tuple[str, str], ...] = ()
         self._cache: dict[str, tuple[_StatKey, FileState | Pending]] = {}
@@ -592,7 +599,7 @@ class Workspace:
         """The workspace before a command (its changeable files' contents stored)."""
         with self._scan():
             git = self.git_info()
-            if git is not None:
+            if git is not None and not self.git_timed_out:
                 with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
                     return self._git_before(git)
             return self._stat_before()
@@ -605,7 +612,13 @@ class Workspace:
             if snapshot.kind == "git" and git is not None:
                 with contextlib.suppress(subprocess.SubprocessError, OSError, ValueError):
                     return self._git_after(git, snapshot)
-                missed = [Missed(".", "git failed after the command; changes not recorded")]
+                reason = "git failed after the command; changes not recorded"
+                if self.git_timed_out:
+                    reason = (
+                        f"git took over {self._git_timeout_s:g} s after the command; changes "
+                        "not recorded, and the session's later calls use the stat scan"
+                    )
+                missed = [Missed(".", reason)]
                 return [], missed, False
             return self._stat_after(snapshot)
 
@@ -748,7 +761,7 @@ class Workspace:
     ) -> bytes:
         """git's output for ``args``, run in the working folder (no repository hook, filter
         driver or file system monitor, no fetch, no optional locks, programs found only in
-        folders no user but root can change, 60 s at most).
+        folders no user but root can change, ``git_timeout_s`` at most: 60 s by default).
 
         Raises:
             OSError: git is not installed; subprocess.SubprocessError: it failed or timed out.
@@ -768,17 +781,21 @@ class Workspace:
         # include /dev/stdin, and git would read it (review 11, finding 5); nor the user's
         # terminal: a session of its own has none, so an include of /dev/tty fails at once
         # instead of reading what the user types (review 13, finding 3).
-        done = subprocess.run(
-            [self._git_program, *_GIT_SAFETY, *args],
-            cwd=self.root,
-            input=input,
-            stdin=subprocess.DEVNULL if input is None else None,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            env=environment,
-            check=True,
-            start_new_session=True,
-        )
+        try:
+            done = subprocess.run(
+                [self._git_program, *_GIT_SAFETY, *args],
+                cwd=self.root,
+                input=input,
+                stdin=subprocess.DEVNULL if input is None else None,
+                capture_output=True,
+                timeout=self._git_timeout_s,
+                env=environment,
+                check=True,
+                start_new_session=True,
+            )
+        except subprocess.TimeoutExpired:
+            self.git_timed_out = True
+            raise
         return done.stdout
 
     def status(self, git: _Git) -> Iterator[tuple[str, str, str, str, int]]:

@@ -367,3 +367,27 @@ def test_a_forks_copy_of_a_huge_folder_stops_at_its_cap(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="more than 100 entries"):
         materialize(workspace, tmp_path / "fork", {})
     assert not (tmp_path / "fork").exists()  # removed again
+
+
+# --- F5: a FIFO git opens ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_after_one_git_timeout_the_workspace_is_scanned_without_git(tmp_path: Path) -> None:
+    ws = seed(tmp_path / "ws", "git")
+    os.mkfifo(ws / ".gitignore")  # git status opens it, and waits for a writer
+    workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), git_timeout_s=2)
+
+    snapshot = workspace.before()  # waits for git once
+    assert snapshot.kind == "stat" and workspace.git_timed_out
+    (ws / "a.txt").write_text("a\n")
+    changes, _, _ = workspace.after(snapshot)
+    assert [c.path for c in changes] == ["a.txt"]
+
+    # Before: every later call waited git's timeout again (60 s each), in every session there.
+    started = time.monotonic()
+    snapshot = workspace.before()
+    (ws / "b.txt").write_text("b\n")
+    changes, _, _ = workspace.after(snapshot)
+    assert time.monotonic() - started < 1.5
+    assert snapshot.kind == "stat" and [c.path for c in changes] == ["b.txt"]
