@@ -262,6 +262,7 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
                     "paths": [change.path for change in record.changes],
                     "missed": [m.to_json() for m in record.missed],
                     "complete": record.complete,
+                    "unfinished": record.unfinished,
                 }
             )
     for problem in problems:
@@ -281,6 +282,11 @@ def list_checkpoints(root: str | None, ref: str, as_json: bool) -> None:
         echo(f"{row['entry_id']}  {what}: {paths}")
         for missed in row["missed"]:
             echo(f"    not recorded: {file_name(missed['path'])}: {missed['reason']}")
+        if row["unfinished"]:
+            echo(
+                "    killed midway (some files not written): a rewind to the entry before it "
+                "gives back what it overwrote"
+            )
         if not row["complete"] and row["scan"] != "path":
             # A write or edit scans nothing: its missed line says why its file was not stored.
             echo("    the scan did not see everything: changes past its cap are not recorded")

@@ -141,6 +141,8 @@ async def test_a_forced_rewind_killed_midway_leaves_what_it_overwrote_recoverabl
     assert (ws / "big59.bin").read_text() == "user\n", "the kill came too late to prove anything"
     gc = harness_cli(ws, "checkpoints", "gc", "--root", root, "--min-age", "0")
     assert gc.returncode == 0, gc.stderr
+    listed = harness_cli(ws, "checkpoints", "list", "--root", root, session.id)
+    assert "killed midway" in listed.stdout, listed.stderr
 
     # Done again, the killed rewind needs no --force: the files it never reached are as it
     # found them, not changed outside the session.
