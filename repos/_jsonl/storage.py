@@ -11,6 +11,7 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -440,14 +441,39 @@ class JsonlStore:
             )
         torn = self._path.with_name(self._path.name + ".torn")
         try:
-            out = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            # The name lies beside a file of unknown provenance (`--session ./s.jsonl` from a
+            # download): never through a link, never into a file that is not this user's own
+            # plain file (a hard link to ~/.bashrc), never blocking on a FIFO.
+            out = os.open(
+                torn,
+                os.O_WRONLY
+                | os.O_APPEND
+                | os.O_CREAT
+                | os.O_NOFOLLOW
+                | os.O_NONBLOCK
+                | os.O_CLOEXEC,
+                0o600,
+            )
             try:
+                info = os.fstat(out)
+                if (
+                    not stat.S_ISREG(info.st_mode)
+                    or info.st_nlink != 1
+                    or info.st_uid != os.geteuid()
+                ):
+                    raise StorageError(
+                        self._path,
+                        f"{torn.name} is not a plain file of this user's (a link, a FIFO, "
+                        "another user's file): the torn tail is not set aside there",
+                    )
                 os.write(out, fragment + b"\n")
                 os.fsync(out)
             finally:
                 os.close(out)
             os.ftruncate(fd, self._end)
             os.fsync(fd)
+        except StorageError:
+            raise
         except OSError as exc:
             raise StorageError.wrap(self._path, exc, "setting a torn tail aside") from exc
         return self._end

@@ -868,3 +868,33 @@ async def test_migration_keeps_the_file_permissions(pi_file: Callable[..., PiSes
         session.append_message(UserMessage(content="after migration"))
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert path.with_name(path.name + ".v1.bak").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo"])
+async def test_a_torn_tail_is_never_set_aside_through_a_planted_name(
+    tmp_path: Path, kind: str
+) -> None:
+    """Review 15, finding 1: `<session>.torn` was opened with O_CREAT and no O_NOFOLLOW, so a
+    downloaded session folder shipping `s.jsonl.torn -> ~/.bashrc` had its unterminated last
+    line (chosen by the sender) appended to the user's `.bashrc` at the first append. A link,
+    a hard link or a FIFO at that name is refused: the append fails naming it, and neither
+    the target nor the session file changes."""
+    repo, path, ids = await _file_session(tmp_path)
+    whole = path.read_bytes()
+    path.write_bytes(whole + b"touch /tmp/PWNED # planted")
+    target = tmp_path / "bashrc"
+    target.write_text("# mine\n")
+    torn = path.with_name(path.name + ".torn")
+    if kind == "symlink":
+        torn.symlink_to(target)
+    elif kind == "hardlink":
+        os.link(target, torn)
+    else:
+        os.mkfifo(torn)
+    before = path.read_bytes()
+    s = await repo.open(path)
+    with pytest.raises(OSError, match="torn"):
+        s.append_message(user("after the tear"))
+    s.close()
+    assert target.read_text() == "# mine\n"
+    assert path.read_bytes() == before
