@@ -238,12 +238,20 @@ def expand_home(path: str) -> str:
     return path
 
 
-def absolute_path_variable(value: str | None = None) -> str:
+def absolute_path_variable(value: str | None = None, *, outside: Path | str | None = None) -> str:
     """``$PATH`` (or ``value``) with only its absolute entries: an empty or relative entry
     (``PATH=:/usr/bin``, ``.``) finds programs in the working folder, which an untrusted
-    project can ship (review 5, finding 16; review 13, finding 13)."""
+    project can ship (review 5, finding 16; review 13, finding 13). With ``outside`` (a
+    working folder), also without the entries in it (symlinks resolved): an activated
+    ``.venv/bin`` or ``node_modules/.bin`` there is written by the model's sandboxed commands
+    and edits, and what the harness itself starts unsandboxed (command hooks, stdio MCP
+    servers) must not run what they wrote (review 15, finding 2)."""
     entries = (os.environ.get("PATH", os.defpath) if value is None else value).split(os.pathsep)
-    return os.pathsep.join(e for e in entries if os.path.isabs(e))
+    kept = [e for e in entries if os.path.isabs(e)]
+    if outside is not None:
+        folder = os.path.realpath(outside).rstrip("/") + "/"
+        kept = [e for e in kept if not (os.path.realpath(e) + "/").startswith(folder)]
+    return os.pathsep.join(kept)
 
 
 def program_path(name: str) -> str:

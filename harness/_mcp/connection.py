@@ -352,9 +352,10 @@ class McpConnection:
                 args=list(config.args),
                 # where the project is, even when the server runs elsewhere (review 10, 2)
                 # the server's program is found on $PATH's absolute entries only, never in
-                # the working folder through an empty one (review 13, finding 13)
+                # the working folder through an empty one (review 13, finding 13) nor
+                # an absolute one (an activated .venv/bin: review 15, finding 2)
                 env={
-                    "PATH": absolute_path_variable(),
+                    "PATH": absolute_path_variable(outside=self.cwd),
                     "HARNESS_PROJECT_DIR": str(self.cwd),
                     **config.env,
                 },

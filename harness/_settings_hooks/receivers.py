@@ -113,8 +113,9 @@ class HookReceiver:
         env = {
             **os.environ,
             # `/bin/sh -c` finds the hook's program on $PATH: never in the working folder
-            # through an empty entry (review 13, finding 13)
-            "PATH": absolute_path_variable(),
+            # through an empty entry (review 13, finding 13), nor through an absolute one
+            # (an activated .venv/bin: review 15, finding 2)
+            "PATH": absolute_path_variable(outside=sender.cwd),
             "HARNESS_PROJECT_DIR": str(sender.cwd),
             "CLAUDE_PROJECT_DIR": str(sender.cwd),
         }

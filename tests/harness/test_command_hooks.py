@@ -847,8 +847,10 @@ async def test_a_hooks_program_is_never_found_in_the_working_folder(
     session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Review 13, finding 13: `/bin/sh -c fmt-check` found the hook's program through an
-    empty `$PATH` entry, in the (untrusted) working folder. Hooks see `$PATH`'s absolute
-    entries only: the user's own `fmt-check` runs."""
+    empty `$PATH` entry, in the (untrusted) working folder; review 15, finding 2: through an
+    absolute entry there (an activated `.venv/bin`, which sandboxed commands write). Hooks see
+    `$PATH`'s absolute entries outside the working folder only: the user's own `fmt-check`
+    runs."""
     work = tmp_path / "work"
     work.mkdir()
     planted = work / "fmt-check"
@@ -858,7 +860,12 @@ async def test_a_hooks_program_is_never_found_in_the_working_folder(
     mine.mkdir()
     (mine / "fmt-check").write_text(f"#!/bin/sh\ntouch {tmp_path / 'MINE_RAN'}\n")
     (mine / "fmt-check").chmod(0o755)
-    monkeypatch.setenv("PATH", f":{os.environ['PATH']}:{mine}")
+    # an empty entry, and an absolute one in the working folder (an activated .venv/bin:
+    # review 15, finding 2)
+    (work / ".venv/bin").mkdir(parents=True)
+    (work / ".venv/bin/fmt-check").write_bytes(planted.read_bytes())
+    (work / ".venv/bin/fmt-check").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{work / '.venv/bin'}::{os.environ['PATH']}:{mine}")
     run = Run(
         session,
         work,
