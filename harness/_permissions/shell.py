@@ -278,7 +278,7 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     # (`-o ~/.bashrc file:///dev/stdin <<< …`), and a config (-K) may name an output
     "curl": _opts(
         "output remote-name remote-name-all output-dir create-dirs dump-header cookie-jar "
-        "trace trace-ascii libcurl stderr config etag-save hsts alt-svc",
+        "trace trace-ascii libcurl stderr config etag-save hsts alt-svc ssl-sessions",
         "oODcK",
         values="AbCdeEFHmPQrtTuUwxXyYz",  # -XPOST, -H…: the rest of the word is a value
     ),
@@ -293,8 +293,12 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     "man": _opts("pager html config-file", "PHC"),
     "wget": _opts(
         "use-askpass execute config output-document output-file append-output"
-        " directory-prefix input-file",
-        "eOoaPi",
+        " directory-prefix input-file"
+        # review 15, finding 4: these name a file wget writes, or let the server (or an
+        # older local copy, -N) choose which file is replaced
+        " default-page save-cookies warc-file rejected-log hsts-file content-disposition"
+        " trust-server-names backups timestamping",
+        "eOoaPiN",
     ),
     "cargo": _opts("config"),
     "rg": _opts(
@@ -331,6 +335,8 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
     ),
 }
 _GIT_DIFFS = _opts("ext-diff output textconv")
+# (a computed word is judged by the subcommand's own row: `git add $x` stays approved)
+_GIT_ANY = evolve(_opts("ext-diff output textconv open-files-in-pager"), unknown=False)
 _GIT_REMOTE = _opts("upload-pack receive-pack exec", "u")
 # diff options whose value may follow in the same word (`-Sfoo` holds no -o)
 _GIT_DIFF_VALUES = "SGOIlUMCBXv"
@@ -459,6 +465,10 @@ def _code_option(argv: tuple[Word, ...]) -> str | None:
         return "make VAR=value (it overrides the recipes' variables, SHELL too)"
     if name == "curl" and any(a.value is None or "%output{" in a.value for a in args):
         return "curl -w '%output{FILE}' (it writes the file it names)"
+    if name == "curl" and _curl_format_from_file(args):
+        # `-w @FILE`/`-w @-`: the format, `%output{…}` included, is read where the text
+        # check cannot see it (review 15, finding 4)
+        return "curl -w @FILE (a format read from a file may write the files it names)"
     if name in ("ssh", "scp", "sftp") and _ssh_code(args):
         return f"{name} -o ProxyCommand/LocalCommand/Match (it runs a local command)"
     options = _CODE_OPTIONS.get(name)
@@ -468,6 +478,24 @@ def _code_option(argv: tuple[Word, ...]) -> str | None:
         args = (Word("-" + args[0].value), *args[1:])  # tar cIf …: old-style bundled options
     found = _finds_option(options, args)
     return f"{name} {found}" if found else None
+
+
+def _curl_format_from_file(args: tuple[Word, ...]) -> bool:
+    """Whether curl's ``-w``/``--write-out`` takes its format from a file (``@FILE``, ``@-``)."""
+    for i, arg in enumerate(args):
+        value = arg.value or ""
+        following = args[i + 1].value if i + 1 < len(args) else ""
+        if value in ("-w", "--write-out") or (
+            value.startswith("--") and len(value) > 2 and "--write-out".startswith(value)
+        ):
+            if following is None or following.startswith("@"):
+                return True
+        elif value.startswith("--write-out=@") or (
+            value.startswith("-w@")
+            or (value.startswith("-") and not value.startswith("--") and "w@" in value)
+        ):
+            return True
+    return False
 
 
 def _finds_option(options: _CodeOptions, args: tuple[Word, ...]) -> str | None:
@@ -536,11 +564,13 @@ def _git_code_option(args: tuple[Word, ...]) -> str | None:
     if any((a.value or "").casefold().startswith("ext::") for a in args[i + 1 :]):
         # git's `ext::` transport runs the URL's command (if protocol.ext.allow lets it)
         return "git and an ext:: URL (it runs a command)"
-    options = _GIT_CODE_OPTIONS.get(sub)
-    if options is None:
-        return None
-    found = _finds_option(options, args[i + 1 :])
-    return f"git {args[i].value} {found}" if found else None
+    # git's revision and diff option parsers are shared by many subcommands (`reflog`,
+    # `rev-list`, `shortlog`, `notes show` took `--output=Makefile`: review 15, finding 3):
+    # their options that write or run a program need a full rule whatever the subcommand
+    for options in (_GIT_CODE_OPTIONS.get(sub), _GIT_ANY):
+        if options is not None and (found := _finds_option(options, args[i + 1 :])):
+            return f"git {args[i].value} {found}"
+    return None
 
 
 def _ssh_code(args: tuple[Word, ...]) -> bool:
