@@ -20,8 +20,10 @@ as skipped, with that reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -375,11 +377,11 @@ def load_mcp_config(
 
 
 def _outside_project(server: StdioServer, neutral: Path) -> StdioServer:
-    """The user's stdio server, started in ``neutral`` (an empty private folder of the
-    harness's, ``mcp-servers`` in its user state folder) rather than in a project that is not
-    trusted, unless its settings name a ``cwd``. Not the user's config folder: a file server
-    started there read ``settings.json`` and ``approvals.key`` by their bare names (review 13,
-    findings 20, 21).
+    """The user's stdio server, started in a new empty folder in ``neutral`` (a private
+    folder of the harness's, ``mcp-servers`` in its user state folder) rather than in a
+    project that is not trusted, unless its settings name a ``cwd``. Not the user's config
+    folder: a file server started there read ``settings.json`` and ``approvals.key`` by their
+    bare names (review 13, findings 20, 21).
 
     Launchers take configuration and code from their current folder (``npx`` reads a
     project's ``.npmrc``, whose ``script-shell`` it runs; ``python -m`` imports from it), so a
@@ -388,7 +390,28 @@ def _outside_project(server: StdioServer, neutral: Path) -> StdioServer:
     if server.cwd is not None:
         return server
     neutral.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return evolve(server, cwd=str(neutral))
+    _sweep(neutral)
+    # a fresh folder at each start: what a server wrote into its folder (a file server's
+    # `write_file docs_server.py`) is never where a later start of another server (`python -m
+    # docs_server`) looks (review 15, finding 7)
+    return evolve(server, cwd=tempfile.mkdtemp(prefix="start-", dir=neutral))
+
+
+_SWEEP_AFTER_S = 86_400.0  # a start's folder older than this is no live server's, likely
+
+
+def _sweep(neutral: Path) -> None:
+    """Remove the empty start folders of earlier days (``rmdir``: one a server wrote into
+    stays; at most 1,000 looked at)."""
+    import itertools
+    import time
+
+    with contextlib.suppress(OSError), os.scandir(neutral) as entries:
+        for e in itertools.islice(entries, 1_000):
+            if e.name.startswith("start-") and e.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    if time.time() - e.stat(follow_symlinks=False).st_mtime > _SWEEP_AFTER_S:
+                        os.rmdir(e.path)
 
 
 def _local(data: object, project: str, path: Path) -> object:

@@ -1451,22 +1451,31 @@ def sandbox_paths(
         for f in (os.fspath(config), os.fspath(approval_key_path()), *private_folders(extra))
         if not _inside(start, [f])
     ]
-    # pre-commit's cache: the hook code its installed git hook runs at the next commit
-    # (review 13, finding 18), read-only where it is
+    # Launchers' caches, whose code runs unsandboxed at the next start of what they launch:
+    # pre-commit's (the hook code its installed git hook runs at the next commit: review 13,
+    # finding 18), npx's packages and uv's and pipx's tool environments (the user's stdio MCP
+    # servers, `npx -y pkg`, `uvx pkg`: review 15, finding 8). Read-only where they are,
+    # watched while missing: an allowWrite of ~/.npm or ~/.cache lets a command reach them
+    # (review 14, finding 2).
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-    for pre_commit in dict.fromkeys(
-        (
-            os.environ.get("PRE_COMMIT_HOME") or os.path.join(cache_home, "pre-commit"),
-            os.path.join(home, ".cache", "pre-commit"),
-        )
-    ):
-        if not _inside(start, [pre_commit]):
-            # watched while missing: an allowWrite of ~/.cache lets a command make it
-            # (review 14, finding 2)
-            if os.path.isdir(pre_commit) and not os.path.islink(pre_commit):
-                read_only.append(pre_commit)
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    npm_cache = os.environ.get("npm_config_cache") or os.environ.get("NPM_CONFIG_CACHE")  # noqa: SIM112 (npm reads both)
+    launchers = (
+        os.environ.get("PRE_COMMIT_HOME") or os.path.join(cache_home, "pre-commit"),
+        os.path.join(home, ".cache", "pre-commit"),
+        os.path.join(npm_cache or os.path.join(home, ".npm"), "_npx"),
+        os.path.join(home, ".npm", "_npx"),
+        os.environ.get("UV_CACHE_DIR") or os.path.join(cache_home, "uv"),
+        os.environ.get("UV_TOOL_DIR") or os.path.join(data_home, "uv", "tools"),
+        os.environ.get("PIPX_HOME") or os.path.join(data_home, "pipx"),
+        os.path.join(home, ".local", "pipx"),
+    )
+    for launcher in dict.fromkeys(launchers):
+        if os.path.isabs(launcher) and not _inside(start, [launcher]):
+            if os.path.isdir(launcher) and not os.path.islink(launcher):
+                read_only.append(launcher)
             else:
-                watched.append(pre_commit)
+                watched.append(launcher)
     # the default config folder too, which a harness started without $XDG_CONFIG_HOME reads
     # (review 13, finding 14): hidden when it is there, watched when it is not
     default_config = os.path.join(home, ".config", "harness")

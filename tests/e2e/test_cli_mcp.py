@@ -329,6 +329,6 @@ def test_the_users_server_never_starts_in_an_untrusted_project(
         return
     assert not marker.exists()
     cwd, project = where.read_text().split("|")
-    assert Path(cwd) == (tmp_path / "state" / "harness" / "mcp-servers").resolve()
+    assert Path(cwd).parent == (tmp_path / "state" / "harness" / "mcp-servers").resolve()
     assert os.listdir(cwd) == []
     assert Path(project) == work.resolve()

@@ -1511,3 +1511,26 @@ def test_a_huge_modules_folder_is_listed_only_up_to_a_bound(
     walls = sandbox_paths(home / "proj")
     assert str(home / "proj/.git/config") in walls.read_only
     assert 0 < len(seen) <= 4096, len(seen)
+
+
+async def test_a_launchers_package_cache_in_an_allowed_folder_is_read_only(home: Path) -> None:
+    """Review 15, finding 8: with `~/.npm` in `allowWrite` (as the docs suggest for builds), a
+    command patched a package in npx's cache, which the user's `npx`-launched MCP server ran
+    unsandboxed at the next start. npx's, uv's and pipx's caches of what they launch are held
+    as pre-commit's is."""
+    package = home / ".npm/_npx/8ca6/node_modules/srv/index.js"
+    package.parent.mkdir(parents=True)
+    package.write_text("original\n")
+    (home / ".config/harness/settings.json").write_text(
+        '{"sandbox": {"filesystem": {"allowWrite": ["~/.npm"]}}}'
+    )
+    [(_, wrote), (text, patched)] = await run_commands_with_settings(
+        home,
+        [
+            'echo x > "$HOME/.npm/other"',
+            'for f in "$HOME"/.npm/_npx/*/node_modules/srv/index.js; do echo pwned > "$f"; done',
+        ],
+    )
+    assert wrote["exitCode"] == 0 and (home / ".npm/other").read_text() == "x\n"
+    assert patched["exitCode"] != 0 and "Read-only file system" in text, text
+    assert package.read_text() == "original\n"

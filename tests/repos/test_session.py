@@ -879,7 +879,7 @@ async def test_a_torn_tail_is_never_set_aside_through_a_planted_name(
     line (chosen by the sender) appended to the user's `.bashrc` at the first append. A link,
     a hard link or a FIFO at that name is refused: the append fails naming it, and neither
     the target nor the session file changes."""
-    repo, path, ids = await _file_session(tmp_path)
+    repo, path, _ids = await _file_session(tmp_path)
     whole = path.read_bytes()
     path.write_bytes(whole + b"touch /tmp/PWNED # planted")
     target = tmp_path / "bashrc"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -77,10 +78,16 @@ def test_settings_in_claude_codes_shape_with_variables(
         # the project is not trusted: the user's server starts in an empty private folder
         # (never their config folder, whose files it could read by bare names: review 13,
         # findings 20, 21)
-        "files": StdioServer("srv-default", ["--x"], cwd=str(user_folder("state") / "mcp-servers")),
+        "files": StdioServer("srv-default", ["--x"], cwd=config.servers["files"].cwd),
         "docs": HttpServer("https://docs.test/mcp", headers={"Authorization": "Bearer s3cret"}),
         "old": SseServer("http://127.0.0.1:1/sse"),
     }
+    # a new empty folder of its own at each start (review 15, finding 7: a file server's
+    # write_file there was what `python -m` imported at the next start)
+    cwd = Path(str(config.servers["files"].cwd))
+    assert cwd.parent == user_folder("state") / "mcp-servers" and os.listdir(cwd) == []
+    again = load_mcp_config(tmp_path, user_settings=user).servers["files"]
+    assert isinstance(again, StdioServer) and again.cwd != str(cwd)
     reasons = {s.name: s.reason for s in config.skipped}
     assert set(reasons) == {"broken", "typo", "bad__name"}
     assert "NOT_SET_ANYWHERE" in reasons["broken"] and "comand" in reasons["typo"]
