@@ -90,6 +90,10 @@ _FILES = (
     ".pre-commit-config.yaml",
     "lefthook.yml",
     ".lefthook.yml",
+    # lint-staged's configs: the commands husky's `npx lint-staged` hook runs at every
+    # commit (a `.js` one is code node runs: review 15, finding 6)
+    *(f".lintstagedrc{ext}" for ext in ("", ".json", ".yaml", ".yml", ".js", ".mjs", ".cjs")),
+    *(f"lint-staged.config.{ext}" for ext in ("js", "mjs", "cjs")),
     # husky v4's configs: its installed git hooks read them at every hook (review 9, 6)
     ".huskyrc",
     ".huskyrc.json",

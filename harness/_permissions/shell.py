@@ -331,6 +331,12 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
             "--exec --toolexec --overlay --modfile --ldflags --gcflags --asmflags --gccgoflags "
             "--C --o --coverprofile --cpuprofile --memprofile --blockprofile --mutexprofile "
             "--trace --outputdir -w --w"
+            # the test binary's own spellings, which `go test` passes on (review 15, 10)
+            " -test.coverprofile -test.cpuprofile -test.memprofile -test.blockprofile"
+            " -test.mutexprofile -test.trace -test.outputdir -test.testlogfile -test.gocoverdir"
+            " --test.coverprofile --test.cpuprofile --test.memprofile --test.blockprofile"
+            " --test.mutexprofile --test.trace --test.outputdir --test.testlogfile"
+            " --test.gocoverdir"
         )
     ),
 }

@@ -1562,6 +1562,12 @@ def test_a_home_projects_context_file_linked_to_the_settings_is_refused(home: Pa
         ".huskyrc.yml",
         "husky.config.js",
         "sub/husky.config.cjs",
+        # review 15, finding 6: lint-staged's configs, which husky's hook runs
+        ".lintstagedrc",
+        ".lintstagedrc.json",
+        ".lintstagedrc.mjs",
+        "lint-staged.config.js",
+        "sub/lint-staged.config.cjs",
         # review 9, finding 2: Claude Code's slash commands and skills grant tools and run `!`
         ".claude/commands/review.md",
         ".claude/commands/sub/deep.md",

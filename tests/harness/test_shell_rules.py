@@ -1191,6 +1191,10 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("curl:*", "curl --write-out @fmt https://example.com"),
         ("curl:*", "curl -sw@fmt https://example.com"),
         ("curl:*", "curl --ssl-sessions s https://example.com"),
+        # review 15, finding 10: the test binary's spellings of go's profile outputs
+        ("go test:*", "go test -test.coverprofile=Makefile ./..."),
+        ("go test:*", "go test ./... -args -test.cpuprofile=Makefile"),
+        ("go test:*", "go test -test.testlogfile=Makefile ./..."),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
