@@ -499,19 +499,93 @@ def add_project_rule(cwd: Path, rule: str) -> Path:
 
 
 def _runs_through_a_link(spec: Spec, parsed: ParsedCommand, cwd: Path) -> bool:
-    """Whether a command word that is a path (``bin/t``, ``./t``) is a symlink to a program the
-    rule names (``bin/t -> /usr/bin/touch`` under ``bash(touch:*)``, a link a project ships):
-    bash runs the link's target (review 5, finding 06). Only words with a ``/`` are paths;
-    a bare name is looked up on ``PATH``."""
+    """Whether a command word may be a symlink to a program the rule names (``bin/t ->
+    /usr/bin/touch`` under ``bash(touch:*)``, a link a project ships): bash runs the link's
+    target (review 5, finding 06). A word with a ``/`` is resolved from every folder the line
+    may ``cd`` to (``cd bin && ./t``, ``env -C bin ./t``: review 15, finding 11), a bare
+    name through the ``$PATH`` entries in the working folder (an activated ``.venv/bin``);
+    a line that sets ``PATH`` itself, or changes folder to a computed one, may make any word
+    any program."""
+    folders, unknown_folder = _folders_of(parsed, str(cwd))
+    sets_path = any(_sets_path(c) for c in parsed.commands)
+    local_path = [
+        e
+        for e in os.environ.get("PATH", "").split(os.pathsep)
+        if os.path.isabs(e) and (os.path.realpath(e) + "/").startswith(os.path.realpath(cwd) + "/")
+    ]
     for command, start in (*parsed.views, *parsed.possible):
         word = command.words[start].value if start < len(command.words) else None
-        if word is None or "/" not in word:
-            continue
-        real = os.path.realpath(os.path.join(cwd, os.path.expanduser(word)))
-        target = os.path.basename(real)
-        if target == os.path.basename(word.rstrip("/")):
+        if word is None:
             continue
         rest = " ".join(w.value for w in command.words[start + 1 :] if w.value is not None)
-        if spec.mentioned_in(f"{target} {rest}"):
+        if "/" in word:
+            if unknown_folder and not os.path.isabs(word):
+                return True
+            places = [os.path.join(f, os.path.expanduser(word)) for f in folders]
+        elif sets_path:
             return True
+        else:
+            places = [os.path.join(e, word) for e in local_path]
+        for place in places:
+            real = os.path.realpath(place)
+            target = os.path.basename(real)
+            renamed = target != word.rsplit("/", 1)[-1] and os.path.exists(real)
+            if renamed and spec.mentioned_in(f"{target} {rest}"):
+                return True
+    return False
+
+
+_CHDIR = {"cd", "pushd"}
+_MAX_FOLDERS = 64
+
+
+def _folders_of(parsed: ParsedCommand, cwd: str) -> tuple[list[str], bool]:
+    """The folders a line's commands may run in (the working folder, and each literal ``cd``,
+    ``pushd``, ``env -C``/``--chdir``, ``sudo -D``/``--chdir`` target from any of them), and
+    whether one is computed (a ``$x``, ``~+``, ``-``) or too many to follow."""
+    folders = [cwd]
+    unknown = False
+    for command in parsed.commands:
+        words = [w.value for w in command.words[command.assignments :]]
+        if not words:
+            continue
+        targets: list[str | None] = []
+        if words[0] in _CHDIR:
+            args = [w for w in words[1:] if w is None or not w.startswith("-")]
+            targets.append(args[0] if args else os.path.expanduser("~"))
+        elif words[0] in ("env", "sudo"):
+            for i, w in enumerate(words[1:], 1):
+                if w is None:
+                    continue
+                short = "-C" if words[0] == "env" else "-D"
+                if w in (short, "--chdir"):
+                    targets.append(words[i + 1] if i + 1 < len(words) else None)
+                elif w.startswith(("--chdir=", short)) and len(w) > len(short):
+                    targets.append(w.split("=", 1)[1] if w.startswith("--") else w[2:])
+        for target in targets:
+            if target is None or target in ("-", "~+", "~-") or target.startswith("~+"):
+                unknown = True
+                continue
+            folders += [
+                os.path.normpath(os.path.join(f, os.path.expanduser(target))) for f in folders
+            ]
+            folders = list(dict.fromkeys(folders))
+            if len(folders) > _MAX_FOLDERS:
+                return folders[:_MAX_FOLDERS], True
+    return folders, unknown
+
+
+def _sets_path(command: SimpleCommand) -> bool:
+    """Whether a simple command sets ``PATH``: a prefix assignment, ``export``/``declare``/
+    ``typeset``/``readonly``/``local PATH=…``, or ``env PATH=…``."""
+    words = [w.value for w in command.words]
+    if any(
+        w is not None and w.startswith(("PATH=", "PATH+=")) for w in words[: command.assignments]
+    ):
+        return True
+    first = words[command.assignments] if len(words) > command.assignments else None
+    if first in ("export", "declare", "typeset", "readonly", "local", "env"):
+        return any(
+            w is None or w.startswith(("PATH=", "PATH+=")) for w in words[command.assignments + 1 :]
+        )
     return False

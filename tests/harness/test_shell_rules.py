@@ -1470,6 +1470,16 @@ RENAMED_SPELLINGS = [
     "./bin/t P",
     "env bin/t P",
     "nice -n 1 ./bin/t P",
+    # review 15, finding 11: from a folder the line changes to, or through a PATH it sets
+    "cd bin && ./t ../P",
+    "(cd bin; ./t ../P)",
+    "pushd bin >/dev/null; ./t ../P",
+    "env -C bin ./t ../P",
+    "env --chdir=bin ./t ../P",
+    "cd bin; PATH=. t ../P",
+    "env PATH=bin t P",
+    'export PATH="$PWD/bin:$PATH"; t P',
+    'PATH="$PWD/bin" t P',
 ]
 
 
@@ -1489,7 +1499,9 @@ async def test_a_deny_rule_sees_the_program_under_another_name(
     assert not (work / "P").exists()
 
 
-@pytest.mark.parametrize("command", ["ls *.py", "cat bin/readme", "echo t?", "./run.sh"])
+@pytest.mark.parametrize(
+    "command", ["ls *.py", "cat bin/readme", "echo t?", "./run.sh", "cd bin && cat readme"]
+)
 async def test_globs_and_paths_that_cannot_name_the_program_keep_bypass(
     tmp_path: Path, command: str
 ) -> None:
