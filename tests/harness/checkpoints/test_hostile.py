@@ -13,15 +13,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from workspaces import call, git, make_harness, seed, tree
+from workspaces import call, git, hostile, make_harness, seed, state, tree
 
 from harness import (
     CHECKPOINT_ENTRY,
     REWIND_ENTRY,
-    CheckpointStore,
     CustomEntry,
     FauxReply,
     JsonlSessionRepo,
@@ -33,27 +31,6 @@ from harness import (
 )
 from harness._checkpoints.records import FileState, read_records
 from harness._checkpoints.rewind import states_at
-
-
-def state(store: CheckpointStore, data: bytes) -> dict[str, Any]:
-    return {"sha256": store.put(data), "mode": 0o644, "size": len(data)}
-
-
-def hostile(session: Session, changes: list[dict[str, Any]]) -> str:
-    """Append a checkpoint entry with ``changes`` (after = absent, before = the payload):
-    rewinding to before it asks for each payload to be written."""
-    return session.append_custom(
-        CHECKPOINT_ENTRY,
-        {
-            "toolCallId": "x",
-            "entryId": None,
-            "toolName": "write",
-            "scan": "path",
-            "changes": changes,
-            "missed": [],
-            "complete": True,
-        },
-    ).id
 
 
 @pytest.fixture

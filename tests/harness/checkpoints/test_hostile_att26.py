@@ -12,13 +12,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from workspaces import call, git, make_harness, seed
+from workspaces import call, git, hostile, make_harness, seed, state
 
 from harness import (
-    CHECKPOINT_ENTRY,
     AgentHarness,
     Cancel,
     CheckpointError,
@@ -50,26 +48,6 @@ while not os.path.exists(stop):
     except OSError:
         pass
 """
-
-
-def state(store: CheckpointStore, data: bytes, mode: int = 0o644) -> dict[str, Any]:
-    return {"sha256": store.put(data), "mode": mode, "size": len(data)}
-
-
-def hostile(session: Session, changes: list[dict[str, Any]]) -> str:
-    """A checkpoint entry whose ``before`` states a rewind to before it writes."""
-    return session.append_custom(
-        CHECKPOINT_ENTRY,
-        {
-            "toolCallId": "x",
-            "entryId": None,
-            "toolName": "write",
-            "scan": "path",
-            "changes": changes,
-            "missed": [],
-            "complete": True,
-        },
-    ).id
 
 
 # --- F9: the home folder's dot-files ---------------------------------------------------------

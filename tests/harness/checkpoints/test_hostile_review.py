@@ -19,13 +19,11 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from workspaces import call, git, make_harness, seed
+from workspaces import call, git, hostile, make_harness, seed, state
 
 from harness import (
-    CHECKPOINT_ENTRY,
     AgentHarness,
     CheckpointError,
     CheckpointStore,
@@ -38,27 +36,6 @@ from harness import (
     open_session,
 )
 from harness._checkpoints.scan import Workspace
-
-
-def state(store: CheckpointStore, data: bytes, mode: int = 0o644) -> dict[str, Any]:
-    return {"sha256": store.put(data), "mode": mode, "size": len(data)}
-
-
-def hostile(session: Session, changes: list[dict[str, Any]]) -> str:
-    """A checkpoint entry whose ``before`` states a rewind to before it writes."""
-    return session.append_custom(
-        CHECKPOINT_ENTRY,
-        {
-            "toolCallId": "x",
-            "entryId": None,
-            "toolName": "write",
-            "scan": "path",
-            "changes": changes,
-            "missed": [],
-            "complete": True,
-        },
-    ).id
-
 
 # --- 1. the store is the user's, never one beside a session file ----------------------------
 
