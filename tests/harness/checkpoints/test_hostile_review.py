@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from workspaces import call, git, hostile, make_harness, seed, state
+from workspaces import FLIPPER, call, git, hostile, make_harness, seed, state
 
 from harness import (
     AgentHarness,
@@ -482,24 +482,6 @@ def test_the_stores_rewind_key_is_kept_private_and_never_followed(tmp_path: Path
     assert not made.exists()
 
 
-_FLIPPER = textwrap.dedent(
-    """
-    import os, shutil, sys
-    folder, target, stop = sys.argv[1:4]
-    while not os.path.exists(stop):
-        try:
-            if os.path.islink(folder):
-                os.unlink(folder)
-                os.mkdir(folder)
-            else:
-                shutil.rmtree(folder, ignore_errors=True)
-                os.symlink(target, folder)
-        except OSError:
-            pass
-    """
-)
-
-
 def test_a_folder_swapped_for_a_symlink_while_rewinding_is_never_written_through(
     tmp_path: Path,
 ) -> None:
@@ -531,7 +513,7 @@ def test_a_folder_swapped_for_a_symlink_while_rewinding_is_never_written_through
 
     stop = tmp_path / "stop"
     flipper = subprocess.Popen(
-        [sys.executable, "-c", _FLIPPER, str(ws / "d"), ".git", str(stop)]  # relative: inside
+        [sys.executable, "-c", FLIPPER, str(ws / "d"), ".git", str(stop)]  # relative: inside
     )
     try:
         written, escaped = asyncio.run(rewinds())
