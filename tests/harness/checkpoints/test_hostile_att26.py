@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from workspaces import FLIPPER, call, git, hostile, make_harness, seed, state
+from workspaces import call, git, hostile, make_harness, seed, state
 
 from harness import (
     AgentHarness,
@@ -288,37 +288,65 @@ async def test_a_rewind_never_widens_the_permission_bits_the_user_narrowed(
 # --- F6: a fork's copy of a folder outside git -------------------------------------------------
 
 
+# Waits until the fork's copy of FOLDER exists (the walk has listed it as a folder), then
+# swaps FOLDER for a symlink to TARGET: the swap lands between listing and walking.
+SWAP_WHEN_LISTED = """
+import os, shutil, sys, time
+folder, target, copy, ready = sys.argv[1:5]
+open(ready, "w").close()
+deadline = time.monotonic() + 60
+while not os.path.isdir(copy) and time.monotonic() < deadline:
+    pass
+shutil.rmtree(folder)
+os.symlink(target, folder)
+"""
+
+
 def test_a_forks_copy_never_walks_a_folder_swapped_for_a_symlink(tmp_path: Path) -> None:
     ws = seed(tmp_path / "ws", "plain")
-    for i in range(300):  # a long walk: a wide window between listing dd and walking it
+    for i in range(300):  # a long walk: the other folders are walked between listing dd and dd
         (ws / f"s{i:03}").mkdir()
+        (ws / f"s{i:03}" / "f.bin").write_bytes(b"x" * 20_000)
     outside = tmp_path / "outside"
     (outside / "secretdir").mkdir(parents=True)
     (outside / "secretdir" / "key.txt").write_text("key\n")
     workspace = Workspace(ws, CheckpointStore(tmp_path / "store"), git=None)
-    stop = tmp_path / "stop"
-    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(ws / "dd"), str(outside), stop])
-    walked = escaped = 0
-    try:
-        # at least 10 rounds, until two copies walked the real folder (the code before
-        # escaped at the 21st try of a first trial; 400 rounds took minutes on a loaded CI)
-        for rounds in range(400):  # (under load a swap may be seen late)
-            if rounds >= 10 and walked >= 2:
-                break
-            fork = tmp_path / f"fork{rounds}"
-            materialize(workspace, fork, {})
-            copied = fork / "dd"
-            if copied.is_dir() and not copied.is_symlink():
-                walked += 1
-                # Before: the walk went on by path, through the symlink swapped in.
-                escaped += (copied / "secretdir").exists()
-            shutil.rmtree(fork)
-    finally:
-        stop.touch()
-        flipper.wait(timeout=60)
+    proved = escaped = 0
+    for rounds in range(20):
+        if proved >= 3:
+            break
+        shutil.rmtree(ws / "dd", ignore_errors=True)
+        (ws / "dd").unlink(missing_ok=True)
+        (ws / "dd").mkdir()
+        (ws / "dd" / "mine.txt").write_text("mine\n")
+        fork, ready = tmp_path / f"fork{rounds}", tmp_path / f"ready{rounds}"
+        swapper = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SWAP_WHEN_LISTED,
+                str(ws / "dd"),
+                str(outside),
+                str(fork / "dd"),
+                str(ready),
+            ]
+        )
+        while not ready.exists():
+            assert swapper.poll() is None, "the swapper died"
+            time.sleep(0.01)
+        materialize(workspace, fork, {})
+        assert swapper.wait(timeout=60) == 0
+        assert (ws / "dd").is_symlink()
+        copied = fork / "dd"
+        assert copied.is_dir() and not copied.is_symlink()  # dd was listed as a folder
+        # Before: the walk went on by path, through the symlink swapped in.
+        escaped += (copied / "secretdir").exists()
+        # Walked before the swap (dd came early in the walk): this round proved nothing.
+        proved += not (copied / "mine.txt").exists()
+        shutil.rmtree(fork)
 
     assert escaped == 0
-    assert walked > 0, "no copy found dd a folder: the race proved nothing"
+    assert proved > 0, "the walk reached dd before every swap: the race proved nothing"
 
 
 def test_a_forks_copy_of_a_huge_folder_stops_at_its_cap(tmp_path: Path) -> None:
