@@ -24,7 +24,7 @@ from .._permissions import ProtectedPaths
 from .errors import CheckpointError, RewindRefusedError, WorkspaceExistsError
 from .records import Missed, Pending, State
 from .rewind import _is_folder, _remove, _remove_empty_folder, _write
-from .scan import Workspace, home_dot_path
+from .scan import Workspace, git_folders_made, home_dot_path
 
 __all__ = [
     "COPY_ENTRIES_PER_SCAN",
@@ -215,9 +215,10 @@ def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[li
     """The paths a fork's folder would carry (:func:`_put_states`) whose content at the entry
     is not in the store (removed by ``gc``), and those whose content was never stored."""
     unavailable, unstored = [], []
-    judge = ProtectedPaths(workspace.root)
+    judges = (ProtectedPaths(workspace.root),)
+    made_git = git_folders_made(judges[0], _written(states))
     for path, want in sorted(states.items()):
-        if want is None or _left_out(path, judge) is not None:
+        if want is None or _left_out(path, judges, made_git) is not None:
             continue
         if isinstance(want, Pending):
             unstored.append(path)
@@ -226,31 +227,43 @@ def missing_contents(workspace: Workspace, states: dict[str, State]) -> tuple[li
     return unavailable, unstored
 
 
-def _left_out(path: str, judge: ProtectedPaths) -> str | None:
-    """Why a fork never writes the recorded ``path`` in ``judge``'s folder (None: it does)."""
+def _written(states: dict[str, State]) -> list[str]:
+    return [path for path, want in states.items() if want is not None]
+
+
+def _left_out(
+    path: str, judges: tuple[ProtectedPaths, ...], made_git: dict[str, str]
+) -> str | None:
+    """Why a fork never writes the recorded ``path`` in the judges' folders (None: it does);
+    ``made_git`` from :func:`git_folders_made`."""
     if path.startswith("/"):
         return "outside the working folder: not carried into a fork"
     if any(part.casefold() == ".git" for part in path.split("/")):
         return "in git's folder: never written"
-    dot = home_dot_path(path, str(judge.cwd))
+    dot = home_dot_path(path, str(judges[0].cwd))
     if dot is not None:
         return f"{dot}, in the home folder: never written"
-    protected = judge(path)
-    if protected is not None:
-        # as a rewind: a session file's entries never write or remove settings, hooks or
-        # .mcp.json in the fork's copy (review, after review 5 finding 27)
-        return f"a protected path, never written ({protected})"
-    return None
+    for judge in judges:
+        protected = judge(path)
+        if protected is not None:
+            # as a rewind: a session file's entries never write or remove settings, hooks or
+            # .mcp.json in the fork's copy (review, after review 5 finding 27)
+            return f"a protected path, never written ({protected})"
+    return made_git.get(path)
 
 
 def _put_states(workspace: Workspace, root: Path, states: dict[str, State]) -> list[Missed]:
     skipped = []
     key = workspace.store.rewind_key()
-    judge = ProtectedPaths(root)
+    # The fork's folder and the source's: a copy may leave out what makes a folder a git
+    # folder (the empty objects/ and refs/ of a fresh bare repository, which a worktree
+    # does not carry), so the source judges too (issue 26 recheck, residual C).
+    judges = (ProtectedPaths(root), ProtectedPaths(workspace.root))
+    made_git = git_folders_made(judges[0], _written(states))
     # Removals first: a folder the session made where a file was is emptied before the file
     # takes its place (and a file is gone before a folder takes its place).
     for path, want in sorted(states.items(), key=lambda item: (item[1] is not None, item[0])):
-        left_out = _left_out(path, judge)
+        left_out = _left_out(path, judges, made_git)
         if left_out is not None:
             skipped.append(Missed(path, left_out))
             continue

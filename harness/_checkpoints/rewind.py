@@ -233,8 +233,11 @@ def plan_rewind(
     unrecordable: list[str] = []
     folders: set[str] = set()
     budget = _Budget(COMPARE_MAX_BYTES)
+    made_git = workspace.git_folders_made(p for p, w in target.items() if w is not None)
     for path, want in target.items():
         loc = workspace.locate(path)
+        if path in made_git and not isinstance(loc, str):
+            loc = made_git[path]
         if isinstance(loc, str) and path.startswith("/") and _pseudo(path):
             # /proc/kmsg is a regular file whose read blocks and consumes the kernel's log
             # (issue 26 attack, finding 1): a file there is never opened, only refused.

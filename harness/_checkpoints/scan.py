@@ -222,6 +222,17 @@ class _Git:
     git_dir: str
 
 
+def git_folders_made(judge: ProtectedPaths, written: Iterable[str]) -> dict[str, str]:
+    """Why each of the ``written`` paths (relative to ``judge``'s folder) is never written by
+    a rewind or a fork: written together they would make a git folder
+    (:meth:`ProtectedPaths.git_folders_made`); paths not listed may be written."""
+    return {
+        path: f"with the others it would make {folder or 'the working folder'} a git folder "
+        "(HEAD, objects, refs), whose config and hooks git runs: never written"
+        for path, folder in judge.git_folders_made(written).items()
+    }
+
+
 class Workspace:
     """Capture files of one working folder into a store; compare it before and after.
 
@@ -334,6 +345,10 @@ class Workspace:
                 hit = (st.st_dev, st.st_ino) in self._ids
             self._judged[rel] = hit
         return hit
+
+    def git_folders_made(self, written: Iterable[str]) -> dict[str, str]:
+        """:func:`git_folders_made` in the working folder."""
+        return git_folders_made(self._protected, written)
 
     def locate(self, path: str) -> Location | str:
         """Where a rewind may write the recorded ``path``: beneath the working folder through

@@ -70,6 +70,7 @@ __all__ = [
 _FOLDERS: dict[str, tuple[str, ...] | None] = {
     ".git": None,  # hooks, config (core.hooksPath, core.fsmonitor, aliases), or a swapped .git
     ".hg": None,  # Mercurial's .hg/hgrc [hooks] run at its next command
+    ".jj": None,  # Jujutsu's repository config (pagers, diff and merge tools it runs)
     # skills: a trusted project's skills' `build` commands run (review 10, finding 1)
     ".harness": ("settings*.json", "hooks", "agents", "skills"),
     ".agents": ("skills",),
@@ -561,6 +562,44 @@ class ProtectedPaths:
     @functools.cached_property
     def _linked(self) -> tuple[str, ...]:
         return _linked_targets(self.cwd)
+
+    def git_folders_made(self, written: Iterable[str]) -> dict[str, str]:
+        """The written paths (relative to ``cwd``) that would be in a git folder once all of
+        them are written, each with that folder (``""``: ``cwd`` itself), for folders that
+        are not git folders yet: a ``HEAD`` file beside ``objects`` and ``refs`` folders,
+        from the disk or from ``written``. Judging each path alone misses a git folder that
+        one hostile rewind makes whole (``vendor/evil.git/HEAD``, ``config``, ``objects/x``,
+        ``refs/x``), whose ``config`` git then runs at its next command there (issue 26
+        recheck)."""
+        paths = [os.path.normpath(p) for p in written if not os.path.isabs(p)]
+        ancestors = {""} | {
+            "/".join(parts[:i])
+            for parts in (p.split("/") for p in paths)
+            for i in range(1, len(parts))
+        }
+
+        def has(folder: str, name: str, kind: str) -> bool:
+            rel = f"{folder}/{name}" if folder else name
+            on_disk = os.path.join(self.cwd, rel)
+            if kind == "file":
+                return rel in planned or os.path.isfile(on_disk)
+            return rel in ancestors or os.path.isdir(on_disk)
+
+        planned = set(paths)
+        made = {
+            folder
+            for folder in ancestors
+            if has(folder, "HEAD", "file")
+            and has(folder, "objects", "dir")
+            and has(folder, "refs", "dir")
+            and _git_folder_holding(os.path.join(self.cwd, folder)) is None
+        }
+        return {
+            path: folder
+            for path in paths
+            for folder in sorted(made)
+            if folder == "" or path.startswith(folder + "/")
+        }
 
     def __call__(self, path: str) -> str | None:
         """Why ``path`` (relative to ``cwd``, or absolute) is protected, or None."""

@@ -1700,6 +1700,7 @@ async def test_an_always_for_a_path_never_covers_what_a_symlink_there_leads_to(c
         "fixtures/remote.git",
         "sub/../fixtures/remote.git/hooks/post-update",
         ".hg/hgrc",
+        ".jj/repo/config.toml",
     ],
 )
 async def test_a_git_folder_under_another_name_is_protected(cwd: Path, path: str) -> None:

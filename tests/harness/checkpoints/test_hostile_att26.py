@@ -74,6 +74,81 @@ async def test_a_rewind_never_writes_the_home_folders_dot_files(
     session.close()
 
 
+# --- The recheck's residual A: a git folder the rewind itself would make ----------------------
+
+
+@pytest.mark.parametrize("folder", ["vendor/evil.git", ""])
+async def test_a_rewind_never_makes_a_git_folder_out_of_one_entrys_paths(
+    tmp_path: Path, folder: str
+) -> None:
+    ws = seed(tmp_path / "ws", "plain")
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(ws))
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    prefix = f"{folder}/" if folder else ""
+    config = state(store, b"[core]\n\tbare = true\n\tpager = id > /tmp/pager-ran; cat\n")
+    made = {
+        prefix + "HEAD": state(store, b"ref: refs/heads/main\n"),
+        prefix + "config": config,
+        prefix + "objects/k": state(store, b"x\n"),
+        prefix + "refs/k": state(store, b"x\n"),
+    }
+    others = {"notes.txt": state(store, b"notes\n")}
+    hostile(
+        session,
+        [{"path": p, "before": s, "after": None} for p, s in {**made, **others}.items()],
+    )
+
+    # Before: each path was judged alone, no git folder was there yet: all four written, and
+    # git ran the config's pager at its next command in that folder.
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+    # every path written in that folder; the working folder's: every path written
+    refused_paths = sorted([*made, *([] if folder else others)])
+    assert sorted(u.split(" (")[0] for u in refused.value.unsafe) == refused_paths
+    assert all("git folder" in u for u in refused.value.unsafe)
+    result = await harness.rewind_files(None, force=True)
+
+    assert result.restored == (("notes.txt",) if folder else ())
+    assert not any((ws / p).exists() for p in made)
+    session.close()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_a_fork_never_writes_into_a_bare_repository_its_copy_left_unrecognised(
+    tmp_path: Path,
+) -> None:
+    ws = seed(tmp_path / "ws", "git")
+    git(ws, "init", "-q", "--bare", "fixtures/remote.git")  # untracked, objects/ refs/ empty
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    session = await repo.create(str(ws))
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    hook = state(store, b"#!/bin/sh\nid > /tmp/hook-ran\n", 0o755)
+    made = {f"made.git/{name}": state(store, b"x\n") for name in ("HEAD", "objects/k", "refs/k")}
+    hostile(
+        session,
+        [
+            {"path": "fixtures/remote.git/hooks/pre-receive", "before": None, "after": hook},
+            *({"path": p, "before": None, "after": s} for p, s in made.items()),
+            {"path": "notes.txt", "before": None, "after": state(store, b"notes\n")},
+        ],
+    )
+
+    fork = await harness.fork(repo, None, workspace=tmp_path / "fork")
+
+    copy = tmp_path / "fork"
+    # Before: the worktree left out the empty objects/ and refs/, so the copy's folder was
+    # no git folder, and the hook was written there; a set of paths making one was written.
+    assert not (copy / "fixtures/remote.git/hooks/pre-receive").exists()
+    assert not any((copy / p).exists() for p in made)
+    assert (copy / "notes.txt").read_text() == "notes\n"
+    fork.close()
+    session.close()
+
+
 # --- F1: a kernel file named by an absolute path ---------------------------------------------
 
 
