@@ -24,7 +24,7 @@ from .._permissions import ProtectedPaths
 from .errors import CheckpointError, RewindRefusedError, WorkspaceExistsError
 from .records import Missed, Pending, State
 from .rewind import _is_folder, _remove, _remove_empty_folder, _write
-from .scan import Workspace, git_folders_made, home_dot_path
+from .scan import Workspace, command_folder_path, git_folders_made, home_dot_path
 
 __all__ = [
     "COPY_ENTRIES_PER_SCAN",
@@ -243,6 +243,9 @@ def _left_out(
     dot = home_dot_path(path, str(judges[0].cwd))
     if dot is not None:
         return f"{dot}, in the home folder: never written"
+    commands = command_folder_path(path, str(judges[0].cwd))
+    if commands is not None:
+        return f"in {commands}, a folder of $PATH: never written"
     for judge in judges:
         protected = judge(path)
         if protected is not None:

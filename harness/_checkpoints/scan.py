@@ -173,6 +173,21 @@ def home_dot_path(path: str, root: str) -> str | None:
     return None
 
 
+def command_folder_path(path: str, root: str) -> str | None:
+    """The folder of ``$PATH`` (an absolute entry) the recorded ``path`` (relative to
+    ``root``) lies in, or None. A rewind or fork never writes there: a file there is a command
+    the user's next shell runs by its bare name (``~/bin/git`` when the working folder is the
+    home folder; issue 26 recheck)."""
+    where = os.path.realpath(os.path.join(root, os.path.dirname(path)))
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        folder = os.path.realpath(entry)
+        if where == folder or where.startswith(folder.rstrip("/") + "/"):
+            return entry
+    return None
+
+
 @frozen
 class Unknown:
     """A file whose state could not be recorded, and why."""
@@ -373,6 +388,9 @@ class Workspace:
         dot = home_dot_path(path, str(self.root))
         if dot is not None:
             return f"{dot}, in the home folder: a rewind never writes its dot-files"
+        commands = command_folder_path(path, str(self.root))
+        if commands is not None:
+            return f"in {commands}, a folder of $PATH: a rewind never writes commands"
         protected = self._protected(path)
         if protected is not None:
             # settings, hooks, .mcp.json: a session file (untrusted) that claims to have made

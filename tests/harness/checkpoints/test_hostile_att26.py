@@ -149,6 +149,37 @@ async def test_a_fork_never_writes_into_a_bare_repository_its_copy_left_unrecogn
     session.close()
 
 
+async def test_a_rewind_never_writes_into_a_folder_of_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = seed(tmp_path / "ws", "plain")  # the home folder, say, with ~/bin on $PATH
+    (ws / "bin").mkdir()
+    monkeypatch.setenv("PATH", f"{ws / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    session = await JsonlSessionRepo(tmp_path / "sessions").create(str(ws))
+    harness = make_harness(session, ws)
+    store = harness.checkpoints
+    assert store is not None
+    payload = state(store, b"#!/bin/sh\nid > /tmp/ran\n", 0o755)
+    hostile(
+        session,
+        [
+            {"path": "bin/git", "before": payload, "after": None},
+            {"path": "bin/sub/x", "before": payload, "after": None},
+            {"path": "notes.txt", "before": payload, "after": None},
+        ],
+    )
+
+    # Before: bin/git was written, and the user's next `git` ran it.
+    with pytest.raises(RewindRefusedError) as refused:
+        await harness.rewind_files(None)
+    assert sorted(u.split(" (")[0] for u in refused.value.unsafe) == ["bin/git", "bin/sub/x"]
+    assert all("$PATH" in u for u in refused.value.unsafe)
+    result = await harness.rewind_files(None, force=True)
+    assert result.restored == ("notes.txt",)
+    assert not (ws / "bin" / "git").exists()
+    session.close()
+
+
 # --- F1: a kernel file named by an absolute path ---------------------------------------------
 
 
