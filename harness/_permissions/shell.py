@@ -331,6 +331,9 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
             "--exec --toolexec --overlay --modfile --ldflags --gcflags --asmflags --gccgoflags "
             "--C --o --coverprofile --cpuprofile --memprofile --blockprofile --mutexprofile "
             "--trace --outputdir -w --w"
+            # `go vet` and `go test` (which vets first) run the analysis tool named; -pkgdir is
+            # a folder it writes (review 16, finding 3)
+            " -vettool --vettool -pkgdir --pkgdir"
             # the test binary's own spellings, which `go test` passes on (review 15, 10)
             " -test.coverprofile -test.cpuprofile -test.memprofile -test.blockprofile"
             " -test.mutexprofile -test.trace -test.outputdir -test.testlogfile -test.gocoverdir"

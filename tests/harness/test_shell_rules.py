@@ -1195,6 +1195,10 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("go test:*", "go test -test.coverprofile=Makefile ./..."),
         ("go test:*", "go test ./... -args -test.cpuprofile=Makefile"),
         ("go test:*", "go test -test.testlogfile=Makefile ./..."),
+        ("go vet:*", "go vet -vettool=/tmp/x ./..."),
+        ("go test:*", "go test -vettool /tmp/x ./..."),
+        ("go build:*", "go build -pkgdir /tmp/x"),
+        ("go vet:*", "go vet --vettool=/tmp/x ./..."),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
