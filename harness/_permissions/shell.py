@@ -1676,6 +1676,13 @@ def parse_command(command: str) -> ParsedCommand:
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
 
 
+def runs_any_program(name: str) -> bool:
+    """Whether the program ``name`` (a shell, a wrapper, ``xargs``, ``find``, ``eval``...) may
+    run any other program its arguments give: what a link to it runs cannot be known from
+    the link's name (``bin/s -> /bin/bash``, ``bin/s -c '…'``: review 16, finding 2)."""
+    return name in _SHELLS or name in _WRAPPERS or name in _RUNS_CODE
+
+
 def names_code_variable(command: str) -> bool:
     """Whether a variable bash (or the loader) runs as code is named anywhere in ``command``,
     with or without ``=``: ``read PS4``, ``printf -v BASH_ENV``, ``export BASH_ENV``, ``for PS4
