@@ -349,9 +349,14 @@ def _float(obj: Mapping[str, Any], key: str) -> float:
     """A cost figure as ``float(value or 0)`` reads it, or why it cannot be one."""
     value = _scalar(obj.get(key), key)
     try:
-        return float(value or 0)
+        number = float(value or 0)
     except ValueError:
         raise CodecError(f"field {key!r} must be a number, got {value!r:.40}") from None
+    if not math.isfinite(number):
+        # JSON has no NaN or infinity; the strings "NaN", "inf" and "1e999" read as them, and
+        # the encoder refuses them (review 16, finding 4)
+        raise CodecError(f"field {key!r} must be a finite number, got {value!r:.40}")
+    return number
 
 
 def _str(obj: Mapping[str, Any], key: str) -> str:
@@ -566,16 +571,19 @@ def _decode_usage(obj: Any) -> Usage:
     if isinstance(cost_raw, dict):
         cost_extra = _extra(cost_raw, _COST_KEYS, _USAGE + 1)
         try:
-            cost = _cost(
+            figures = (
                 float(cost_raw.get("input") or 0),
                 float(cost_raw.get("output") or 0),
                 float(cost_raw.get("cacheRead") or 0),
                 float(cost_raw.get("cacheWrite") or 0),
                 float(cost_raw.get("total") or 0),
-                cost_extra,
             )
+            if not all(map(math.isfinite, figures)):
+                raise ValueError  # a string "NaN" or "inf": refused below, as the writer does
+            cost = _cost(*figures, cost_extra)
         except (TypeError, ValueError):
-            # Not numbers: this raises, saying which (an object or array, or a string not one).
+            # Not finite numbers: this raises, saying which (an object or array, a string not
+            # one, NaN or infinity).
             cost = _cost(*(_float(cost_raw, key) for key in _COST_NAMES), cost_extra)
         known = _USAGE_KEYS
     else:

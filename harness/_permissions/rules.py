@@ -43,12 +43,15 @@ from .claude_code import CLAUDE_CODE_TOOLS, permission_mode
 from .decisions import PermissionMode, PermissionRequest
 from .folders import SETTINGS_MAX_BYTES
 from .shell import (
+    ANSI_C,
     ParsedCommand,
     SimpleCommand,
     Spec,
+    ansi_c,
     compile_spec,
     names_code_variable,
     parse_command,
+    runs_any_program,
 )
 
 __all__ = [
@@ -171,7 +174,7 @@ class Rule:
             found == "maybe"
             or spec.mentioned_in(command)
             or names_code_variable(command)
-            or (cwd is not None and _runs_through_a_link(spec, parsed, cwd))
+            or (cwd is not None and _runs_through_a_link(spec, command, parsed, cwd))
         )
 
     def _matches_text(self, text: str) -> bool:
@@ -498,26 +501,27 @@ def add_project_rule(cwd: Path, rule: str) -> Path:
     return path
 
 
-def _runs_through_a_link(spec: Spec, parsed: ParsedCommand, cwd: Path) -> bool:
+def _runs_through_a_link(spec: Spec, command: str, parsed: ParsedCommand, cwd: Path) -> bool:
     """Whether a command word may be a symlink to a program the rule names (``bin/t ->
-    /usr/bin/touch`` under ``bash(touch:*)``, a link a project ships): bash runs the link's
-    target (review 5, finding 06). A word with a ``/`` is resolved from every folder the line
-    may ``cd`` to (``cd bin && ./t``, ``env -C bin ./t``: review 15, finding 11), a bare
-    name through the ``$PATH`` entries in the working folder (an activated ``.venv/bin``);
-    a line that sets ``PATH`` itself, or changes folder to a computed one, may make any word
-    any program."""
+    /usr/bin/touch`` under ``bash(touch:*)``, a link a project ships), or to a shell or a
+    wrapper, which may run any: bash runs the link's target (review 5, finding 06; review 16,
+    finding 2). A word with a ``/`` is resolved from every folder the line may change to
+    (``cd bin && ./t``, ``env -iC bin ./t``, ``unshare --wd=bin ./t``: review 15, finding 11;
+    review 16, finding 5), a bare name through the ``$PATH`` entries in the working folder
+    (an activated ``.venv/bin``); a line that may set ``PATH`` or the shell's command table
+    itself, or change folder to a computed one, may make any word any program."""
     folders, unknown_folder = _folders_of(parsed, str(cwd))
-    sets_path = any(_sets_path(c) for c in parsed.commands)
+    sets_path = _may_set_path(command, parsed)
     local_path = [
         e
         for e in os.environ.get("PATH", "").split(os.pathsep)
         if os.path.isabs(e) and (os.path.realpath(e) + "/").startswith(os.path.realpath(cwd) + "/")
     ]
-    for command, start in (*parsed.views, *parsed.possible):
-        word = command.words[start].value if start < len(command.words) else None
+    for simple, start in (*parsed.views, *parsed.possible):
+        word = simple.words[start].value if start < len(simple.words) else None
         if word is None:
             continue
-        rest = " ".join(w.value for w in command.words[start + 1 :] if w.value is not None)
+        rest = " ".join(w.value for w in simple.words[start + 1 :] if w.value is not None)
         if "/" in word:
             if unknown_folder and not os.path.isabs(word):
                 return True
@@ -530,22 +534,29 @@ def _runs_through_a_link(spec: Spec, parsed: ParsedCommand, cwd: Path) -> bool:
             real = os.path.realpath(place)
             target = os.path.basename(real)
             renamed = target != word.rsplit("/", 1)[-1] and os.path.exists(real)
-            if renamed and spec.mentioned_in(f"{target} {rest}"):
+            if renamed and (runs_any_program(target) or spec.mentioned_in(f"{target} {rest}")):
                 return True
     return False
 
 
 _CHDIR = {"cd", "pushd"}
 _MAX_FOLDERS = 64
+# A folder option of any program (env -C/--chdir, sudo -D/--chdir, unshare --wd, nsenter
+# --wdns, systemd-run --working-directory, bwrap --chdir, git/make/tar -C), getopt's
+# abbreviations too (`env --ch=`): taken from every command, as more folders only mean more
+# places a command word is looked up in.
+_FOLDER_LONG = re.compile(r"--(?:ch|dir|wd|wo|cwd)[a-z-]*")
+_FOLDER_SHORT = re.compile(r"-[A-Za-z0-9]*?[CDw]")
 
 
 def _folders_of(parsed: ParsedCommand, cwd: str) -> tuple[list[str], bool]:
     """The folders a line's commands may run in (the working folder, and each literal ``cd``,
-    ``pushd``, ``env -C``/``--chdir``, ``sudo -D``/``--chdir`` target from any of them), and
-    whether one is computed (a ``$x``, ``~+``, ``-``) or too many to follow."""
+    ``pushd`` target and any program's folder option, from any of them), and whether one is
+    computed (a ``$x``, ``~+``, ``-``), split from a string (``env -S``) or too many to
+    follow."""
     folders = [cwd]
     unknown = False
-    for command in parsed.commands:
+    for command in (*parsed.commands, *(view for view, _ in parsed.views)):
         words = [w.value for w in command.words[command.assignments :]]
         if not words:
             continue
@@ -553,15 +564,17 @@ def _folders_of(parsed: ParsedCommand, cwd: str) -> tuple[list[str], bool]:
         if words[0] in _CHDIR:
             args = [w for w in words[1:] if w is None or not w.startswith("-")]
             targets.append(args[0] if args else os.path.expanduser("~"))
-        elif words[0] in ("env", "sudo"):
-            for i, w in enumerate(words[1:], 1):
-                if w is None:
-                    continue
-                short = "-C" if words[0] == "env" else "-D"
-                if w in (short, "--chdir"):
-                    targets.append(words[i + 1] if i + 1 < len(words) else None)
-                elif w.startswith(("--chdir=", short)) and len(w) > len(short):
-                    targets.append(w.split("=", 1)[1] if w.startswith("--") else w[2:])
+        for i, w in enumerate(words[1:], 1):
+            if w is None or not w.startswith("-"):
+                continue
+            after = words[i + 1] if i + 1 < len(words) else None
+            if words[0] == "env" and (w.startswith("--s") or _bundles(w, "S")):
+                unknown = True  # env -S splits a string into options: `-S'-C bin ./t'`
+            if _FOLDER_LONG.match(w):
+                targets.append(w.split("=", 1)[1] if "=" in w else after)
+            elif (short := _FOLDER_SHORT.match(w)) is not None and not w.startswith("--"):
+                glued = w[short.end() :]
+                targets.append(glued.removeprefix("=") if glued else after)
         for target in targets:
             if target is None or target in ("-", "~+", "~-") or target.startswith("~+"):
                 unknown = True
@@ -575,17 +588,42 @@ def _folders_of(parsed: ParsedCommand, cwd: str) -> tuple[list[str], bool]:
     return folders, unknown
 
 
-def _sets_path(command: SimpleCommand) -> bool:
-    """Whether a simple command sets ``PATH``: a prefix assignment, ``export``/``declare``/
-    ``typeset``/``readonly``/``local PATH=…``, or ``env PATH=…``."""
-    words = [w.value for w in command.words]
+def _bundles(word: str, letter: str) -> bool:
+    """Whether the short-option word ``word`` (``-iS``) holds the option ``letter``."""
+    return len(word) > 1 and word[0] == "-" and word[1] != "-" and letter in word[1:]
+
+
+# `PATH` named where bash may set it: an assignment, `read PATH`, `printf -v PATH`, `for PATH
+# in`, `mapfile PATH`, `getopts x PATH`, `declare`/`export`, in `bash -c` or `eval` code; not
+# an expansion of it (`$PATH`, `${PATH}`, `${#PATH}`).
+_NAMES_PATH = re.compile(r"(?<![\w$])(?<!\$\{)(?<!\$\{[#!])PATH(?!\w)")
+_QUOTES = re.compile(r"['\"\\]")
+# Builtins that set a variable they are given the name of: a computed name may be PATH.
+_SETS_NAMED = frozenset(
+    {"read", "printf", "mapfile", "readarray", "getopts", "declare", "typeset", "local",
+     "export", "readonly", "eval", "let", "unset", "set"}
+)  # fmt: skip
+# The shell's command table (`hash -p bin/t ls`), aliases, a loaded builtin, a sourced file.
+_SETS_SEARCH = frozenset({"hash", "alias", "source", ".", "enable"})
+
+
+def _may_set_path(command: str, parsed: ParsedCommand) -> bool:
+    """Whether the line may change what program a bare command word runs: ``PATH`` named
+    anywhere but in an expansion, as written, with quotes and backslashes removed or ``$'…'``
+    decoded (review 16, finding 1); a builtin given a computed variable name; the command
+    table, an alias, a loaded builtin or a sourced file."""
+    decoded = ANSI_C.sub(ansi_c, command)
     if any(
-        w is not None and w.startswith(("PATH=", "PATH+=")) for w in words[: command.assignments]
+        _NAMES_PATH.search(text)
+        for text in (command, _QUOTES.sub("", command), _QUOTES.sub("", decoded))
     ):
         return True
-    first = words[command.assignments] if len(words) > command.assignments else None
-    if first in ("export", "declare", "typeset", "readonly", "local", "env"):
-        return any(
-            w is None or w.startswith(("PATH=", "PATH+=")) for w in words[command.assignments + 1 :]
-        )
+    for simple in (*parsed.commands, *(view for view, _ in parsed.views)):
+        words = [w.value for w in simple.words[simple.assignments :]]
+        if not words:
+            continue
+        if words[0] in _SETS_SEARCH:
+            return True
+        if words[0] in _SETS_NAMED and any(w is None for w in words[1:]):
+            return True
     return False

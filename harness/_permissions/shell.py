@@ -331,6 +331,9 @@ _CODE_OPTIONS: dict[str, _CodeOptions] = {
             "--exec --toolexec --overlay --modfile --ldflags --gcflags --asmflags --gccgoflags "
             "--C --o --coverprofile --cpuprofile --memprofile --blockprofile --mutexprofile "
             "--trace --outputdir -w --w"
+            # `go vet` and `go test` (which vets first) run the analysis tool named; -pkgdir is
+            # a folder it writes (review 16, finding 3)
+            " -vettool --vettool -pkgdir --pkgdir"
             # the test binary's own spellings, which `go test` passes on (review 15, 10)
             " -test.coverprofile -test.cpuprofile -test.memprofile -test.blockprofile"
             " -test.mutexprofile -test.trace -test.outputdir -test.testlogfile -test.gocoverdir"
@@ -1671,6 +1674,13 @@ def parse_command(command: str) -> ParsedCommand:
 # --- rule specifiers -----------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./^-]+")
+
+
+def runs_any_program(name: str) -> bool:
+    """Whether the program ``name`` (a shell, a wrapper, ``xargs``, ``find``, ``eval``...) may
+    run any other program its arguments give: what a link to it runs cannot be known from
+    the link's name (``bin/s -> /bin/bash``, ``bin/s -c '…'``: review 16, finding 2)."""
+    return name in _SHELLS or name in _WRAPPERS or name in _RUNS_CODE
 
 
 def names_code_variable(command: str) -> bool:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 from claude_code_transcripts import SESSION, small_transcript, write
 from cli_in_process import needs_process, run_cli
 
@@ -200,3 +201,39 @@ def test_import_of_one_file_that_is_not_a_transcript_exits_1(tmp_path: Path) -> 
     folder.mkdir()
     (folder / "notes.jsonl").write_text('{"hello": "world"}\n')
     assert harness("import", "claude-code", folder, "--root", tmp_path / "root").returncode == 0
+
+
+def test_a_cost_spelt_as_nan_or_infinity_is_refused_at_read_not_a_crash(tmp_path: Path) -> None:
+    """Review 16, finding 4: the strings "NaN", "inf", "1e999" read as cost figures the
+    encoder refuses, so `verify` said the file was sound and `export --format jsonl` died
+    with a traceback. The entry is now refused at read, as any other cost that is no number."""
+    root = tmp_path / "root"
+    with asyncio.run(JsonlSessionRepo(root).create(str(tmp_path))) as session:
+        session.append_message(UserMessage(content="hi"))
+        path, sid = session.path, session.id
+    lines = path.read_bytes().splitlines()
+    for spelling in ("NaN", "inf", "-Infinity", "1e999"):
+        cost = {"input": 0, "output": 0, "cacheRead": spelling, "cacheWrite": 0, "total": 0}
+        message = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "x"}],
+            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "cost": cost},
+            "stopReason": "stop",
+            "timestamp": 1,
+        }
+        entry = {
+            "type": "message",
+            "id": "e1e1e1e1",
+            "parentId": orjson.loads(lines[-1])["id"],
+            "timestamp": "2026-12-03T00:00:00.000Z",
+            "message": message,
+        }
+        path.write_bytes(b"\n".join([*lines, orjson.dumps(entry)]) + b"\n")
+
+        verify = harness("sessions", "verify", path)
+        exported = harness("export", "--root", root, sid, "--format", "jsonl")
+
+        assert verify.returncode != 0 and "must be a finite number" in verify.stdout + verify.stderr
+        assert "Traceback" not in exported.stderr, exported.stderr
+        assert exported.returncode == 0, exported.stderr
+        assert spelling not in exported.stdout  # the refused entry is not written back

@@ -1195,6 +1195,10 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("go test:*", "go test -test.coverprofile=Makefile ./..."),
         ("go test:*", "go test ./... -args -test.cpuprofile=Makefile"),
         ("go test:*", "go test -test.testlogfile=Makefile ./..."),
+        ("go vet:*", "go vet -vettool=/tmp/x ./..."),
+        ("go test:*", "go test -vettool /tmp/x ./..."),
+        ("go build:*", "go build -pkgdir /tmp/x"),
+        ("go vet:*", "go vet --vettool=/tmp/x ./..."),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
@@ -1480,6 +1484,27 @@ RENAMED_SPELLINGS = [
     "env PATH=bin t P",
     'export PATH="$PWD/bin:$PATH"; t P',
     'PATH="$PWD/bin" t P',
+    # review 16, finding 1: PATH set by a plain assignment or a builtin, in -c code too
+    "PATH=bin:$PATH; t P",
+    "PATH+=:bin; t P",
+    "read PATH <<< bin; t P",
+    "printf -v PATH bin; t P",
+    "for PATH in bin; do t P; done",
+    "eval PATH=bin; t P",
+    "IFS=: read -r PATH x <<< bin:y; t P",
+    "set -a; PATH=bin; t P",
+    "v=PATH; read $v <<< bin; t P",
+    "bash -c 'export PATH=bin; t P'",
+    "P\\ATH=x; read P\\ATH <<< bin; t P",
+    "hash -p bin/t ls; ls P",
+    # review 16, finding 5: the folder options of env, unshare (bundled, abbreviated)
+    "env -iC bin ./t ../P",
+    "env -vC bin ./t ../P",
+    "env --ch=bin ./t ../P",
+    "env --chd bin ./t ../P",
+    "env -S'-C bin ./t ../P'",
+    "unshare --wd=bin ./t ../P",
+    "unshare --wd bin ./t ../P",
 ]
 
 
@@ -1492,6 +1517,33 @@ async def test_a_deny_rule_sees_the_program_under_another_name(
     work = tmp_path / "work"
     (work / "bin").mkdir(parents=True)
     (work / "bin" / "t").symlink_to("/usr/bin/touch")
+    assert makes_file(command, "P", work), "the spelling must really run touch"
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    results, decisions = await run_bash(work, [command], s)
+    assert decisions == ["deny"] and results[0].is_error, command
+    assert not (work / "P").exists()
+
+
+# Review 16, finding 2: a link to a shell or a wrapper (which a project can ship) runs code
+# deny rules must see through, as they see through `bash -c` and `env`.
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bin/s -c 'x=tou; ${x}ch P'",
+        "bin/s -c '$(printf tou)ch P'",
+        "bin/s -c 'a=(tou ch); ${a[0]}${a[1]} P'",
+        "bin/e bash -c 'x=tou; ${x}ch P'",
+        "./bin/s -c 'bash -c \"x=tou; \\${x}ch P\"'",
+        "cd bin && ./e sh -c 'x=tou; ${x}ch ../P'",
+    ],
+)
+async def test_a_deny_rule_sees_through_a_link_to_a_shell_or_a_wrapper(
+    tmp_path: Path, command: str
+) -> None:
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    (work / "bin" / "s").symlink_to(shutil.which("bash") or "/bin/bash")
+    (work / "bin" / "e").symlink_to(shutil.which("env") or "/usr/bin/env")
     assert makes_file(command, "P", work), "the spelling must really run touch"
     s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
     results, decisions = await run_bash(work, [command], s)
