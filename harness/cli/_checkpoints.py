@@ -184,7 +184,7 @@ def rewind(
     )
     repo = open_repo(root)
     with opened(repo, ref) as session:
-        entry = resolve_entry(session, entry)
+        entry = resolve_entry(session, entry, root=root)
         if what != "conversation":
             require_checkpoints(session)
         if what == "conversation":

@@ -537,11 +537,14 @@ def shown_leaf(entry_id: str | None) -> str:
     return entry_id if entry_id is not None else "(before the first entry)"
 
 
-def resolve_entry(session: Session, ref: str, *, listed: str | None = None) -> str:
+def resolve_entry(
+    session: Session, ref: str, *, listed: str | None = None, root: str | None = None
+) -> str:
     """The entry id ``ref`` names in ``session``: a whole id, else a prefix (at least
     :data:`MIN_PREFIX` characters, e.g. the first 8 of a longer id) of exactly one, as
     :func:`find_ref` does for session ids. ``listed`` says where the ids are printed (default:
-    the commands, naming the session; the chat names its ``/tree``).
+    the commands, naming the session and the ``--root`` it was found with; the chat names its
+    ``/tree``).
 
     Raises:
         UnknownEntryError: no id is or starts with it (code ``entry_not_found``).
@@ -551,7 +554,7 @@ def resolve_entry(session: Session, ref: str, *, listed: str | None = None) -> s
     if ref in ids:
         return ref
     if listed is None:
-        named = shlex.quote(session.id)
+        named = shlex.join([*(["--root", root] if root else []), session.id])
         listed = (
             f"`harness sessions tree {named}` and `harness checkpoints list {named}` print the "
             "entry ids"

@@ -181,7 +181,7 @@ def checkout(
         raise click.UsageError("--with-files summarises only with --offline")
     repo = open_repo(root)
     with opened(repo, ref) as session:
-        entry = resolve_entry(session, entry)
+        entry = resolve_entry(session, entry, root=root)
         if with_files:
             require_checkpoints(session)
             harness = AgentHarness(

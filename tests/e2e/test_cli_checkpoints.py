@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -617,7 +618,12 @@ def test_an_entry_id_prefix_names_its_entry_and_an_ambiguous_one_lists_them(
 
     none = cli(env, ws, "rewind", "--root", root, sid, "fffff0000", "--conversation-only")
     assert none.returncode == 1 and none.stderr.startswith("error[entry_not_found]")
-    assert f"`harness sessions tree {sid}`" in none.stderr  # the session named, no placeholder
+    # the session named, no placeholder, with the --root it was found in (as printed, the
+    # command finds the session: it did not, the issue 26 recheck found)
+    listed = re.search(r"`(harness sessions tree [^`]*)`", none.stderr)
+    assert listed is not None and sid in listed.group(1), none.stderr
+    tree = cli(env, ws, *shlex.split(listed.group(1))[1:])
+    assert tree.returncode == 0 and first in tree.stdout, tree.stderr
     short = cli(env, ws, "rewind", "--root", root, sid, first[:2], "--conversation-only")
     assert short.returncode == 1 and "at least 4 characters" in short.stderr
 
