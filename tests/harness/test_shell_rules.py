@@ -1524,6 +1524,26 @@ async def test_a_deny_rule_sees_the_program_under_another_name(
     assert not (work / "P").exists()
 
 
+def test_the_renamed_program_check_is_bounded(tmp_path: Path) -> None:
+    """Review 16, finding 6: every command word was looked up for a link in every folder the
+    line may change to, without a bound, on the event loop (20,000 `./x` after six `cd`s took
+    35 s; words through chains of links a project ships, 4.8 s per 600 characters). Past
+    1,000 lookups a word may be anything: asked (denied in bypass), at once."""
+    import asyncio
+    import concurrent.futures
+
+    cds = "".join(f"cd {c}; " for c in "abcdef")
+    # six `cd`s: 64 folders the words may run in
+    few = cds + "; ".join(f"./x{i}" for i in range(10))  # 640 lookups: no link, bypass
+    many = cds + "; ".join(f"./x{i}" for i in range(40))  # 2,560: past the bound
+    s = supervisor("bypass", rules={"deny": ["bash(touch:*)"]})
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        for command, asked in [(few, False), (many, True)]:
+            decided = pool.submit(asyncio.run, s.decide(request(tmp_path, command)))
+            result = decided.result(timeout=60)
+            assert isinstance(result, Deny if asked else Approve), (asked, type(result))
+
+
 # Review 16, finding 2: a link to a shell or a wrapper (which a project can ship) runs code
 # deny rules must see through, as they see through `bash -c` and `env`.
 @pytest.mark.parametrize(
