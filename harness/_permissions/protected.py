@@ -35,6 +35,7 @@ import stat
 import sys
 import sysconfig
 import tempfile
+import time
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
@@ -478,15 +479,21 @@ def _same_file(path: str, other: str) -> bool:
 
 def _git_folder_holding(path: str) -> str | None:
     """The innermost folder holding ``path`` (or ``path`` itself) that git takes for a git
-    folder whatever its name: a ``HEAD`` file beside ``objects`` and ``refs`` folders (the
-    test git's own discovery applies)."""
+    folder whatever its name, or would once ``path`` is written: a ``HEAD`` file beside
+    ``objects`` and ``refs`` folders (the test git's own discovery applies). ``path`` itself
+    counts as the one missing: a model writing ``config``, ``HEAD``, ``objects/…`` and
+    ``refs/…`` one by one made a folder whose config ``git push ./evil`` ran, each write
+    approved before the last made it a git folder (review 16, finding 8)."""
+
+    def has(name: str, kind: str) -> bool:
+        named = os.path.join(folder, name)
+        if kind == "file":
+            return path == named or os.path.isfile(named)
+        return path == named or path.startswith(named + "/") or os.path.isdir(named)
+
     folder = path
     while True:
-        if (
-            os.path.isfile(os.path.join(folder, "HEAD"))
-            and os.path.isdir(os.path.join(folder, "objects"))
-            and os.path.isdir(os.path.join(folder, "refs"))
-        ):
+        if has("HEAD", "file") and has("objects", "folder") and has("refs", "folder"):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -813,6 +820,7 @@ def protected_command(
             return f"it names {place!r}, one of the harness's own folders or files"
     gits = {base: git_dirs(base) for base in bases}
     globs = 0
+    deadline = time.monotonic() + _CHECK_SECONDS
     for word in words:
         # A short option's attached value (`cp -t.git/hooks x`) and each brace alternative
         # (`~/.config/{harness,x}/approvals.key`) are paths too.
@@ -842,6 +850,10 @@ def protected_command(
             forms += alternatives
         for form in dict.fromkeys(forms):
             for base in bases:
+                if time.monotonic() > deadline:
+                    # a pair through chains of links a project ships costs 25 ms (a 24 KB
+                    # command took 87 s, on the event loop: review 16, finding 7)
+                    return "it takes longer than the harness checks for protected paths"
                 expanded = _expand(form, home, base)
                 if expanded is None:
                     return f"it names {word!r}, a folder the harness cannot tell"
@@ -861,6 +873,7 @@ def protected_command(
 
 
 _CHECKS = 20_000  # words times folders judged per command; past that it is asked
+_CHECK_SECONDS = 2.0  # and the time they may take
 _SQLITE_FILES = ("-wal", "-shm", "-journal")
 
 
@@ -1223,6 +1236,10 @@ def _names_protected_at(
             return f"it names {word!r}, which holds the sessions or checkpoints store"
     if gits and _inside(_realpath(named), gits):
         return f"it names {word!r}, in a folder git runs code from (hooks, config)"
+    if (found := _git_folder_holding(named)) is not None:
+        # a bare repository under any name, or the one the command would complete
+        # (`mkdir evil/refs` beside HEAD and objects/: review 16, finding 8)
+        return f"it names {word!r}, in a git folder ({found}): git runs its hooks and config"
     parts = name.split("/")
     if _protected_parts(parts) or _glob_hits(parts) or _protected_parts(named.split("/")):
         return (

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -1723,3 +1724,69 @@ async def test_a_git_folder_under_another_name_is_protected(cwd: Path, path: str
     assert isinstance(
         await s.decide(request(cwd, "write", path="fixtures/other/HEAD", content="y")), Approve
     )
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ("config", "HEAD", "objects/info/alternates", "refs/heads/.keep"),
+        ("refs/heads/.keep", "objects/info/alternates", "config", "HEAD"),
+        ("objects/x", "HEAD", "refs/x", "hooks/pre-receive"),
+    ],
+)
+async def test_a_git_folder_written_file_by_file_is_protected_before_it_is_one(
+    cwd: Path, order: tuple[str, ...]
+) -> None:
+    """Review 16, finding 8: in accept_edits, the model wrote `evil/config` (with a
+    `core.alternateRefsCommand`), `HEAD`, `objects/…` and `refs/…` one by one, each approved
+    before the last made `evil` a git folder; `git push ./evil` under `bash(git push:*)` then
+    ran the command. The write that would complete a git folder is protected, as a write in one."""
+    s = SecuritySupervisor(mode="accept_edits", setting_sources=())
+    refused = []
+    for name in order:
+        decided = await s.decide(request(cwd, "write", path=f"evil/{name}", content="x"))
+        if isinstance(decided, Approve):
+            (cwd / "evil" / name).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / "evil" / name).write_text("x")
+        else:
+            assert "git folder" in decided.reason, decided
+            refused.append(name)
+    assert refused  # the completing write, and any after it
+    evil = cwd / "evil"
+    assert not all(
+        [(evil / "HEAD").is_file(), (evil / "objects").is_dir(), (evil / "refs").is_dir()]
+    )
+
+
+async def test_a_command_completing_a_git_folder_is_asked(cwd: Path) -> None:
+    """Review 16, finding 8, through bash: `mkdir evil/refs` beside `evil/HEAD` and
+    `evil/objects` makes a git folder; an allow rule for `mkdir` does not approve it."""
+    (cwd / "evil" / "objects").mkdir(parents=True)
+    (cwd / "evil" / "HEAD").write_text("ref: refs/heads/main\n")
+    s = SecuritySupervisor(mode="default", rules={"allow": ["bash(mkdir:*)"]}, setting_sources=())
+    assert not isinstance(await s.decide(request(cwd, "bash", command="mkdir evil/refs")), Approve)
+    assert isinstance(await s.decide(request(cwd, "bash", command="mkdir other/refs")), Approve)
+
+
+def test_words_through_chains_of_links_are_judged_in_bounded_time(tmp_path: Path) -> None:
+    """Review 16, finding 7: each word-folder pair through a project's chains of links cost
+    about 25 ms (4,000 links a repository can ship), so a 24 KB command held the event loop
+    87 s before anyone was asked. Past two seconds of checking the command is asked."""
+    import asyncio
+    import concurrent.futures
+
+    for i in range(100):  # d{i}_0 -> d{i}_1 -> ... -> d{i}_39 -> .
+        for j in range(39):
+            (tmp_path / f"d{i}_{j}").symlink_to(f"d{i}_{j + 1}")
+        (tmp_path / f"d{i}_39").symlink_to(".")
+    words = " ".join(
+        "./" + "/".join(f"d{(i * 7 + k) % 100}_0" for i in range(100)) + f"/x{k}" for k in range(20)
+    )
+    command = "".join(f"cd d{i}_0; " for i in range(6)) + "echo " + words
+    s = SecuritySupervisor(mode="default", setting_sources=())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        decided = pool.submit(asyncio.run, s.decide(request(tmp_path, "bash", command=command)))
+        result = decided.result(timeout=120)
+    assert isinstance(result, Deny) and "longer than the harness checks" in result.reason
+    assert time.monotonic() - started < 15  # was about 35 s here, 87 s for 24 KB
