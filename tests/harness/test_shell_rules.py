@@ -1505,6 +1505,11 @@ RENAMED_SPELLINGS = [
     "env -S'-C bin ./t ../P'",
     "unshare --wd=bin ./t ../P",
     "unshare --wd bin ./t ../P",
+    # folders the line does not spell
+    "CDPATH=. cd bin >/dev/null && ./t ../P",
+    "shopt -s cdable_vars; d=bin; cd d && ./t ../P",
+    "echo cd bin > f; . ./f; ./t ../P",
+    "find . -name t -execdir ./t ../P \\;",
 ]
 
 
