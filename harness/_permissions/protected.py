@@ -40,7 +40,7 @@ import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 
-from attrs import frozen
+from attrs import field, frozen
 
 from repos import InvalidStoreUrlError, parse_store_url
 
@@ -477,23 +477,34 @@ def _same_file(path: str, other: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def _git_folder_holding(path: str) -> str | None:
+def _git_folder_holding(
+    path: str, markers: dict[str, tuple[bool, bool, bool]] | None = None
+) -> str | None:
     """The innermost folder holding ``path`` (or ``path`` itself) that git takes for a git
     folder whatever its name, or would once ``path`` is written: a ``HEAD`` file beside
     ``objects`` and ``refs`` folders (the test git's own discovery applies). ``path`` itself
     counts as the one missing: a model writing ``config``, ``HEAD``, ``objects/…`` and
     ``refs/…`` one by one made a folder whose config ``git push ./evil`` ran, each write
-    approved before the last made it a git folder (review 16, finding 8)."""
-
-    def has(name: str, kind: str) -> bool:
-        named = os.path.join(folder, name)
-        if kind == "file":
-            return path == named or os.path.isfile(named)
-        return path == named or path.startswith(named + "/") or os.path.isdir(named)
-
+    approved before the last made it a git folder (review 16, finding 8). ``markers`` keeps
+    what each folder holds on disk, for the many words of one command."""
     folder = path
     while True:
-        if has("HEAD", "file") and has("objects", "folder") and has("refs", "folder"):
+        on_disk = markers.get(folder) if markers is not None else None
+        if on_disk is None:
+            on_disk = (
+                os.path.isfile(os.path.join(folder, "HEAD")),
+                os.path.isdir(os.path.join(folder, "objects")),
+                os.path.isdir(os.path.join(folder, "refs")),
+            )
+            if markers is not None:
+                markers[folder] = on_disk
+        prefix = folder.rstrip("/") + "/"
+        rest = path[len(prefix) :] if path.startswith(prefix) else ""
+        if (
+            (on_disk[0] or rest == "HEAD")
+            and (on_disk[1] or rest == "objects" or rest.startswith("objects/"))
+            and (on_disk[2] or rest == "refs" or rest.startswith("refs/"))
+        ):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -873,7 +884,7 @@ def protected_command(
 
 
 _CHECKS = 20_000  # words times folders judged per command; past that it is asked
-_CHECK_SECONDS = 2.0  # and the time they may take
+_CHECK_SECONDS = 5.0  # and the time they may take
 _SQLITE_FILES = ("-wal", "-shm", "-journal")
 
 
@@ -963,6 +974,8 @@ class _Seen:
     stores_too: bool
     git_configs: tuple[str, ...]
     python: tuple[str, ...]
+    # what each folder looked at holds of a git folder (HEAD, objects, refs)
+    git_markers: dict[str, tuple[bool, bool, bool]] = field(factory=dict)
 
     @classmethod
     def now(cls, extra: Iterable[str | os.PathLike[str]], stores_too: bool, cwd: str) -> _Seen:
@@ -1236,7 +1249,7 @@ def _names_protected_at(
             return f"it names {word!r}, which holds the sessions or checkpoints store"
     if gits and _inside(_realpath(named), gits):
         return f"it names {word!r}, in a folder git runs code from (hooks, config)"
-    if (found := _git_folder_holding(named)) is not None:
+    if (found := _git_folder_holding(named, seen.git_markers)) is not None:
         # a bare repository under any name, or the one the command would complete
         # (`mkdir evil/refs` beside HEAD and objects/: review 16, finding 8)
         return f"it names {word!r}, in a git folder ({found}): git runs its hooks and config"

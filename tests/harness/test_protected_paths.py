@@ -1771,7 +1771,7 @@ async def test_a_command_completing_a_git_folder_is_asked(cwd: Path) -> None:
 def test_words_through_chains_of_links_are_judged_in_bounded_time(tmp_path: Path) -> None:
     """Review 16, finding 7: each word-folder pair through a project's chains of links cost
     about 25 ms (4,000 links a repository can ship), so a 24 KB command held the event loop
-    87 s before anyone was asked. Past two seconds of checking the command is asked."""
+    87 s before anyone was asked. Past five seconds of checking the command is asked."""
     import asyncio
     import concurrent.futures
 
@@ -1789,4 +1789,4 @@ def test_words_through_chains_of_links_are_judged_in_bounded_time(tmp_path: Path
         decided = pool.submit(asyncio.run, s.decide(request(tmp_path, "bash", command=command)))
         result = decided.result(timeout=120)
     assert isinstance(result, Deny) and "longer than the harness checks" in result.reason
-    assert time.monotonic() - started < 15  # was about 35 s here, 87 s for 24 KB
+    assert time.monotonic() - started < 20  # was about 35 s here, 87 s for 24 KB
