@@ -44,6 +44,7 @@ from hooks import (
     UserContent,
     UserMessage,
 )
+from hooks._lazy import MessageSlot
 
 from ._entries import (
     CURRENT_VERSION,
@@ -68,6 +69,7 @@ __all__ = [
     "CodecError",
     "FrozenDict",
     "FrozenList",
+    "Slot",
     "decode_entry",
     "decode_header",
     "decode_message",
@@ -81,6 +83,8 @@ __all__ = [
     "loads_line",
     "nested_deeper",
     "parse_iso",
+    "slot_of",
+    "stored_slot",
     "v1_entry_id",
     "without_surrogates",
 ]
@@ -767,6 +771,144 @@ def decode_message(obj: Any) -> Message:
             extra=_extra(obj, _CUSTOM_KEYS, _MESSAGE),
         )
     return UnknownMessage(raw=frozen_json(obj, _MESSAGE))
+
+
+class Slot(MessageSlot):
+    """A message slot whose JSON is pi's message object, decoded and encoded here. Make one
+    with :func:`slot_of` (a typed message) or :func:`stored_slot` (a checked body)."""
+
+    __slots__ = ()
+
+    def decode(self, json: dict[str, Any]) -> Message:
+        return decode_message(json)
+
+    def encode(self, value: Message) -> dict[str, Any]:
+        return encode_message(value)
+
+
+def slot_of(message: Message) -> Slot:
+    """A slot holding a typed message (its JSON encoded when first asked for)."""
+    return Slot(value=message)
+
+
+def stored_slot(obj: Any) -> Slot | None:
+    """The message of a ``message`` entry's line object (``obj``) as a slot holding its JSON,
+    when :func:`decode_entry` is certain to accept the line: the shapes every writer of ours
+    and pi's write (each field of its type, no unknown keys, nesting checked). None for any
+    other line, which the caller decodes now, so a damaged body is still reported when it is
+    read, never later when a hook reads the message."""
+    if type(obj) is not dict or not obj.keys() <= _K_MESSAGE:
+        return None
+    pid = obj.get("parentId")
+    if (
+        type(obj.get("id")) is not str
+        or (pid is not None and type(pid) is not str)
+        or type(obj.get("timestamp", "")) is not str
+    ):
+        return None
+    message = obj.get("message")
+    return Slot(json=message) if _plain_message(message) else None
+
+
+# Nesting left below a tool call's arguments (level 5) and a result's details (level 3).
+_ARGUMENTS_DEPTH = MAX_NESTING - _BLOCK
+_DETAILS_DEPTH = MAX_NESTING - _MESSAGE
+
+
+def _plain_message(m: Any) -> bool:
+    """Whether :func:`decode_message` accepts ``m`` for certain (see :func:`stored_slot`)."""
+    if type(m) is not dict or type(m.get("timestamp")) is not int:
+        return False
+    role = m.get("role")
+    if role == "assistant":
+        if not m.keys() <= _ASSISTANT_KEYS:
+            return False
+        for key in ("api", "provider", "model", "stopReason"):
+            if type(m.get(key, "")) is not str:
+                return False
+        error = m.get("errorMessage")
+        content = m.get("content", [])
+        return (
+            (error is None or type(error) is str)
+            and _plain_usage(m.get("usage"))
+            and type(content) is list
+            and all(map(_plain_assistant_block, content))
+        )
+    if role == "toolResult":
+        if not m.keys() <= _TOOLRESULT_KEYS:
+            return False
+        content, details = m.get("content", []), m.get("details")
+        return (
+            type(m.get("toolCallId")) is str
+            and type(m.get("toolName", "")) is str
+            and type(m.get("isError", False)) is bool
+            and type(content) is list
+            and all(map(_plain_user_block, content))
+            and (type(details) not in _CONTAINERS or not nested_deeper(details, _DETAILS_DEPTH))
+        )
+    if role == "user":
+        content = m.get("content", "")
+        return m.keys() <= _USER_KEYS and (
+            type(content) is str or (type(content) is list and all(map(_plain_user_block, content)))
+        )
+    return False
+
+
+def _plain_user_block(b: Any) -> bool:
+    if type(b) is not dict:
+        return False
+    kind = b.get("type")
+    if kind == "text":
+        return len(b) == 2 and type(b.get("text")) is str
+    return (
+        kind == "image"
+        and b.keys() == _IMAGE_KEYS
+        and type(b["data"]) is str
+        and type(b["mimeType"]) is str
+    )
+
+
+def _plain_assistant_block(b: Any) -> bool:
+    if type(b) is not dict:
+        return False
+    kind = b.get("type")
+    if kind == "text":
+        return len(b) == 2 and type(b.get("text")) is str
+    if kind == "toolCall":
+        arguments = b.get("arguments")
+        return (
+            b.keys() == _TOOLCALL_KEYS
+            and type(b["id"]) is str
+            and type(b["name"]) is str
+            and type(arguments) is dict
+            and not nested_deeper(arguments, _ARGUMENTS_DEPTH)
+        )
+    if kind == "thinking":
+        signature = b.get("thinkingSignature")
+        return (
+            b.keys() <= _THINKING_KEYS
+            and type(b.get("thinking")) is str
+            and (signature is None or type(signature) is str)
+            and type(b.get("redacted", False)) is bool
+        )
+    return False
+
+
+def _plain_usage(u: Any) -> bool:
+    if u is None:
+        return True
+    if type(u) is not dict or not u.keys() <= _USAGE_KEYS:
+        return False
+    for key in ("input", "output", "cacheRead", "cacheWrite"):
+        if type(u.get(key, 0)) is not int:
+            return False
+    total, cost = u.get("totalTokens"), u.get("cost")
+    return (
+        (total is None or type(total) is int)
+        and type(cost) is dict
+        and cost.keys() <= _COST_KEYS
+        and all(type(v) is int or type(v) is float for v in cost.values())
+    )
 
 
 def encode_message(msg: Message) -> Obj:
