@@ -16,26 +16,34 @@ decodes (so a damaged body is reported where it is read, never later inside a ho
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
-from ._messages import Message
+from ._messages import Message, UnknownMessage
 
 __all__ = ["LazyMessages", "MessageSlot", "lazy_or_tuple"]
 
+M_co = TypeVar("M_co", bound=Message, covariant=True)
+
 
 class MessageSlot:
-    """One message: its JSON object (pi's shape), its typed value, or both.
+    """One message: its JSON object (pi's shape) and its typed value, built on first read.
 
+    Given a typed value, the JSON is encoded at once (normalising reads every message's).
     Subclasses give :meth:`decode` and :meth:`encode`. Slots are shared between the contexts a
     session builds, so a message read by one request is not built again for the next.
     """
 
-    __slots__ = ("_json", "_value")
+    __slots__ = ("_value", "json")
 
-    def __init__(self, *, json: dict[str, Any] | None = None, value: Message | None = None) -> None:
-        if json is None and value is None:
-            raise ValueError("a message slot needs its JSON or its value")
-        self._json = json
+    json: dict[str, Any]
+    """The message's JSON object: read it, never change it (it may be the stored body)."""
+
+    def __init__(self, json: dict[str, Any] | None = None, value: Message | None = None) -> None:
+        if json is None:
+            if value is None:
+                raise ValueError("a message slot needs its JSON or its value")
+            json = self.encode(value)  # read by every context build: made once, now
+        self.json = json
         self._value = value
 
     def decode(self, json: dict[str, Any]) -> Message:
@@ -45,20 +53,22 @@ class MessageSlot:
         raise NotImplementedError
 
     @property
-    def json(self) -> dict[str, Any]:
-        """The message's JSON object: read it, never change it (it may be the stored body)."""
-        json = self._json
-        if json is None:
-            json = self._json = self.encode(self._value)  # type: ignore[arg-type]
-        return json
-
-    @property
     def message(self) -> Message:
         """The typed message, built on first read."""
         value = self._value
         if value is None:
-            value = self._value = self.decode(self._json)  # type: ignore[arg-type]
+            value = self._value = self.decode(self.json)
         return value
+
+    @property
+    def role(self) -> str | None:
+        """The message's role (``"user"``, ``"assistant"``, ``"toolResult"``, ...), read without
+        building it; None for an :class:`~hooks.UnknownMessage`, which is never sent (one made
+        by hand may name any role in its ``raw``)."""
+        value = self._value
+        if value is None:
+            return self.json.get("role")  # a checked body: it decodes to the role it names
+        return None if type(value) is UnknownMessage else value.role
 
     @property
     def built(self) -> bool:
@@ -69,8 +79,11 @@ class MessageSlot:
         return f"{type(self).__name__}({self.message!r})"
 
 
-class LazyMessages(Sequence[Message]):
+class LazyMessages(Sequence[M_co], Generic[M_co]):
     """An immutable sequence of messages, each built the first time it is read.
+
+    ``M_co`` is what its slots hold (``LazyMessages[LlmMessage]``: user, assistant and
+    tool-result messages only); whoever makes one vouches for that.
 
     Equal to (and hashing as) the tuple of its messages, and to another :class:`LazyMessages`
     of equal messages; ``+`` with a tuple gives a tuple; it pickles as a tuple.
@@ -89,23 +102,23 @@ class LazyMessages(Sequence[Message]):
         return len(self._slots)
 
     @overload
-    def __getitem__(self, index: int) -> Message: ...
+    def __getitem__(self, index: int) -> M_co: ...
 
     @overload
-    def __getitem__(self, index: slice) -> LazyMessages: ...
+    def __getitem__(self, index: slice) -> LazyMessages[M_co]: ...
 
-    def __getitem__(self, index: int | slice) -> Message | LazyMessages:
+    def __getitem__(self, index: int | slice) -> M_co | LazyMessages[M_co]:
         if isinstance(index, slice):
             return LazyMessages(self._slots[index])
-        return self._slots[index].message
+        return cast(M_co, self._slots[index].message)
 
-    def __iter__(self) -> Iterator[Message]:
+    def __iter__(self) -> Iterator[M_co]:
         for slot in self._slots:
-            yield slot.message
+            yield cast(M_co, slot.message)
 
-    def __reversed__(self) -> Iterator[Message]:
+    def __reversed__(self) -> Iterator[M_co]:
         for slot in reversed(self._slots):
-            yield slot.message
+            yield cast(M_co, slot.message)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, LazyMessages):
@@ -138,10 +151,10 @@ class LazyMessages(Sequence[Message]):
     def __reduce__(self) -> tuple[Any, ...]:
         return (tuple, (tuple(self),))
 
-    def __copy__(self) -> LazyMessages:
+    def __copy__(self) -> LazyMessages[M_co]:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> LazyMessages:
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyMessages[M_co]:
         return self
 
 

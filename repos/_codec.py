@@ -70,6 +70,8 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "Slot",
+    "block_kind",
+    "content_blocks",
     "decode_entry",
     "decode_header",
     "decode_message",
@@ -807,7 +809,7 @@ def stored_slot(obj: Any) -> Slot | None:
     ):
         return None
     message = obj.get("message")
-    return Slot(json=message) if _plain_message(message) else None
+    return Slot(message) if _plain_message(message) else None
 
 
 # Nesting left below a tool call's arguments (level 5) and a result's details (level 3).
@@ -821,25 +823,23 @@ def _plain_message(m: Any) -> bool:
         return False
     role = m.get("role")
     if role == "assistant":
-        if not m.keys() <= _ASSISTANT_KEYS:
-            return False
-        for key in ("api", "provider", "model", "stopReason"):
-            if type(m.get(key, "")) is not str:
-                return False
-        error = m.get("errorMessage")
-        content = m.get("content", [])
+        error, content = m.get("errorMessage"), m.get("content", [])
         return (
-            (error is None or type(error) is str)
+            m.keys() <= _ASSISTANT_KEYS
+            and type(m.get("api", "")) is str
+            and type(m.get("provider", "")) is str
+            and type(m.get("model", "")) is str
+            and type(m.get("stopReason", "")) is str
+            and (error is None or type(error) is str)
             and _plain_usage(m.get("usage"))
             and type(content) is list
             and all(map(_plain_assistant_block, content))
         )
     if role == "toolResult":
-        if not m.keys() <= _TOOLRESULT_KEYS:
-            return False
         content, details = m.get("content", []), m.get("details")
         return (
-            type(m.get("toolCallId")) is str
+            m.keys() <= _TOOLRESULT_KEYS
+            and type(m.get("toolCallId")) is str
             and type(m.get("toolName", "")) is str
             and type(m.get("isError", False)) is bool
             and type(content) is list
@@ -881,7 +881,11 @@ def _plain_assistant_block(b: Any) -> bool:
             and type(b["id"]) is str
             and type(b["name"]) is str
             and type(arguments) is dict
-            and not nested_deeper(arguments, _ARGUMENTS_DEPTH)
+            and (
+                # Flat arguments, the usual ones, cannot nest too deep: not walked.
+                all(type(v) not in _CONTAINERS for v in arguments.values())
+                or not nested_deeper(arguments, _ARGUMENTS_DEPTH)
+            )
         )
     if kind == "thinking":
         signature = b.get("thinkingSignature")
@@ -909,6 +913,53 @@ def _plain_usage(u: Any) -> bool:
         and cost.keys() <= _COST_KEYS
         and all(type(v) is int or type(v) is float for v in cost.values())
     )
+
+
+# --- reading a message's JSON as the decoder reads it ----------------------------------------
+# Normalising, the request check and the providers' bodies read the JSON of a slot (a checked
+# body, or the encoding of a typed message) instead of building the message: these say what the
+# decoder would make of it.
+
+
+def content_blocks(m: Mapping[str, Any]) -> list[Any]:
+    """The content blocks of a message's JSON as the decoder reads them: a tool result's or a
+    reply's string (pi accepts one) is one text block, an empty reply string none; a user
+    message's string is not blocks (callers test ``type(content) is str`` first)."""
+    content = m.get("content", [])
+    if type(content) is str:
+        return (
+            [{"type": "text", "text": content}] if content or m.get("role") != "assistant" else []
+        )
+    return cast(list[Any], content)
+
+
+def block_kind(block: Mapping[str, Any], *, reply: bool) -> str:
+    """What the decoder makes of a content block of a message's JSON: ``"text"``, ``"image"``,
+    ``"thinking"``, ``"toolCall"``, or ``"unknown"`` (kept verbatim). ``reply``: the block is
+    in an assistant message, where images are unknown; in any other, thinking and calls are."""
+    kind = block.get("type")
+    if kind == "text":
+        return "text" if isinstance(block.get("text"), str) else "unknown"
+    if kind == "toolCall":
+        return (
+            "toolCall"
+            if reply
+            and isinstance(block.get("id"), str)
+            and isinstance(block.get("name"), str)
+            and isinstance(block.get("arguments", {}), dict)
+            else "unknown"
+        )
+    if kind == "thinking":
+        return "thinking" if reply and isinstance(block.get("thinking"), str) else "unknown"
+    if kind == "image":
+        return (
+            "image"
+            if not reply
+            and isinstance(block.get("data"), str)
+            and isinstance(block.get("mimeType"), str)
+            else "unknown"
+        )
+    return "unknown"
 
 
 def encode_message(msg: Message) -> Obj:
@@ -943,7 +994,11 @@ def encode_message(msg: Message) -> Obj:
             out["details"] = msg.details
         out["isError"] = msg.is_error
         out["timestamp"] = msg.timestamp
-        return _put_extra(out, msg.extra) if "content" not in msg.extra else {**out, **msg.extra}
+        kept = msg.extra.get("content")
+        if isinstance(kept, str) and msg.content == (TextContent(text=kept),):
+            return {**out, **msg.extra}  # pi's string content, written back as it was read
+        # Not the string read (none, or the content changed since): the blocks are written.
+        return _put_extra(out, msg.extra)
     if isinstance(msg, BashExecutionMessage):
         out = {
             "role": "bashExecution",

@@ -23,7 +23,7 @@ from hooks import (
 )
 from hooks._lazy import LazyMessages, MessageSlot, lazy_or_tuple
 
-from ._codec import Slot, slot_of
+from ._codec import Slot, block_kind, content_blocks, slot_of
 from ._entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -254,7 +254,7 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(normalized(messages))
 
 
-def normalized(messages: Sequence[Message]) -> LazyMessages:
+def normalized(messages: Sequence[Message]) -> LazyMessages[Message]:
     """:func:`normalize_messages`, building only the messages it changes or adds (those of a
     :class:`~hooks.LazyMessages` are read as JSON)."""
     return LazyMessages(_normalize(slots_of(messages))[0])
@@ -274,27 +274,9 @@ def slots_of(messages: Sequence[Message]) -> Sequence[MessageSlot]:
 # normalising changes is changed as a typed value (``evolve``), as few are.
 
 
-def _is_text(block: dict[str, Any]) -> bool:
-    return block.get("type") == "text" and type(block.get("text")) is str
-
-
-def _is_call(block: dict[str, Any]) -> bool:
-    return (
-        block.get("type") == "toolCall"
-        and type(block.get("id")) is str
-        and type(block.get("name")) is str
-        and isinstance(block.get("arguments", {}), dict)
-    )
-
-
 def _empty_text(block: dict[str, Any]) -> bool:
-    return _is_text(block) and not block["text"].strip()
-
-
-def _result_blocks(m: dict[str, Any]) -> list[Any]:
-    """A tool result's content blocks; a string (pi accepts one) is one text block."""
-    content = m.get("content", [])
-    return [{"type": "text", "text": content}] if type(content) is str else content
+    """A text block (in any message) holding only whitespace."""
+    return block_kind(block, reply=False) == "text" and not block["text"].strip()
 
 
 def _normalize(slots: Sequence[MessageSlot]) -> tuple[list[MessageSlot], set[str]]:
@@ -304,9 +286,8 @@ def _normalize(slots: Sequence[MessageSlot]) -> tuple[list[MessageSlot], set[str
     results: dict[str, MessageSlot] = {}
     ids: set[str] = set()
     for s in slots:
-        m = s.json
-        if m.get("role") == "toolResult":
-            call_id = m["toolCallId"]
+        if s.role == "toolResult":
+            call_id = s.json["toolCallId"]
             ids.add(call_id)
             if call_id not in results:
                 results[call_id] = _nonempty_result(s)
@@ -314,8 +295,7 @@ def _normalize(slots: Sequence[MessageSlot]) -> tuple[list[MessageSlot], set[str
     out: list[MessageSlot] = []
     add = out.append
     for s in slots:
-        m = s.json
-        role = m.get("role")
+        m, role = s.json, s.role
         if role == "toolResult":
             continue  # placed after their call below
         if role == "user":
@@ -331,17 +311,32 @@ def _normalize(slots: Sequence[MessageSlot]) -> tuple[list[MessageSlot], set[str
         if role != "assistant":
             add(s)
             continue
-        content = m.get("content", [])
-        calls = [b for b in content if _is_call(b)]
-        for call in calls:
-            ids.add(call["id"])
+        content = content_blocks(m)
         cut = m.get("stopReason") == "length"
-        if _any_dropped(content, cut, results):
+        # One loop without calls per block, since nearly every reply keeps all its blocks.
+        calls, dropped = [], False
+        for b in content:
+            kind = b.get("type")
+            if kind == "text":
+                text = b.get("text")
+                if type(text) is str and not text.strip():
+                    dropped = True
+            elif kind == "toolCall":
+                if block_kind(b, reply=True) == "toolCall":
+                    calls.append(b)
+                    ids.add(b["id"])
+                    if cut and b["id"] not in results:
+                        dropped = True
+            elif kind == "thinking":
+                thinking = b.get("thinking")
+                if type(thinking) is str and not thinking and not b.get("thinkingSignature"):
+                    dropped = True
+        if dropped:
             kept = [i for i, b in enumerate(content) if not _dropped_block(b, cut, results)]
             if not kept:
                 continue
             s = _keeping(s, kept)
-            calls = [content[i] for i in kept if _is_call(content[i])]
+            calls = [content[i] for i in kept if block_kind(content[i], reply=True) == "toolCall"]
         elif not content:
             continue
         add(s)
@@ -371,27 +366,6 @@ def _keeping(slot: MessageSlot, kept: list[int]) -> MessageSlot:
     return slot_of(evolve(message, content=tuple(content[i] for i in kept)))  # type: ignore[arg-type]
 
 
-def _any_dropped(content: list[Any], cut: bool, results: dict[str, MessageSlot]) -> bool:
-    """Whether normalising drops a block of an assistant message (see :func:`_dropped_block`);
-    one loop without calls, since nearly every reply keeps all its blocks."""
-    for b in content:
-        kind = b.get("type")
-        if kind == "text":
-            text = b.get("text")
-            if type(text) is str and not text.strip():
-                return True
-        elif kind == "thinking":
-            if (
-                type(b.get("thinking")) is str
-                and not b["thinking"]
-                and not b.get("thinkingSignature")
-            ):
-                return True
-        elif cut and _is_call(b) and b["id"] not in results:
-            return True
-    return False
-
-
 def _dropped_block(block: dict[str, Any], cut: bool, results: dict[str, MessageSlot]) -> bool:
     """An empty text block, an unsigned empty thinking block, or a call cut off at ``length``."""
     kind = block.get("type")
@@ -400,7 +374,7 @@ def _dropped_block(block: dict[str, Any], cut: bool, results: dict[str, MessageS
     if kind == "thinking":
         thinking = block.get("thinking")
         return type(thinking) is str and not thinking and not block.get("thinkingSignature")
-    return cut and _is_call(block) and block["id"] not in results
+    return cut and block_kind(block, reply=True) == "toolCall" and block["id"] not in results
 
 
 def iso_ms(timestamp: str) -> int:
@@ -416,7 +390,7 @@ EMPTY_RESULT_TEXT = "(no output)"
 
 def _nonempty_result(slot: MessageSlot) -> MessageSlot:
     """The result without empty text blocks; one with nothing left says "(no output)"."""
-    content = _result_blocks(slot.json)
+    content = content_blocks(slot.json)
     if content and not any(map(_empty_text, content)):
         return slot  # nearly every result: nothing to rebuild
     result = slot.message
@@ -452,14 +426,13 @@ def _all_pair_ids(slots: Iterable[MessageSlot]) -> set[str]:
     ids: set[str] = set()
     add = ids.add
     for s in slots:
-        m = s.json
-        role = m.get("role")
+        role = s.role
         if role == "assistant":
-            for block in m.get("content", []):
-                if _is_call(block):
+            for block in content_blocks(s.json):
+                if block_kind(block, reply=True) == "toolCall":
                     add(block["id"])
         elif role == "toolResult":
-            add(m["toolCallId"])
+            add(s.json["toolCallId"])
     return ids
 
 
@@ -583,11 +556,7 @@ class ContextCache:
         it (so an agent's long tool loop after one prompt closes segments too)."""
         raw = self._raw
         boundary = next(
-            (
-                i
-                for i in range(len(raw) - 1, self._split, -1)
-                if raw[i].json.get("role") != "toolResult"
-            ),
+            (i for i in range(len(raw) - 1, self._split, -1) if raw[i].role != "toolResult"),
             None,
         )
         if boundary is None:
