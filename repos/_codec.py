@@ -799,7 +799,7 @@ def stored_slot(obj: Any) -> Slot | None:
     and pi's write (each field of its type, no unknown keys, nesting checked). None for any
     other line, which the caller decodes now, so a damaged body is still reported when it is
     read, never later when a hook reads the message."""
-    if type(obj) is not dict or not obj.keys() <= _K_MESSAGE:
+    if type(obj) is not dict or not obj.keys() <= _K_MESSAGE or obj.get("type") != "message":
         return None
     pid = obj.get("parentId")
     if (
