@@ -925,12 +925,15 @@ def content_blocks(m: Mapping[str, Any]) -> list[Any]:
     """The content blocks of a message's JSON as the decoder reads them: a tool result's or a
     reply's string (pi accepts one) is one text block, an empty reply string none; a user
     message's string is not blocks (callers test ``type(content) is str`` first)."""
-    content = m.get("content", [])
+    content = m.get("content", _NO_BLOCKS)
     if type(content) is str:
-        return (
-            [{"type": "text", "text": content}] if content or m.get("role") != "assistant" else []
-        )
-    return cast(list[Any], content)
+        if not content and m.get("role") == "assistant":
+            return []
+        return [{"type": "text", "text": content}]
+    return content  # type: ignore[no-any-return]
+
+
+_NO_BLOCKS: list[Any] = []  # read only
 
 
 def block_kind(block: Mapping[str, Any], *, reply: bool) -> str:
