@@ -528,7 +528,7 @@ async def _request(
     # A context hook may return anything: normalise its messages again (build_context's are
     # already), then refuse to send a broken request.
     if messages is not context:
-        messages = normalized(messages)
+        messages = normalized(messages, reuse=context)
     llm_messages = _to_llm(run, messages)
     prefix, slots = run.validated, llm_messages.slots
     same = len(slots) >= len(prefix) and all(a is b for a, b in zip(prefix, slots, strict=False))

@@ -906,10 +906,14 @@ def _plain_usage(u: Any) -> bool:
     for key in ("input", "output", "cacheRead", "cacheWrite"):
         if type(u.get(key, 0)) is not int:
             return False
-    total, cost = u.get("totalTokens"), u.get("cost")
+    total = u.get("totalTokens")
+    if total is not None and type(total) is not int:
+        return False
+    if "cost" not in u:
+        return True
+    cost = u["cost"]
     return (
-        (total is None or type(total) is int)
-        and type(cost) is dict
+        type(cost) is dict
         and cost.keys() <= _COST_KEYS
         and all(type(v) is int or type(v) is float for v in cost.values())
     )

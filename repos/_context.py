@@ -254,17 +254,24 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(normalized(messages))
 
 
-def normalized(messages: Sequence[Message]) -> LazyMessages[Message]:
+def normalized(messages: Sequence[Message], reuse: Sequence[Message] = ()) -> LazyMessages[Message]:
     """:func:`normalize_messages`, building only the messages it changes or adds (those of a
-    :class:`~hooks.LazyMessages` are read as JSON)."""
-    return LazyMessages(_normalize(slots_of(messages))[0])
+    :class:`~hooks.LazyMessages` are read as JSON). ``reuse``: see :func:`slots_of`."""
+    return LazyMessages(_normalize(slots_of(messages, reuse))[0])
 
 
-def slots_of(messages: Sequence[Message]) -> Sequence[MessageSlot]:
-    """The slots of ``messages``: a lazy sequence's own, else one per typed message."""
+def slots_of(messages: Sequence[Message], reuse: Sequence[Message] = ()) -> Sequence[MessageSlot]:
+    """The slots of ``messages``: a lazy sequence's own, else one per typed message, taken
+    from ``reuse`` (a lazy sequence) where one of its slots holds that very value (a context
+    hook's list holds mostly the context's messages, whose JSON is not made again)."""
     if isinstance(messages, LazyMessages):
         return messages.slots
-    return [slot_of(m) for m in messages]
+    known = (
+        {id(s.message): s for s in reuse.slots if s.built}
+        if isinstance(reuse, LazyMessages)
+        else {}
+    )
+    return [known.get(id(m)) or slot_of(m) for m in messages]
 
 
 # Normalising reads the messages' JSON (pi's shape; a typed message is encoded once, in its

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from message_shapes import messages_in_a_row
 from stress import examples
 
-from harness import LazyMessages, Message, to_llm_messages
+from harness import LazyMessages, Message, UserMessage, context_size, to_llm_messages
 from harness._loop import _to_llm
 from harness._providers.anthropic import convert_messages
 from harness._validate import request_problems
@@ -90,6 +90,7 @@ def test_a_session_s_first_request_builds_no_message(tmp_path: Any) -> None:
                 "api": "anthropic-messages",
                 "provider": "anthropic",
                 "model": "claude",
+                "usage": {"input": 100 + i, "output": 5, "cacheRead": 0, "cacheWrite": 0},
                 "stopReason": "toolUse",
                 "timestamp": 2 + i,
             }
@@ -126,4 +127,14 @@ def test_a_session_s_first_request_builds_no_message(tmp_path: Any) -> None:
         body = convert_messages(llm)
         assert not any(s.built for s in context.slots)
         assert len(body) == 101 and body[1]["content"][2]["input"] == {"i": 0}
+        # The automatic compaction's size check reads the last reply's usage and what follows.
+        size = context_size(context)
+        assert sum(s.built for s in context.slots) == 2
         assert body == typed.convert_messages(tuple(context))
+        assert size == context_size(tuple(context))
+        # A context hook's list of the context's own messages (now built, as a hook reads
+        # them) keeps their slots: their JSON is not made again.
+        mine = UserMessage(content="and one more")
+        replaced = normalized([*context, mine], reuse=context)
+        assert replaced.slots[:-1] == context.slots
+        assert replaced[-1] is mine
