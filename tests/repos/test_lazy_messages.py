@@ -372,3 +372,15 @@ def test_a_context_hook_sees_the_messages_lazily_built_and_equal(tmp_path: Path)
             timestamp=3,
         )  # fmt: skip
         assert messages == typed.normalize_messages([decode_message(b) for b in bodies])
+
+
+def test_a_tool_result_s_string_content_is_written_back_only_while_it_is_the_content() -> None:
+    # pi allows a string; it reads as one text block and is written back as the string. Once
+    # the content changed (normalising an empty one, a hook's patch), the blocks are written:
+    # before, the stale string was, and a slot's JSON disagreed with its value.
+    obj = {"role": "toolResult", "toolCallId": "c1", "toolName": "r", "content": "", "timestamp": 1}
+    read = decode_message(obj)
+    assert encode_message(read)["content"] == ""
+    changed = attrs.evolve(read, content=(TextContent(text="(no output)"),))
+    assert encode_message(changed)["content"] == [{"type": "text", "text": "(no output)"}]
+    assert decode_message(encode_message(changed)).content == changed.content
