@@ -28,9 +28,11 @@ from hooks import (
     BeforeProviderRequestEvent,
     ContextEvent,
     JSONValue,
+    LazyMessages,
     LimitReachedEvent,
     Message,
     MessageEndEvent,
+    MessageSlot,
     MessageStartEvent,
     MessageUpdateEvent,
     ModelFallbackEvent,
@@ -68,7 +70,8 @@ from repos import (
     dumps_line,
     encode_message,
     nested_deeper,
-    normalize_messages,
+    normalized,
+    slots_of,
     without_surrogates,
 )
 
@@ -208,12 +211,12 @@ class Run:
     last_reply: AssistantMessage | None = None
     provider_error: ProviderError | None = None
     """The failure that ended the run with an error reply (not retryable, or retries spent)."""
-    validated: tuple[LlmMessage, ...] = ()
+    validated: tuple[MessageSlot, ...] = ()
     """The last request's messages, all checked: the next request only checks what follows
-    them when it starts with the same message objects."""
-    converted: dict[int, tuple[Message, LlmMessage | None]] = field(factory=dict)
-    """Provider messages made from context-only messages, by the source message's id (the
-    source is kept alive beside it), so a request's messages stay the same objects."""
+    them when it starts with the same message slots."""
+    converted: dict[int, tuple[MessageSlot, MessageSlot | None]] = field(factory=dict)
+    """Provider messages made from context-only messages, by the source slot's id (the source
+    is kept alive beside it), so a request's messages stay the same slots."""
     checkpoints: Checkpoints | None = None
     """Records what each tool call changes in the workspace (None: checkpoints are off)."""
     reply_entry_id: str | None = None
@@ -525,14 +528,12 @@ async def _request(
     # A context hook may return anything: normalise its messages again (build_context's are
     # already), then refuse to send a broken request.
     if messages is not context:
-        messages = normalize_messages(messages)
+        messages = normalized(messages, reuse=context)
     llm_messages = _to_llm(run, messages)
-    prefix = run.validated
-    same = len(llm_messages) >= len(prefix) and all(
-        a is b for a, b in zip(prefix, llm_messages, strict=False)
-    )
+    prefix, slots = run.validated, llm_messages.slots
+    same = len(slots) >= len(prefix) and all(a is b for a, b in zip(prefix, slots, strict=False))
     check_request(llm_messages, valid_prefix=len(prefix) if same else 0)
-    run.validated = llm_messages
+    run.validated = slots
     system_prompt = settings.system_prompt if run.system_prompt is None else run.system_prompt
     request = ModelRequest(
         system_prompt=system_prompt,
@@ -1177,17 +1178,22 @@ def _storable(result: ToolResultMessage) -> ToolResultMessage:
     return result
 
 
-def _to_llm(run: Run, messages: Sequence[Message]) -> tuple[LlmMessage, ...]:
-    """``to_llm_messages``, reusing earlier conversions of the same message objects."""
-    out: list[LlmMessage] = []
-    for m in messages:
-        if isinstance(m, UserMessage | AssistantMessage | ToolResultMessage):
-            out.append(m)
+_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
+def _to_llm(run: Run, messages: Sequence[Message]) -> LazyMessages[LlmMessage]:
+    """``to_llm_messages`` of the messages' slots: user, assistant and tool-result messages
+    pass as they are (not built), others are converted, reusing earlier conversions of the
+    same slots."""
+    out: list[MessageSlot] = []
+    for slot in slots_of(messages):
+        if slot.role in _LLM_ROLES:
+            out.append(slot)
             continue
-        hit = run.converted.get(id(m))
-        if hit is None or hit[0] is not m:
-            made = to_llm_messages((m,))
-            hit = run.converted[id(m)] = (m, made[0] if made else None)
+        hit = run.converted.get(id(slot))
+        if hit is None or hit[0] is not slot:
+            made = slots_of(to_llm_messages((slot.message,)))
+            hit = run.converted[id(slot)] = (slot, made[0] if made else None)
         if hit[1] is not None:
             out.append(hit[1])
-    return tuple(out)
+    return LazyMessages[LlmMessage](out)

@@ -8,8 +8,9 @@ after compactions. ``build_context`` normalises; this checks, right before sendi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from hooks import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from repos import block_kind, content_blocks, slots_of
 
 from ._errors import InvalidRequestError
 from ._providers.base import LlmMessage
@@ -27,34 +28,43 @@ def request_problems(messages: Sequence[LlmMessage], *, valid_prefix: int = 0) -
 
     ``valid_prefix``: the first N messages are known to form a valid request themselves (so no
     call is pending after them); checking starts after them, with the same result.
+
+    The messages' JSON is read (a session's context is not built for a check).
     """
     problems: list[str] = [] if messages else ["no messages to send"]
+    slots = slots_of(messages)
     waiting: dict[str, str] = {}  # call id -> tool name, for the last assistant message
-    for index in range(valid_prefix, len(messages)):
-        m = messages[index]
-        where = f"message {index} ({m.role})"
-        if isinstance(m, ToolResultMessage):
-            if m.tool_call_id not in waiting:
-                problems.append(f"{where}: result for {m.tool_call_id!r} has no open call")
-            waiting.pop(m.tool_call_id, None)
-            _check_blocks(where, m.content, problems)
+    for index in range(valid_prefix, len(slots)):
+        slot = slots[index]
+        m, role = slot.json, slot.role
+        where = f"message {index} ({role})"
+        if role == "toolResult":
+            call_id = m["toolCallId"]
+            if call_id not in waiting:
+                problems.append(f"{where}: result for {call_id!r} has no open call")
+            waiting.pop(call_id, None)
+            _check_blocks(where, content_blocks(m), problems)
             continue
         if waiting:
             problems.append(f"{where}: calls without results before it: {sorted(waiting)}")
             waiting = {}
-        if isinstance(m, AssistantMessage):
-            if not m.content:
+        if role == "assistant":
+            content = content_blocks(m)
+            if not content:
                 problems.append(f"{where}: empty assistant message")
-            _check_blocks(where, m.content, problems)
-            waiting = {c.id: c.name for c in m.tool_calls}
-        elif isinstance(m, UserMessage):
-            if isinstance(m.content, str):
-                if not m.content.strip():
+            _check_blocks(where, content, problems)
+            waiting = {
+                b["id"]: b["name"] for b in content if block_kind(b, reply=True) == "toolCall"
+            }
+        elif role == "user":
+            content = m.get("content", "")
+            if isinstance(content, str):
+                if not content.strip():
                     problems.append(f"{where}: empty user message")
             else:
-                if not m.content:
+                if not content:
                     problems.append(f"{where}: empty user message")
-                _check_blocks(where, m.content, problems)
+                _check_blocks(where, content, problems)
     if waiting:
         problems.append(f"end: calls without results: {sorted(waiting)}")
     return problems
@@ -67,7 +77,7 @@ def check_request(messages: Sequence[LlmMessage], *, valid_prefix: int = 0) -> N
         raise InvalidRequestError(problems)
 
 
-def _check_blocks(where: str, blocks: Sequence[object], problems: list[str]) -> None:
+def _check_blocks(where: str, blocks: Sequence[Any], problems: list[str]) -> None:
     for i, block in enumerate(blocks):
-        if isinstance(block, TextContent) and not block.text.strip():
+        if block_kind(block, reply=False) == "text" and not block["text"].strip():
             problems.append(f"{where}: empty text block {i}")

@@ -93,6 +93,7 @@ if TYPE_CHECKING:
         TurnStartEvent,
         UserPromptSubmitEvent,
     )
+    from ._lazy import LazyMessages, MessageSlot
     from ._messages import (
         AssistantContent,
         AssistantMessage,
@@ -188,12 +189,14 @@ __all__ = [
     "HookTimeoutError",
     "ImageContent",
     "JSONValue",
+    "LazyMessages",
     "LimitReachedEvent",
     "McpServerErrorEvent",
     "McpServerStartEvent",
     "McpServerStopEvent",
     "Message",
     "MessageEndEvent",
+    "MessageSlot",
     "MessageStartEvent",
     "MessageUpdateEvent",
     "ModelFallbackEvent",
@@ -365,6 +368,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TurnStartEvent",
         "UserPromptSubmitEvent",
     ),
+    "._lazy": ("LazyMessages", "MessageSlot"),
     "._messages": (
         "AssistantContent",
         "AssistantMessage",

@@ -26,7 +26,7 @@ import inspect
 import itertools
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Final, Generic, TypeAlias, TypeVar, get_args
 
 from attrs import evolve
@@ -500,7 +500,7 @@ async def emit_before_agent_start(
     return AgentStartOutcome(messages=messages, system_prompt=chain.event.system_prompt)
 
 
-async def emit_context(sender: object, event: ContextEvent) -> tuple[Message, ...]:
+async def emit_context(sender: object, event: ContextEvent) -> Sequence[Message]:
     """Let the ``context`` receivers replace the messages of one model request.
 
     Receivers run in order; each sees ``event.messages`` as replaced by the ones before it, and

@@ -11,11 +11,12 @@ returning a result. ``docs/events.md`` gives the order in which they fire.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Literal, TypeAlias
 
 from attrs import field, frozen
 
+from ._lazy import lazy_or_tuple
 from ._messages import (
     AssistantMessage,
     JSONValue,
@@ -203,13 +204,14 @@ class MessageEndEvent:
 class ContextEvent:
     """Hook, sent before each model request. Receivers may return ``ReplaceMessages``.
 
-    ``messages`` is the context to send, as replaced by the receivers before this one. A
-    replacement applies to this request only and is never persisted.
+    ``messages`` is the context to send, as replaced by the receivers before this one (a
+    session's context builds each message when it is first read). A replacement applies to
+    this request only and is never persisted.
     """
 
     name: ClassVar[str] = "context"
 
-    messages: tuple[Message, ...] = field(converter=_messages)
+    messages: Sequence[Message] = field(converter=lazy_or_tuple)
     turn_index: int
 
 

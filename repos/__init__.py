@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._codec import (
         MAX_NESTING,
+        block_kind,
+        content_blocks,
         decode_entry,
         decode_message,
         dumps_line,
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
         entry_message,
         iso_ms,
         normalize_messages,
+        normalized,
+        slots_of,
     )
     from ._copy import CopyReport, LineStore, copy_sessions
     from ._entries import (
@@ -132,7 +136,9 @@ __all__ = [
     "ThinkingLevelChangeEntry",
     "TreeNode",
     "UnknownEntry",
+    "block_kind",
     "build_context",
+    "content_blocks",
     "copy_sessions",
     "decode_entry",
     "decode_message",
@@ -146,11 +152,13 @@ __all__ = [
     "line_store",
     "nested_deeper",
     "normalize_messages",
+    "normalized",
     "open_line_store",
     "open_session",
     "open_store",
     "parse_store_url",
     "session_from_lines",
+    "slots_of",
     "validate_session_id",
     "without_surrogates",
 ]
@@ -160,6 +168,8 @@ __all__ = [
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "._codec": (
         "MAX_NESTING",
+        "block_kind",
+        "content_blocks",
         "decode_entry",
         "decode_message",
         "dumps_line",
@@ -177,6 +187,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "entry_message",
         "iso_ms",
         "normalize_messages",
+        "normalized",
+        "slots_of",
     ),
     "._copy": (
         "CopyReport",

@@ -44,6 +44,7 @@ from hooks import (
     UserContent,
     UserMessage,
 )
+from hooks._lazy import MessageSlot
 
 from ._entries import (
     CURRENT_VERSION,
@@ -68,6 +69,9 @@ __all__ = [
     "CodecError",
     "FrozenDict",
     "FrozenList",
+    "Slot",
+    "block_kind",
+    "content_blocks",
     "decode_entry",
     "decode_header",
     "decode_message",
@@ -81,6 +85,8 @@ __all__ = [
     "loads_line",
     "nested_deeper",
     "parse_iso",
+    "slot_of",
+    "stored_slot",
     "v1_entry_id",
     "without_surrogates",
 ]
@@ -777,6 +783,200 @@ def decode_message(obj: Any) -> Message:
     return UnknownMessage(raw=frozen_json(obj, _MESSAGE))
 
 
+class Slot(MessageSlot):
+    """A message slot whose JSON is pi's message object, decoded and encoded here. Make one
+    with :func:`slot_of` (a typed message) or :func:`stored_slot` (a checked body)."""
+
+    __slots__ = ()
+
+    def decode(self, json: dict[str, Any]) -> Message:
+        return decode_message(json)
+
+    def encode(self, value: Message) -> dict[str, Any]:
+        return encode_message(value)
+
+
+def slot_of(message: Message) -> Slot:
+    """A slot holding a typed message (its JSON encoded when first asked for)."""
+    return Slot(value=message)
+
+
+def stored_slot(obj: Any) -> Slot | None:
+    """The message of a ``message`` entry's line object (``obj``) as a slot holding its JSON,
+    when :func:`decode_entry` is certain to accept the line: the shapes every writer of ours
+    and pi's write (each field of its type, no unknown keys, nesting checked). None for any
+    other line, which the caller decodes now, so a damaged body is still reported when it is
+    read, never later when a hook reads the message."""
+    if type(obj) is not dict or not obj.keys() <= _K_MESSAGE or obj.get("type") != "message":
+        return None
+    pid = obj.get("parentId")
+    if (
+        type(obj.get("id")) is not str
+        or (pid is not None and type(pid) is not str)
+        or type(obj.get("timestamp", "")) is not str
+    ):
+        return None
+    message = obj.get("message")
+    return Slot(message) if _plain_message(message) else None
+
+
+# Nesting left below a tool call's arguments (level 5) and a result's details (level 3).
+_ARGUMENTS_DEPTH = MAX_NESTING - _BLOCK
+_DETAILS_DEPTH = MAX_NESTING - _MESSAGE
+
+
+def _plain_message(m: Any) -> bool:
+    """Whether :func:`decode_message` accepts ``m`` for certain (see :func:`stored_slot`)."""
+    if type(m) is not dict or type(m.get("timestamp")) is not int:
+        return False
+    role = m.get("role")
+    if role == "assistant":
+        error, content = m.get("errorMessage"), m.get("content", [])
+        return (
+            m.keys() <= _ASSISTANT_KEYS
+            and type(m.get("api", "")) is str
+            and type(m.get("provider", "")) is str
+            and type(m.get("model", "")) is str
+            and type(m.get("stopReason", "")) is str
+            and (error is None or type(error) is str)
+            and _plain_usage(m.get("usage"))
+            and type(content) is list
+            and all(map(_plain_assistant_block, content))
+        )
+    if role == "toolResult":
+        content, details = m.get("content", []), m.get("details")
+        return (
+            m.keys() <= _TOOLRESULT_KEYS
+            and type(m.get("toolCallId")) is str
+            and type(m.get("toolName", "")) is str
+            and type(m.get("isError", False)) is bool
+            and type(content) is list
+            and all(map(_plain_user_block, content))
+            and (type(details) not in _CONTAINERS or not nested_deeper(details, _DETAILS_DEPTH))
+        )
+    if role == "user":
+        content = m.get("content", "")
+        return m.keys() <= _USER_KEYS and (
+            type(content) is str or (type(content) is list and all(map(_plain_user_block, content)))
+        )
+    return False
+
+
+def _plain_user_block(b: Any) -> bool:
+    if type(b) is not dict:
+        return False
+    kind = b.get("type")
+    if kind == "text":
+        return len(b) == 2 and type(b.get("text")) is str
+    return (
+        kind == "image"
+        and b.keys() == _IMAGE_KEYS
+        and type(b["data"]) is str
+        and type(b["mimeType"]) is str
+    )
+
+
+def _plain_assistant_block(b: Any) -> bool:
+    if type(b) is not dict:
+        return False
+    kind = b.get("type")
+    if kind == "text":
+        return len(b) == 2 and type(b.get("text")) is str
+    if kind == "toolCall":
+        arguments = b.get("arguments")
+        return (
+            b.keys() == _TOOLCALL_KEYS
+            and type(b["id"]) is str
+            and type(b["name"]) is str
+            and type(arguments) is dict
+            and (
+                # Flat arguments, the usual ones, cannot nest too deep: not walked.
+                all(type(v) not in _CONTAINERS for v in arguments.values())
+                or not nested_deeper(arguments, _ARGUMENTS_DEPTH)
+            )
+        )
+    if kind == "thinking":
+        signature = b.get("thinkingSignature")
+        return (
+            b.keys() <= _THINKING_KEYS
+            and type(b.get("thinking")) is str
+            and (signature is None or type(signature) is str)
+            and type(b.get("redacted", False)) is bool
+        )
+    return False
+
+
+def _plain_usage(u: Any) -> bool:
+    if u is None:
+        return True
+    if type(u) is not dict or not u.keys() <= _USAGE_KEYS:
+        return False
+    for key in ("input", "output", "cacheRead", "cacheWrite"):
+        if type(u.get(key, 0)) is not int:
+            return False
+    total = u.get("totalTokens")
+    if total is not None and type(total) is not int:
+        return False
+    if "cost" not in u:
+        return True
+    cost = u["cost"]
+    return (
+        type(cost) is dict
+        and cost.keys() <= _COST_KEYS
+        and all(type(v) is int or type(v) is float for v in cost.values())
+    )
+
+
+# --- reading a message's JSON as the decoder reads it ----------------------------------------
+# Normalising, the request check and the providers' bodies read the JSON of a slot (a checked
+# body, or the encoding of a typed message) instead of building the message: these say what the
+# decoder would make of it.
+
+
+def content_blocks(m: Mapping[str, Any]) -> list[Any]:
+    """The content blocks of a message's JSON as the decoder reads them: a tool result's or a
+    reply's string (pi accepts one) is one text block, an empty reply string none; a user
+    message's string is not blocks (callers test ``type(content) is str`` first)."""
+    content = m.get("content", _NO_BLOCKS)
+    if type(content) is str:
+        if not content and m.get("role") == "assistant":
+            return []
+        return [{"type": "text", "text": content}]
+    return content  # type: ignore[no-any-return]
+
+
+_NO_BLOCKS: list[Any] = []  # read only
+
+
+def block_kind(block: Mapping[str, Any], *, reply: bool) -> str:
+    """What the decoder makes of a content block of a message's JSON: ``"text"``, ``"image"``,
+    ``"thinking"``, ``"toolCall"``, or ``"unknown"`` (kept verbatim). ``reply``: the block is
+    in an assistant message, where images are unknown; in any other, thinking and calls are."""
+    kind = block.get("type")
+    if kind == "text":
+        return "text" if isinstance(block.get("text"), str) else "unknown"
+    if kind == "toolCall":
+        return (
+            "toolCall"
+            if reply
+            and isinstance(block.get("id"), str)
+            and isinstance(block.get("name"), str)
+            and isinstance(block.get("arguments", {}), dict)
+            else "unknown"
+        )
+    if kind == "thinking":
+        return "thinking" if reply and isinstance(block.get("thinking"), str) else "unknown"
+    if kind == "image":
+        return (
+            "image"
+            if not reply
+            and isinstance(block.get("data"), str)
+            and isinstance(block.get("mimeType"), str)
+            else "unknown"
+        )
+    return "unknown"
+
+
 def encode_message(msg: Message) -> Obj:
     """The JSON object of a message, camelCase keys, unknown fields written back."""
     if isinstance(msg, UserMessage):
@@ -809,7 +1009,11 @@ def encode_message(msg: Message) -> Obj:
             out["details"] = msg.details
         out["isError"] = msg.is_error
         out["timestamp"] = msg.timestamp
-        return _put_extra(out, msg.extra) if "content" not in msg.extra else {**out, **msg.extra}
+        kept = msg.extra.get("content")
+        if isinstance(kept, str) and msg.content == (TextContent(text=kept),):
+            return {**out, **msg.extra}  # pi's string content, written back as it was read
+        # Not the string read (none, or the content changed since): the blocks are written.
+        return _put_extra(out, msg.extra)
     if isinstance(msg, BashExecutionMessage):
         out = {
             "role": "bashExecution",

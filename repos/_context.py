@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from attrs import evolve, field, frozen
 
@@ -18,12 +19,11 @@ from hooks import (
     CustomMessage,
     Message,
     TextContent,
-    ThinkingContent,
-    ToolCall,
     ToolResultMessage,
-    UserMessage,
 )
+from hooks._lazy import LazyMessages, MessageSlot, lazy_or_tuple
 
+from ._codec import Slot, block_kind, content_blocks, slot_of
 from ._entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -45,6 +45,8 @@ __all__ = [
     "entry_message",
     "iso_ms",
     "normalize_messages",
+    "normalized",
+    "slots_of",
 ]
 
 NO_RESULT_TEXT = "No result was recorded for this tool call (the turn was interrupted)."
@@ -58,19 +60,17 @@ class ModelRef:
     model_id: str
 
 
-def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    return tuple(value)
-
-
 @frozen(kw_only=True)
 class SessionContext:
     """The model's view of a session at its leaf.
 
-    ``messages`` are normalised (see :func:`normalize_messages`); ``thinking_level`` defaults to
-    ``"off"``; ``active_tool_names`` is None when the branch never set it.
+    ``messages`` are normalised (see :func:`normalize_messages`); a session's are built when
+    first read (a :class:`~hooks.LazyMessages`, equal to the tuple of them);
+    ``thinking_level`` defaults to ``"off"``; ``active_tool_names`` is None when the branch
+    never set it.
     """
 
-    messages: tuple[Message, ...] = field(converter=_messages)
+    messages: Sequence[Message] = field(converter=lazy_or_tuple)
     model: ModelRef | None = None
     thinking_level: str = "off"
     active_tool_names: tuple[str, ...] | None = None
@@ -86,7 +86,7 @@ def build_context(path: Sequence[Entry]) -> SessionContext:
     """
     messages, model, thinking, tools = _raw_context(path)
     return SessionContext(
-        messages=normalize_messages(messages),
+        messages=LazyMessages(_normalize([slot_of(m) for m in messages])[0]),
         model=model,
         thinking_level=thinking,
         active_tool_names=tools,
@@ -141,12 +141,12 @@ def _lazy_raw_context(
     path_ids: Sequence[str],
     kinds: Sequence[str],
     get: Callable[[str], Entry],
-    get_many: Callable[[list[str]], list[Entry]] | None = None,
-) -> tuple[list[Message], ModelRef | None, str, tuple[str, ...] | None]:
+    get_bodies: Callable[[list[str]], list[Entry | Slot]] | None = None,
+) -> tuple[list[MessageSlot], ModelRef | None, str, tuple[str, ...] | None]:
     """:func:`_raw_context` decoding only what it needs, given the entries' types (``kinds``,
     one per path id): the settings are the last of their kind on the path, and only the entries
-    from the last compaction's kept window on are decoded for messages. Equal to
-    ``_raw_context``."""
+    from the last compaction's kept window on are read for messages, as slots of their JSON
+    where ``get_bodies`` gives them so. Equal to ``_raw_context``."""
     last = len(kinds) - 1
     backwards = kinds[::-1]  # list.index finds the last of a kind in C, not a Python loop
 
@@ -156,16 +156,18 @@ def _lazy_raw_context(
         except ValueError:
             return -1
 
-    messages: list[Message] = []
+    messages: list[MessageSlot] = []
     last_compaction = last_of("compaction")
     if last_compaction >= 0:
         compaction = get(path_ids[last_compaction])
         assert isinstance(compaction, CompactionEntry)
         messages.append(
-            CompactionSummaryMessage(
-                summary=compaction.summary,
-                tokens_before=compaction.tokens_before,
-                timestamp=iso_ms(compaction.timestamp),
+            slot_of(
+                CompactionSummaryMessage(
+                    summary=compaction.summary,
+                    tokens_before=compaction.tokens_before,
+                    timestamp=iso_ms(compaction.timestamp),
+                )
             )
         )
         kept_from = _kept_from(path_ids, compaction.first_kept_entry_id, last_compaction)
@@ -174,13 +176,15 @@ def _lazy_raw_context(
         window = list(range(last + 1))
     wanted = [path_ids[i] for i in window if kinds[i] in _MESSAGE_TYPES]
     add = messages.append
-    for entry in get_many(wanted) if get_many is not None else map(get, wanted):
-        if type(entry) is MessageEntry:  # nearly all of them: no call
-            add(entry.message)
+    for item in get_bodies(wanted) if get_bodies is not None else map(get, wanted):
+        if type(item) is Slot:  # nearly all of them: the JSON, checked
+            add(item)
+        elif type(item) is MessageEntry:
+            add(slot_of(item.message))
         else:
-            message = entry_message(entry)
+            message = entry_message(item)  # type: ignore[arg-type]
             if message is not None:
-                add(message)
+                add(slot_of(message))
 
     thinking = "off"
     at = last_of("thinking_level_change")
@@ -247,97 +251,137 @@ def normalize_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
       messages are dropped (the Anthropic API rejects empty text blocks); a tool result left
       without content says "(no output)".
     """
-    return _normalize(messages)[0]
+    return tuple(normalized(messages))
 
 
-def _normalize(messages: Sequence[Message]) -> tuple[tuple[Message, ...], set[str]]:
-    """:func:`normalize_messages`, and the tool-call ids the messages take part in (as
+def normalized(messages: Sequence[Message], reuse: Sequence[Message] = ()) -> LazyMessages[Message]:
+    """:func:`normalize_messages`, building only the messages it changes or adds (those of a
+    :class:`~hooks.LazyMessages` are read as JSON). ``reuse``: see :func:`slots_of`."""
+    return LazyMessages(_normalize(slots_of(messages, reuse))[0])
+
+
+def slots_of(messages: Sequence[Message], reuse: Sequence[Message] = ()) -> Sequence[MessageSlot]:
+    """The slots of ``messages``: a lazy sequence's own, else one per typed message, taken
+    from ``reuse`` (a lazy sequence) where one of its slots holds that very value (a context
+    hook's list holds mostly the context's messages, whose JSON is not made again)."""
+    if isinstance(messages, LazyMessages):
+        return messages.slots
+    known = (
+        {id(s.message): s for s in reuse.slots if s.built}
+        if isinstance(reuse, LazyMessages)
+        else {}
+    )
+    return [known.get(id(m)) or slot_of(m) for m in messages]
+
+
+# Normalising reads the messages' JSON (pi's shape; a typed message is encoded once, in its
+# slot): most of a first context was never read as typed values, and need not be built. The
+# JSON of a slot is the stored body the codec checked (``stored_slot``) or the codec's own
+# encoding, so a block is what the decoder would make of it by these tests; a message that
+# normalising changes is changed as a typed value (``evolve``), as few are.
+
+
+def _empty_text(block: dict[str, Any]) -> bool:
+    """A text block (in any message) holding only whitespace."""
+    return block_kind(block, reply=False) == "text" and not block["text"].strip()
+
+
+def _normalize(slots: Sequence[MessageSlot]) -> tuple[list[MessageSlot], set[str]]:
+    """:func:`normalize_messages` of slots, and the tool-call ids the messages take part in (as
     :func:`_all_pair_ids` gives them), gathered in the same passes (a first context
     normalises every message of the kept window)."""
-    results: dict[str, ToolResultMessage] = {}
+    results: dict[str, MessageSlot] = {}
     ids: set[str] = set()
-    for m in messages:
-        if isinstance(m, ToolResultMessage):
-            call_id = m.tool_call_id
+    for s in slots:
+        if s.role == "toolResult":
+            call_id = s.json["toolCallId"]
             ids.add(call_id)
             if call_id not in results:
-                results[call_id] = _nonempty_result(m)
+                results[call_id] = _nonempty_result(s)
 
-    out: list[Message] = []
+    out: list[MessageSlot] = []
     add = out.append
-    for m in messages:
-        if isinstance(m, ToolResultMessage):
+    for s in slots:
+        m, role = s.json, s.role
+        if role == "toolResult":
             continue  # placed after their call below
-        if isinstance(m, UserMessage):
-            content = m.content
-            if isinstance(content, str):
+        if role == "user":
+            content = m.get("content", "")
+            if type(content) is str:
                 if content.strip():
-                    add(m)
+                    add(s)
                 continue
-            blocks = tuple(
-                b for b in content if not (isinstance(b, TextContent) and not b.text.strip())
-            )
-            if blocks:
-                add(m if len(blocks) == len(content) else evolve(m, content=blocks))
+            kept = [i for i, b in enumerate(content) if not _empty_text(b)]
+            if kept:
+                add(s if len(kept) == len(content) else _keeping(s, kept))
             continue
-        if not isinstance(m, AssistantMessage):
-            add(m)
+        if role != "assistant":
+            add(s)
             continue
-        calls = [b for b in m.content if isinstance(b, ToolCall)]
-        for call in calls:
-            ids.add(call.id)
-        if _any_dropped(m, results):
-            kept = tuple(b for b in m.content if not _dropped_block(b, m, results))
+        content = content_blocks(m)
+        cut = m.get("stopReason") == "length"
+        # One loop without calls per block, since nearly every reply keeps all its blocks.
+        calls, dropped = [], False
+        for b in content:
+            kind = b.get("type")
+            if kind == "text":
+                text = b.get("text")
+                if type(text) is str and not text.strip():
+                    dropped = True
+            elif kind == "toolCall":
+                if block_kind(b, reply=True) == "toolCall":
+                    calls.append(b)
+                    ids.add(b["id"])
+                    if cut and b["id"] not in results:
+                        dropped = True
+            elif kind == "thinking":
+                thinking = b.get("thinking")
+                if type(thinking) is str and not thinking and not b.get("thinkingSignature"):
+                    dropped = True
+        if dropped:
+            kept = [i for i, b in enumerate(content) if not _dropped_block(b, cut, results)]
             if not kept:
                 continue
-            m = evolve(m, content=kept)
-            calls = [b for b in kept if isinstance(b, ToolCall)]
-        elif not m.content:
+            s = _keeping(s, kept)
+            calls = [content[i] for i in kept if block_kind(content[i], reply=True) == "toolCall"]
+        elif not content:
             continue
-        add(m)
+        add(s)
         for call in calls:
-            result = results.pop(call.id, None)
+            result = results.pop(call["id"], None)
             add(
                 result
                 if result is not None
-                else ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=(TextContent(text=NO_RESULT_TEXT),),
-                    is_error=True,
-                    timestamp=m.timestamp,
+                else slot_of(
+                    ToolResultMessage(
+                        tool_call_id=call["id"],
+                        tool_name=call["name"],
+                        content=(TextContent(text=NO_RESULT_TEXT),),
+                        is_error=True,
+                        timestamp=m["timestamp"],
+                    )
                 )
             )
-    return tuple(out), ids
+    return out, ids
 
 
-def _any_dropped(message: AssistantMessage, results: dict[str, ToolResultMessage]) -> bool:
-    """Whether normalising drops a block of ``message`` (see :func:`_dropped_block`); one loop
-    without calls, since nearly every reply keeps all its blocks."""
-    cut = message.stop_reason == "length"
-    for b in message.content:
-        if isinstance(b, TextContent):
-            if not b.text.strip():
-                return True
-        elif isinstance(b, ThinkingContent):
-            if not b.thinking and not b.thinking_signature:
-                return True
-        elif cut and isinstance(b, ToolCall) and b.id not in results:
-            return True
-    return False
+def _keeping(slot: MessageSlot, kept: list[int]) -> MessageSlot:
+    """The slot's message with only the content blocks at ``kept`` (indexes of its JSON's
+    blocks, which the decoded content has one for one)."""
+    message = slot.message
+    content = message.content  # type: ignore[union-attr]
+    return slot_of(evolve(message, content=tuple(content[i] for i in kept)))  # type: ignore[arg-type]
 
 
-def _dropped_block(
-    block: object, message: AssistantMessage, results: dict[str, ToolResultMessage]
-) -> bool:
+def _dropped_block(block: dict[str, Any], cut: bool, results: dict[str, MessageSlot]) -> bool:
     """An empty text block, an unsigned empty thinking block, or a call cut off at ``length``."""
-    if isinstance(block, TextContent):
-        return not block.text.strip()
-    if isinstance(block, ThinkingContent):
-        return not block.thinking and not block.thinking_signature
-    return (
-        isinstance(block, ToolCall) and message.stop_reason == "length" and block.id not in results
-    )
+    kind = block.get("type")
+    if kind == "text":
+        return _empty_text(block)
+    if kind == "thinking":
+        thinking = block.get("thinking")
+        return type(thinking) is str and not thinking and not block.get("thinkingSignature")
+    return cut and block_kind(block, reply=True) == "toolCall" and block["id"] not in results
 
 
 def iso_ms(timestamp: str) -> int:
@@ -351,17 +395,16 @@ def iso_ms(timestamp: str) -> int:
 EMPTY_RESULT_TEXT = "(no output)"
 
 
-def _nonempty_result(result: ToolResultMessage) -> ToolResultMessage:
+def _nonempty_result(slot: MessageSlot) -> MessageSlot:
     """The result without empty text blocks; one with nothing left says "(no output)"."""
-    content = result.content
-    for b in content:
-        if isinstance(b, TextContent) and not b.text.strip():
-            break
-    else:
-        if content:
-            return result  # nearly every result: nothing to rebuild
-    blocks = tuple(b for b in content if not (isinstance(b, TextContent) and not b.text.strip()))
-    return evolve(result, content=blocks or (TextContent(text=EMPTY_RESULT_TEXT),))
+    content = content_blocks(slot.json)
+    if content and not any(map(_empty_text, content)):
+        return slot  # nearly every result: nothing to rebuild
+    result = slot.message
+    assert isinstance(result, ToolResultMessage)
+    pairs = zip(result.content, content, strict=True)
+    blocks = tuple(b for b, raw in pairs if not _empty_text(raw))
+    return slot_of(evolve(result, content=blocks or (TextContent(text=EMPTY_RESULT_TEXT),)))
 
 
 def _derive(entry: Entry, state: _Derived) -> _Derived:
@@ -380,26 +423,23 @@ def _derive(entry: Entry, state: _Derived) -> _Derived:
     return model, thinking, tools
 
 
-def _pair_ids(message: Message) -> set[str]:
+def _pair_ids(slot: MessageSlot) -> set[str]:
     """The tool-call ids a message takes part in (its calls, or the call it answers)."""
-    if isinstance(message, AssistantMessage):
-        return {c.id for c in message.tool_calls}
-    if isinstance(message, ToolResultMessage):
-        return {message.tool_call_id}
-    return set()
+    return _all_pair_ids((slot,))
 
 
-def _all_pair_ids(messages: Iterable[Message]) -> set[str]:
+def _all_pair_ids(slots: Iterable[MessageSlot]) -> set[str]:
     """:func:`_pair_ids` of many messages together (a rebuild looks at every message)."""
     ids: set[str] = set()
     add = ids.add
-    for m in messages:
-        if isinstance(m, AssistantMessage):
-            for block in m.content:
-                if isinstance(block, ToolCall):
-                    add(block.id)
-        elif isinstance(m, ToolResultMessage):
-            add(m.tool_call_id)
+    for s in slots:
+        role = s.role
+        if role == "assistant":
+            for block in content_blocks(s.json):
+                if block_kind(block, reply=True) == "toolCall":
+                    add(block["id"])
+        elif role == "toolResult":
+            add(s.json["toolCallId"])
     return ids
 
 
@@ -416,9 +456,9 @@ class ContextCache:
 
     def __init__(self) -> None:
         self._path_ids: list[str] = []
-        self._raw: list[Message] = []
+        self._raw: list[MessageSlot] = []
         self._derived: _Derived = (None, "off", None)
-        self._done: list[Message] = []
+        self._done: list[MessageSlot] = []
         self._split = 0
         self._closed_ids: set[str] = set()
 
@@ -445,7 +485,7 @@ class ContextCache:
         parent_of: Callable[[str], str | None],
         path: Callable[[], tuple[list[str], list[str]]],
         get: Callable[[str], Entry],
-        get_many: Callable[[list[str]], list[Entry]] | None = None,
+        get_bodies: Callable[[list[str]], list[Entry | Slot]] | None = None,
     ) -> SessionContext:
         """Like :meth:`build` for the branch ending at ``leaf_id``, walking up only to the last
         leaf when the new one descends from it (``path()`` gives the whole branch otherwise:
@@ -464,7 +504,7 @@ class ContextCache:
                 if extended is not None:
                     return extended
         path_ids, kinds = path()
-        return self._rebuild(path_ids, kinds, get, get_many)
+        return self._rebuild(path_ids, kinds, get, get_bodies)
 
     def _extend(self, new_ids: list[str], get: Callable[[str], Entry]) -> SessionContext | None:
         """The context after appending ``new_ids`` to the known branch, or None when it must be
@@ -473,12 +513,12 @@ class ContextCache:
         if any(isinstance(e, CompactionEntry) for e in new_entries):
             return None
         derived = self._derived
-        new_messages: list[Message] = []
+        new_messages: list[MessageSlot] = []
         for entry in new_entries:
             derived = _derive(entry, derived)
             message = entry_message(entry)
             if message is not None:
-                new_messages.append(message)
+                new_messages.append(slot_of(message))
         if any(_pair_ids(m) & self._closed_ids for m in new_messages):
             return None
         self._path_ids.extend(new_ids)
@@ -491,20 +531,20 @@ class ContextCache:
         path_ids: list[str],
         kinds: list[str] | None,
         get: Callable[[str], Entry],
-        get_many: Callable[[list[str]], list[Entry]] | None = None,
+        get_bodies: Callable[[list[str]], list[Entry | Slot]] | None = None,
     ) -> SessionContext:
         if kinds is None:
-            raw, model, thinking, tools = _raw_context([get(i) for i in path_ids])
-            self._set(path_ids, raw, (model, thinking, tools))
+            messages, model, thinking, tools = _raw_context([get(i) for i in path_ids])
+            self._set(path_ids, [slot_of(m) for m in messages], (model, thinking, tools))
             return self._finish()
         # Normalising is part of the bulk work: collections triggered by it would walk every
         # value just decoded.
         with bulk(len(path_ids) >= LARGE_ENTRIES):
-            raw, model, thinking, tools = _lazy_raw_context(path_ids, kinds, get, get_many)
+            raw, model, thinking, tools = _lazy_raw_context(path_ids, kinds, get, get_bodies)
             self._set(path_ids, raw, (model, thinking, tools))
             return self._finish()
 
-    def _set(self, path_ids: list[str], raw: list[Message], derived: _Derived) -> None:
+    def _set(self, path_ids: list[str], raw: list[MessageSlot], derived: _Derived) -> None:
         self._path_ids, self._raw, self._derived = path_ids, raw, derived
         self._done, self._split, self._closed_ids = [], 0, set()
 
@@ -512,7 +552,7 @@ class ContextCache:
         self._close_segment()
         model, thinking, tools = self._derived
         return SessionContext(
-            messages=(*self._done, *normalize_messages(self._raw[self._split :])),
+            messages=LazyMessages((*self._done, *_normalize(self._raw[self._split :])[0])),
             model=model,
             thinking_level=thinking,
             active_tool_names=tools,
@@ -523,11 +563,7 @@ class ContextCache:
         it (so an agent's long tool loop after one prompt closes segments too)."""
         raw = self._raw
         boundary = next(
-            (
-                i
-                for i in range(len(raw) - 1, self._split, -1)
-                if not isinstance(raw[i], ToolResultMessage)
-            ),
+            (i for i in range(len(raw) - 1, self._split, -1) if raw[i].role != "toolResult"),
             None,
         )
         if boundary is None:

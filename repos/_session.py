@@ -495,7 +495,7 @@ class Session:
                 lambda entry_id: rows[entry_id].parent_id,
                 lambda: self._tree.path_types(leaf),
                 self._tree.get,
-                self._tree.get_many,
+                self._tree.get_bodies,
             )
             self._context_cache = (key, context)
         return self._context_cache[1]

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from attrs import define, field
 
+from ._codec import Slot
 from ._entries import Entry, LabelEntry, LeafEntry, SessionInfoEntry
 from ._errors import CorruptSessionError, EntryNotFoundError
 
@@ -53,6 +54,9 @@ class Tree:
     load: Callable[[Row], Entry]
     load_many: Callable[[list[Row]], list[Entry | CorruptSessionError]] | None = None
     """Decodes many rows at once (a file store reads neighbouring lines together)."""
+    load_bodies: Callable[[list[Row]], list[Entry | Slot | CorruptSessionError]] | None = None
+    """``load_many``, giving a message entry's body that is certain to decode as a slot of its
+    JSON (see :meth:`get_bodies`)."""
     on_bad_body: Callable[[str, CorruptSessionError], None] | None = None
     """Recover mode: called after a row whose body cannot be decoded was dropped (strict
     sessions leave it None, and the error propagates with the row kept)."""
@@ -251,6 +255,35 @@ class Tree:
         found = cache.get
         get = self.get
         return [found(i) or get(i) for i in entry_ids]
+
+    def get_bodies(self, entry_ids: list[str]) -> list[Entry | Slot]:
+        """:meth:`get_many`, but the message entries not decoded yet come as slots of their
+        checked JSON (a context needs the messages, not the entries), and are not cached.
+        Stores without ``load_bodies`` decode them.
+
+        Raises:
+            EntryNotFoundError, CorruptSessionError: as :meth:`get`.
+        """
+        if self.load_bodies is None:
+            return list(self.get_many(entry_ids))
+        cache = self.cache
+        missing = [i for i in entry_ids if i not in cache]
+        read: dict[str, Slot] = {}
+        if missing:
+            rows = []
+            for entry_id in missing:
+                row = self.rows.get(entry_id)
+                if row is None:
+                    raise EntryNotFoundError(entry_id)
+                rows.append(row)
+            for row, body in zip(rows, self.load_bodies(rows), strict=True):
+                if isinstance(body, Slot):
+                    read[row.id] = body
+                elif not isinstance(body, CorruptSessionError):
+                    cache[row.id] = body
+        # The failures raise in get, one by one (recover mode drops them first).
+        found, slot, get = cache.get, read.get, self.get
+        return [found(i) or slot(i) or get(i) for i in entry_ids]
 
     def path_ids(self, leaf_id: str | None) -> list[str]:
         """Ids from the root down to ``leaf_id`` (empty for None). A cycle ends the walk."""

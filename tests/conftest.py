@@ -61,6 +61,8 @@ _load("web_server", TESTS / "fixtures" / "web_server.py")
 _load("rpc_process", TESTS / "fixtures" / "rpc_process.py")
 _load("stress", TESTS / "fixtures" / "stress.py")
 _load("cli_in_process", TESTS / "fixtures" / "cli_in_process.py")
+_load("message_shapes", TESTS / "fixtures" / "message_shapes.py")
+_load("typed_request_path", TESTS / "fixtures" / "typed_request_path.py")
 
 from corpus import CORPUS_MISSING, corpus_dir  # noqa: E402
 from pi_sessions import PiSession, generate  # noqa: E402

@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 from attrs import frozen
 
-from hooks import AssistantMessage, CompactionSummaryMessage, Message
+from hooks import AssistantMessage, CompactionSummaryMessage, LazyMessages, Message
 
 from .._providers.registry import ModelRegistry
 from .._tokens import estimate_tokens
@@ -112,9 +112,17 @@ def context_size(messages: Sequence[Message]) -> ContextSize:
 
 
 def _compaction_time(messages: Sequence[Message]) -> int | None:
-    for m in messages:
-        if isinstance(m, CompactionSummaryMessage):
-            return m.timestamp if m.timestamp > 0 else None
+    # Roles read without building the messages (a session's context is built when read).
+    roles = (
+        [s.role for s in messages.slots]
+        if isinstance(messages, LazyMessages)
+        else [m.role for m in messages]
+    )
+    for index, role in enumerate(roles):
+        if role == "compactionSummary":
+            m = messages[index]
+            if isinstance(m, CompactionSummaryMessage):
+                return m.timestamp if m.timestamp > 0 else None
     return None
 
 

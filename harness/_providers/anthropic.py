@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import anthropic
@@ -50,19 +50,16 @@ from hooks import (
     AssistantContent,
     AssistantMessage,
     CacheRetention,
-    ImageContent,
     JSONValue,
     StopReason,
     StreamOptions,
     TextContent,
     ThinkingContent,
     ToolCall,
-    ToolResultMessage,
     UnknownContent,
-    UserContent,
-    UserMessage,
     now_ms,
 )
+from repos import block_kind, content_blocks, encode_message, slots_of
 
 from .._errors import MissingApiKeyError, ProviderError
 from .base import (
@@ -496,7 +493,7 @@ def _with_assistant_turn(messages: list[Any], blocks: list[dict[str, Any]]) -> l
 # --- request building -------------------------------------------------------------------------
 
 
-def convert_messages(messages: tuple[LlmMessage, ...]) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[LlmMessage]) -> list[dict[str, Any]]:
     """Convert our messages to Anthropic ``messages`` (Messages API shapes).
 
     Consecutive tool results become one user message of ``tool_result`` blocks (the API wants all
@@ -508,27 +505,33 @@ def convert_messages(messages: tuple[LlmMessage, ...]) -> list[dict[str, Any]]:
     text (its signature would not verify) and the rest is dropped. A server-tool use left without
     its result (a reply returned at the ``pause_turn`` cap) is dropped too, unless its message is
     the last one (a turn still being continued).
+
+    Built from the messages' JSON (``repos.slots_of``; blocks read as the decoder reads them,
+    ``repos.block_kind``), so a session's context is not built as typed values for a request.
     """
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
-    last = len(messages) - 1
-    for position, message in enumerate(messages):
-        if isinstance(message, ToolResultMessage):
-            results.append(_tool_result_param(message))
+    slots = slots_of(messages)
+    last = len(slots) - 1
+    for position, slot in enumerate(slots):
+        m, role = slot.json, slot.role
+        if role == "toolResult":
+            results.append(_tool_result_param(m))
             continue
         if results:
             out.append({"role": "user", "content": results})
             results = []
-        if isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                if message.content.strip():
-                    out.append({"role": "user", "content": message.content})
+        if role == "user":
+            content = m.get("content", "")
+            if isinstance(content, str):
+                if content.strip():
+                    out.append({"role": "user", "content": content})
                 continue
-            blocks = _user_blocks(message.content)
+            blocks = _user_blocks(content)
             if blocks:
                 out.append({"role": "user", "content": blocks})
-        else:
-            blocks = _assistant_blocks(message)
+        elif role == "assistant":
+            blocks = _assistant_blocks(m)
             if position != last:
                 blocks = _without_dangling_server_tool_uses(blocks)
             if blocks:
@@ -538,40 +541,42 @@ def convert_messages(messages: tuple[LlmMessage, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def _user_blocks(content: tuple[UserContent, ...]) -> list[dict[str, Any]]:
+def _user_blocks(content: list[Any]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for block in content:
-        if isinstance(block, TextContent):
-            if block.text.strip():
-                blocks.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageContent):
-            source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
+        kind = block_kind(block, reply=False)
+        if kind == "text":
+            if block["text"].strip():
+                blocks.append({"type": "text", "text": block["text"]})
+        elif kind == "image":
+            source = {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}
             blocks.append({"type": "image", "source": source})
         else:
-            blocks.append(_plain(block.raw))
+            blocks.append(_plain(block))
     return blocks
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
-    native = message.api == ANTHROPIC_API
+def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    native = message.get("api") == ANTHROPIC_API
     blocks: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, TextContent):
-            if block.text.strip():
-                blocks.append({"type": "text", "text": block.text})
-        elif isinstance(block, ThinkingContent):
+    for block in content_blocks(message):
+        kind = block_kind(block, reply=True)
+        if kind == "text":
+            if block["text"].strip():
+                blocks.append({"type": "text", "text": block["text"]})
+        elif kind == "thinking":
             blocks.extend(_thinking_blocks(block, native=native))
-        elif isinstance(block, ToolCall):
+        elif kind == "toolCall":
             blocks.append(
                 {
                     "type": "tool_use",
-                    "id": _tool_id(block.id),
-                    "name": block.name,
-                    "input": _plain(block.arguments),
+                    "id": _tool_id(block["id"]),
+                    "name": block["name"],
+                    "input": _plain(block.get("arguments", {})),
                 }
             )
         elif native:
-            blocks.append(_plain(block.raw))
+            blocks.append(_plain(block))
     return blocks
 
 
@@ -584,29 +589,31 @@ def _without_dangling_server_tool_uses(blocks: list[dict[str, Any]]) -> list[dic
     ]
 
 
-def _thinking_blocks(block: ThinkingContent, *, native: bool) -> list[dict[str, Any]]:
-    signature = block.thinking_signature
-    if native and block.redacted and signature:
+def _thinking_blocks(block: Mapping[str, Any], *, native: bool) -> list[dict[str, Any]]:
+    signature = block.get("thinkingSignature")
+    redacted = bool(block.get("redacted", False))
+    if native and redacted and signature:
         return [{"type": "redacted_thinking", "data": signature}]
-    if block.redacted:
+    if redacted:
         return []
     if native and signature:
-        return [{"type": "thinking", "thinking": block.thinking, "signature": signature}]
+        return [{"type": "thinking", "thinking": block["thinking"], "signature": signature}]
     # No valid signature (another API, or a stream cut before signature_delta): the API would
     # reject the block, so the reasoning goes back as plain text, as pi does.
-    if block.thinking.strip():
-        return [{"type": "text", "text": block.thinking}]
+    if block["thinking"].strip():
+        return [{"type": "text", "text": block["thinking"]}]
     return []
 
 
-def _tool_result_param(message: ToolResultMessage) -> dict[str, Any]:
+def _tool_result_param(message: Mapping[str, Any]) -> dict[str, Any]:
+    is_error = message.get("isError", False)
     param: dict[str, Any] = {
         "type": "tool_result",
-        "tool_use_id": _tool_id(message.tool_call_id),
-        "is_error": message.is_error,
+        "tool_use_id": _tool_id(message["toolCallId"]),
+        "is_error": is_error,
     }
-    content = _user_blocks(message.content)
-    if not content and message.is_error:
+    content = _user_blocks(content_blocks(message))
+    if not content and is_error:
         # The API rejects an error result with empty content.
         content = [{"type": "text", "text": "(no error message)"}]
     if content:
@@ -809,7 +816,7 @@ class _ReplyBuilder:
         Blocks go back as the API sent them (server-tool blocks unchanged). The API rejects an
         assistant turn whose last text ends with whitespace, so that is trimmed.
         """
-        blocks = _assistant_blocks(self._message(self._kept_content(), "stop"))
+        blocks = _assistant_blocks(encode_message(self._message(self._kept_content(), "stop")))
         if blocks and blocks[-1].get("type") == "text":
             text = str(blocks[-1].get("text", "")).rstrip()
             blocks[-1] = {**blocks[-1], "text": text}

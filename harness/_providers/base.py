@@ -12,7 +12,7 @@ import contextlib
 import email.utils
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from attrs import define, field, frozen
@@ -21,6 +21,7 @@ from hooks import (
     AssistantMessage,
     Cost,
     JSONValue,
+    LazyMessages,
     StreamOptions,
     ToolResultMessage,
     Usage,
@@ -75,8 +76,9 @@ class ToolSpec:
     parameters: Mapping[str, JSONValue]
 
 
-def _llm_messages(value: Iterable[LlmMessage]) -> tuple[LlmMessage, ...]:
-    return tuple(value)
+def _llm_messages(value: Iterable[LlmMessage]) -> Sequence[LlmMessage]:
+    # A lazy sequence is immutable already; making it a tuple would build every message.
+    return value if isinstance(value, LazyMessages) else tuple(value)
 
 
 def _tool_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
@@ -88,8 +90,10 @@ class ModelRequest:
     """One request to a model.
 
     ``messages`` is already normalised (tool results follow their calls, no empty blocks) and holds
-    only user, assistant and tool-result messages. ``max_tokens`` None lets the model choose its
-    default. ``session_id`` is passed along for providers that use it (caching, metadata).
+    only user, assistant and tool-result messages; the loop's is a :class:`~hooks.LazyMessages`,
+    each message built when first read (a provider may read the slots' JSON instead).
+    ``max_tokens`` None lets the model choose its default. ``session_id`` is passed along for
+    providers that use it (caching, metadata).
     ``options`` are the request's stream options (timeout, headers, metadata, caching) after
     ``before_provider_request`` hooks; retries are the harness's, not the provider's.
     ``output_schema`` (a JSON Schema whose root is an object) asks a model that
@@ -98,7 +102,7 @@ class ModelRequest:
     """
 
     system_prompt: str
-    messages: tuple[LlmMessage, ...] = field(converter=_llm_messages)
+    messages: Sequence[LlmMessage] = field(converter=_llm_messages)
     tools: tuple[ToolSpec, ...] = field(default=(), converter=_tool_specs)
     thinking_level: ThinkingLevel = "off"
     max_tokens: int | None = None

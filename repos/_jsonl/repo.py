@@ -572,7 +572,7 @@ class JsonlSessionRepo:
         )
         session = Session(
             header=header,
-            tree=Tree(load=store.read, load_many=store.read_many),
+            tree=Tree(load=store.read, load_many=store.read_many, load_bodies=store.read_bodies),
             store=store,
             fsync=self._fsync,
             strict=self._strict,

@@ -20,7 +20,15 @@ from typing import cast
 import orjson
 from attrs import frozen
 
-from .._codec import CodecError, _builder, decode_entry, decode_header, loads_line
+from .._codec import (
+    CodecError,
+    Slot,
+    _builder,
+    decode_entry,
+    decode_header,
+    loads_line,
+    stored_slot,
+)
 from .._entries import Entry, SessionHeader
 from .._errors import (
     CorruptSessionError,
@@ -148,7 +156,17 @@ class JsonlStore:
     def read_many(self, rows: Sequence[Row]) -> list[Entry | CorruptSessionError]:
         """:meth:`read` of many rows (neighbouring lines read together); a row that cannot be
         decoded gets its error in its place instead of raising."""
-        out: list[Entry | CorruptSessionError | None] = [None] * len(rows)
+        return cast(list[Entry | CorruptSessionError], self._read_many(rows, slots=False))
+
+    def read_bodies(self, rows: Sequence[Row]) -> list[Entry | Slot | CorruptSessionError]:
+        """:meth:`read_many`, but a message entry's body that is certain to decode comes as a
+        :class:`Slot` of its JSON, not decoded (a context reads most of them as JSON)."""
+        return self._read_many(rows, slots=True)
+
+    def _read_many(
+        self, rows: Sequence[Row], *, slots: bool
+    ) -> list[Entry | Slot | CorruptSessionError]:
+        out: list[Entry | Slot | CorruptSessionError | None] = [None] * len(rows)
         path, loads = self._path, loads_line
         for first, end, start, block in self._blocks(rows):
             view = memoryview(block)  # lines parsed in place, not copied out of the block
@@ -157,7 +175,8 @@ class JsonlStore:
                 offset, length = row.span  # type: ignore[misc]
                 try:
                     obj = loads(view[offset - start : offset - start + length])
-                    entry = decode_entry(obj)
+                    slot = stored_slot(obj) if slots and row.type == "message" else None
+                    entry = decode_entry(obj) if slot is None else slot
                     _check_head(path, row, offset, obj)
                     out[k] = entry
                 except (orjson.JSONDecodeError, CodecError) as exc:
@@ -170,7 +189,7 @@ class JsonlStore:
                     out[k] = self.read(row)
                 except CorruptSessionError as exc:
                     out[k] = exc
-        return cast(list[Entry | CorruptSessionError], out)
+        return cast(list[Entry | Slot | CorruptSessionError], out)
 
     def raw_many(self, rows: Sequence[Row]) -> list[bytes | None]:
         """:meth:`raw` of many rows, reading neighbouring lines with one ``pread`` (a fork of a
@@ -688,7 +707,7 @@ def _load(path: Path, fd: int, *, strict: bool, fsync: FsyncPolicy) -> Session:
     header = _header(path, fd, buf[:first_end])
     info = os.fstat(fd)
     store = JsonlStore(path, identity=(info.st_dev, info.st_ino), end=0, lines=0, read_fd=fd)
-    tree = Tree(load=store.read, load_many=store.read_many)
+    tree = Tree(load=store.read, load_many=store.read_many, load_bodies=store.read_bodies)
     indexer = Indexer(path, tree, diagnostics, v1=header.version < 2, strict=strict)
     store.set_v1_line_ids(indexer.v1_ids)
     base, number = first_end + 1, 2
@@ -750,7 +769,7 @@ def index_copied(
     try:
         info = os.fstat(fd)
         store = JsonlStore(path, identity=(info.st_dev, info.st_ino), end=0, lines=0, read_fd=fd)
-        tree = Tree(load=store.read, load_many=store.read_many)
+        tree = Tree(load=store.read, load_many=store.read_many, load_bodies=store.read_bodies)
         diagnostics: list[Diagnostic] = []
         indexer = Indexer(path, tree, diagnostics, v1=False, strict=False)
         rows, order = tree.rows, tree.order

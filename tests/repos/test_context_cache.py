@@ -17,7 +17,7 @@ from hooks import (
     UserMessage,
 )
 from repos import MemorySessionRepo, build_context
-from repos._context import ContextCache, _all_pair_ids, _normalize
+from repos._context import ContextCache, _all_pair_ids, _normalize, slots_of
 
 IDS = ["a", "b", "c", "d"]  # a small pool: duplicates, orphans and crossings happen often
 
@@ -104,8 +104,10 @@ def test_normalising_gathers_the_pair_ids_a_separate_pass_finds(
             messages.append(
                 ToolResultMessage(tool_call_id=str(step[1]), tool_name="t", content=str(step[2]))
             )
-    normalised, ids = _normalize(messages)
-    assert ids == _all_pair_ids(messages)
+    slots = slots_of(messages)
+    normalised_slots, ids = _normalize(slots)
+    assert ids == _all_pair_ids(slots)
+    normalised = [s.message for s in normalised_slots]
     # Every call in the result is answered right after its reply.
     for i, m in enumerate(normalised):
         if isinstance(m, AssistantMessage):

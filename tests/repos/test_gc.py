@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hooks import UserMessage
+from hooks import LazyMessages, UserMessage
 from repos import JsonlSessionRepo, open_session
 from repos._gc import LARGE_ENTRIES, LARGE_FILE, bulk
 
@@ -71,7 +71,9 @@ def test_a_large_session_and_its_first_context_are_promoted(
     context = session.build_context()
     assert len(context.messages) == LARGE_ENTRIES + 10
     # Without the promotion they would sit in a young generation until a full collection.
-    assert _generation(context.messages[-1]) == 2
+    # What the context read is the bodies' JSON (messages are built when first read).
+    assert isinstance(context.messages, LazyMessages)
+    assert _generation(context.messages.slots[-1]) == 2
     assert _generation(row) in (2, None)  # None: untracked
     session.close()
 
