@@ -469,7 +469,14 @@ class AgentHarness:
         self._command_hooks = command_hooks
         if command_hooks is not None:
             command_hooks.connect(self)
-        branch = session.get_branch()
+        # The settings and the skills journal live in the branch's other entries: its messages
+        # are left unbuilt until a request reads them (issue 24, point 1).
+        ids = session.path_ids(session.leaf_id)
+        branch = [
+            session.get_entry(i)
+            for i, kind in zip(ids, session.entry_types(ids), strict=True)
+            if kind != "message"
+        ]
         if self._resources is not None:
             self._journal.restore(branch)
         restored = restore_settings(

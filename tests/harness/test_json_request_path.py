@@ -138,3 +138,33 @@ def test_a_session_s_first_request_builds_no_message(tmp_path: Any) -> None:
         replaced = normalized([*context, mine], reuse=context)
         assert replaced.slots[:-1] == context.slots
         assert replaced[-1] is mine
+
+
+def test_a_harness_over_a_long_session_builds_no_message_before_its_first_request(
+    tmp_path: Any,
+) -> None:
+    """The approvals the harness remembers are read from the custom entries alone: reading
+    every entry at start built every message of the session before its first request."""
+    from harness import AgentHarness, FauxModel, open_session
+
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/w"}
+    lines: list[dict[str, Any]] = [header]
+    for i in range(20):
+        body = {"role": "user", "content": f"go {i}", "timestamp": 1}
+        parent = None if i == 0 else f"{i - 1:08x}"
+        lines.append(
+            {
+                "type": "message",
+                "id": f"{i:08x}",
+                "parentId": parent,
+                "timestamp": "t",
+                "message": body,
+            }
+        )
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    with open_session(path) as session:
+        AgentHarness(session=session, model=FauxModel(["hi"]), cwd=tmp_path, resources=None)
+        context = session.build_context().messages
+        assert isinstance(context, LazyMessages) and len(context) == 20
+        assert not any(s.built for s in context.slots)
