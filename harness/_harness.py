@@ -472,11 +472,16 @@ class AgentHarness:
         # The settings and the skills journal live in the branch's other entries: its messages
         # are left unbuilt until a request reads them (issue 24, point 1).
         ids = session.path_ids(session.leaf_id)
-        branch = [
-            session.get_entry(i)
-            for i, kind in zip(ids, session.entry_types(ids), strict=True)
-            if kind != "message"
-        ]
+        types = session.entry_types(ids)
+        # (and the leaf itself: a recovering session drops a damaged leaf here, as reading
+        # the whole branch did, rather than at the first prompt)
+        branch = session.get_entries(
+            [
+                i
+                for n, (i, t) in enumerate(zip(ids, types, strict=True))
+                if t != "message" or n == len(ids) - 1
+            ]
+        )
         if self._resources is not None:
             self._journal.restore(branch)
         restored = restore_settings(

@@ -450,6 +450,25 @@ class Session:
         """Every entry in file order."""
         return self._tree.iter_entries()
 
+    def get_entries(self, entry_ids: Sequence[str]) -> list[Entry]:
+        """The entries with these ids, in the order given, decoding no other (pick them with
+        :meth:`entry_types`: a caller that reads the settings entries leaves the messages
+        unbuilt). As :meth:`entries`, a recovering session drops and skips one whose body
+        cannot be decoded.
+
+        Raises:
+            EntryNotFoundError: an id is not in the session.
+            CorruptSessionError: a body cannot be decoded (a strict session).
+        """
+        entries = []
+        for entry_id in entry_ids:
+            try:
+                entries.append(self._tree.get(entry_id))
+            except CorruptSessionError:
+                if entry_id in self._tree.rows:
+                    raise  # strict: refused, as entries() refuses it
+        return entries
+
     def get_tree(self, *, leaf_entries: bool = False) -> list[TreeNode]:
         """The roots of the entry tree, each with its subtree (children in file order).
 

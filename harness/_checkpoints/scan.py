@@ -178,7 +178,10 @@ def command_folder_path(path: str, root: str) -> str | None:
     ``root``) lies in, or None. A rewind or fork never writes there: a file there is a command
     the user's next shell runs by its bare name (``~/bin/git`` when the working folder is the
     home folder; issue 26 recheck)."""
-    where = os.path.realpath(os.path.join(root, os.path.dirname(path)))
+    try:
+        where = os.path.realpath(os.path.join(root, os.path.dirname(path)))
+    except OSError:
+        return None  # a link swapped on the way: the write goes through no symlink anyway
     for entry in os.environ.get("PATH", "").split(os.pathsep):
         if not os.path.isabs(entry):
             continue

@@ -21,7 +21,7 @@ from hooks import (
     ToolCall,
     notify,
 )
-from repos import CorruptSessionError, CustomEntry, Session
+from repos import CustomEntry, Session
 
 from .._tools.base import Tool
 from .._tools.sandbox import Sandbox
@@ -73,15 +73,8 @@ def remembered_approvals(session: Session, signer: ApprovalSigner | None = None)
     ids = session.entry_ids()
     # Custom entries only, found by the index's types: decoding every message here built
     # every message of a long session before its first request (issue 24, point 1).
-    for entry_id, kind in zip(ids, session.entry_types(ids), strict=True):
-        if kind != "custom":
-            continue
-        try:
-            entry = session.get_entry(entry_id)
-        except CorruptSessionError:
-            if entry_id in session:
-                raise  # as Session.entries() does: a strict session refuses it
-            continue  # dropped by a recovering session, reported there
+    custom = [i for i, kind in zip(ids, session.entry_types(ids), strict=True) if kind == "custom"]
+    for entry in session.get_entries(custom):
         if isinstance(entry, CustomEntry) and entry.custom_type == PERMISSION_ENTRY:
             data = entry.data
             if not isinstance(data, Mapping) or not isinstance(data.get("operationKey"), str):
