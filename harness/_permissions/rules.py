@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from .._fs import FileRefusedError, beneath, read_regular_file, write_file
 from .._globs import GlobError, compile_glob, expanded_chars
@@ -50,6 +50,8 @@ from .shell import (
     Spec,
     ansi_c,
     compile_spec,
+    git_local_repository,
+    git_repositories,
     names_code_variable,
     parse_command,
     runs_any_program,
@@ -62,6 +64,7 @@ __all__ = [
     "Rule",
     "Settings",
     "add_project_rule",
+    "commands_to_allow",
     "load_settings",
 ]
 
@@ -160,11 +163,8 @@ class Rule:
             return True  # the command the rule names, byte for byte (an approve-always key)
         parsed = parse_command(command)
         if how == "all":
-            return (
-                parsed.allowable
-                and bool(parsed.commands)
-                and all(spec.allows(c) for c in parsed.commands)
-            )
+            commands = parsed.commands if cwd is None else commands_to_allow(parsed, cwd)
+            return parsed.allowable and bool(commands) and all(spec.allows(c) for c in commands)
         if self._matches_text(" ".join(command.split())):
             return True
         found = spec.finds(parsed)
@@ -548,6 +548,48 @@ def _runs_through_a_link(spec: Spec, command: str, parsed: ParsedCommand, cwd: P
             if renamed and (runs_any_program(target) or spec.mentioned_in(f"{target} {rest}")):
                 return True
     return False
+
+
+def commands_to_allow(parsed: ParsedCommand, cwd: Path) -> tuple[SimpleCommand, ...]:
+    """The line's simple commands as allow rules judge them: a ``git push NAME`` (``git
+    send-pack NAME``, ``git archive --remote NAME``) where a folder the line may run git in,
+    or one above it up to the repository's top, holds ``NAME`` or ``NAME.git`` runs what that
+    repository's config says, when no remote is called ``NAME``: only a rule naming every word
+    approves it, as a path there (review 16, finding 8)."""
+    found: list[SimpleCommand] = []
+    folders: tuple[list[str], bool] | None = None
+    for command in parsed.commands:
+        names = [
+            word.value
+            for word in git_repositories(command.words[command.assignments :])
+            if word.value is not None and git_local_repository(word.value) is None
+        ]
+        if command.runs_other is None and names:
+            folders = folders or _folders_of(parsed, str(cwd))
+            if (name := _holds_a_repository(names, *folders)) is not None:
+                why = f"git and {name!r}, a folder there (a repository runs its config)"
+                command = evolve(command, runs_other=why)
+        found.append(command)
+    return tuple(found)
+
+
+def _holds_a_repository(names: list[str], folders: list[str], unknown: bool) -> str | None:
+    """The name in ``names`` that is a file or folder git may take for a repository (``NAME``,
+    ``NAME.git``) in one of ``folders`` or a folder above it, up to the first holding ``.git``
+    (git runs push and archive from the top of the working tree); any when a folder is
+    computed."""
+    if unknown:
+        return names[0]
+    for folder in folders:
+        while True:
+            for name in names:
+                if any(os.path.lexists(os.path.join(folder, n)) for n in (name, name + ".git")):
+                    return name
+            parent = os.path.dirname(folder)
+            if os.path.lexists(os.path.join(folder, ".git")) or parent == folder:
+                break
+            folder = parent
+    return None
 
 
 _CHDIR = {"cd", "pushd"}

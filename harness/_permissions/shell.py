@@ -35,6 +35,8 @@ __all__ = [
     "command_key",
     "compile_spec",
     "escape_spec",
+    "git_local_repository",
+    "git_repositories",
     "parse_command",
     "without_expansions",
 ]
@@ -394,10 +396,11 @@ _GIT_CODE_OPTIONS: dict[str, _CodeOptions] = {
 # browser, send-email's `--smtp-server` and `--*-cmd`, filter-branch's filters, daemon's
 # `--access-hook`, `shell -c`, remote-ext's command, svn's `--authors-prog`, the difftool
 # helper's `GIT_DIFFTOOL_EXTCMD`): no prefix rule approves them, only one naming every word
-# (review 9, finding 4).
+# (review 9, finding 4). `upload-archive DIR`, archive's server, applies DIR's
+# tar.<format>.command to the request it reads (review 16, finding 8).
 _GIT_RUNNERS = frozenset(
     {"instaweb", "send-email", "filter-branch", "daemon", "shell", "remote-ext", "svn",
-     "difftool--helper", "credential"}
+     "difftool--helper", "credential", "upload-archive"}
 )  # fmt: skip
 _GIT_PLUMBING = frozenset(
     {"send-pack", "http-push", "receive-pack", "fetch-pack", "upload-pack", "remote-ext",
@@ -579,7 +582,102 @@ def _git_code_option(args: tuple[Word, ...]) -> str | None:
     for options in (_GIT_CODE_OPTIONS.get(sub), _GIT_ANY):
         if options is not None and (found := _finds_option(options, args[i + 1 :])):
             return f"git {args[i].value} {found}"
+    for word in _repository_words(sub, args[i + 1 :]):
+        if word.value is None:
+            return f"git {sub} and a computed repository (it may be one on this machine)"
+        if git_local_repository(word.value):
+            return f"git {sub} {word.value} (a repository on this machine runs its config)"
     return None
+
+
+# `git push` and `git send-pack` run `git receive-pack` in the repository they are given, and
+# `git archive --remote` runs `git upload-archive` there: in a repository on this machine these
+# run what its config says (core.alternateRefsCommand, tar.<format>.command, its hooks), and
+# the model can make one with git alone (review 16, finding 8). Their options taking the next
+# word as their value (long ones by any abbreviation), and the short ones.
+_GIT_PUSH_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    "push": (("repo", "receive-pack", "exec", "recurse-submodules", "push-option"), "o"),
+    "send-pack": (("receive-pack", "exec", "remote", "push-option"), ""),
+}
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def git_local_repository(url: str) -> bool | None:
+    """Whether git takes the repository ``url`` for one on this machine, as its transport
+    does: True for a path (``./evil``, ``/abs/evil``, ``x/y``, ``.``) or a ``file://`` URL;
+    False for another host's (``https://…``, the scp-like ``host:path``, a remote helper's
+    ``transport::address``); None for a bare name, which is a remote's name, or the folder
+    of that name (or ``NAME.git``) when no remote has it."""
+    if url.casefold().startswith("file:"):
+        return True
+    if _URL.match(url):
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return False
+    return True if slash >= 0 or not url or url.startswith((".", "~")) else None
+
+
+def git_repositories(argv: tuple[Word, ...]) -> tuple[Word, ...]:
+    """The words of the command ``argv`` naming the repository a ``git push``, ``git
+    send-pack`` or ``git archive --remote`` runs git's receiving side in; empty for any other
+    command."""
+    if not argv or argv[0].value is None or _basename(argv[0].value) != "git":
+        return ()
+    args = argv[1:]
+    i = 0
+    while i < len(args) and (args[i].value or "").startswith("-"):
+        i += 2 if args[i].value in _GIT_GLOBAL_VALUES else 1
+    if i >= len(args) or args[i].value is None:
+        return ()
+    return _repository_words(args[i].value or "", args[i + 1 :])
+
+
+def _repository_words(sub: str, args: tuple[Word, ...]) -> tuple[Word, ...]:
+    if sub == "archive":
+        # its first pass reads `--remote` anywhere before `--`, another option's value too
+        found: list[Word] = []
+        for j, arg in enumerate(args):
+            value = arg.value
+            if value == "--":
+                break
+            name, eq, given = (value or "").partition("=")
+            if name.startswith("--r") and "--remote".startswith(name):
+                if eq:
+                    found.append(Word(given))
+                elif j + 1 < len(args):
+                    found.append(args[j + 1])
+        return tuple(found)
+    if sub not in _GIT_PUSH_VALUES:
+        return ()
+    long, short = _GIT_PUSH_VALUES[sub]
+    found = []
+    j = 0
+    while j < len(args):
+        value = args[j].value
+        following = args[j + 1] if j + 1 < len(args) else None
+        if value is None:
+            return (*found, args[j])  # the repository, or an option naming one
+        if value == "--":
+            return (*found, following) if following is not None else tuple(found)
+        if value.startswith("--no-"):
+            pass  # a negated option takes no value
+        elif value.startswith("--"):
+            name, eq, given = value[2:].partition("=")
+            if name and "repo".startswith(name) and sub == "push":
+                # `--repo=X` names the repository (`--r`, `--re`: git finds them ambiguous)
+                found.append(Word(given) if eq else following or Word(""))
+            if not eq and any(o.startswith(name) for o in long):
+                j += 1
+        elif value.startswith("-") and len(value) > 1:
+            letters = value[1:]
+            at = min((letters.find(c) for c in short if c in letters), default=-1)
+            if at == len(letters) - 1:
+                j += 1  # the last letter takes the next word (`-uo ci.skip`)
+        else:
+            return (*found, args[j])  # the first word that is no option
+        j += 1
+    return tuple(found)
 
 
 def _ssh_code(args: tuple[Word, ...]) -> bool:

@@ -40,7 +40,7 @@ from .protected import (
     sandbox_paths,
     user_config_folders,
 )
-from .rules import PermissionRules, Rule, Settings, load_settings
+from .rules import PermissionRules, Rule, Settings, commands_to_allow, load_settings
 from .shell import parse_command
 from .signing import approval_key_path
 
@@ -619,7 +619,7 @@ def _allowed(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
         return None
     found = [
         next((r for r in rules if r.allows(request.tool_name, command)), None)
-        for command in parsed.commands
+        for command in commands_to_allow(parsed, request.cwd)
     ]
     return found[0] if all(found) else None
 

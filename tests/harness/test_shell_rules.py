@@ -1199,6 +1199,27 @@ async def test_an_allow_rule_never_approves_an_option_that_runs_a_program(
         ("go test:*", "go test -vettool /tmp/x ./..."),
         ("go build:*", "go build -pkgdir /tmp/x"),
         ("go vet:*", "go vet --vettool=/tmp/x ./..."),
+        # review 16, finding 8: a repository on this machine, which git push (send-pack,
+        # archive --remote) runs the receiving side of: its config runs programs
+        ("git push:*", "git push ./evil main"),
+        ("git push:*", "git push ../x"),
+        ("git push:*", "git push /abs/evil main"),
+        ("git push:*", "git push file:///abs/evil main"),
+        ("git push:*", "git push FILE:///abs/evil main"),
+        ("git push:*", "git push sub/evil main"),
+        ("git push:*", "git push . HEAD:refs/heads/x"),
+        ("git push:*", "git push --repo=./evil"),
+        ("git push:*", "git push --rep ./evil main"),
+        ("git push:*", "git push -uo ci.skip ./evil main"),
+        ("git push:*", "git push --recurse-submodules check ./evil main"),
+        ("git push:*", "git push -f -- ./evil main"),
+        ("git:*", "git -C . push ./evil"),
+        ("git:*", "git push ./evil:x main"),
+        ("git:*", "git send-pack ./evil main"),  # (already: plumbing, review 13, finding 7)
+        ("git archive:*", "git archive --remote=./e HEAD"),
+        ("git archive:*", "git archive --remote ./e HEAD"),
+        ("git archive:*", "git archive --format=tgz --remote=file:///abs/e HEAD"),
+        ("git:*", "git upload-archive ./e"),
     ],
 )
 def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, command: str) -> None:
@@ -1251,11 +1272,107 @@ def test_options_that_run_programs_are_not_allowed_by_a_prefix(rule: str, comman
         ("ssh:*", "ssh -p 2222 host ls"),
         ("rsync:*", "rsync -av src/ dst/"),
         ("go test:*", "go test -race -run TestX -count=1 ./..."),
+        # review 16, finding 8: another host's repository, or a remote's name
+        ("git push:*", "git push"),
+        ("git push:*", "git push origin main"),
+        ("git push:*", "git push -u origin feature/x"),
+        ("git push:*", "git push --force-with-lease origin HEAD:refs/heads/a/b"),
+        ("git push:*", "git push -o ci.skip origin main"),
+        ("git push:*", "git push --recurse-submodules=check origin main"),
+        ("git push:*", "git push https://github.com/a/b main"),
+        ("git push:*", "git push git@github.com:a/b.git main"),
+        ("git push:*", "git push ssh://git@example.com/a/b.git main"),
+        ("git archive:*", "git archive --remote=git@example.com:a/b.git HEAD"),
     ],
 )
 def test_prefix_rules_still_allow_plain_options(rule: str, command: str) -> None:
     (simple,) = parse_command(command).commands
     assert compile_spec(rule).allows(simple)
+
+
+def _git(work: Path, *args: str) -> None:
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, *args], cwd=work, check=True, timeout=20, capture_output=True)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git push evil main",
+        "git push evil.git main",
+        "git push other main",  # other.git: git tries NAME.git too
+        "git push -u evil main",
+        "git push --repo=evil",
+        "git send-pack evil main",  # (already: plumbing)
+        "git archive --remote=evil HEAD",
+        "git archive --remote evil HEAD",
+        "git status && git push evil main",  # each command by its own rule
+        "cd sub && git push evil main",  # git pushes from the repository's top
+        "git -C sub push inner main",
+        "cd $x && git push origin main",  # any folder
+    ],
+)
+async def test_a_push_to_a_folder_named_as_a_remote_is_not_allowed_by_a_prefix(
+    tmp_path: Path, command: str
+) -> None:
+    """Review 16, finding 8: a bare name is a remote's, or, when no remote has it, the folder
+    (or `NAME.git`) git pushes into, whose config runs programs: where such a folder is there,
+    only a rule naming every word approves the push."""
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    for folder in ("evil", "evil.git", "other.git", "sub/inner"):
+        (work / folder).mkdir(parents=True)
+    (tmp_path / "origin").mkdir()  # above the repository's top: never a push target
+    rules = {"allow": ["bash(git push:*)", "bash(git archive:*)", "bash(git status:*)"]}
+    rules["allow"] += ["bash(git:*)", "bash(cd:*)"]
+    s = supervisor("dont_ask", rules=rules)
+    assert isinstance(await s.decide(request(work, command)), Deny)
+    full = supervisor("dont_ask", rules={"allow": [f"bash({command})"]})
+    if "&&" not in command:
+        assert isinstance(await full.decide(request(work, command)), Approve)
+    for still in ("git push origin main", "git push -u origin feature", "cd sub && git push"):
+        assert isinstance(await s.decide(request(work, still)), Approve), still
+
+
+@pytest.mark.parametrize(
+    ("config", "command"),
+    [
+        ("core.alternateRefsCommand", "git push evil HEAD"),
+        ("core.alternateRefsCommand", "git push {work}/evil.git HEAD:refs/heads/x"),
+        ("core.alternateRefsCommand", "git push file://{work}/evil.git HEAD:refs/heads/y"),
+        ("tar.tgz.command", "git archive --remote=evil --format=tgz HEAD"),
+        ("tar.tgz.command", "git archive --format=tgz --remote file://{work}/evil.git HEAD"),
+    ],
+)
+async def test_an_allow_rule_never_approves_a_push_into_a_repository_the_model_made(
+    tmp_path: Path, config: str, command: str
+) -> None:
+    """Review 16, finding 8, with real git: a bare repository made in the working folder whose
+    config names a command (`core.alternateRefsCommand`, which receive-pack runs for a
+    repository with alternates; `tar.tgz.command`, which upload-archive runs), pushed to or
+    archived from under `bash(git:*)`: the command ran. Now the call is denied in dont_ask."""
+    if shutil.which("git") is None:
+        pytest.skip("no git here")
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    (work / "f.txt").write_text("x\n")
+    _git(work, "add", "f.txt")
+    _git(work, "commit", "-qm", "x")
+    _git(work, "init", "-q", "--bare", "evil.git")
+    _git(work, "push", "-q", "evil.git", "HEAD:refs/heads/main")  # a HEAD to archive
+    (work / "evil.git/objects/info/alternates").write_text(f"{work}/.git/objects\n")
+    # (the tar command filters the archive; the other's input is never closed)
+    code = f"touch {work}/P; cat #" if config.startswith("tar.") else f"touch {work}/P #"
+    _git(work, "config", "-f", "evil.git/config", config, code)
+    command = command.format(work=work)
+    assert makes_file(command, "P", work), "git must really run the repository's command"
+    results, decisions = await run_bash(
+        work, [command], supervisor("dont_ask", rules={"allow": ["bash(git:*)"]})
+    )
+    assert decisions == ["deny"] and results[0].is_error
+    assert not (work / "P").exists()
 
 
 @pytest.mark.parametrize(
