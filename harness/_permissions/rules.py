@@ -623,11 +623,13 @@ def _folders_of(parsed: ParsedCommand, cwd: str) -> tuple[list[str], bool]:
         if words[0] in _CHDIR:
             args = [w for w in words[1:] if w is None or not w.startswith("-")]
             targets.append(args[0] if args else os.path.expanduser("~"))
+        # env by any path, or behind a wrapper (`/usr/bin/env -S`, `command env -S`)
+        is_env = any(w is not None and os.path.basename(w) == "env" for w in words)
         for i, w in enumerate(words[1:], 1):
             if w is None or not w.startswith("-"):
                 continue
             after = words[i + 1] if i + 1 < len(words) else None
-            if words[0] == "env" and (w.startswith("--s") or _bundles(w, "S")):
+            if is_env and (w.startswith("--s") or _bundles(w, "S")):
                 unknown = True  # env -S splits a string into options: `-S'-C bin ./t'`
             if _FOLDER_LONG.match(w):
                 targets.append(w.split("=", 1)[1] if "=" in w else after)

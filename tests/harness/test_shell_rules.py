@@ -1620,6 +1620,8 @@ RENAMED_SPELLINGS = [
     "env --ch=bin ./t ../P",
     "env --chd bin ./t ../P",
     "env -S'-C bin ./t ../P'",
+    "/usr/bin/env -S'-C bin ./t ../P'",
+    "command env -S'-C bin ./t ../P'",
     "unshare --wd=bin ./t ../P",
     "unshare --wd bin ./t ../P",
     # folders the line does not spell
