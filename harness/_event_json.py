@@ -14,7 +14,7 @@ its name, with its fields in camelCase; fields pi lacks are added in the same st
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 import attrs
@@ -76,7 +76,8 @@ def json_value(value: object) -> Any:
         return {name: json_value(getattr(value, name)) for name in names}
     if isinstance(value, Mapping):
         return {str(k): json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
+    # any sequence: the context's messages are a lazily built one (`LazyMessages`)
+    if isinstance(value, Sequence | set | frozenset) and not isinstance(value, bytes | bytearray):
         return [json_value(v) for v in value]
     return repr(value)
 

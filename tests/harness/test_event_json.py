@@ -166,3 +166,25 @@ async def test_a_revoked_approval_is_asked_again_here_and_after_a_reopen(tmp_pat
 
 def _reopen(repo: JsonlSessionRepo, session_id: str) -> Any:
     return asyncio.run(repo.open(session_id))
+
+
+async def test_the_context_events_messages_are_messages_as_in_session_files(
+    tmp_path: Path,
+) -> None:
+    """The context's messages are a lazily built sequence, not a tuple: they were encoded as
+    their ``repr``, one string (issue 24 trial)."""
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    session = await repo.create(str(tmp_path))
+    harness = AgentHarness(
+        session=session, model=FauxModel(["Hi.", "Again."]), cwd=tmp_path, resources=None
+    )
+    await harness.prompt("first")
+    session.close()
+    reopened = await repo.open(session.id)
+    harness = AgentHarness(
+        session=reopened, model=FauxModel(["Again."]), cwd=tmp_path, resources=None
+    )
+    seen = await _events(harness, "second")
+    [context] = [r for r in seen if r["type"] == "context"]
+    assert [m["role"] for m in context["messages"]] == ["user", "assistant", "user"]
+    assert context["messages"][0]["content"] == "first"
