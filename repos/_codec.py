@@ -197,7 +197,11 @@ def loads_line(raw: bytes | memoryview) -> Any:
         if b"\\u" not in data:
             raise
         try:
-            obj = json.loads(data, parse_constant=_no_constant)
+            # and no number orjson refuses: `1e400` (infinity) and integers past 64 bits,
+            # which the decoder and the writers do not take (issue 24 attack, F1, F4, F5)
+            obj = json.loads(
+                data, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded
+            )
         except (ValueError, RecursionError):
             raise exc from None
         if nested_deeper(obj):
@@ -207,6 +211,20 @@ def loads_line(raw: bytes | memoryview) -> Any:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is out of range")
+    return value
+
+
+def _bounded(text: str) -> int:
+    value = int(text)
+    if not -(2**63) <= value < 2**64:  # orjson's range
+        raise ValueError(f"{text[:40]} is out of range")
+    return value
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -606,7 +606,9 @@ def _thinking_blocks(block: Mapping[str, Any], *, native: bool) -> list[dict[str
 
 
 def _tool_result_param(message: Mapping[str, Any]) -> dict[str, Any]:
-    is_error = message.get("isError", False)
+    # as the decoder reads it: anything but true is not an error (a session line's `null`
+    # stays in the message's extra keys, and came back here: issue 24 attack, F2)
+    is_error = message.get("isError") is True
     param: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": _tool_id(message["toolCallId"]),

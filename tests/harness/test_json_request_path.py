@@ -169,3 +169,29 @@ def test_a_harness_over_a_long_session_builds_no_message_before_its_first_reques
         assert isinstance(context, LazyMessages) and len(context) == 20
         # the leaf alone is read (a damaged one is dropped at start, as before)
         assert not any(s.built for s in context.slots[:-1])
+
+
+def test_a_tool_results_null_is_error_is_sent_as_the_typed_path_sends_it() -> None:
+    """Issue 24 attack, F2: `"isError": null` is read as false and kept in the message's extra
+    keys, which the JSON of the typed message carries back; the body from JSON said
+    `"is_error": null` where the typed path says false."""
+    call = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "c1", "name": "t", "arguments": {}}],
+        "stopReason": "toolUse",
+        "timestamp": 1,
+    }
+    result = {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "t",
+        "content": "ok",
+        "isError": None,
+        "timestamp": 2,
+    }
+    objs = [{"role": "user", "content": "go", "timestamp": 0}, call, result]
+    eager, slots = _slots(objs, stored=True)  # decoded at read: not a slot of the JSON
+    llm = _to_llm(SimpleNamespace(converted={}), normalized(LazyMessages(slots)))  # type: ignore[arg-type]
+    body = convert_messages(llm)
+    assert body[-1]["content"][0]["is_error"] is False
+    assert body == typed.convert_messages(to_llm_messages(typed.normalize_messages(eager)))

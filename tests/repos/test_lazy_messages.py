@@ -38,7 +38,7 @@ from repos import (
     normalized,
     open_session,
 )
-from repos._codec import CodecError, Slot, stored_slot
+from repos._codec import CodecError, Slot, loads_line, stored_slot
 from repos._context import _raw_context
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -384,3 +384,24 @@ def test_a_tool_result_s_string_content_is_written_back_only_while_it_is_the_con
     changed = attrs.evolve(read, content=(TextContent(text="(no output)"),))
     assert encode_message(changed)["content"] == [{"type": "text", "text": "(no output)"}]
     assert decode_message(encode_message(changed)).content == changed.content
+
+
+@pytest.mark.parametrize(
+    "number", ["1e400", "-1e400", "123456789012345678901234567890", "18446744073709551616"]
+)
+def test_a_line_with_a_lone_surrogate_holds_no_number_orjson_refuses(number: str) -> None:
+    """Issue 24 attack, F1, F4, F5: a line orjson refuses for a lone surrogate was read by
+    Python's json, which takes `1e400` as infinity and any integer; a cost of infinity then
+    passed the slot check and raised when the message was first built (inside a hook, at
+    compaction), a huge integer in arguments crashed `run` and `show`. Such a line is refused
+    as orjson refuses it, and reported at read."""
+    line = (
+        '{"type":"message","id":"a","parentId":null,"timestamp":"t","message":'
+        '{"role":"assistant","content":[{"type":"text","text":"x\\ud800"}],'
+        '"usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"cost":{"total":'
+        + number
+        + '}},"stopReason":"stop","timestamp":1}}'
+    ).encode()
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_line(line)
+    assert loads_line(line.replace(number.encode(), b"1")) is not None  # the surrogate alone
